@@ -1,0 +1,39 @@
+# docforge — `make demo` to see it work, `make test` to prove it.
+VENV      ?= .venv
+PY        := $(VENV)/bin/python
+STAMP     := $(VENV)/.installed
+# The CPU build of torch; an unpinned torch pulls a multi-GB CUDA build.
+TORCH     ?= torch==2.13.0
+QUERY     ?= How do I run the test suite?
+
+export DOCFORGE_HOME ?= $(CURDIR)/.docforge
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+export TOKENIZERS_PARALLELISM := false
+export DAGSTER_HOME ?= $(CURDIR)
+export DOCFORGE_DAGSTER_DIR ?= $(DOCFORGE_HOME)/dagster
+
+.PHONY: install demo test dev bench clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	python3 -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --upgrade pip
+	$(VENV)/bin/pip install --quiet $(TORCH)
+	$(VENV)/bin/pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+demo: install
+	$(VENV)/bin/docforge ingest
+	$(VENV)/bin/docforge search "$(QUERY)" --limit 3
+
+test: install
+	$(PY) -m pytest
+
+dev: install
+	set -m; $(VENV)/bin/dagster dev -w workspace.yaml -h 127.0.0.1 -p 3000
+
+clean:
+	-$(VENV)/bin/docforge db stop
+	rm -rf $(DOCFORGE_HOME)

@@ -1,0 +1,1 @@
+"""Dagster assets and checks: thin, each calls one core stage."""

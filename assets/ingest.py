@@ -1,0 +1,77 @@
+"""The three ingest stages as partitioned assets (one partition per source)."""
+
+import warnings
+
+from dagster import (
+    AssetExecutionContext,
+    BackfillPolicy,
+    BetaWarning,
+    DynamicPartitionsDefinition,
+    MaterializeResult,
+    MetadataValue,
+    asset,
+)
+
+from pipeline.ingest import IngestStats
+from pipeline.ingest.chunks import stage_chunks
+from pipeline.ingest.documents import stage_documents
+from pipeline.ingest.embeddings import stage_embeddings
+from resources import EmbedderResource, PostgresResource, SourcesResource, ingest_context
+
+warnings.filterwarnings("ignore", category=BetaWarning)  # backfill_policy is beta, and we rely on it
+
+source_partitions = DynamicPartitionsDefinition(name="sources")
+# One run per partition: a failing source never blocks the others, and the
+# embedding pool (below) bounds how many models load at once.
+_backfill = BackfillPolicy.multi_run(max_partitions_per_run=1)
+_common = dict(partitions_def=source_partitions, group_name="ingest", backfill_policy=_backfill)
+
+
+def result(stats: IngestStats) -> MaterializeResult:
+    """Counts and timings as metadata (never config or secrets)."""
+    d = stats.as_dict()
+    meta: dict = {k: v for k, v in d.items() if isinstance(v, int)}
+    meta.update({f"seconds_{k}": float(v) for k, v in d["seconds"].items()})
+    if d["failures"]:
+        meta["failures"] = MetadataValue.json(d["failures"])
+    return MaterializeResult(metadata=meta)
+
+
+@asset(**_common, description="Documents listed and hashed; changed ones staged in Postgres.")
+def documents(context: AssetExecutionContext, sources: SourcesResource, store: PostgresResource,
+              embedder: EmbedderResource) -> MaterializeResult:
+    ctx = ingest_context(sources, store, embedder, context.run_id)
+    return result(stage_documents(ctx, context.partition_key))
+
+
+@asset(**_common, deps=[documents], description="Staged documents parsed into sections and chunked.")
+def chunks(context: AssetExecutionContext, sources: SourcesResource, store: PostgresResource,
+           embedder: EmbedderResource) -> MaterializeResult:
+    ctx = ingest_context(sources, store, embedder, context.run_id)
+    return result(stage_chunks(ctx, context.partition_key))
+
+
+@asset(**_common, deps=[chunks], pool="gpu",
+       description="Chunks embedded (reusing known vectors) and swapped into the index.")
+def chunk_embeddings(context: AssetExecutionContext, sources: SourcesResource, store: PostgresResource,
+                     embedder: EmbedderResource) -> MaterializeResult:
+    ctx = ingest_context(sources, store, embedder, context.run_id)
+    return result(stage_embeddings(ctx, context.partition_key))
+
+
+ingest_assets = [documents, chunks, chunk_embeddings]
+
+
+def stats_from_metadata(metas: list[dict]) -> IngestStats:
+    """Re-assemble the IngestStats of one run from its materialisations' metadata."""
+    from pipeline.records import Failure
+
+    total = IngestStats()
+    counters = {f for f in IngestStats.__dataclass_fields__ if f not in ("failures", "seconds")}
+    for meta in metas:
+        vals = {k: getattr(v, "value", v) for k, v in meta.items()}
+        fails = tuple(Failure(**f) for f in (vals.get("failures") or []))
+        secs = {k.removeprefix("seconds_"): float(v) for k, v in vals.items() if k.startswith("seconds_")}
+        total = total + IngestStats(**{k: int(v) for k, v in vals.items() if k in counters},
+                                    failures=fails, seconds=secs)
+    return total

@@ -1,0 +1,58 @@
+"""The `docforge` command group; one module per command."""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+import click
+
+from pipeline import __version__
+from pipeline.errors import DocforgeError
+
+CONTEXT = {"help_option_names": ["-h", "--help"]}
+config_option = click.option(
+    "--config", "-c", "config", default="sources.yml", show_default=True, envvar="DOCFORGE_CONFIG",
+    type=click.Path(dir_okay=False), help="Path to sources.yml [env: DOCFORGE_CONFIG].")
+json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON on stdout, for machines.")
+
+
+class Group(click.Group):
+    """Turn DocforgeError into a clean one-line error (exit 1) instead of a traceback."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except DocforgeError as e:
+            raise click.ClickException(str(e)) from None
+
+
+@click.group(cls=Group, context_settings=CONTEXT)
+@click.version_option(__version__, "--version", prog_name="docforge")
+@click.option("-v", "--verbose", count=True, help="More log output on stderr (-vv for debug).")
+def main(verbose: int) -> None:
+    """docforge: keep a search index of your documentation fresh.
+
+    \b
+    Examples:
+      docforge ingest                      # every source in ./sources.yml
+      docforge search "how do I deploy?"   # hybrid search with citations
+      docforge status --json
+    """
+    level = logging.WARNING - 10 * verbose
+    logging.basicConfig(level=level, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
+
+
+def _register() -> None:
+    from pipeline.cli import db, ingest, search, sources, status
+
+    for mod in (ingest, search, status, sources, db):
+        main.add_command(mod.command)
+    try:
+        from pipeline.cli import serve
+    except ImportError:  # serving extras not installed
+        return
+    main.add_command(serve.command)
+
+
+_register()

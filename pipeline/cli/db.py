@@ -1,0 +1,48 @@
+"""`docforge db`: the store's lifecycle (stop the embedded server, reset)."""
+
+from __future__ import annotations
+
+import click
+
+from pipeline.cli import config_option
+from pipeline.config import load_settings
+from pipeline.store.db import connect, database_url
+
+
+@click.group("db")
+def command() -> None:
+    """Manage the store (embedded Postgres or DATABASE_URL)."""
+
+
+@command.command("url")
+@config_option
+def url(config: str) -> None:
+    """Print the connection URL (starts the embedded server if needed)."""
+    settings = load_settings(config)
+    explicit = settings.database_url.get_secret_value() if settings.database_url else None
+    click.echo(database_url(settings.home, explicit))
+
+
+@command.command("reset")
+@config_option
+@click.option("--yes", is_flag=True, help="Really drop every docforge table.")
+def reset(config: str, yes: bool) -> None:
+    """Drop the index (all tables); the next ingest rebuilds it, e.g. for a new model."""
+    if not yes:
+        raise click.UsageError("refusing to drop the index without --yes")
+    from pipeline.store.schema import drop_all
+
+    settings = load_settings(config)
+    explicit = settings.database_url.get_secret_value() if settings.database_url else None
+    with connect(database_url(settings.home, explicit), vector=False) as conn:
+        drop_all(conn)
+    click.echo("index dropped")
+
+
+@command.command("stop")
+@config_option
+def stop(config: str) -> None:
+    """Stop the embedded Postgres server of this DOCFORGE_HOME."""
+    from pipeline.store.db import stop_embedded
+
+    click.echo(stop_embedded(load_settings(config).home))

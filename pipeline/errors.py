@@ -1,0 +1,48 @@
+"""Every error docforge raises on purpose.
+
+    DocforgeError
+    ├── ConfigError          sources.yml or environment is wrong
+    ├── SourceError          a source could not be read
+    │   ├── GitSourceError
+    │   └── ConfluenceError
+    ├── ParseError           a document could not be parsed
+    ├── EmbedError           no embedding model could be loaded
+    ├── StoreError           the database refused or does not match
+    └── QueryError           a search request is invalid
+"""
+
+
+class DocforgeError(Exception):
+    """Base class: anything docforge reports to the user."""
+
+
+class ConfigError(DocforgeError):
+    """Configuration (sources.yml, environment) is invalid."""
+
+
+class SourceError(DocforgeError):
+    """A source or one of its documents could not be read."""
+
+
+class GitSourceError(SourceError):
+    """A git repository or one of its files could not be read."""
+
+
+class ConfluenceError(SourceError):
+    """The Confluence API failed or returned something unusable."""
+
+
+class ParseError(DocforgeError):
+    """A document's content could not be turned into sections."""
+
+
+class EmbedError(DocforgeError):
+    """No configured embedding model could be loaded."""
+
+
+class StoreError(DocforgeError):
+    """The store is unreachable or was built for something else."""
+
+
+class QueryError(DocforgeError):
+    """A search request (mode, filter expression) is invalid."""

@@ -1,0 +1,131 @@
+"""Ingest one source in three resumable stages, each a Dagster asset:
+
+    documents   list the source, compare with the ledger, stage what changed
+    chunks      parse and chunk staged documents into staged chunks
+    embeddings  reuse or compute vectors, then swap each document in atomically
+
+All state between stages lives in Postgres (`staged_*` tables), so a stage can
+be killed anywhere and re-run: it picks up where the last one stopped, and the
+index only ever changes inside one per-document transaction.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable
+from contextlib import contextmanager
+from dataclasses import dataclass, field, fields, replace
+from functools import cached_property
+
+import psycopg
+
+from pipeline.chunk import CHUNKER_VERSION, Chunker
+from pipeline.config import Settings
+from pipeline.embed import Embedder
+from pipeline.records import Failure
+from pipeline.store.db import advisory_lock, connect, database_url
+from pipeline.store.schema import ensure_schema
+
+Progress = Callable[[str, int, int], None]  # (stage, done, total)
+
+
+@dataclass(frozen=True)
+class IngestStats:
+    """What one run did to one source (or, summed, to several)."""
+
+    files_added: int = 0
+    files_updated: int = 0
+    files_unchanged: int = 0
+    files_deleted: int = 0
+    files_failed: int = 0
+    chunks_indexed: int = 0
+    chunks_reused: int = 0
+    chunks_deleted: int = 0
+    chunks_embedded: int = 0
+    failures: tuple[Failure, ...] = ()
+    seconds: dict[str, float] = field(default_factory=dict)  # wall time per stage
+
+    def __add__(self, other: IngestStats) -> IngestStats:
+        counts = {f.name: getattr(self, f.name) + getattr(other, f.name)
+                  for f in fields(self) if f.name not in ("failures", "seconds")}
+        secs = dict(self.seconds)
+        for k, v in other.seconds.items():
+            secs[k] = round(secs.get(k, 0.0) + v, 3)
+        return IngestStats(**counts, failures=self.failures + other.failures, seconds=secs)
+
+    def timed(self, stage: str, seconds: float) -> IngestStats:
+        return replace(self, seconds={**self.seconds, stage: round(seconds, 3)})
+
+    def as_dict(self) -> dict:
+        d = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("failures", "seconds")}
+        d["seconds"] = dict(self.seconds)
+        d["failures"] = [{"key": f.key, "stage": f.stage, "error": f.error} for f in self.failures]
+        return d
+
+
+class IngestContext:
+    """Settings plus the lazily built store URL, embedder and chunker of one run."""
+
+    def __init__(self, settings: Settings, *, url: str | None = None, embedder: Embedder | None = None,
+                 run_id: str | None = None, progress: Progress | None = None):
+        self.settings = settings
+        self._url = url
+        self.embedder = embedder or Embedder(settings.embedding)
+        self.run_id = run_id or uuid.uuid4().hex[:12]
+        self.progress = progress or (lambda stage, done, total: None)
+
+    @cached_property
+    def url(self) -> str:
+        url = self._url or (self.settings.database_url.get_secret_value() if self.settings.database_url else None)
+        return database_url(self.settings.home, url)
+
+    @cached_property
+    def chunker(self) -> Chunker:
+        c = self.settings.chunking
+        return Chunker(self.embedder.tokenizer, self.embedder.max_seq_length, c.max_tokens,
+                       c.overlap_tokens, tokenizer_id=self.embedder.model_id)
+
+    @cached_property
+    def chunker_version(self) -> str:
+        """The chunker fingerprint, computed without loading the tokenizer."""
+        c = self.settings.chunking
+        limit = min(c.max_tokens or self.embedder.max_seq_length, self.embedder.max_seq_length)
+        return f"{CHUNKER_VERSION}:{self.embedder.model_id}:{limit}:{c.overlap_tokens}"
+
+    @contextmanager
+    def store(self, partition: str | None = None):
+        """A connection to a store checked for this model; locked to one partition if given."""
+        with connect(self.url) as conn:
+            ensure_schema(conn, self.embedder.model_id, self.embedder.dimension)
+            if partition is None:
+                yield conn
+            else:
+                with advisory_lock(conn, f"partition:{partition}"):
+                    yield conn
+
+
+@contextmanager
+def stopwatch():
+    t = [time.perf_counter(), 0.0]
+    yield t
+    t[1] = time.perf_counter() - t[0]
+
+
+def ingest_source(ctx: IngestContext, name: str) -> IngestStats:
+    """All three stages for one source, in order (what one partition run does)."""
+    from pipeline.ingest.chunks import stage_chunks
+    from pipeline.ingest.documents import stage_documents
+    from pipeline.ingest.embeddings import stage_embeddings
+
+    return stage_documents(ctx, name) + stage_chunks(ctx, name) + stage_embeddings(ctx, name)
+
+
+def record_failures(conn: psycopg.Connection, partition: str, failures: list[Failure], run_id: str) -> None:
+    if failures:
+        with conn.cursor() as cur:
+            cur.executemany(
+                "INSERT INTO failures (partition, source_key, stage, error, run_id) VALUES (%s, %s, %s, %s, %s) "
+                "ON CONFLICT (partition, source_key) DO UPDATE SET stage = excluded.stage, "
+                "error = excluded.error, run_id = excluded.run_id, at = now()",
+                [(partition, f.key, f.stage, f.error, run_id) for f in failures])

@@ -1,0 +1,48 @@
+"""Markdown → sections, split on ATX and setext headings.
+
+markdown-it-py finds the headings, so a `# comment` inside a code fence is
+code, not a heading. Each section keeps its raw markdown (code included) and
+the path of headings above it; the first level-1 heading becomes the title.
+"""
+
+from __future__ import annotations
+
+import re
+
+from markdown_it import MarkdownIt
+
+from pipeline.parse import Parsed
+from pipeline.records import Section
+
+_md = MarkdownIt("commonmark").disable("inline")  # headings only: skip inline parsing
+_FRONT_MATTER = re.compile(r"\A---[ \t]*\n(.*?\n)---[ \t]*\n", re.S)
+_FM_TITLE = re.compile(r"^title:\s*['\"]?(.+?)['\"]?\s*$", re.M)
+
+
+def parse_markdown(text: str, default_title: str = "") -> Parsed:
+    title = default_title
+    fm = _FRONT_MATTER.match(text)
+    if fm:  # YAML front matter would otherwise read as a setext heading
+        if m := _FM_TITLE.search(fm.group(1)):
+            title = m.group(1)
+        text = "\n" * fm.group(0).count("\n") + text[fm.end() :]
+    lines = text.splitlines(keepends=True)
+    tokens = _md.parse(text)
+    headings = [  # (first line, line after heading, level, text)
+        (tok.map[0], tok.map[1], int(tok.tag[1]), " ".join(tokens[i + 1].content.split()))
+        for i, tok in enumerate(tokens)
+        if tok.type == "heading_open" and tok.map
+    ]
+    if not fm and (h1 := next((h for h in headings if h[2] == 1), None)):
+        title = h1[3] or title
+    sections: list[Section] = []
+    stack: list[tuple[int, str]] = []
+    pos, path = 0, ()
+    for start, end, level, heading in headings:
+        sections.append(Section(path, "".join(lines[pos:start])))
+        while stack and stack[-1][0] >= level:
+            stack.pop()
+        stack.append((level, heading))
+        path, pos = tuple(h for _, h in stack), end
+    sections.append(Section(path, "".join(lines[pos:])))
+    return Parsed(title, [s for s in sections if s.text.strip()])

@@ -1,0 +1,62 @@
+"""The frozen records that flow one way: DocRef → Document → Section → Chunk."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class DocRef:
+    """A document as a listing sees it: cheap to get, enough to decide skip or fetch.
+
+    `version` is whatever the source offers that changes with content (git blob id,
+    Confluence version number); `mtime_ns`/`size` come from a file system.
+    """
+
+    key: str  # stable across runs: "<source name>:<path or page id>"
+    path: str  # path in repo, or page id
+    version: str | None = None
+    mtime_ns: int | None = None
+    size: int | None = None
+    meta: dict[str, Any] = field(default_factory=dict)  # title, url, labels, space ...
+
+
+@dataclass(frozen=True)
+class Document:
+    """A fetched document: its text plus everything we know about it."""
+
+    ref: DocRef
+    kind: str  # "markdown" | "confluence" | "text"
+    title: str
+    url: str
+    content: str
+    content_hash: str  # sha256 hex of the UTF-8 content
+
+
+@dataclass(frozen=True)
+class Section:
+    """A semantic unit of a document: text under one heading path."""
+
+    heading_path: tuple[str, ...]
+    text: str
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A piece of one section, sized to fit the embedding model's window."""
+
+    ordinal: int
+    heading_path: tuple[str, ...]
+    text: str  # the section text this chunk covers (shown in citations)
+    embed_text: str  # what is embedded: title and heading path prepended
+    token_count: int  # tokens of embed_text, special tokens included
+
+
+@dataclass(frozen=True)
+class Failure:
+    """One document that could not be processed; the rest of the run goes on."""
+
+    key: str
+    stage: str  # "fetch" | "decode" | "parse" | "embed"
+    error: str

@@ -1,0 +1,148 @@
+"""Git repositories: the checked-out working tree, or the tree of a branch.
+
+With no `branch`, files come from the working tree (what a user sees, edits
+included); a file whose mtime and size are unchanged is never read again.
+With a `branch`, files come from that ref's tree: the blob id is the version,
+exact and free to compare. Globs are gitignore-style patterns anchored at the
+repository root (`docs/**/*.md`), matched by pathspec.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import pathspec
+
+from pipeline.config import GitSourceConfig
+from pipeline.errors import GitSourceError
+from pipeline.records import DocRef, Document, Failure
+from pipeline.sources import decode_text, sha256_text
+
+MARKDOWN_SUFFIXES = (".md", ".markdown", ".mdx")
+
+
+def run_git(repo: Path | str, *args: str, input: bytes | None = None) -> bytes:
+    try:
+        res = subprocess.run(["git", "-C", str(repo), *args], input=input, capture_output=True, check=True)
+    except subprocess.CalledProcessError as e:
+        msg = e.stderr.decode("utf-8", "replace").strip()
+        raise GitSourceError(f"git {' '.join(args[:2])} failed in {repo}: {msg}") from None
+    except FileNotFoundError:
+        raise GitSourceError("git is not installed or not on PATH") from None
+    return res.stdout
+
+
+def match_spec(globs: Sequence[str]) -> pathspec.PathSpec:
+    # Anchor plain patterns at the root: "README.md" means the top-level README only.
+    lines = [g if g.startswith(("/", "!")) else "/" + g for g in globs]
+    return pathspec.PathSpec.from_lines("gitwildmatch", lines)
+
+
+def resolve_ref(repo: Path | str, branch: str) -> str:
+    """The commit a branch name points at: local branch, then origin's, then any ref."""
+    for ref in (f"refs/heads/{branch}", f"refs/remotes/origin/{branch}", branch):
+        try:
+            return run_git(repo, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}").decode().strip()
+        except GitSourceError:
+            continue
+    raise GitSourceError(f"branch {branch!r} not found in {repo}")
+
+
+def head_commit(repo: Path | str, branch: str | None = None) -> str:
+    return resolve_ref(repo, branch) if branch else resolve_ref(repo, "HEAD")
+
+
+def web_url(remote: str) -> str | None:
+    """https://host/owner/name for a GitHub/GitLab-style remote, else None."""
+    m = re.match(r"^(?:https?://(?:[^@/]+@)?|git@)([^/:]+)[/:](.+?)(?:\.git)?/?$", remote.strip())
+    return f"https://{m.group(1)}/{m.group(2)}" if m and "." in m.group(1) else None
+
+
+class GitSource:
+    type = "git"
+
+    def __init__(self, cfg: GitSourceConfig, repo: Path | str):
+        self.name, self.cfg, self.tags = cfg.name, cfg, list(cfg.tags)
+        self.repo = Path(repo)
+        if not self.repo.is_dir():
+            raise GitSourceError(f"source {cfg.name!r}: repo path {self.repo} does not exist")
+        try:
+            run_git(self.repo, "rev-parse", "--git-dir")
+        except GitSourceError:
+            raise GitSourceError(f"source {cfg.name!r}: {self.repo} is not a git repository") from None
+        self.spec = match_spec(cfg.globs)
+        self.commit = head_commit(self.repo, cfg.branch)
+        try:
+            remote = run_git(self.repo, "remote", "get-url", "origin").decode()
+            self.base_url = web_url(remote)
+        except GitSourceError:
+            self.base_url = None
+
+    def _url(self, path: str) -> str:
+        if self.base_url:
+            return f"{self.base_url}/blob/{self.commit}/{path}"
+        return (self.repo / path).as_uri()
+
+    def _meta(self, path: str) -> dict:
+        return {"repo": str(self.repo), "commit": self.commit, "path": path, "url": self._url(path)}
+
+    def list_refs(self) -> list[DocRef]:
+        return self._list_tree() if self.cfg.branch else self._list_worktree()
+
+    def _list_worktree(self) -> list[DocRef]:
+        out = run_git(self.repo, "ls-files", "-z", "--cached", "--others", "--exclude-standard", "--deduplicate")
+        refs = []
+        for path in sorted({p for p in out.decode("utf-8", "surrogateescape").split("\0") if p}):
+            if not self.spec.match_file(path):
+                continue
+            try:
+                st = os.stat(self.repo / path)
+            except FileNotFoundError:  # tracked but deleted in the working tree
+                continue
+            refs.append(DocRef(f"{self.name}:{path}", path, None, st.st_mtime_ns, st.st_size, self._meta(path)))
+        return refs
+
+    def _list_tree(self) -> list[DocRef]:
+        out = run_git(self.repo, "ls-tree", "-r", "-z", "--long", self.commit)
+        refs = []
+        for entry in out.decode("utf-8", "surrogateescape").split("\0"):
+            if not entry:
+                continue
+            info, path = entry.split("\t", 1)
+            mode, kind, blob, size = info.split()
+            if kind == "blob" and self.spec.match_file(path):
+                refs.append(DocRef(f"{self.name}:{path}", path, blob, None, int(size), self._meta(path)))
+        return sorted(refs, key=lambda r: r.path)
+
+    def _read(self, refs: Sequence[DocRef]) -> Iterator[tuple[DocRef, bytes | Failure]]:
+        if not self.cfg.branch:
+            for ref in refs:
+                try:
+                    yield ref, (self.repo / ref.path).read_bytes()
+                except OSError as e:
+                    yield ref, Failure(ref.key, "fetch", f"cannot read {ref.path}: {e.strerror}")
+            return
+        if not refs:
+            return
+        # One `git cat-file --batch` for all blobs: one process, not one per file.
+        out = run_git(self.repo, "cat-file", "--batch", input="".join(f"{r.version}\n" for r in refs).encode())
+        pos = 0
+        for ref in refs:
+            nl = out.index(b"\n", pos)
+            size = int(out[pos:nl].split()[2])
+            yield ref, out[nl + 1 : nl + 1 + size]
+            pos = nl + 1 + size + 1
+
+    def fetch(self, refs: Sequence[DocRef]) -> Iterator[Document | Failure]:
+        for ref, data in self._read(refs):
+            text = data if isinstance(data, Failure) else decode_text(ref.key, data)
+            if isinstance(text, Failure):
+                yield text
+                continue
+            kind = "markdown" if ref.path.lower().endswith(MARKDOWN_SUFFIXES) else "text"
+            title = Path(ref.path).stem if Path(ref.path).stem.lower() != "readme" else ref.path
+            yield Document(ref, kind, title, ref.meta["url"], text, sha256_text(text))

@@ -1,0 +1,1 @@
+"""Postgres + pgvector: connection, schema and the ledger-backed stages' SQL."""

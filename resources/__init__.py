@@ -1,0 +1,49 @@
+"""Dagster resources: thin wrappers that hand the core its configured clients."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from dagster import ConfigurableResource
+
+from pipeline.config import EmbeddingConfig, Settings, load_settings
+from pipeline.embed import Embedder
+from pipeline.ingest import IngestContext
+from pipeline.store.db import database_url
+
+
+class SourcesResource(ConfigurableResource):
+    """sources.yml: the sources, model and chunking settings."""
+
+    config_path: str = "sources.yml"
+
+    def settings(self) -> Settings:
+        return load_settings(self.config_path)
+
+
+class PostgresResource(ConfigurableResource):
+    """The store: DATABASE_URL when given, else the embedded server under the settings' home."""
+
+    database_url: str | None = None
+
+    def url(self, settings: Settings) -> str:
+        explicit = self.database_url or (settings.database_url.get_secret_value() if settings.database_url else None)
+        return database_url(settings.home, explicit)
+
+
+@lru_cache(maxsize=2)
+def _embedder(cfg_json: str) -> Embedder:
+    return Embedder(EmbeddingConfig.model_validate_json(cfg_json))  # one model per process
+
+
+class EmbedderResource(ConfigurableResource):
+    """The embedding model named in sources.yml (loaded only when something needs embedding)."""
+
+    def get(self, settings: Settings) -> Embedder:
+        return _embedder(settings.embedding.model_dump_json())
+
+
+def ingest_context(sources: SourcesResource, store: PostgresResource, embedder: EmbedderResource,
+                   run_id: str) -> IngestContext:
+    settings = sources.settings()
+    return IngestContext(settings, url=store.url(settings), embedder=embedder.get(settings), run_id=run_id)
