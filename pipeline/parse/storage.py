@@ -1,0 +1,298 @@
+"""Confluence storage format (XHTML with `ac:`/`ri:` markup) → sections.
+
+A storage body is an XML fragment with undeclared namespace prefixes and, in real
+pages, HTML named entities (`&nbsp;`, `&rarr;`) unknown to XML. We declare the
+prefixes, rewrite named entities as numeric ones (outside CDATA: code stays
+verbatim) and check well-formedness strictly with lxml: Confluence only stores
+well-formed XHTML, so a body that fails is truncated or corrupt and is reported
+rather than half indexed. BeautifulSoup then walks it: headings split sections;
+code macros become fenced blocks with their language, panels keep their kind and
+title, expands their title, status lozenges read `[label]`, links read as their
+text or target, tables as `a | b | c` rows, task lists as `[x] ...` lines.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from html.entities import html5
+
+from bs4 import BeautifulSoup, NavigableString, Tag
+from bs4.element import Comment, Declaration, Doctype, ProcessingInstruction
+from lxml import etree
+
+from pipeline.errors import ParseError
+from pipeline.records import Section
+
+_PREFIX = re.compile(r"</?([A-Za-z][\w.-]*):[A-Za-z]|\s([A-Za-z][\w.-]*):[\w.-]+\s*=")
+_ENTITY = re.compile(r"(<!\[CDATA\[.*?\]\]>)|&(#?\w+;)?", re.S)
+_XML_ENTITIES = {"amp", "lt", "gt", "quot", "apos"}
+_HEADINGS = {"h1", "h2", "h3", "h4", "h5", "h6"}
+# Containers whose children may hold section headings (page layout columns).
+_TRANSPARENT = {"ac:layout", "ac:layout-section", "ac:layout-cell", "div", "section", "root"}
+_BLOCKS = _HEADINGS | _TRANSPARENT | {
+    "p", "ul", "ol", "table", "pre", "blockquote", "hr", "ac:task-list", "ac:adf-extension"}
+_PANELS = {"info": "Info", "note": "Note", "tip": "Tip", "warning": "Warning", "panel": "Panel",
+           "success": "Tip", "error": "Warning", "custom": "Panel"}
+_INLINE_MACROS = {"status", "anchor", "view-file", "viewpdf", "jira", "emoticon"}
+_DROPPED_MACROS = {"toc", "toc-zone", "children", "pagetree", "recently-updated", "contentbylabel"}
+_SKIPPED = (Comment, Declaration, Doctype, ProcessingInstruction)
+
+
+def parse_storage(xhtml: str) -> list[Section]:
+    """Sections of a storage-format body; raises ParseError if it is not well-formed."""
+    if not isinstance(xhtml, str):
+        raise ParseError(f"storage body must be text, got {type(xhtml).__name__}")
+    doc = _wrap(xhtml)
+    try:
+        etree.fromstring(doc.encode("utf-8"), etree.XMLParser(resolve_entities=False, no_network=True,
+                                                              huge_tree=True))
+    except etree.XMLSyntaxError as e:
+        raise ParseError(f"Confluence storage body is not well-formed XHTML: {e}") from None
+    return _sections(_walk(BeautifulSoup(doc, "lxml-xml").find("root")))
+
+
+def _wrap(body: str) -> str:
+    """One root element declaring every prefix used; entities XML-safe."""
+    prefixes = {p for m in _PREFIX.finditer(body) for p in m.groups() if p} - {"xml", "xmlns"}
+    decls = "".join(f' xmlns:{p}="urn:confluence:{p}"' for p in sorted(prefixes))
+    return f"<root{decls}>{_ENTITY.sub(_fix_entity, body)}</root>"
+
+
+def _fix_entity(m: re.Match) -> str:
+    if m.group(1):  # CDATA: verbatim
+        return m.group(1)
+    ref = m.group(2)
+    if ref is None:  # a bare ampersand
+        return "&amp;"
+    if ref.startswith("#") or ref[:-1] in _XML_ENTITIES:
+        return "&" + ref
+    chars = html5.get(ref)
+    return "".join(f"&#{ord(c)};" for c in chars) if chars else "&amp;" + ref
+
+
+def _qname(tag: Tag) -> str:
+    return f"{tag.prefix}:{tag.name}" if tag.prefix else tag.name
+
+
+def _is_block(node: object) -> bool:
+    if not isinstance(node, Tag):
+        return False
+    name = _qname(node)
+    if name == "ac:structured-macro":
+        return node.get("ac:name", "") not in _INLINE_MACROS
+    return name in _BLOCKS
+
+
+def _walk(node: Tag) -> Iterator[str | tuple[int, str]]:
+    """Block texts in document order, and (level, text) for each section heading."""
+    for item in _runs(node):
+        if isinstance(item, str):
+            yield item
+        elif _qname(item) in _HEADINGS:
+            yield int(item.name[1]), _squash(_inline(item))
+        elif _qname(item) in _TRANSPARENT:
+            yield from _walk(item)
+        else:
+            yield from _block(item)
+
+
+def _sections(events: Iterator[str | tuple[int, str]]) -> list[Section]:
+    sections: list[Section] = []
+    stack: list[tuple[int, str]] = []
+    blocks: list[str] = []
+    for ev in [*events, (0, "")]:  # the sentinel heading flushes the last section
+        if isinstance(ev, str):
+            blocks += [ev] if ev.strip() else []
+            continue
+        if blocks:
+            sections.append(Section(tuple(h for _, h in stack if h), "\n\n".join(blocks)))
+        blocks = []
+        while stack and stack[-1][0] >= ev[0]:
+            stack.pop()
+        stack.append(ev)
+    return sections
+
+
+def _runs(node: Tag) -> Iterator[Tag | str]:
+    """Children, with each run of inline content merged into one paragraph string."""
+    buf: list[str] = []
+    for child in node.children:
+        if _is_block(child):
+            if text := _squash("".join(buf)):
+                yield text
+            buf = []
+            yield child
+        else:
+            buf.append(_inline(child))
+    if text := _squash("".join(buf)):
+        yield text
+
+
+def _blocks(node: Tag | None) -> list[str]:
+    if node is None:
+        return []
+    out: list[str] = []
+    for item in _runs(node):
+        out.extend([item] if isinstance(item, str) else _block(item))
+    return [b for b in out if b.strip()]
+
+
+def _block(tag: Tag) -> list[str]:
+    name = _qname(tag)
+    if name in _HEADINGS:  # inside a macro or list: a line, not a new section
+        return [_squash(_inline(tag))]
+    if name in ("ul", "ol"):
+        return [_list(tag)]
+    if name == "table":
+        return [_table(tag)]
+    if name == "pre":
+        return [f"```\n{tag.get_text().strip(chr(10))}\n```"]
+    if name == "ac:structured-macro":
+        return _macro(tag)
+    if name == "ac:task-list":
+        return [_tasks(tag)]
+    if name == "ac:adf-extension":
+        return _adf(tag)
+    return _blocks(tag)  # p, blockquote, div, layouts ...
+
+
+def _squash(text: str) -> str:
+    """Whitespace runs → one space per line; explicit line breaks (<br/>) kept."""
+    lines = (" ".join(line.split()) for line in text.split("\n"))
+    return "\n".join(line for line in lines if line)
+
+
+def _inline(node: object) -> str:
+    if isinstance(node, _SKIPPED):
+        return ""
+    if isinstance(node, NavigableString):
+        return str(node)
+    assert isinstance(node, Tag)
+    name = _qname(node)
+    if name == "br":
+        return "\n"
+    if name == "ac:link":
+        return _link(node)
+    if name == "ac:structured-macro":
+        return _inline_macro(node) if node.get("ac:name") in _INLINE_MACROS else " ".join(_macro(node))
+    if name == "ac:emoticon":  # keep a real emoji, drop ":shortname:" fallbacks
+        fallback = node.get("ac:emoji-fallback", "")
+        return "" if fallback.startswith(":") else fallback
+    if name == "ac:image":
+        caption = node.find("ac:caption")
+        return f" {_squash(_inline(caption))} " if caption else ""
+    if name in ("ac:parameter", "ac:placeholder", "ac:adf-mark", "ac:task-id", "ac:task-uuid"):
+        return ""
+    return "".join(_inline(c) for c in node.children)
+
+
+def _link(tag: Tag) -> str:
+    """A link's own text, else its target's name (page title, file name, space key)."""
+    body = tag.find(["ac:plain-text-link-body", "ac:link-body"], recursive=False)
+    if body is not None and (text := _squash(_inline(body))):
+        return text
+    target = tag.find(["ri:page", "ri:attachment", "ri:space", "ri:url", "ri:blog-post"])
+    if target is None:
+        return tag.get("ac:anchor", "")
+    for attr in ("ri:content-title", "ri:filename", "ri:space-key", "ri:value"):
+        if target.get(attr):
+            return target[attr]
+    return ""
+
+
+def _params(tag: Tag) -> dict[str, str]:
+    return {p.get("ac:name", ""): _squash(p.get_text()) for p in tag.find_all("ac:parameter", recursive=False)}
+
+
+def _inline_macro(tag: Tag) -> str:
+    name, params = tag.get("ac:name", ""), _params(tag)
+    if name == "status":
+        return f" [{params['title']}] " if params.get("title") else ""
+    if name in ("view-file", "viewpdf"):
+        att = tag.find("ri:attachment")
+        return f" [file: {att['ri:filename']}] " if att is not None and att.get("ri:filename") else ""
+    if name == "jira":
+        return params.get("key", "")
+    return ""
+
+
+def _macro(tag: Tag) -> list[str]:
+    name, params = tag.get("ac:name", ""), _params(tag)
+    if name in ("code", "noformat"):
+        return [_code(tag, params)]
+    if name in _DROPPED_MACROS:
+        return []
+    body = _blocks(tag.find("ac:rich-text-body", recursive=False))
+    if name in _PANELS:
+        return _panel(_PANELS[name], params.get("title", ""), body)
+    if name == "expand":
+        return [params.get("title") or "Details", *body]
+    if body:
+        return [params["title"], *body] if params.get("title") else body
+    plain = tag.find("ac:plain-text-body", recursive=False)
+    if plain is not None and plain.get_text().strip():
+        return [_code(tag, params)]
+    text = _inline_macro(tag)
+    return [text] if text else []
+
+
+def _panel(kind: str, title: str, body: list[str]) -> list[str]:
+    if not body and not title:
+        return []
+    head = f"{kind}: {title}" if title else f"{kind}:"
+    return [head + "\n" + "\n\n".join(body)]
+
+
+def _code(tag: Tag, params: dict[str, str]) -> str:
+    lang = params.get("language", "")
+    lang = "" if lang in ("none", "text") else lang
+    body = tag.find("ac:plain-text-body", recursive=False)
+    code = body.get_text().strip("\n") if body is not None else ""
+    fence = "````" if "```" in code else "```"
+    title = f"{params['title']}\n" if params.get("title") else ""
+    return f"{title}{fence}{lang}\n{code}\n{fence}"
+
+
+def _list(tag: Tag) -> str:
+    start = int(tag["start"]) if tag.name == "ol" and str(tag.get("start", "")).isdigit() else 1
+    lines = []
+    for i, li in enumerate(tag.find_all("li", recursive=False), start):
+        marker = f"{i}." if tag.name == "ol" else "-"
+        text = "\n".join(_blocks(li)) or " "
+        pad = "\n" + " " * (len(marker) + 1)
+        lines.append(f"{marker} {pad.join(text.split(chr(10)))}".rstrip())
+    return "\n".join(lines)
+
+
+def _table(tag: Tag) -> str:
+    rows = []
+    for tr in tag.find_all("tr"):
+        if tr.find_parent("table") is not tag:  # a nested table's rows belong to its cell
+            continue
+        cells = [" ".join(" ".join(_blocks(c)).split()) for c in tr.find_all(["th", "td"], recursive=False)]
+        if any(cells):
+            rows.append(" | ".join(cells))
+    return "\n".join(rows)
+
+
+def _tasks(tag: Tag) -> str:
+    lines = []
+    for task in tag.find_all("ac:task", recursive=False):
+        status = task.find("ac:task-status")
+        mark = "[x]" if status is not None and status.get_text(strip=True) == "complete" else "[ ]"
+        lines.append(f"{mark} {' '.join(' '.join(_blocks(task.find('ac:task-body'))).split())}")
+    return "\n".join(lines)
+
+
+def _adf(tag: Tag) -> list[str]:
+    """New-editor extensions: read the node's content, not the HTML fallback (same text twice)."""
+    node = tag.find("ac:adf-node")
+    content = node.find("ac:adf-content") if node is not None else None
+    if content is None:
+        return _blocks(tag.find("ac:adf-fallback"))
+    body = _blocks(content)
+    if node.get("type") == "panel":
+        kind = node.find("ac:adf-attribute", attrs={"key": "panel-type"})
+        return _panel(_PANELS.get(kind.get_text(strip=True) if kind else "", "Panel"), "", body)
+    return body

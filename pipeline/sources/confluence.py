@@ -1,0 +1,171 @@
+"""Confluence Cloud pages as a docforge source: list with versions, fetch what changed.
+
+Listing costs one request per `page_size` pages (plus, only when label filters
+are set, one per page for its labels); a body is fetched only for a page whose
+version differs from the ledger. A listing that fails raises, since a partial
+listing would delete pages from the index; a page that fails becomes a Failure
+and the rest go on. Breadcrumb and labels are best effort: they decorate a
+page, they never fail it. HTTP, auth and retries live in `confluence_client`.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
+
+from pipeline.config import ConfluenceSourceConfig
+from pipeline.errors import ConfluenceError
+from pipeline.records import DocRef, Document, Failure
+from pipeline.sources import sha256_text
+from pipeline.sources.confluence_client import ConfluenceClient
+
+log = logging.getLogger(__name__)
+MAX_IDS = 250  # the v2 API's cap on `id=` / `ids=` lists
+
+
+class ConfluenceSource:
+    """A space and/or page trees of one Confluence Cloud site, as a docforge source."""
+
+    type = "confluence"
+
+    def __init__(self, cfg: ConfluenceSourceConfig, *, sleep: Callable[[float], None] = time.sleep):
+        if not cfg.space and not cfg.page_ids:
+            raise ConfluenceError(f"source {cfg.name!r}: set `space` (a space key) and/or `page_ids`")
+        self.name, self.cfg, self.tags = cfg.name, cfg, list(cfg.tags)
+        self.api = ConfluenceClient(cfg, sleep)
+        self._titles: dict[str, str] = {}  # page id → title, for breadcrumbs
+        self._space_keys: dict[str, str] = {}  # space id → key
+
+    def close(self) -> None:
+        self.api.close()
+
+    def list_refs(self) -> list[DocRef]:
+        pages: dict[str, dict] = {}
+        if self.cfg.space:
+            space_id = self._space_id(self.cfg.space)
+            params = {"status": "current", "limit": self.cfg.page_size}
+            pages.update((str(p.get("id")), p) for p in self.api.paginate(f"/spaces/{space_id}/pages", params))
+        roots = self._pages_by_id(self.cfg.page_ids)
+        if missing := [i for i in self.cfg.page_ids if i not in roots]:
+            log.warning("source %r: page ids %s not found (deleted or not visible): skipped", self.name, missing)
+        pages.update(roots)
+        if self.cfg.include_children:
+            pages.update(self._descendants(list(roots), pages))
+        self._titles.update((pid, p.get("title", "")) for pid, p in pages.items())
+        self._resolve_space_keys({str(p.get("spaceId")) for p in pages.values() if p.get("spaceId")})
+        refs = self._filter_labels([self._ref(p) for p in pages.values() if p.get("status", "current") == "current"])
+        log.info("source %r: %d pages listed (%.1fs spent waiting on retries)", self.name, len(refs), self.api.waited)
+        return sorted(refs, key=lambda r: r.key)
+
+    def fetch(self, refs: Sequence[DocRef]) -> Iterator[Document | Failure]:
+        for ref in refs:
+            try:
+                yield self._fetch_page(ref)
+            except ConfluenceError as e:  # this page only: the rest of the source goes on
+                yield Failure(ref.key, "fetch", str(e))
+
+    def _space_id(self, key: str) -> str:
+        spaces = self.api.get_json("/spaces", {"keys": key, "limit": 25}).get("results") or []
+        space = next((s for s in spaces if str(s.get("key", "")).lower() == key.lower()), None)
+        if space is None or not space.get("id"):
+            raise ConfluenceError(f"source {self.name!r}: space {key!r} not found at {self.api.base} "
+                                  "(check the key, or these credentials cannot see it)")
+        self._space_keys[str(space["id"])] = space.get("key", key)
+        return str(space["id"])
+
+    def _resolve_space_keys(self, space_ids: set[str]) -> None:
+        unknown = sorted(space_ids - self._space_keys.keys())
+        for i in range(0, len(unknown), MAX_IDS):
+            batch = ",".join(unknown[i : i + MAX_IDS])
+            for s in self.api.paginate("/spaces", {"ids": batch, "limit": MAX_IDS}):
+                self._space_keys[str(s.get("id"))] = s.get("key", "")
+
+    def _pages_by_id(self, ids: Sequence[str]) -> dict[str, dict]:
+        """Pages (without bodies, with versions) by id, in as few requests as the API allows."""
+        out: dict[str, dict] = {}
+        for i in range(0, len(ids), MAX_IDS):
+            params = {"id": ",".join(ids[i : i + MAX_IDS]), "status": "current", "limit": MAX_IDS}
+            out.update((str(p.get("id")), p) for p in self.api.paginate("/pages", params))
+        return out
+
+    def _descendants(self, root_ids: list[str], known: dict[str, dict]) -> dict[str, dict]:
+        """Every page below the roots, level by level; versions fetched in bulk for new ones."""
+        found: dict[str, dict] = {}
+        seen, level = set(root_ids), list(root_ids)
+        while level:
+            kids = [str(c.get("id")) for pid in level
+                    for c in self.api.paginate(f"/pages/{pid}/children", {"limit": self.cfg.page_size})]
+            level = [k for k in dict.fromkeys(kids) if k not in seen]
+            seen.update(level)
+            found.update(self._pages_by_id([k for k in level if k not in known]))
+        return found
+
+    def _ref(self, page: dict) -> DocRef:
+        pid = str(page.get("id") or "")
+        if not pid:
+            raise ConfluenceError(f"source {self.name!r}: a listed page has no id: {str(page)[:200]}")
+        version = (page.get("version") or {}).get("number")
+        meta = {"page_id": pid, "title": page.get("title", ""), "url": self._web_url(page),
+                "space": self._space_keys.get(str(page.get("spaceId")), self.cfg.space or ""), "version": version}
+        return DocRef(f"{self.name}:{pid}", pid, None if version is None else str(version), meta=meta)
+
+    def _web_url(self, page: dict) -> str:
+        webui = (page.get("_links") or {}).get("webui")
+        if webui and webui.startswith(("http://", "https://")):
+            return webui
+        return self.api.base + webui if webui else f"{self.api.base}/pages/viewpage.action?pageId={page.get('id')}"
+
+    def _labels(self, pid: str) -> list[str]:
+        return sorted({str(lb.get("name", "")) for lb in self.api.paginate(f"/pages/{pid}/labels",
+                                                                         {"limit": MAX_IDS})} - {""})
+
+    def _filter_labels(self, refs: list[DocRef]) -> list[DocRef]:
+        include = {x.lower() for x in self.cfg.labels_include}
+        exclude = {x.lower() for x in self.cfg.labels_exclude}
+        if not include and not exclude:
+            return refs
+        kept = []
+        for ref in refs:
+            labels = self._labels(ref.path)
+            names = {x.lower() for x in labels}
+            if (not include or include & names) and not exclude & names:
+                kept.append(replace(ref, meta={**ref.meta, "labels": labels}))
+        return kept
+
+    def _fetch_page(self, ref: DocRef) -> Document:
+        pid = ref.path
+        data = self.api.get_json(f"/pages/{pid}", {"body-format": "storage", "include-labels": "true"})
+        body = ((data.get("body") or {}).get("storage") or {}).get("value")
+        if not isinstance(body, str):
+            raise ConfluenceError(f"page {pid}: the response has no storage body (body.storage.value)")
+        version = (data.get("version") or {}).get("number", ref.meta.get("version"))
+        title = data.get("title") or ref.meta.get("title") or pid
+        url = self._web_url(data) if (data.get("_links") or {}).get("webui") else ref.meta.get("url", "")
+        meta = {**ref.meta, "title": title, "url": url, "version": version,
+                "labels": self._page_labels(pid, data, ref.meta.get("labels")), "breadcrumb": self._breadcrumb(pid)}
+        ref = replace(ref, version=ref.version if version is None else str(version), meta=meta)
+        return Document(ref, "confluence", title, url, body, sha256_text(body))
+
+    def _page_labels(self, pid: str, data: dict, listed: list[str] | None) -> list[str]:
+        labels = data.get("labels") or {}
+        if isinstance(labels.get("results"), list) and not (labels.get("meta") or {}).get("hasMore"):
+            return sorted({str(lb.get("name", "")) for lb in labels["results"]} - {""})
+        try:
+            return self._labels(pid)
+        except ConfluenceError as e:  # labels only add tags: never fail the page for them
+            log.info("page %s: labels unavailable (%s)", pid, e)
+            return list(listed or [])
+
+    def _breadcrumb(self, pid: str) -> list[str]:
+        """Ancestor titles, top first; best effort (the page is fine without one)."""
+        try:
+            ancestors = self.api.get_json(f"/pages/{pid}/ancestors", {"limit": 250}).get("results") or []
+            ids = [str(a.get("id")) for a in ancestors if a.get("type", "page") == "page"]
+            if missing := [a for a in ids if a not in self._titles]:
+                self._titles.update((k, p.get("title", "")) for k, p in self._pages_by_id(missing).items())
+        except ConfluenceError as e:
+            log.info("page %s: breadcrumb unavailable (%s)", pid, e)
+            return []
+        return [self._titles[a] for a in ids if self._titles.get(a)]

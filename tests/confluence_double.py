@@ -1,0 +1,317 @@
+"""A Confluence Cloud REST API v2 double: a real HTTP server on 127.0.0.1 for tests.
+
+It serves one space of pages under `/wiki/api/v2` with the endpoints docforge
+uses (spaces by key, space pages, pages by id, one page with its storage body
+and labels, children, ancestors, labels), cursor pagination capped at a small
+page size so every list call paginates, `_links.next` and a `Link` header (or
+the header alone), versions that can be bumped, deletions (pages go to the
+trash), per-page 404/403, and injected faults: 429 with, without or with an
+absurd Retry-After, 5xx bursts, slow responses. It checks the auth header on
+every request, rejects parameters the real API rejects, and counts requests per
+endpoint. `tests/test_confluence_api_schema.py` validates its JSON against the
+official OpenAPI spec, so it cannot drift from the real API.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import threading
+import time
+import zlib
+from collections import Counter, deque
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import parse_qs, urlencode, urlsplit
+
+CREATED = "2024-07-14T05:22:57.682Z"
+AUTHOR = "630c844a9796033b256b98a5"
+_ROUTES = [  # (endpoint name, path pattern under /wiki/api/v2)
+    ("spaces", re.compile(r"/spaces")),
+    ("space_pages", re.compile(r"/spaces/(\d+)/pages")),
+    ("pages", re.compile(r"/pages")),
+    ("page", re.compile(r"/pages/(\d+)")),
+    ("children", re.compile(r"/pages/(\d+)/children")),
+    ("ancestors", re.compile(r"/pages/(\d+)/ancestors")),
+    ("labels", re.compile(r"/pages/(\d+)/labels")),
+]
+
+
+@dataclass
+class Page:
+    id: str
+    title: str
+    body: str
+    parent_id: str | None = None
+    labels: list[str] = field(default_factory=list)
+    version: int = 1
+    status: str = "current"  # current | archived | trashed
+    fail: int | None = None  # 403/404: GET of this page answers with this status
+
+
+@dataclass
+class Fault:
+    status: int | None  # 429, 5xx; None: answer normally, after `delay`
+    retry_after: str | None = None
+    endpoint: str | None = None  # None: whichever request comes next
+    delay: float = 0.0
+
+
+class _Invalid(Exception):
+    """A request the real API answers with 400."""
+
+
+class ConfluenceDouble:
+    def __init__(self, *, space_key: str = "DOCS", space_id: str = "98765", page_size: int = 3,
+                 email: str = "bot@example.com", token: str = "double-api-token-s3cr3t",
+                 bearer: str | None = None, link_header_only: bool = False):
+        self.space_key, self.space_id, self.page_size = space_key, space_id, page_size
+        self.link_header_only = link_header_only
+        self.accepted = {f"Bearer {bearer}"} if bearer else {
+            "Basic " + base64.b64encode(f"{email}:{token}".encode()).decode()}
+        self.pages: dict[str, Page] = {}
+        self.faults: deque[Fault] = deque()
+        self.counts: Counter[str] = Counter()  # endpoint → requests, faults and rejections included
+        self.log: list[tuple[str, int]] = []  # (path with query, status)
+        self.connections = 0
+        self.lock = threading.RLock()
+        self._server: ThreadingHTTPServer | None = None
+
+    # --- content -------------------------------------------------------------
+    def add_page(self, id: str, title: str, body: str, **kw) -> Page:
+        with self.lock:
+            self.pages[str(id)] = page = Page(str(id), title, body, **kw)
+            return page
+
+    def add_storage_files(self, paths: list[Path], first_id: int = 910000, parent_id: str | None = None) -> list[Page]:
+        """Pages from storage-format files: a numeric file suffix is the id, else ids count up."""
+        out = []
+        for n, path in enumerate(sorted(paths)):
+            suffix = path.stem.rsplit("-", 1)[-1]
+            pid = suffix if suffix.isdigit() else str(first_id + n)
+            out.append(self.add_page(pid, path.stem, path.read_text(encoding="utf-8"), parent_id=parent_id))
+        return out
+
+    def bump(self, pid: str, body: str | None = None) -> int:
+        with self.lock:
+            page = self.pages[pid]
+            page.body, page.version = page.body if body is None else body, page.version + 1
+            return page.version
+
+    def delete(self, pid: str) -> None:
+        with self.lock:
+            self.pages[pid].status = "trashed"
+
+    def inject(self, status: int | None, times: int = 1, *, retry_after: str | None = None,
+               endpoint: str | None = None, delay: float = 0.0) -> None:
+        with self.lock:
+            self.faults.extend(Fault(status, retry_after, endpoint, delay) for _ in range(times))
+
+    def body_fetches(self) -> int:
+        return sum(1 for path, status in self.log if "body-format=" in path and status == 200)
+
+    # --- server --------------------------------------------------------------
+    @property
+    def base_url(self) -> str:
+        assert self._server, "double not started"
+        return f"http://127.0.0.1:{self._server.server_address[1]}/wiki"
+
+    def start(self) -> ConfluenceDouble:
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+        self._server.daemon_threads = True
+        self._server.double = self  # type: ignore[attr-defined]
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        if self._server:
+            self._server.shutdown()
+            self._server.server_close()
+
+    def __enter__(self) -> ConfluenceDouble:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    # --- request handling ----------------------------------------------------
+    def handle(self, raw_path: str, auth: str | None) -> tuple[int, dict[str, str], dict | None]:
+        parts = urlsplit(raw_path)
+        name, match = self._route(parts.path)
+        with self.lock:
+            if name:
+                self.counts[name] += 1
+            fault = self._take_fault(name)
+        if fault and fault.delay:
+            time.sleep(fault.delay)
+        if auth not in self.accepted:
+            return 401, {}, _error(401, "Unauthorized")
+        if fault and fault.status:
+            headers = {"Retry-After": fault.retry_after} if fault.retry_after is not None else {}
+            return fault.status, headers, _error(fault.status, "injected fault")
+        if not name:
+            return 404, {}, _error(404, "no such endpoint")
+        query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
+        try:
+            with self.lock:
+                return getattr(self, f"_{name}")(parts.path, query, *match.groups())
+        except _Invalid as e:
+            return 400, {}, _error(400, str(e))
+
+    def _route(self, path: str):
+        rest = path.removeprefix("/wiki/api/v2")
+        for name, pattern in _ROUTES:
+            if rest != path and (m := pattern.fullmatch(rest)):
+                return name, m
+        return None, None
+
+    def _take_fault(self, name: str | None) -> Fault | None:
+        for fault in self.faults:
+            if fault.endpoint in (None, name):
+                self.faults.remove(fault)
+                return fault
+        return None
+
+    def _list(self, path: str, query: dict, items: list[dict]) -> tuple[int, dict, dict]:
+        limit = _int(query.get("limit", "25"), "limit", 1, 250)
+        try:
+            offset = int(base64.urlsafe_b64decode(query["cursor"]).decode()) if "cursor" in query else 0
+        except ValueError:
+            raise _Invalid("invalid cursor") from None
+        size = min(limit, self.page_size)
+        body: dict = {"results": items[offset : offset + size], "_links": {"base": self.base_url}}
+        headers = {}
+        if offset + size < len(items):
+            cursor = base64.urlsafe_b64encode(str(offset + size).encode()).decode()
+            nxt = f"{path}?{urlencode({**query, 'cursor': cursor})}"
+            headers["Link"] = f'<{nxt}>; rel="next", <{self.base_url}>; rel="base"'
+            if not self.link_header_only:
+                body["_links"]["next"] = nxt
+        return 200, headers, body
+
+    def _visible(self, query: dict) -> list[Page]:
+        allowed = query.get("status", "current,archived").split(",")
+        if not set(allowed) <= {"current", "archived", "deleted", "trashed"}:
+            raise _Invalid(f"invalid status {query['status']!r}")
+        return [p for p in sorted(self.pages.values(), key=lambda p: int(p.id)) if p.status in allowed]
+
+    def _spaces(self, path: str, query: dict):
+        keys, ids = _csv(query.get("keys")), _csv(query.get("ids"))
+        hit = (not keys or self.space_key in keys) and (not ids or self.space_id in ids)
+        return self._list(path, query, [self._space_json()] if hit else [])
+
+    def _space_pages(self, path: str, query: dict, space_id: str):
+        if space_id != self.space_id:
+            return 404, {}, _error(404, "space not found")
+        return self._list(path, query, [self._page_json(p) for p in self._visible(query)])
+
+    def _pages(self, path: str, query: dict):
+        ids = _csv(query.get("id"))
+        if len(ids) > 250 or not all(i.isdigit() for i in ids):
+            raise _Invalid("id must be at most 250 integers")
+        pages = [p for p in self._visible(query) if not ids or p.id in ids]
+        return self._list(path, query, [self._page_json(p) for p in pages])
+
+    def _page(self, path: str, query: dict, pid: str):
+        page = self.pages.get(pid)
+        if page is None or page.status == "trashed" or page.fail == 404:
+            return 404, {}, _error(404, "page not found")
+        if page.fail:
+            return page.fail, {}, _error(page.fail, "forbidden")
+        out = self._page_json(page)
+        fmt = query.get("body-format")
+        if fmt is not None:
+            if fmt not in ("storage", "atlas_doc_format", "view", "export_view", "anonymous_export_view",
+                           "styled_view", "editor"):
+                raise _Invalid(f"invalid body-format {fmt!r}")
+            out["body"] = {"storage": {"representation": "storage", "value": page.body}} if fmt == "storage" else {}
+        if query.get("include-labels") == "true":
+            out["labels"] = {"results": [_label(n) for n in page.labels], "meta": {"hasMore": False, "cursor": ""},
+                             "_links": {"self": f"/wiki/api/v2/pages/{pid}/labels"}}
+        out["_links"]["base"] = self.base_url
+        return 200, {}, out
+
+    def _children(self, path: str, query: dict, pid: str):
+        if pid not in self.pages:
+            return 404, {}, _error(404, "page not found")
+        kids = [p for p in self._visible({}) if p.parent_id == pid]
+        return self._list(path, query, [{"id": p.id, "status": p.status, "title": p.title, "spaceId": self.space_id,
+                                         "childPosition": int(p.id) % 10000} for p in kids])
+
+    def _ancestors(self, path: str, query: dict, pid: str):
+        page = self.pages.get(pid)
+        if page is None:
+            return 404, {}, _error(404, "page not found")
+        chain = []
+        while page.parent_id and page.parent_id in self.pages and len(chain) < 50:
+            chain.insert(0, {"id": page.parent_id, "type": "page"})
+            page = self.pages[page.parent_id]
+        return 200, {}, {"results": chain[-_int(query.get("limit", "25"), "limit", 1, 250):],
+                         "_links": {"base": self.base_url}}
+
+    def _labels(self, path: str, query: dict, pid: str):
+        if pid not in self.pages:
+            return 404, {}, _error(404, "page not found")
+        return self._list(path, query, [_label(n) for n in self.pages[pid].labels])
+
+    def _space_json(self) -> dict:
+        return {"id": self.space_id, "key": self.space_key, "name": f"{self.space_key} space", "type": "global",
+                "status": "current", "authorId": AUTHOR, "createdAt": CREATED,
+                "homepageId": min(self.pages, key=int, default="1"), "_links": {"webui": f"/spaces/{self.space_key}"}}
+
+    def _page_json(self, p: Page) -> dict:
+        out = {"id": p.id, "status": p.status, "title": p.title, "spaceId": self.space_id,
+               "position": int(p.id) % 10000, "authorId": AUTHOR, "ownerId": AUTHOR, "lastOwnerId": None,
+               "createdAt": CREATED,
+               "version": {"number": p.version, "message": "", "minorEdit": False, "authorId": AUTHOR,
+                           "createdAt": CREATED},
+               "_links": {"webui": f"/spaces/{self.space_key}/pages/{p.id}",
+                          "editui": f"/pages/resumedraft.action?draftId={p.id}", "tinyui": f"/x/{p.id}"}}
+        if p.parent_id:
+            out.update(parentId=p.parent_id, parentType="page")
+        return out
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive: lets tests see connection reuse
+
+    def setup(self) -> None:
+        super().setup()
+        with self.server.double.lock:  # type: ignore[attr-defined]
+            self.server.double.connections += 1  # type: ignore[attr-defined]
+
+    def do_GET(self) -> None:
+        double: ConfluenceDouble = self.server.double  # type: ignore[attr-defined]
+        status, headers, body = double.handle(self.path, self.headers.get("Authorization"))
+        with double.lock:
+            double.log.append((self.path, status))
+        data = json.dumps(body).encode() if body is not None else b""
+        self.send_response(status)
+        for k, v in {"Content-Type": "application/json", **headers}.items():
+            self.send_header(k, v)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args) -> None:  # quiet: tests read `double.log` instead
+        pass
+
+
+def _error(status: int, title: str) -> dict:
+    return {"errors": [{"status": status, "code": str(status), "title": title, "detail": None}]}
+
+
+def _label(name: str) -> dict:
+    return {"id": str(zlib.crc32(name.encode())), "name": name, "prefix": "global"}
+
+
+def _csv(value: str | None) -> list[str]:
+    return [v for v in (value or "").split(",") if v]
+
+
+def _int(value: str, name: str, lo: int, hi: int) -> int:
+    if not value.isdigit() or not lo <= int(value) <= hi:
+        raise _Invalid(f"{name} must be an integer in [{lo}, {hi}]")
+    return int(value)

