@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from pipeline.errors import ConfigError
@@ -58,6 +58,12 @@ class ConfluenceSourceConfig(_Strict):
     @classmethod
     def _ids_as_strings(cls, v: Any) -> Any:
         return [str(i) for i in v] if isinstance(v, list) else v
+
+    @model_validator(mode="after")
+    def _has_scope(self) -> "ConfluenceSourceConfig":
+        if not self.space and not self.page_ids:
+            raise ValueError("set 'space' (a space key) and/or 'page_ids'")
+        return self
 
 
 SourceConfig = Annotated[Union[GitSourceConfig, ConfluenceSourceConfig], Field(discriminator="type")]

@@ -1,15 +1,13 @@
 """A Confluence Cloud REST API v2 double: a real HTTP server on 127.0.0.1 for tests.
 
-It serves one space of pages under `/wiki/api/v2` with the endpoints docforge
-uses (spaces by key, space pages, pages by id, one page with its storage body
-and labels, children, ancestors, labels), cursor pagination capped at a small
-page size so every list call paginates, `_links.next` and a `Link` header (or
-the header alone), versions that can be bumped, deletions (pages go to the
-trash), per-page 404/403, and injected faults: 429 with, without or with an
-absurd Retry-After, 5xx bursts, slow responses. It checks the auth header on
-every request, rejects parameters the real API rejects, and counts requests per
-endpoint. `tests/test_confluence_api_schema.py` validates its JSON against the
-official OpenAPI spec, so it cannot drift from the real API.
+One space of pages under `/wiki/api/v2`: spaces by key/id, space pages, pages by
+id, a page with its storage body and labels, children, ancestors, labels. Cursor
+pagination capped at a small page size, `_links.next` and a `Link` header (or the
+header alone); versions to bump, deletions (to the trash), per-page 403/404 or a
+missing body; injected 429 (with, without, absurd Retry-After), 5xx and slow
+answers; auth checked on every request; 400 for parameters the real API rejects;
+requests counted per endpoint. tests/test_confluence_api_schema.py validates its
+JSON against the official OpenAPI spec, so it cannot drift from the real API.
 """
 
 from __future__ import annotations
@@ -28,15 +26,12 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 
 CREATED = "2024-07-14T05:22:57.682Z"
 AUTHOR = "630c844a9796033b256b98a5"
-_ROUTES = [  # (endpoint name, path pattern under /wiki/api/v2)
-    ("spaces", re.compile(r"/spaces")),
-    ("space_pages", re.compile(r"/spaces/(\d+)/pages")),
-    ("pages", re.compile(r"/pages")),
-    ("page", re.compile(r"/pages/(\d+)")),
-    ("children", re.compile(r"/pages/(\d+)/children")),
-    ("ancestors", re.compile(r"/pages/(\d+)/ancestors")),
-    ("labels", re.compile(r"/pages/(\d+)/labels")),
-]
+_ROUTES = [(name, re.compile(pattern)) for name, pattern in (  # endpoint name, path under /wiki/api/v2
+    ("spaces", r"/spaces"), ("space_pages", r"/spaces/(\d+)/pages"), ("pages", r"/pages"),
+    ("page", r"/pages/(\d+)"), ("children", r"/pages/(\d+)/children"),
+    ("ancestors", r"/pages/(\d+)/ancestors"), ("labels", r"/pages/(\d+)/labels"))]
+_PAGE_ROUTES = {"page", "children", "ancestors", "labels"}  # their path holds a page id
+_BODY_FORMATS = {"storage", "atlas_doc_format", "view", "export_view", "anonymous_export_view", "styled_view", "editor"}
 
 
 @dataclass
@@ -48,7 +43,7 @@ class Page:
     labels: list[str] = field(default_factory=list)
     version: int = 1
     status: str = "current"  # current | archived | trashed
-    fail: int | None = None  # 403/404: GET of this page answers with this status
+    fail: int | str | None = None  # 403/404: GET of this page answers so; "no-body": its body is left out
 
 
 @dataclass
@@ -68,7 +63,7 @@ class ConfluenceDouble:
                  email: str = "bot@example.com", token: str = "double-api-token-s3cr3t",
                  bearer: str | None = None, link_header_only: bool = False):
         self.space_key, self.space_id, self.page_size = space_key, space_id, page_size
-        self.link_header_only = link_header_only
+        self.link_header_only = link_header_only  # next links only in the Link header, as the spec allows
         self.accepted = {f"Bearer {bearer}"} if bearer else {
             "Basic " + base64.b64encode(f"{email}:{token}".encode()).decode()}
         self.pages: dict[str, Page] = {}
@@ -79,7 +74,6 @@ class ConfluenceDouble:
         self.lock = threading.RLock()
         self._server: ThreadingHTTPServer | None = None
 
-    # --- content -------------------------------------------------------------
     def add_page(self, id: str, title: str, body: str, **kw) -> Page:
         with self.lock:
             self.pages[str(id)] = page = Page(str(id), title, body, **kw)
@@ -100,19 +94,17 @@ class ConfluenceDouble:
             page.body, page.version = page.body if body is None else body, page.version + 1
             return page.version
 
-    def delete(self, pid: str) -> None:
-        with self.lock:
-            self.pages[pid].status = "trashed"
+    def delete(self, pid: str) -> None:  # Confluence moves deleted pages to the trash
+        self.pages[pid].status = "trashed"
 
     def inject(self, status: int | None, times: int = 1, *, retry_after: str | None = None,
                endpoint: str | None = None, delay: float = 0.0) -> None:
         with self.lock:
             self.faults.extend(Fault(status, retry_after, endpoint, delay) for _ in range(times))
 
-    def body_fetches(self) -> int:
+    def body_fetches(self) -> int:  # successful GETs of a page with its body
         return sum(1 for path, status in self.log if "body-format=" in path and status == 200)
 
-    # --- server --------------------------------------------------------------
     @property
     def base_url(self) -> str:
         assert self._server, "double not started"
@@ -122,7 +114,7 @@ class ConfluenceDouble:
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
         self._server.daemon_threads = True
         self._server.double = self  # type: ignore[attr-defined]
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        threading.Thread(target=self._server.serve_forever, args=(0.05,), daemon=True).start()
         return self
 
     def stop(self) -> None:
@@ -130,14 +122,12 @@ class ConfluenceDouble:
             self._server.shutdown()
             self._server.server_close()
 
-    def __enter__(self) -> ConfluenceDouble:
-        return self.start()
+    __enter__ = start
 
     def __exit__(self, *exc) -> None:
         self.stop()
 
-    # --- request handling ----------------------------------------------------
-    def handle(self, raw_path: str, auth: str | None) -> tuple[int, dict[str, str], dict | None]:
+    def handle(self, raw_path: str, auth: str | None) -> tuple[int, dict[str, str], dict]:
         parts = urlsplit(raw_path)
         name, match = self._route(parts.path)
         with self.lock:
@@ -151,8 +141,8 @@ class ConfluenceDouble:
         if fault and fault.status:
             headers = {"Retry-After": fault.retry_after} if fault.retry_after is not None else {}
             return fault.status, headers, _error(fault.status, "injected fault")
-        if not name:
-            return 404, {}, _error(404, "no such endpoint")
+        if not name or (name in _PAGE_ROUTES and match.group(1) not in self.pages):
+            return 404, {}, _error(404, "not found")
         query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
         try:
             with self.lock:
@@ -215,16 +205,15 @@ class ConfluenceDouble:
         return self._list(path, query, [self._page_json(p) for p in pages])
 
     def _page(self, path: str, query: dict, pid: str):
-        page = self.pages.get(pid)
-        if page is None or page.status == "trashed" or page.fail == 404:
+        page = self.pages[pid]
+        if page.status == "trashed" or page.fail == 404:
             return 404, {}, _error(404, "page not found")
-        if page.fail:
+        if isinstance(page.fail, int):
             return page.fail, {}, _error(page.fail, "forbidden")
         out = self._page_json(page)
         fmt = query.get("body-format")
-        if fmt is not None:
-            if fmt not in ("storage", "atlas_doc_format", "view", "export_view", "anonymous_export_view",
-                           "styled_view", "editor"):
+        if fmt is not None and page.fail != "no-body":
+            if fmt not in _BODY_FORMATS:
                 raise _Invalid(f"invalid body-format {fmt!r}")
             out["body"] = {"storage": {"representation": "storage", "value": page.body}} if fmt == "storage" else {}
         if query.get("include-labels") == "true":
@@ -234,17 +223,12 @@ class ConfluenceDouble:
         return 200, {}, out
 
     def _children(self, path: str, query: dict, pid: str):
-        if pid not in self.pages:
-            return 404, {}, _error(404, "page not found")
         kids = [p for p in self._visible({}) if p.parent_id == pid]
         return self._list(path, query, [{"id": p.id, "status": p.status, "title": p.title, "spaceId": self.space_id,
                                          "childPosition": int(p.id) % 10000} for p in kids])
 
     def _ancestors(self, path: str, query: dict, pid: str):
-        page = self.pages.get(pid)
-        if page is None:
-            return 404, {}, _error(404, "page not found")
-        chain = []
+        page, chain = self.pages[pid], []
         while page.parent_id and page.parent_id in self.pages and len(chain) < 50:
             chain.insert(0, {"id": page.parent_id, "type": "page"})
             page = self.pages[page.parent_id]
@@ -252,8 +236,6 @@ class ConfluenceDouble:
                          "_links": {"base": self.base_url}}
 
     def _labels(self, path: str, query: dict, pid: str):
-        if pid not in self.pages:
-            return 404, {}, _error(404, "page not found")
         return self._list(path, query, [_label(n) for n in self.pages[pid].labels])
 
     def _space_json(self) -> dict:
@@ -264,9 +246,8 @@ class ConfluenceDouble:
     def _page_json(self, p: Page) -> dict:
         out = {"id": p.id, "status": p.status, "title": p.title, "spaceId": self.space_id,
                "position": int(p.id) % 10000, "authorId": AUTHOR, "ownerId": AUTHOR, "lastOwnerId": None,
-               "createdAt": CREATED,
-               "version": {"number": p.version, "message": "", "minorEdit": False, "authorId": AUTHOR,
-                           "createdAt": CREATED},
+               "createdAt": CREATED, "version": {"number": p.version, "message": "", "minorEdit": False,
+                                                 "authorId": AUTHOR, "createdAt": CREATED},
                "_links": {"webui": f"/spaces/{self.space_key}/pages/{p.id}",
                           "editui": f"/pages/resumedraft.action?draftId={p.id}", "tinyui": f"/x/{p.id}"}}
         if p.parent_id:
@@ -276,6 +257,7 @@ class ConfluenceDouble:
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive: lets tests see connection reuse
+    disable_nagle_algorithm = True  # headers and body go out in two writes: no 40 ms delayed-ACK stall
 
     def setup(self) -> None:
         super().setup()
@@ -287,7 +269,7 @@ class _Handler(BaseHTTPRequestHandler):
         status, headers, body = double.handle(self.path, self.headers.get("Authorization"))
         with double.lock:
             double.log.append((self.path, status))
-        data = json.dumps(body).encode() if body is not None else b""
+        data = json.dumps(body).encode()
         self.send_response(status)
         for k, v in {"Content-Type": "application/json", **headers}.items():
             self.send_header(k, v)

@@ -57,3 +57,8 @@ def test_unknown_source_name(write_config):
     s = load_settings(write_config([{"name": "hb", "type": "git", "repo": "."}]))
     with pytest.raises(ConfigError, match="no source named 'nope'.*known: hb"):
         s.source("nope")
+
+
+def test_confluence_needs_a_scope(write_config):
+    with pytest.raises(ConfigError, match="source 'c' .*set 'space'"):
+        load_settings(write_config([{"name": "c", "type": "confluence", "base_url": "https://x.atlassian.net/wiki"}]))

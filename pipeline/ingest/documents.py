@@ -43,6 +43,14 @@ def stage_documents(ctx: IngestContext, name: str) -> IngestStats:
     t0 = time.perf_counter()
     settings = ctx.settings
     source = open_source(settings, settings.source(name))
+    try:
+        return _stage(ctx, name, source, t0)
+    finally:
+        if close := getattr(source, "close", None):
+            close()  # e.g. the Confluence HTTP session
+
+
+def _stage(ctx: IngestContext, name: str, source, t0: float) -> IngestStats:
     refs = source.list_refs()
     added = updated = unchanged = deleted = 0
     failures: list[Failure] = []

@@ -11,8 +11,7 @@ page, they never fail it. HTTP, auth and retries live in `confluence_client`.
 from __future__ import annotations
 
 import logging
-import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 
 from pipeline.config import ConfluenceSourceConfig
@@ -30,11 +29,11 @@ class ConfluenceSource:
 
     type = "confluence"
 
-    def __init__(self, cfg: ConfluenceSourceConfig, *, sleep: Callable[[float], None] = time.sleep):
+    def __init__(self, cfg: ConfluenceSourceConfig):
         if not cfg.space and not cfg.page_ids:
             raise ConfluenceError(f"source {cfg.name!r}: set `space` (a space key) and/or `page_ids`")
         self.name, self.cfg, self.tags = cfg.name, cfg, list(cfg.tags)
-        self.api = ConfluenceClient(cfg, sleep)
+        self.api = ConfluenceClient(cfg)
         self._titles: dict[str, str] = {}  # page id → title, for breadcrumbs
         self._space_keys: dict[str, str] = {}  # space id → key
 

@@ -88,7 +88,7 @@ def _show(url: httpx.URL) -> str:
 class ConfluenceClient:
     """One HTTP session to one site's v2 API, with the retry policy and its budget."""
 
-    def __init__(self, cfg: ConfluenceSourceConfig, sleep: Callable[[float], None] = time.sleep):
+    def __init__(self, cfg: ConfluenceSourceConfig):
         self.cfg = cfg
         self.base = cfg.base_url.rstrip("/").removesuffix(API)
         parts = urlsplit(self.base)
@@ -98,7 +98,6 @@ class ConfluenceClient:
         auth, self._secrets = credentials()
         self.http = httpx.Client(auth=auth, timeout=cfg.timeout_s, follow_redirects=False,
                                  headers={"Accept": "application/json", "User-Agent": "docforge"})
-        self._sleep_fn = sleep
         self._backoff = wait_exponential_jitter(multiplier=0.5, max=cfg.max_retry_after_s, jitter=0.5)
         self.waited = 0.0  # seconds slept before retries, for this whole instance
 
@@ -131,10 +130,13 @@ class ConfluenceClient:
     def _resolve(self, link: str) -> httpx.URL:
         """A next link: relative to the host ("/wiki/api/v2/...") or, if it lacks the base path, to the site."""
         parts = urlsplit(link)
-        if parts.scheme:  # absolute: credentials must not follow it to another host
-            if f"{parts.scheme}://{parts.netloc}" != self.origin:
-                raise ConfluenceError(f"pagination link points away from {self.origin}: {parts.netloc}")
-            return httpx.URL(link)
+        if parts.scheme:
+            if f"{parts.scheme}://{parts.netloc}" == self.origin:
+                return httpx.URL(link)
+            # Credentials never follow a link to another host: ask our own site for the same path.
+            log.warning("pagination link names another host (%s): following its path on %s",
+                        parts.netloc, self.origin)
+            link = parts.path + (f"?{parts.query}" if parts.query else "")
         link = link if link.startswith("/") else "/" + link
         if self.base_path and not link.startswith(self.base_path + "/"):
             return httpx.URL(self.base + link)
@@ -155,7 +157,7 @@ class ConfluenceClient:
                 raise _Retryable(f"{resp.status_code} {resp.reason_phrase}")
             return resp
 
-        retrying = self._retrying(url)
+        retrying = self._retrying(lambda: _show(url))  # late-bound: shows a halved limit
         try:
             resp = retrying(attempt)
         except (_Retryable, *_TRANSIENT) as e:
@@ -165,9 +167,9 @@ class ConfluenceClient:
                 f"{self.waited:.1f}s of the {self.cfg.retry_budget_s:g}s retry budget used")) from None
         return self._check(resp, url)
 
-    def _retrying(self, url: httpx.URL) -> Retrying:
+    def _retrying(self, where: Callable[[], str]) -> Retrying:
         def log_retry(rs: RetryCallState) -> None:
-            log.warning("Confluence GET %s: %s; attempt %d/%d, retrying in %.1fs", _show(url),
+            log.warning("Confluence GET %s: %s; attempt %d/%d, retrying in %.1fs", where(),
                         self._redact(str(rs.outcome.exception())), rs.attempt_number,
                         self.cfg.max_attempts, rs.next_action.sleep if rs.next_action else 0.0)
 
@@ -185,7 +187,7 @@ class ConfluenceClient:
 
     def _sleep(self, seconds: float) -> None:
         self.waited += seconds
-        self._sleep_fn(seconds)
+        time.sleep(seconds)
 
     def _check(self, resp: httpx.Response, url: httpx.URL) -> httpx.Response:
         if resp.is_success:
