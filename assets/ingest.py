@@ -1,5 +1,7 @@
 """The three ingest stages as partitioned assets (one partition per source)."""
 
+import json
+import os
 import warnings
 
 from dagster import (
@@ -21,10 +23,31 @@ from resources import EmbedderResource, PostgresResource, SourcesResource, inges
 warnings.filterwarnings("ignore", category=BetaWarning)  # backfill_policy is beta, and we rely on it
 
 source_partitions = DynamicPartitionsDefinition(name="sources")
-# One run per partition: a failing source never blocks the others, and the
-# embedding pool (below) bounds how many models load at once.
+# One run per partition: a failing source never blocks the others, a retry
+# re-runs one source, and the embedding pool (below) bounds how many models
+# load at once. A single-run backfill would hold one model for hours and fail whole.
 _backfill = BackfillPolicy.multi_run(max_partitions_per_run=1)
 _common = dict(partitions_def=source_partitions, group_name="ingest", backfill_policy=_backfill)
+# The embedding step's pool: its limit (dagster.yaml `concurrency.pools`, or
+# `dagster instance concurrency set gpu N`) is how many models load at once.
+EMBED_POOL = os.environ.get("DOCFORGE_EMBED_POOL", "gpu")
+
+
+def embed_op_tags() -> dict:
+    """With DOCFORGE_EMBED_GPUS=N (k8s_job_executor), the embedding step's pod asks for N GPUs.
+
+    Only this step: listing and chunking stay on cheap CPU pods. The toleration
+    matches the taint GPU node pools usually carry; DOCFORGE_EMBED_NODE_SELECTOR
+    (JSON) pins a GPU type.
+    """
+    gpus = int(os.environ.get("DOCFORGE_EMBED_GPUS", "0"))
+    if gpus <= 0:
+        return {}
+    pod = {"tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]}
+    if os.environ.get("DOCFORGE_EMBED_NODE_SELECTOR"):
+        pod["node_selector"] = json.loads(os.environ["DOCFORGE_EMBED_NODE_SELECTOR"])
+    container = {"resources": {"limits": {"nvidia.com/gpu": str(gpus)}}}
+    return {"dagster-k8s/config": {"container_config": container, "pod_spec_config": pod}}
 
 
 def result(stats: IngestStats) -> MaterializeResult:
@@ -51,7 +74,7 @@ def chunks(context: AssetExecutionContext, sources: SourcesResource, store: Post
     return result(stage_chunks(ctx, context.partition_key))
 
 
-@asset(**_common, deps=[chunks], pool="gpu",
+@asset(**_common, deps=[chunks], pool=EMBED_POOL, op_tags=embed_op_tags(),
        description="Chunks embedded (reusing known vectors) and swapped into the index.")
 def chunk_embeddings(context: AssetExecutionContext, sources: SourcesResource, store: PostgresResource,
                      embedder: EmbedderResource) -> MaterializeResult:

@@ -1,17 +1,22 @@
-"""The one place Dagster is wired: assets, resources, jobs, schedules, sensors."""
+"""The one place Dagster is wired: assets, checks, resources, jobs, schedules, sensors.
+
+See docs/orchestration.md for how each trigger behaves.
+"""
 
 from __future__ import annotations
 
 import os
 
-from dagster import Definitions, define_asset_job
+from dagster import Definitions
 
+from assets.checks import ingest_checks
 from assets.ingest import ingest_assets, source_partitions
+from pipeline.jobs import executor, ingest_job
+from pipeline.schedules import build_nightly_schedule, schedule_config
+from pipeline.sensors import build_push_sensor, build_sources_sync_sensor
 from resources import EmbedderResource, PostgresResource, SourcesResource
 
 CONFIG_PATH = os.environ.get("DOCFORGE_CONFIG", "sources.yml")
-
-ingest_job = define_asset_job("ingest", selection=ingest_assets, partitions_def=source_partitions)
 
 
 def resources(config_path: str = CONFIG_PATH) -> dict:
@@ -22,7 +27,15 @@ def resources(config_path: str = CONFIG_PATH) -> dict:
     }
 
 
-defs = Definitions(assets=ingest_assets, jobs=[ingest_job], resources=resources())
+defs = Definitions(
+    assets=ingest_assets,
+    asset_checks=ingest_checks,
+    jobs=[ingest_job],
+    schedules=[build_nightly_schedule(ingest_job, schedule_config(CONFIG_PATH))],
+    sensors=[build_push_sensor(ingest_job), build_sources_sync_sensor(ingest_job)],
+    resources=resources(),
+    executor=executor(),
+)
 
 
 def _root_cause(err) -> str:

@@ -53,7 +53,10 @@ def resolve_ref(repo: Path | str, branch: str) -> str:
 
 
 def head_commit(repo: Path | str, branch: str | None = None) -> str:
-    return resolve_ref(repo, branch) if branch else resolve_ref(repo, "HEAD")
+    if branch:
+        return resolve_ref(repo, branch)
+    # Not resolve_ref: it would try refs/remotes/origin/HEAD before the checkout's own HEAD.
+    return run_git(repo, "rev-parse", "--verify", "HEAD^{commit}").decode().strip()
 
 
 def web_url(remote: str) -> str | None:
