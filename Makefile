@@ -11,7 +11,6 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 export DAGSTER_HOME ?= $(CURDIR)
-export DOCFORGE_DAGSTER_DIR ?= $(DOCFORGE_HOME)/dagster
 
 .PHONY: install demo test dev bench clean
 
