@@ -10,35 +10,57 @@ from pipeline.cli import config_option, json_option
 from pipeline.config import load_settings
 from pipeline.query import MODES, Searcher
 
+JSON_KEYS = ("source", "url", "title", "section", "text", "score", "chunk_index", "partition", "type", "page",
+             "rerank_score")
+EXPLAIN_KEYS = ("dense_rank", "keyword_rank")
+
+
+def _parse_filter(ctx, param, value: str | None) -> dict | None:
+    if not value:
+        return None
+    try:
+        expr = json.loads(value)
+    except json.JSONDecodeError as e:
+        raise click.BadParameter(f"not valid JSON ({e.msg} at column {e.colno})") from None
+    if not isinstance(expr, dict):
+        raise click.BadParameter('must be a JSON object, e.g. \'{"tags": "ops"}\'')
+    return expr
+
 
 @click.command("search")
 @click.argument("query")
 @config_option
 @click.option("--mode", "-m", type=click.Choice(MODES), default="hybrid", show_default=True,
-              envvar="DOCFORGE_SEARCH_MODE", help="Dense vectors, keyword (full text), or both fused.")
+              envvar="DOCFORGE_SEARCH_MODE",
+              help="Dense vectors, keyword (BM25), or both fused [env: DOCFORGE_SEARCH_MODE].")
 @click.option("--limit", "-n", type=click.IntRange(1, 100), default=5, show_default=True, help="Hits to return.")
+@click.option("--filter", "-f", "filters", callback=_parse_filter, metavar="JSON",
+              help='Filter expression, e.g. \'{"source": "handbook", "path": {"$prefix": "docs/"}}\' (docs/query.md).')
+@click.option("--rerank/--no-rerank", default=None,
+              help="Rerank the candidates (needs RERANK_ENABLED=true and RERANKER_MODEL or RERANKER_URL). "
+                   "Default: on when enabled.")
+@click.option("--explain", is_flag=True, help="Show each hit's dense and keyword rank next to its fused score.")
 @json_option
-def command(query: str, config: str, mode: str, limit: int, as_json: bool) -> None:
+def command(query: str, config: str, mode: str, limit: int, filters: dict | None, rerank: bool | None,
+            explain: bool, as_json: bool) -> None:
     """Search the indexed documentation.
 
     \b
     Examples:
       docforge search "how do I rotate credentials?"
       docforge search "error E0502" --mode keyword --json
+      docforge search "deploy" --filter '{"tags": {"$in": ["ops"]}}' --explain
     """
-    searcher = Searcher(load_settings(config))
-    try:
-        hits = searcher.search(query, limit=limit, mode=mode)
-    finally:
-        searcher.close()
+    with Searcher(load_settings(config)) as searcher:
+        hits = searcher.search(query, limit=limit, mode=mode, filters=filters, rerank=rerank)
     if as_json:
-        keys = ("source", "url", "title", "section", "text", "score", "chunk_index", "partition", "type")
+        keys = JSON_KEYS + (EXPLAIN_KEYS if explain else ())
         click.echo(json.dumps([{k: h.as_dict()[k] for k in keys} for h in hits], indent=2, ensure_ascii=False))
         return
-    _print(query, hits)
+    _print(query, hits, explain)
 
 
-def _print(query: str, hits) -> None:
+def _print(query: str, hits, explain: bool) -> None:
     from rich.console import Console
     from rich.table import Table
 
@@ -46,10 +68,14 @@ def _print(query: str, hits) -> None:
     if not hits:
         console.print(f"No results for {query!r}.")
         return
-    table = Table("#", "score", "title › section", "excerpt", "citation", title=f"Results for {query!r}",
-                  show_lines=True)
+    reranked = any(h.rerank_score is not None for h in hits)
+    cols = ["#", "score"] + (["rerank"] if reranked else []) + (["dense#", "kw#"] if explain else [])
+    table = Table(*cols, "title › section", "excerpt", "citation", title=f"Results for {query!r}", show_lines=True)
     for i, h in enumerate(hits, 1):
         excerpt = " ".join(h.text.split())[:160]
         where = h.title + (f" › {h.section}" if h.section and h.section != h.title else "")
-        table.add_row(str(i), f"{h.score:.3f}", where, excerpt, h.url)
+        extra = [f"{h.rerank_score:.3f}" if h.rerank_score is not None else "-"] if reranked else []
+        if explain:
+            extra += [str(h.dense_rank or "-"), str(h.keyword_rank or "-")]
+        table.add_row(str(i), f"{h.score:.3f}", *extra, where, excerpt, h.url)
     console.print(table)

@@ -1,0 +1,183 @@
+"""Retrieval quality on a BEIR dataset: nDCG@10 and recall@100 per search mode.
+
+The corpus goes through the real pipeline: every document becomes a markdown
+file (`# title` + text) in a git repository, ingested by `ingest_source` into a
+store of its own (an embedded Postgres under --workdir, or --database-url).
+Re-running with the same --workdir re-uses the index (unchanged files are
+skipped). Chunk hits are turned into a document ranking by each document's
+best chunk, as BEIR scores documents.
+
+\b
+    python bench/retrieval.py                                   # SciFact, every mode
+    python bench/retrieval.py --limit-docs 500 --queries 50     # a quick run
+    RERANK_ENABLED=true RERANKER_MODEL=/models/ms-marco-MiniLM-L-6-v2 python bench/retrieval.py
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import click
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from metrics import Qrels, mean_metric, ndcg_at_k, recall_at_k  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_DATA = ROOT.parent / "shared" / "data" / "beir" / "scifact"
+GIT_ENV = {"GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@example.com",
+           "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@example.com"}
+
+
+def load_beir(data: Path, split: str) -> tuple[dict[str, dict], dict[str, str], dict[str, dict[str, int]]]:
+    """(corpus id → {title, text}, query id → text, qrels) in BEIR layout."""
+    corpus = {}
+    with open(data / "corpus.jsonl", encoding="utf-8") as f:
+        for line in f:
+            d = json.loads(line)
+            corpus[str(d["_id"])] = {"title": d.get("title") or "", "text": d.get("text") or ""}
+    qrels: dict[str, dict[str, int]] = {}
+    with open(data / "qrels" / f"{split}.tsv", encoding="utf-8") as f:
+        next(f)  # header
+        for line in f:
+            q, d, score = line.rstrip("\n").split("\t")
+            qrels.setdefault(q, {})[d] = int(score)
+    queries = {}
+    with open(data / "queries.jsonl", encoding="utf-8") as f:
+        for line in f:
+            d = json.loads(line)
+            if str(d["_id"]) in qrels:
+                queries[str(d["_id"])] = d["text"]
+    return corpus, queries, qrels
+
+
+def subset(corpus: dict, queries: dict, qrels: Qrels, n_queries: int | None, n_docs: int | None):
+    """The first n queries, and a corpus of n docs that holds every judged document of those queries."""
+    if n_queries:
+        keep = sorted(queries, key=lambda q: int(q) if q.isdigit() else q)[:n_queries]
+        queries = {q: queries[q] for q in keep}
+        qrels = {q: qrels[q] for q in keep}
+    if n_docs:
+        wanted = [d for q in qrels for d in qrels[q] if d in corpus]
+        ids = list(dict.fromkeys(wanted + list(corpus)))[:max(n_docs, len(set(wanted)))]
+        corpus = {d: corpus[d] for d in ids}
+    return corpus, queries, qrels
+
+
+def write_repo(repo: Path, corpus: dict) -> None:
+    """One markdown file per document, committed; unchanged files stay byte-identical across runs."""
+    docs = repo / "docs"
+    docs.mkdir(parents=True, exist_ok=True)
+    wanted = {f"{d}.md" for d in corpus}
+    for old in docs.glob("*.md"):
+        if old.name not in wanted:
+            old.unlink()
+    for d, doc in corpus.items():
+        body = f"# {doc['title'].strip()}\n\n{doc['text'].strip()}\n" if doc["title"].strip() else doc["text"]
+        p = docs / f"{d}.md"
+        if not p.exists() or p.read_text(encoding="utf-8") != body:
+            p.write_text(body, encoding="utf-8")
+    env = {**os.environ, **GIT_ENV}
+    if not (repo / ".git").exists():
+        subprocess.run(["git", "init", "-q", "-b", "main", str(repo)], check=True, env=env)
+    subprocess.run(["git", "-C", str(repo), "add", "-A"], check=True, env=env)
+    subprocess.run(["git", "-C", str(repo), "commit", "-qm", "corpus", "--allow-empty"], check=True, env=env)
+
+
+def ingest(workdir: Path, corpus: dict, url: str | None):
+    """Index the corpus; returns (settings, database url, ingest stats)."""
+    from pipeline.config import load_settings
+    from pipeline.ingest import IngestContext, ingest_source
+
+    write_repo(workdir / "repo", corpus)
+    config = workdir / "sources.yml"
+    config.write_text("sources:\n  - name: beir\n    type: git\n    repo: repo\n    globs: ['docs/*.md']\n")
+    settings = load_settings(config)
+
+    def progress(stage: str, done: int, total: int) -> None:
+        if done == total or done % 500 == 0:
+            print(f"  {stage}: {done}/{total}", file=sys.stderr, flush=True)
+
+    ctx = IngestContext(settings, url=url, progress=progress)
+    return settings, ctx.url, ingest_source(ctx, "beir"), ctx.embedder
+
+
+def doc_ranking(hits) -> list[str]:
+    """Document ids in order of their best chunk."""
+    return list(dict.fromkeys(Path(h.source.split(":", 1)[1]).stem for h in hits))
+
+
+def evaluate(searcher, queries: dict, qrels: Qrels, mode: str, depth: int, rerank: bool) -> dict:
+    run, t0 = {}, time.perf_counter()
+    for q, text in queries.items():
+        hits = searcher.search(text, limit=depth, mode=mode, fetch_k=depth, rerank=rerank)
+        run[q] = doc_ranking(hits)
+    ms = (time.perf_counter() - t0) * 1000 / max(1, len(queries))
+    return {"ndcg@10": mean_metric(ndcg_at_k, run, qrels, 10), "recall@100": mean_metric(recall_at_k, run, qrels, 100),
+            "ms/query": ms}
+
+
+@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--data", type=click.Path(exists=True, file_okay=False, path_type=Path), default=DEFAULT_DATA,
+              show_default=True, help="BEIR dataset folder (corpus.jsonl, queries.jsonl, qrels/).")
+@click.option("--split", default="test", show_default=True, help="qrels split to evaluate.")
+@click.option("--limit-docs", type=int, default=None, help="Index only N documents (judged ones first).")
+@click.option("--queries", "n_queries", type=int, default=None, help="Evaluate only the first N queries.")
+@click.option("--modes", default="dense,keyword,hybrid", show_default=True, help="Comma-separated modes.")
+@click.option("--depth", type=int, default=300, show_default=True,
+              help="Chunks retrieved per query (and fetch_k per ranking) before grouping into documents.")
+@click.option("--workdir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Where the repo and embedded store live [default: bench/results/<dataset>].")
+@click.option("--database-url", envvar="BENCH_DATABASE_URL", default=None,
+              help="Use this database instead of an embedded one [env: BENCH_DATABASE_URL].")
+@click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
+def main(data: Path, split: str, limit_docs: int | None, n_queries: int | None, modes: str, depth: int,
+         workdir: Path | None, database_url: str | None, as_json: bool) -> None:
+    """Ingest a BEIR dataset and print nDCG@10 and recall@100 per search mode."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    from pipeline.query import Searcher
+
+    corpus, queries, qrels = subset(*load_beir(data, split), n_queries, limit_docs)
+    workdir = (workdir or ROOT / "bench" / "results" / data.name).resolve()
+    os.environ["DOCFORGE_HOME"] = str(workdir / "home")  # a store of its own, never the user's
+    os.environ.pop("DATABASE_URL", None)
+    print(f"{data.name}: {len(corpus)} documents, {len(queries)} queries ({split})", file=sys.stderr)
+    t0 = time.perf_counter()
+    settings, url, stats, embedder = ingest(workdir, corpus, database_url)
+    print(f"ingested in {time.perf_counter() - t0:.0f}s: {stats.chunks_embedded} chunks embedded, "
+          f"{stats.files_unchanged} documents unchanged", file=sys.stderr)
+    results = {}
+    with Searcher(settings, url=url, embedder=embedder) as searcher:
+        runs = [(m, False) for m in modes.split(",")]
+        if "hybrid" in modes.split(",") and searcher.reranker is not None:
+            runs.append(("hybrid", True))
+        for mode, rerank in runs:
+            name = mode + ("+rerank" if rerank else "")
+            results[name] = evaluate(searcher, queries, qrels, mode, depth, rerank)
+            print(f"  {name}: {results[name]}", file=sys.stderr)
+    if not database_url:  # the embedded server we started; the next run restarts it and reuses the index
+        from pipeline.store.db import stop_embedded
+
+        stop_embedded(workdir / "home")
+    _report(data.name, len(corpus), len(queries), results, as_json, rerank_missing=searcher.reranker is None)
+
+
+def _report(name: str, n_docs: int, n_queries: int, results: dict, as_json: bool, rerank_missing: bool) -> None:
+    if as_json:
+        click.echo(json.dumps({"dataset": name, "documents": n_docs, "queries": n_queries, "modes": results}))
+        return
+    click.echo(f"\n{name}: {n_docs} documents, {n_queries} queries\n")
+    click.echo("| mode | nDCG@10 | recall@100 | ms/query |\n|---|---|---|---|")
+    for mode, r in results.items():
+        click.echo(f"| {mode} | {r['ndcg@10']:.3f} | {r['recall@100']:.3f} | {r['ms/query']:.0f} |")
+    if rerank_missing:
+        click.echo("\n(hybrid+rerank skipped: no reranker; set RERANK_ENABLED=true and RERANKER_MODEL or RERANKER_URL)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,99 @@
+"""Serving surfaces over `pipeline.query`: an MCP server (stdio) and an HTTP API.
+
+Both take a `SearchFn`: `LocalSearch` (a Searcher on this machine's store) or,
+for the MCP server, `RemoteSearch` (a hosted docforge API). Requests and hits
+have one shape everywhere: `SearchRequest` in, a list of citation dicts out.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from pipeline.query import Hit, Searcher
+
+log = logging.getLogger("pipeline.servers")
+CITATION_KEYS = ("title", "section", "url", "source", "partition", "type", "chunk_index", "page", "score",
+                 "rerank_score", "text")
+
+
+class SearchRequest(BaseModel):
+    """One search, as the HTTP API and the MCP tool take it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    query: str = Field(min_length=1, max_length=4000, description="A natural-language question or keywords.")
+    user_name: str | None = Field(default=None, max_length=200, description="Who asks (logged).")
+    team_name: str | None = Field(default=None, max_length=200, description="Their team (logged; boosts tags).")
+    area_name: str | None = Field(default=None, max_length=200, description="Their area (logged; boosts tags).")
+    limit: int = Field(default=10, ge=1, le=50)
+    mode: Literal["dense", "keyword", "hybrid"] = "hybrid"
+    filters: dict[str, Any] | None = Field(default=None, description="Filter expression, see docs/query.md.")
+    filter_repo: str | None = Field(default=None, max_length=500,
+                                    description="Only repositories whose path or URL contains this.")
+    rerank: bool | None = Field(default=None, description="Rerank (None: as the server is configured).")
+
+
+SearchFn = Callable[[SearchRequest], list[dict]]
+
+
+class Citation(BaseModel):
+    """One hit, with what is needed to quote and cite it."""
+
+    title: str
+    section: str
+    url: str
+    source: str
+    partition: str
+    type: str
+    chunk_index: int
+    page: int | None = None
+    score: float
+    rerank_score: float | None = None
+    text: str
+
+
+class SearchResponse(BaseModel):
+    """Hits for one query, best first."""
+
+    query: str
+    hits: list[Citation]
+
+
+def citation(hit: Hit) -> dict:
+    """What a caller needs to quote and cite one hit."""
+    d = hit.as_dict()
+    return {k: d[k] for k in CITATION_KEYS}
+
+
+def log_request(surface: str, req: SearchRequest, who: str | None = None) -> None:
+    log.info("%s search by user=%r team=%r area=%r%s mode=%s limit=%d query=%r", surface, req.user_name,
+             req.team_name, req.area_name, f" principal={who!r}" if who else "", req.mode, req.limit, req.query)
+
+
+class LocalSearch:
+    """SearchFn over a Searcher (thread-safe: the Searcher serialises its queries)."""
+
+    def __init__(self, searcher: Searcher):
+        self.searcher = searcher
+
+    def __call__(self, req: SearchRequest) -> list[dict]:
+        filters = req.filters
+        if req.filter_repo:
+            repo = {"$or": [{"repo": {"$contains": req.filter_repo}}, {"url": {"$contains": req.filter_repo}}]}
+            filters = {"$and": [filters, repo]} if filters else repo
+        boost = [t for t in (req.team_name, req.area_name) if t]
+        hits = self.searcher.search(req.query, req.limit, req.mode, filters=filters, boost_tags=boost,
+                                    rerank=req.rerank)
+        return [citation(h) for h in hits]
+
+    def health(self) -> bool:
+        with self.searcher._lock:
+            return self.searcher.conn.execute("SELECT 1").fetchone() == (1,)
+
+    def warm(self) -> None:
+        """Load the model now rather than on the first question."""
+        self.searcher.embedder.encode(["warm up"])

@@ -1,0 +1,64 @@
+"""The HTTP API (FastAPI): `POST /search`, `GET /health`, OpenAPI at /openapi.json and /docs.
+
+Every route but /health needs `Authorization: Bearer <token>` (see `auth`);
+the OpenAPI document and its Swagger page are behind it too, so /docs embeds
+the spec instead of fetching it unauthenticated.
+"""
+
+import json
+from typing import Annotated
+
+from fastapi import Depends, FastAPI, HTTPException
+from fastapi.responses import HTMLResponse, JSONResponse
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from pipeline import __version__
+from pipeline.errors import DocforgeError, QueryError
+from pipeline.servers import Citation, SearchFn, SearchRequest, SearchResponse, log_request
+from pipeline.servers.auth import Authenticator, Principal
+
+_bearer = HTTPBearer(auto_error=False, description="An API token or a JWT from the configured identity provider.")
+_SWAGGER = """<!doctype html><html><head><title>docforge API</title>
+<link rel="stylesheet" href="https://cdn.jsdelivr.net/npm/swagger-ui-dist@5/swagger-ui.css"></head>
+<body><div id="ui"></div><script src="https://cdn.jsdelivr.net/npm/swagger-ui-dist@5/swagger-ui-bundle.js"></script>
+<script>SwaggerUIBundle({spec: SPEC, dom_id: "#ui"});</script></body></html>"""
+
+
+def create_app(search: SearchFn, auth: Authenticator, health=None) -> FastAPI:
+    """The API over `search`; `health()` (optional) reports whether the store answers."""
+    app = FastAPI(title="docforge", version=__version__, docs_url=None, redoc_url=None, openapi_url=None,
+                  description="Search the indexed documentation, with citations.")
+
+    def principal(creds: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]) -> Principal:
+        who = auth.authenticate(creds.credentials if creds else None)
+        if who is None:
+            raise HTTPException(401, "missing or invalid bearer token", headers={"WWW-Authenticate": "Bearer"})
+        return who
+
+    Caller = Annotated[Principal, Depends(principal)]
+
+    @app.get("/health", tags=["meta"])
+    def get_health() -> JSONResponse:
+        ok = health() if health else True  # the only unauthenticated route
+        return JSONResponse({"status": "ok" if ok else "unavailable"}, status_code=200 if ok else 503)
+
+    @app.post("/search", response_model=SearchResponse, tags=["search"])
+    def post_search(req: SearchRequest, who: Caller) -> SearchResponse:
+        """Hybrid (or dense/keyword) search with citations; same parameters as the MCP tool."""
+        log_request("api", req, who.name)
+        try:
+            hits = search(req)
+        except QueryError as e:
+            raise HTTPException(400, str(e)) from None
+        except DocforgeError as e:
+            raise HTTPException(503, str(e)) from None
+        return SearchResponse(query=req.query, hits=[Citation(**h) for h in hits])
+
+    @app.get("/openapi.json", include_in_schema=False)
+    def openapi(_: Caller) -> JSONResponse:
+        return JSONResponse(app.openapi())
+
+    @app.get("/docs", include_in_schema=False)
+    def docs(_: Caller) -> HTMLResponse:
+        return HTMLResponse(_SWAGGER.replace("SPEC", json.dumps(app.openapi()).replace("</", "<\\/")))
+
+    return app

@@ -1,0 +1,67 @@
+"""The MCP server (stdio): one tool, `search_documentation`, with citations.
+
+Searches this machine's store (`LocalSearch`) or, with `docforge serve
+--remote-api URL`, proxies to a hosted docforge HTTP API (`RemoteSearch`).
+stdout carries the protocol, so everything else (the who-asked log) goes to stderr.
+"""
+
+from __future__ import annotations
+
+import httpx
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import ValidationError
+
+from pipeline import __version__
+from pipeline.errors import DocforgeError
+from pipeline.servers import Citation, SearchFn, SearchRequest, SearchResponse, log_request
+
+INSTRUCTIONS = ("Search the organisation's indexed documentation (git repositories, Confluence). "
+                "Cite the `url`, `title` and `section` of the hits you use.")
+TOOL_DESCRIPTION = """Search the documentation and return the most relevant passages with citations.
+
+Each hit has title, section (heading path), url, source, text and score (0..1).
+Ask in natural language; results are hybrid (semantic + keyword) ranked.
+user_name, team_name, area_name identify who asks (logged; their team/area tags
+rank slightly higher). filter_repo keeps only repositories whose path contains it."""
+
+
+def build_mcp(search: SearchFn) -> MCPServer:
+    server = MCPServer(name="docforge", version=__version__, instructions=INSTRUCTIONS)
+
+    @server.tool(description=TOOL_DESCRIPTION)
+    def search_documentation(query: str, user_name: str, team_name: str, area_name: str | None = None,
+                             limit: int = 10, filter_repo: str | None = None) -> SearchResponse:
+        try:
+            req = SearchRequest(query=query, user_name=user_name, team_name=team_name, area_name=area_name,
+                                limit=limit, filter_repo=filter_repo)
+        except ValidationError as e:
+            raise ToolError(f"invalid arguments: {e.errors()[0]['loc'][0]}: {e.errors()[0]['msg']}") from None
+        log_request("mcp", req)
+        try:
+            hits = search(req)
+        except DocforgeError as e:
+            raise ToolError(str(e)) from None
+        return SearchResponse(query=query, hits=[Citation(**h) for h in hits])
+
+    return server
+
+
+class RemoteSearch:
+    """SearchFn that asks a hosted docforge API (`POST {url}/search`) with a bearer token."""
+
+    def __init__(self, url: str, token: str | None, timeout_s: float = 60.0):
+        self.url = url.rstrip("/") + "/search"
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self.client = httpx.Client(headers=headers, timeout=timeout_s)
+
+    def __call__(self, req: SearchRequest) -> list[dict]:
+        try:
+            resp = self.client.post(self.url, json=req.model_dump(exclude_none=True))
+        except httpx.HTTPError as e:
+            raise DocforgeError(f"the docforge API at {self.url} is unreachable: {e}") from None
+        if resp.status_code == 401:
+            raise DocforgeError(f"the docforge API at {self.url} refused the token (401): set DOCFORGE_API_TOKEN")
+        if resp.status_code >= 400:
+            raise DocforgeError(f"the docforge API at {self.url} answered {resp.status_code}: {resp.text[:300]}")
+        return resp.json()["hits"]

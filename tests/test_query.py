@@ -1,0 +1,176 @@
+"""pipeline.query on a real ingested corpus: modes, BM25, fusion, scores, explain ranks."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from query_corpus import build_corpus
+
+from pipeline.config import load_settings
+from pipeline.errors import QueryError
+from pipeline.ingest import IngestContext, ingest_source
+from pipeline.query import MODES, SearchConfig, Searcher
+
+
+@pytest.fixture(scope="module")
+def corpus(pg_server, embedder, tmp_path_factory):
+    return build_corpus(pg_server, embedder, tmp_path_factory.mktemp("query"))
+
+
+@pytest.fixture
+def searcher(corpus, embedder):
+    with Searcher(corpus.settings, url=corpus.url, embedder=embedder, reranker=None) as s:
+        yield s
+
+
+@pytest.mark.parametrize("query, expected, modes", [
+    ("how can I undo a bad release?", "handbook:docs/deploy.md", MODES),
+    ("what should I do on my first day at work?", "handbook:docs/onboarding.md", ("dense", "hybrid")),
+    ("give a customer their money back", "payments:docs/refunds.md", ("dense", "hybrid")),
+    ("change the postgres password", "handbook:docs/credentials.md", MODES),
+    ("how are balances reconciled with the bank?", "payments:docs/ledger.md", MODES),
+])
+def test_paraphrased_question_finds_its_document_first(searcher, query, expected, modes):
+    for mode in modes:
+        hits = searcher.search(query, limit=3, mode=mode)
+        assert hits and hits[0].source == expected, (mode, [h.source for h in hits])
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_scores_are_normalised_and_sorted(searcher, mode):
+    hits = searcher.search("deploy the payments ledger with vault", limit=10, mode=mode)
+    assert hits
+    scores = [h.score for h in hits]
+    assert all(0.0 <= s <= 1.0 for s in scores)
+    assert scores == sorted(scores, reverse=True)
+    assert len({h.chunk_id for h in hits}) == len(hits)
+
+
+def test_hit_carries_citation_fields(searcher):
+    h = searcher.search("refund a customer", limit=1)[0]
+    assert (h.source, h.partition, h.type, h.title, h.section) == (
+        "payments:docs/refunds.md", "payments", "git", "Issuing refunds", "Issuing refunds")
+    assert h.url.endswith("payments/docs/refunds.md") and h.chunk_index == 0 and "payments console" in h.text
+    assert h.page is None and h.rerank_score is None
+
+
+def test_explain_ranks(searcher):
+    hybrid = searcher.search("rotate the vault secret", limit=7, mode="hybrid")
+    dense = [h.chunk_id for h in searcher.search("rotate the vault secret", limit=50, mode="dense")]
+    keyword = [h.chunk_id for h in searcher.search("rotate the vault secret", limit=50, mode="keyword")]
+    for h in hybrid:
+        assert h.dense_rank == (dense.index(h.chunk_id) + 1 if h.chunk_id in dense else None)
+        assert h.keyword_rank == (keyword.index(h.chunk_id) + 1 if h.chunk_id in keyword else None)
+    top = hybrid[0]
+    assert top.source == "handbook:docs/credentials.md" and top.dense_rank == 1 and top.keyword_rank == 1
+    assert top.score == 1.0  # first in both rankings: the best RRF score there is
+    rrf = 1 / (60 + hybrid[1].dense_rank) + (1 / (60 + hybrid[1].keyword_rank) if hybrid[1].keyword_rank else 0)
+    assert hybrid[1].score == pytest.approx(rrf / (2 / 61), abs=1e-5)
+
+
+def test_keyword_is_or_of_terms(searcher):
+    hits = searcher.search("zebra unicorn refund", mode="keyword")
+    assert [h.source for h in hits][:1] == ["payments:docs/refunds.md"]
+    assert searcher.search("zebra unicorn", mode="keyword") == []
+    assert searcher.search("the and of", mode="keyword") == []  # stop words only
+
+
+def test_keyword_scores_are_okapi_bm25(searcher):
+    """Scores equal a reference BM25 computed in Python from the same tsvectors."""
+    query = "refund the payments charge"
+    conn = searcher.conn
+    terms = [r[0] for r in conn.execute("SELECT unnest(tsvector_to_array(to_tsvector('english', %s)))", (query,))]
+    docs: dict[str, dict[str, int]] = {}
+    for cid, lexeme, n in conn.execute(
+            "SELECT c.id, u.lexeme, coalesce(array_length(u.positions, 1), 1) FROM chunks c, unnest(c.tsv) u"):
+        docs.setdefault(cid, {})[lexeme] = n
+    n_docs, avgdl = len(docs), sum(sum(d.values()) for d in docs.values()) / len(docs)
+    k1, b = 1.2, 0.75
+    idf = {t: math.log(1 + (n_docs - (df := sum(t in d for d in docs.values())) + 0.5) / (df + 0.5)) for t in terms}
+    best = sum(idf.values()) * (k1 + 1)
+    want = {cid: sum(idf[t] * d[t] * (k1 + 1) / (d[t] + k1 * (1 - b + b * sum(d.values()) / avgdl))
+                     for t in terms if t in d) / best for cid, d in docs.items() if any(t in d for t in terms)}
+    got = {h.chunk_id: h.score for h in searcher.search(query, limit=50, mode="keyword")}
+    assert got.keys() == want.keys()
+    for cid, score in got.items():
+        assert score == pytest.approx(want[cid], abs=1e-5)
+
+
+def test_bm25_statistics_match_the_chunks(searcher):
+    n, total = searcher.conn.execute("SELECT n, total_len FROM bm25_stats").fetchone()
+    assert n == searcher.conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+    assert total == searcher.conn.execute("SELECT sum(docforge_tsv_length(tsv)) FROM chunks").fetchone()[0]
+    assert _df_mismatches(searcher.conn) == []
+
+
+def _df_mismatches(conn) -> list:
+    return conn.execute(
+        "SELECT coalesce(a.term, b.term), a.df, b.df FROM bm25_terms a FULL JOIN "
+        "(SELECT u.lexeme AS term, count(*) AS df FROM chunks c, unnest(c.tsv) u GROUP BY 1) b ON a.term = b.term "
+        "WHERE a.df IS DISTINCT FROM b.df").fetchall()
+
+
+def test_statistics_follow_edits_and_deletes(database_url, embedder, make_repo, write_config):
+    """Triggers keep BM25 statistics exact through re-ingest, edits and deletions."""
+    repo = make_repo({"docs/a.md": "# Alpha\n\nalpha beta gamma", "docs/b.md": "# Beta\n\nbeta beta delta"})
+    settings = load_settings(write_config([{"name": "s", "type": "git", "repo": str(repo)}]))
+    ctx = IngestContext(settings, url=database_url, embedder=embedder)
+    ingest_source(ctx, "s")
+    (repo / "docs/a.md").write_text("# Alpha\n\nepsilon only now")
+    (repo / "docs/b.md").unlink()
+    ingest_source(ctx, "s")
+    with Searcher(settings, url=database_url, embedder=embedder, reranker=None) as s:
+        assert s.conn.execute("SELECT n FROM bm25_stats").fetchone()[0] == 1
+        assert _df_mismatches(s.conn) == []
+        assert [h.source for h in s.search("delta beta", mode="keyword")] == []
+        assert [h.source for h in s.search("epsilon", mode="keyword")] == ["s:docs/a.md"]
+
+
+def test_weights_and_rrf_k(searcher):
+    q = "how do I undo a release with argocd?"
+    dense_only = searcher.search(q, limit=5, mode="hybrid", weights=(1.0, 0.0))
+    assert [h.chunk_id for h in dense_only] == [h.chunk_id for h in searcher.search(q, limit=5, mode="dense")]
+    flat = searcher.search(q, limit=5, mode="hybrid", rrf_k=1000)
+    assert flat[0].score == 1.0 and all(h.score > 0.98 for h in flat if h.dense_rank and h.keyword_rank)
+
+
+def test_tag_boost(searcher):
+    q = "how does the team work"
+    plain = {h.chunk_id: h for h in searcher.search(q, limit=10, mode="hybrid")}
+    boosted = {h.chunk_id: h for h in searcher.search(q, limit=10, mode="hybrid", boost_tags=["Payments"])}
+    for cid, h in boosted.items():
+        factor = 1.1 if h.partition == "payments" else 1.0
+        assert h.score == pytest.approx(min(1.0, plain[cid].score * factor), abs=1e-5)
+
+
+def test_a_query_word_that_is_a_tag_boosts(corpus, embedder, searcher):
+    q = "how does the team handle payments"
+    with Searcher(corpus.settings, url=corpus.url, embedder=embedder, reranker=None,
+                  config=SearchConfig(tag_boost=0)) as unboosted:
+        plain = {h.chunk_id: h.score for h in unboosted.search(q, limit=10)}
+    for h in searcher.search(q, limit=10):
+        factor = 1.1 if h.partition == "payments" else 1.0
+        assert h.score == pytest.approx(min(1.0, plain[h.chunk_id] * factor), abs=1e-5)
+
+
+def test_config_from_environment(monkeypatch):
+    monkeypatch.setenv("DOCFORGE_SEARCH_FETCH_K", "80")
+    monkeypatch.setenv("DOCFORGE_SEARCH_BM25_B", "0.4")
+    cfg = SearchConfig()
+    assert (cfg.fetch_k, cfg.bm25_b, cfg.rrf_k) == (80, 0.4, 60)
+
+
+def test_bad_requests(searcher):
+    with pytest.raises(QueryError, match="unknown mode 'fuzzy'"):
+        searcher.search("x", mode="fuzzy")  # type: ignore[arg-type]
+    with pytest.raises(QueryError, match="limit must be at least 1"):
+        searcher.search("x", limit=0)
+    assert searcher.search("   ") == []
+    assert searcher.search("nul\x00byte refund", mode="keyword")[0].source == "payments:docs/refunds.md"
+
+
+def test_empty_store_returns_nothing(database_url, write_config, tmp_path, embedder):
+    settings = load_settings(write_config([]))
+    with Searcher(settings, url=database_url, embedder=embedder) as s:
+        assert s.search("anything") == []

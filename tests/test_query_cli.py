@@ -1,0 +1,68 @@
+"""`docforge search`: --json contract, --filter, --explain, --rerank, the rich table."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+from click.testing import CliRunner
+from query_corpus import build_corpus
+from test_mcp import DOCFORGE
+
+from pipeline.cli import main
+
+
+@pytest.fixture(scope="module")
+def corpus(pg_server, embedder, tmp_path_factory):
+    return build_corpus(pg_server, embedder, tmp_path_factory.mktemp("cli"))
+
+
+@pytest.fixture
+def run(corpus, monkeypatch):
+    monkeypatch.setenv("DATABASE_URL", corpus.url)
+    monkeypatch.setenv("COLUMNS", "200")  # rich wraps narrower tables
+    for k in ("RERANK_ENABLED", "RERANKER_URL", "RERANKER_MODEL"):
+        monkeypatch.delenv(k, raising=False)
+
+    def invoke(*args: str):
+        return CliRunner().invoke(main, ["search", *args, "--config", str(corpus.config)])
+
+    return invoke
+
+
+def test_json_contract_as_a_subprocess(corpus, tmp_path):
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "DOCFORGE_HOME": str(tmp_path), "DATABASE_URL": corpus.url,
+           "DOCFORGE_CONFIG": str(corpus.config), "HF_HUB_OFFLINE": "1"}
+    res = subprocess.run([DOCFORGE, "search", "what do I do if a release goes wrong?", "--json", "-n", "3"],
+                         capture_output=True, text=True, env=env, timeout=300)
+    assert res.returncode == 0, res.stderr
+    hits = json.loads(res.stdout)
+    assert len(hits) == 3 and hits[0]["source"] == "handbook:docs/deploy.md"
+    assert {"source", "url", "title", "section", "text", "score"} <= set(hits[0])
+    assert hits[0]["title"] == "Deploying the service" and hits[0]["url"].endswith("/handbook/docs/deploy.md")
+
+
+def test_filter_and_explain_json(run):
+    res = run("refund", "--json", "--explain", "--filter", '{"source": "payments"}', "-n", "10")
+    assert res.exit_code == 0, res.output
+    hits = json.loads(res.stdout)
+    assert {h["source"] for h in hits} == {"payments:docs/refunds.md", "payments:docs/ledger.md"}
+    assert hits[0]["dense_rank"] == 1 and hits[0]["keyword_rank"] == 1 and hits[0]["score"] == 1.0
+
+
+def test_table_with_explain(run):
+    res = run("how do I rotate the vault secret?", "--explain", "--mode", "hybrid")
+    assert res.exit_code == 0, res.output
+    assert "dense#" in res.output and "kw#" in res.output and "Rotating credentials" in res.output
+
+
+@pytest.mark.parametrize("args, code, message", [
+    (["--filter", "{not json"], 2, "not valid JSON"),
+    (["--filter", "[1]"], 2, "must be a JSON object"),
+    (["--filter", '{"source": {"$like": "x"}}'], 1, "unknown operator '$like' on field 'source'"),
+    (["--rerank"], 1, "RERANK_ENABLED=true"),
+])
+def test_bad_options(run, args, code, message):
+    res = run("refund", *args)
+    assert res.exit_code == code and message in res.output, res.output
