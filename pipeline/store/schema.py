@@ -52,8 +52,8 @@ def ensure_schema(conn: psycopg.Connection, model: str, dim: int) -> None:
 
 
 def drop_all(conn: psycopg.Connection) -> None:
-    """Remove every docforge table (for `docforge reset`)."""
+    """Remove every docforge table (for `docforge db reset`)."""
     with conn.transaction():
-        for t in ("staged_chunks", "staged_documents", "failures", "chunks", "ledger", "sources", "bm25_terms", "bm25_stats",
-                  "schema_migrations", "docforge_meta"):
+        for t in ("staged_chunks", "staged_documents", "failures", "chunks", "ledger", "sources",
+                  "bm25_terms", "bm25_stats", "schema_migrations", "docforge_meta"):
             conn.execute(f"DROP TABLE IF EXISTS {t} CASCADE")
