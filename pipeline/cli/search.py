@@ -73,9 +73,16 @@ def _print(query: str, hits, explain: bool) -> None:
     table = Table(*cols, "title › section", "excerpt", "citation", title=f"Results for {query!r}", show_lines=True)
     for i, h in enumerate(hits, 1):
         excerpt = " ".join(h.text.split())[:160]
-        where = h.title + (f" › {h.section}" if h.section and h.section != h.title else "")
+        where = _where(h.title, h.section)
         extra = [f"{h.rerank_score:.3f}" if h.rerank_score is not None else "-"] if reranked else []
         if explain:
             extra += [str(h.dense_rank or "-"), str(h.keyword_rank or "-")]
         table.add_row(str(i), f"{h.score:.3f}", *extra, where, excerpt, h.url)
     console.print(table)
+
+
+def _where(title: str, section: str) -> str:
+    """Title › section, without repeating a title that is also the top heading."""
+    if not section or section == title:
+        return title
+    return section if section.startswith(f"{title} > ") else f"{title} › {section}"
