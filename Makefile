@@ -12,7 +12,7 @@ export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 export DAGSTER_HOME ?= $(CURDIR)
 
-.PHONY: install demo test dev bench clean
+.PHONY: install demo test dev docs clean
 
 install: $(STAMP)
 
@@ -32,6 +32,9 @@ test: install
 
 dev: install
 	set -m; $(VENV)/bin/dagster dev -w workspace.yaml -h 127.0.0.1 -p 3000
+
+docs: install
+	$(PY) docs/cli_help.py > docs/cli.md
 
 clean:
 	-$(VENV)/bin/docforge db stop
