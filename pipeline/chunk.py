@@ -78,6 +78,7 @@ class Chunker:
         self.tok.no_truncation()
         self.tok.no_padding()
         self.limit = min(max_tokens or max_seq_length, max_seq_length)
+        self._counts: dict[str, int] = {}
         self.specials = len(self.tok.encode("", add_special_tokens=True).ids)
         self.sep = self._n("\n\n")
         self.overlap = overlap_tokens
@@ -87,7 +88,11 @@ class Chunker:
         self.additive = pre in ("BertPreTokenizer", "Whitespace", "WhitespaceSplit")
 
     def _n(self, text: str) -> int:
-        return len(self.tok.encode(text, add_special_tokens=False).ids)
+        # Cached: packing re-costs a growing group, so the same heading lines are counted many times.
+        n = self._counts.get(text)
+        if n is None:
+            n = self._counts[text] = len(self.tok.encode(text, add_special_tokens=False).ids)
+        return n
 
     def count(self, texts: list[str]) -> list[int]:
         """Tokens per text, special tokens included: what the model will see."""

