@@ -53,6 +53,8 @@ def materialize_sources(config_path: str, names: list[str], log_level: str = "CR
     """
     from dagster import DagsterInstance, materialize
 
+    from pipeline.progress import begin_source
+
     from assets.ingest import stats_from_metadata
 
     instance = DagsterInstance.get() if os.environ.get("DAGSTER_HOME") else DagsterInstance.ephemeral()
@@ -60,6 +62,7 @@ def materialize_sources(config_path: str, names: list[str], log_level: str = "CR
     instance.add_dynamic_partitions(source_partitions.name, [n for n in names if n not in known])
     out: dict[str, object] = {}
     for name in names:
+        begin_source(name)
         res = materialize(ingest_assets, partition_key=name, resources=resources(config_path),
                           instance=instance, raise_on_error=False, tags={"docforge/trigger": "cli"},
                           run_config={"loggers": {"console": {"config": {"log_level": log_level}}}})

@@ -9,6 +9,7 @@ from dagster import ConfigurableResource
 from pipeline.config import EmbeddingConfig, Settings, load_settings
 from pipeline.embed import Embedder
 from pipeline.ingest import IngestContext
+from pipeline.progress import report
 from pipeline.store.db import database_url
 
 
@@ -46,4 +47,5 @@ class EmbedderResource(ConfigurableResource):
 def ingest_context(sources: SourcesResource, store: PostgresResource, embedder: EmbedderResource,
                    run_id: str) -> IngestContext:
     settings = sources.settings()
-    return IngestContext(settings, url=store.url(settings), embedder=embedder.get(settings), run_id=run_id)
+    return IngestContext(settings, url=store.url(settings), embedder=embedder.get(settings), run_id=run_id,
+                         progress=report)  # a no-op unless the CLI installed a display

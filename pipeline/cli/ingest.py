@@ -35,7 +35,10 @@ def command(config: str, names: tuple[str, ...], as_json: bool) -> None:
     from pipeline.definitions import materialize_sources
 
     level = logging.getLevelName(logging.getLogger().getEffectiveLevel())
-    results = materialize_sources(str(settings.config_path), wanted, "CRITICAL" if level == "WARNING" else level)
+    from pipeline.progress import showing
+
+    with showing():  # bars on a terminal, plain lines otherwise; stderr, so --json stays clean
+        results = materialize_sources(str(settings.config_path), wanted, "CRITICAL" if level == "WARNING" else level)
     report = {n: (r.as_dict() if not isinstance(r, str) else {"error": r}) for n, r in results.items()}
     failed = [n for n, r in report.items() if "error" in r or r["failures"]]
     if as_json:
