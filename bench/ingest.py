@@ -232,6 +232,18 @@ def _cli(config: Path) -> dict:
     return {"cli_s": wall, "rc": res.returncode, "embedded": embedded, "stderr": res.stderr[-500:]}
 
 
+def _rerun_lines(pipe: dict, cli: dict | None) -> list[str]:
+    lines = [f"no-op     in-process {pipe['noop_s']:.3f} s = {pipe['noop_s'] / pipe['cold_s']:.5f} of cold; "
+             f"{pipe['noop']['chunks_embedded']} embedded; model loaded: {pipe['noop_model_loaded']}   "
+             f"(targets ≤ 0.4 s, 0, False)"]
+    if cli:
+        lines.append(f"cli       `docforge ingest` (no-op) whole command: {cli['cli_s']:.2f} s, exit {cli['rc']}, "
+                     f"{cli['embedded']} embedded   (target ≤ 5 s)")
+        if cli["rc"]:
+            lines.append("          stderr: " + cli["stderr"].replace("\n", " | "))
+    return lines
+
+
 def _report(args: argparse.Namespace, texts: dict, raw: dict | None, pipe: dict, cli: dict | None) -> None:
     cold, secs = pipe["cold"], pipe["cold"]["seconds"]
     n = cold["chunks_indexed"]
@@ -261,16 +273,7 @@ def _report(args: argparse.Namespace, texts: dict, raw: dict | None, pipe: dict,
     lines.append(f"(f) chunks over the {texts['window']}-token window: {texts['over_window']} recounted "
                  f"(max {texts['max_tokens']}), {pipe['store_over_window']} in the store (max "
                  f"{pipe['store_max_tokens']})   (must be 0)")
-    noop = pipe["noop"]
-    lines.append(f"no-op     in-process {pipe['noop_s']:.3f} s = {pipe['noop_s'] / pipe['cold_s']:.5f} of cold; "
-                 f"{noop['chunks_embedded']} embedded; model loaded: {pipe['noop_model_loaded']}   "
-                 f"(targets ≤ 0.4 s, 0, False)")
-    if cli:
-        lines.append(f"cli       `docforge ingest` (no-op) whole command: {cli['cli_s']:.2f} s, exit {cli['rc']}, "
-                     f"{cli['embedded']} embedded   (target ≤ 5 s)")
-        if cli["rc"]:
-            lines.append("          stderr: " + cli["stderr"].replace("\n", " | "))
-    print("\n".join(lines))
+    print("\n".join(lines + _rerun_lines(pipe, cli)))
     if args.json_out:
         args.json_out.write_text(json.dumps({"texts": texts, "raw": raw, "pipeline": pipe, "cli": cli}, indent=2))
 

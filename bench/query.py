@@ -67,8 +67,12 @@ def _parse() -> argparse.Namespace:
     ap.add_argument("--chunks", type=int, default=100_000, help="store size (default 100000)")
     ap.add_argument("--m", type=int, default=16, help="HNSW m (default 16, as migration 0001)")
     ap.add_argument("--ef-construction", type=int, default=64, help="HNSW ef_construction (default 64)")
-    ap.add_argument("--ef-search", type=int, nargs="+", default=[40, 64, 100], help="ef_search values for recall")
+    ap.add_argument("--ef-search", type=int, nargs="+", default=[40, 100, 200, 400],
+                    help="ef_search values for recall")
     ap.add_argument("--queries", type=int, default=150, help="timed searches per mode (distinct queries)")
+    ap.add_argument("--modes", nargs="+", default=["dense", "keyword", "hybrid"], help="modes to time")
+    ap.add_argument("--custom-plans", action="store_true",
+                    help="SET plan_cache_mode = force_custom_plan on the Searcher's connection (diagnostic)")
     ap.add_argument("--recall-queries", type=int, default=100)
     ap.add_argument("--real-sample", type=int, default=800, help="texts embedded for the vector model")
     ap.add_argument("--data", type=Path, default=DATA, help="the shared data folder")
@@ -172,12 +176,14 @@ def _latency(args, url: str, emb, queries: list[str]) -> dict:
     from pipeline.query import Searcher
 
     searcher = Searcher(Settings(home=Path(os.environ["DOCFORGE_HOME"])), url=url, embedder=emb)
+    if args.custom_plans:  # psycopg prepares a statement run 5 times; Postgres may then pick a generic plan
+        searcher.conn.execute("SET plan_cache_mode = force_custom_plan")
     pool = iter(queries)
     for _ in range(10):  # warm-up: connection, caches, model
-        for mode in ("dense", "keyword", "hybrid"):
+        for mode in args.modes:
             searcher.search(next(pool), 10, mode)
     out = {}
-    for mode in ("dense", "keyword", "hybrid"):
+    for mode in args.modes:
         times = []
         for _ in range(args.queries):
             q = next(pool)
@@ -194,6 +200,7 @@ def _recall(url: str, qvecs: np.ndarray, efs: list[int]) -> dict:
     """recall@10 of the HNSW index against an exact scan, per ef_search, with its SQL latency."""
     from pipeline.store.db import connect
 
+    # prepare=False: a server-side prepared plan, made while index scans were off, would be reused
     knn = "SELECT id FROM chunks ORDER BY embedding <=> %s LIMIT 10"
     out = {}
     with connect(url) as conn:
@@ -201,14 +208,16 @@ def _recall(url: str, qvecs: np.ndarray, efs: list[int]) -> dict:
         for v in qvecs:
             with conn.transaction():
                 conn.execute("SET LOCAL enable_indexscan = off")
-                exact.append({r[0] for r in conn.execute(knn, (v,))})
+                exact.append({r[0] for r in conn.execute(knn, (v,), prepare=False)})
+        plan = " ".join(r[0] for r in conn.execute("EXPLAIN " + knn, (qvecs[0],)))
+        out["plan"] = "hnsw index" if "Index Scan using chunks_embedding" in plan else "NOT the index: " + plan[:200]
         for ef in efs:
             hits, times = 0, []
             for v, truth in zip(qvecs, exact):
                 with conn.transaction():
                     conn.execute(f"SET LOCAL hnsw.ef_search = {int(ef)}")
                     t = time.perf_counter()
-                    got = {r[0] for r in conn.execute(knn, (v,))}
+                    got = {r[0] for r in conn.execute(knn, (v,), prepare=False)}
                     times.append((time.perf_counter() - t) * 1000)
                 hits += len(got & truth)
             out[ef] = {"recall": hits / (10 * len(qvecs)), "p50_ms": float(np.percentile(times, 50))}
@@ -222,6 +231,7 @@ def _report(args, n: int, build: dict, latency: dict, recall: dict) -> None:
         target = "   (targets p50 ≤ 25 ms, p95 ≤ 60 ms)" if mode == "hybrid" else ""
         print(f"{mode:<9} Searcher.search, limit 10, query embedding included: p50 {s['p50']:.1f} ms, "
               f"p95 {s['p95']:.1f} ms, mean {s['mean']:.1f} ms ({args.queries} queries){target}")
+    print(f"dense SQL plan: {recall.pop('plan')}")
     for ef, r in recall.items():
         print(f"recall@10 hnsw.ef_search={ef}: {r['recall']:.3f} vs exact (SQL p50 {r['p50_ms']:.1f} ms)"
               f"   (target ≥ 0.95)")

@@ -142,6 +142,9 @@ class Searcher:
         self.config = config or SearchConfig()
         db = url or (settings.database_url.get_secret_value() if settings.database_url else None)
         self.conn = connect(database_url(settings.home, db))
+        # psycopg prepares a statement after 5 runs; a generic plan can then trade the HNSW
+        # index for a full scan and sort (bench/query.py measured p95 0.5 s). Plan per query.
+        self.conn.execute("SET plan_cache_mode = force_custom_plan")
         self._embedder = embedder
         self._reranker = reranker
         self._lock = threading.RLock()
