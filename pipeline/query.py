@@ -35,7 +35,7 @@ from pipeline.embed import Embedder
 from pipeline.errors import QueryError
 from pipeline.filters import compile_filter
 from pipeline.rerank import Reranker, load_reranker, rerank_or_keep
-from pipeline.store.db import connect, database_url
+from pipeline.store.db import connect, store_url
 from pipeline.store.schema import ensure_schema, store_model
 
 Mode = Literal["dense", "keyword", "hybrid"]
@@ -140,8 +140,7 @@ class Searcher:
                  reranker: Reranker | None | object = _UNSET, config: SearchConfig | None = None):
         self.settings = settings
         self.config = config or SearchConfig()
-        db = url or (settings.database_url.get_secret_value() if settings.database_url else None)
-        self.conn = connect(database_url(settings.home, db))
+        self.conn = connect(store_url(settings, url))
         # psycopg prepares a statement after 5 runs; a generic plan can then trade the HNSW
         # index for a full scan and sort (bench/query.py measured p95 0.5 s). Plan per query.
         self.conn.execute("SET plan_cache_mode = force_custom_plan")

@@ -6,7 +6,7 @@ import click
 
 from pipeline.cli import config_option
 from pipeline.config import load_settings
-from pipeline.store.db import connect, database_url
+from pipeline.store.db import connect, store_url
 
 
 @click.group("db")
@@ -19,8 +19,7 @@ def command() -> None:
 def url(config: str) -> None:
     """Print the connection URL (starts the embedded server if needed)."""
     settings = load_settings(config)
-    explicit = settings.database_url.get_secret_value() if settings.database_url else None
-    click.echo(database_url(settings.home, explicit))
+    click.echo(store_url(settings))
 
 
 @command.command("reset")
@@ -33,8 +32,7 @@ def reset(config: str, yes: bool) -> None:
     from pipeline.store.schema import drop_all
 
     settings = load_settings(config)
-    explicit = settings.database_url.get_secret_value() if settings.database_url else None
-    with connect(database_url(settings.home, explicit), vector=False) as conn:
+    with connect(store_url(settings), vector=False) as conn:
         drop_all(conn)
     click.echo("index dropped")
 

@@ -8,7 +8,7 @@ import click
 
 from pipeline.cli import config_option, json_option
 from pipeline.config import load_settings
-from pipeline.store.db import connect, database_url
+from pipeline.store.db import connect, store_url
 from pipeline.store.schema import store_model
 
 _PER_SOURCE = """
@@ -23,8 +23,7 @@ FROM sources s LEFT JOIN chunks c ON c.source_key = s.key GROUP BY s.partition
 def command(config: str, as_json: bool) -> None:
     """Show sources, document and chunk counts, model and dimension."""
     settings = load_settings(config)
-    url = settings.database_url.get_secret_value() if settings.database_url else None
-    with connect(database_url(settings.home, url)) as conn:
+    with connect(store_url(settings)) as conn:
         built = store_model(conn)
         rows = {r[0]: r[1:] for r in conn.execute(_PER_SOURCE)} if built else {}
         fails = dict(conn.execute("SELECT partition, count(*) FROM failures GROUP BY partition").fetchall()) if built else {}

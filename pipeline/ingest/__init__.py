@@ -24,7 +24,7 @@ from pipeline.chunk import CHUNKER_VERSION, Chunker
 from pipeline.config import Settings
 from pipeline.embed import Embedder
 from pipeline.records import Failure
-from pipeline.store.db import advisory_lock, connect, database_url
+from pipeline.store.db import advisory_lock, connect, store_url
 from pipeline.store.schema import ensure_schema
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
@@ -77,8 +77,7 @@ class IngestContext:
 
     @cached_property
     def url(self) -> str:
-        url = self._url or (self.settings.database_url.get_secret_value() if self.settings.database_url else None)
-        return database_url(self.settings.home, url)
+        return store_url(self.settings, self._url)
 
     @cached_property
     def chunker(self) -> Chunker:

@@ -65,6 +65,12 @@ def database_url(home: Path, url: str | None = None) -> str:
     return server.get_uri(DB_NAME)
 
 
+def store_url(settings, explicit: str | None = None) -> str:
+    """The store for these Settings: an explicit URL, DATABASE_URL, or the embedded server."""
+    secret = settings.database_url.get_secret_value() if settings.database_url else None
+    return database_url(settings.home, explicit or secret)
+
+
 def connect(url: str, *, vector: bool = True) -> psycopg.Connection:
     try:
         conn = psycopg.connect(url, autocommit=True)
