@@ -95,7 +95,7 @@ _DENSE = """dense AS (
     FROM chunks c JOIN sources s ON s.key = c.source_key WHERE {filter}
     ORDER BY c.embedding <=> %(vec)s LIMIT {k})"""
 _TERMS = """terms AS (
-    SELECT b.id, coalesce(b.df, 0) AS df, ln(1 + (st.n - coalesce(b.df, 0) + 0.5) / (coalesce(b.df, 0) + 0.5)) AS idf,
+    SELECT t.term, b.id, coalesce(b.df, 0) AS df, ln(1 + (st.n - coalesce(b.df, 0) + 0.5) / (coalesce(b.df, 0) + 0.5)) AS idf,
            st.avgdl
     FROM (SELECT n::float8 AS n, total_len::float8 / greatest(n, 1) AS avgdl FROM bm25_stats LIMIT 1) st
     CROSS JOIN unnest(tsvector_to_array(to_tsvector('english', %(q)s))) t(term)
@@ -106,16 +106,23 @@ _WEIGHT = "t.idf * p.tf * (%(k1)s + 1) / (p.tf + %(k1)s * (1 - %(b)s + %(b)s * p
 # every term with fewer postings than that. A very common term (in more than
 # prune_df chunks, IDF under prune_idf) adds no candidates when the query has
 # rarer ones: its chunks could only score its small IDF. The best `pool` are then
-# scored exactly, every query term counted, from the (seq, term) index. With a
-# filter, per_term and pool are NULL (no limit), so filtered-out chunks never
-# crowd out the ones the filter keeps.
-_KEYWORD = f"""candidates AS (
+# scored exactly, every query term counted, from the (seq, term) index.
+_LIST_CANDIDATES = f"""candidates AS (
     SELECT p.seq FROM terms t CROSS JOIN LATERAL (
         SELECT p.seq, p.tf, p.dl FROM bm25_postings p WHERE p.term_id = t.id
         ORDER BY (p.tf::real / (p.tf + 1.2 * (0.25 + 0.75 * p.dl / 100.0))) DESC  -- = the index's expression
-        LIMIT {{per_term}}) p
-    WHERE t.df <= %(prune_df)s OR t.idf >= (SELECT least(max(idf), %(prune_idf)s) FROM terms)
-    GROUP BY p.seq ORDER BY sum({_WEIGHT}) DESC LIMIT {{pool}}),
+        LIMIT {{per_term}}) p {{join}}
+    WHERE (t.df <= %(prune_df)s OR t.idf >= (SELECT least(max(idf), %(prune_idf)s) FROM terms)) AND {{filter}}
+    GROUP BY p.seq ORDER BY sum({_WEIGHT}) DESC LIMIT {{pool}})"""
+# The last resort of a filter that keeps few chunks: every chunk it keeps that holds
+# a query term is scored. The filter runs first (MATERIALIZED: not a GIN scan of
+# every chunk holding a common query term); lexemes are quoted for tsquery syntax.
+_FILTER_CANDIDATES = r"""kept AS MATERIALIZED (
+    SELECT c.seq, c.tsv FROM chunks c JOIN sources s ON s.key = c.source_key WHERE {filter} LIMIT 20000),
+candidates AS (
+    SELECT seq FROM kept WHERE tsv @@ (SELECT to_tsquery('simple', string_agg(
+        '''' || replace(replace(term, '\', '\\'), '''', '''''') || '''', ' | ')) FROM terms))"""
+_KEYWORD = f"""{{candidates}},
 scored AS (
     SELECT x.seq, sum({_WEIGHT}) AS bm25
     FROM candidates x CROSS JOIN terms t CROSS JOIN LATERAL (  -- LIMIT 1: a (seq, term) probe, not a scan
@@ -127,6 +134,9 @@ keyword AS (
         FROM scored x JOIN chunks c ON c.seq = x.seq JOIN sources s ON s.key = c.source_key
         WHERE {{filter}}
         ORDER BY score DESC, c.id LIMIT {{k}}) r)"""
+# How many candidates passed the filter, and whether a list was cut short (so that
+# deeper lists could find more of the chunks the filter keeps).
+_FOUND = """(SELECT count(*) FROM candidates), coalesce((SELECT bool_or(df > {per_term}) FROM terms), false)"""
 _FUSED = """fused AS (
     SELECT coalesce(d.id, k.id) AS id, d.rank AS dense_rank, k.rank AS keyword_rank,
            coalesce(%(wd)s / (%(rrf_k)s + d.rank), 0) + coalesce(%(wk)s / (%(rrf_k)s + k.rank), 0) AS rrf
@@ -134,12 +144,12 @@ _FUSED = """fused AS (
 _BOOSTED = """f.rrf * (CASE WHEN EXISTS (SELECT 1 FROM unnest(s.tags) g WHERE lower(g) = ANY(%(tags)s::text[]))
     THEN 1 + %(boost)s ELSE 1 END) / %(best)s"""
 _STATEMENTS = {
-    "dense": f"WITH {_DENSE} SELECT {_COLS}, d.score, d.rank, NULL::bigint FROM dense d {_JOIN.format(alias='d')} "
-             "ORDER BY d.rank LIMIT {limit}",
-    "keyword": f"WITH {_TERMS}, {_KEYWORD} SELECT {_COLS}, k.score, NULL::bigint, k.rank FROM keyword k "
+    "dense": f"WITH {_DENSE} SELECT {_COLS}, d.score, d.rank, NULL::bigint, 0, false FROM dense d "
+             f"{_JOIN.format(alias='d')} ORDER BY d.rank LIMIT {{limit}}",
+    "keyword": f"WITH {_TERMS}, {_KEYWORD} SELECT {_COLS}, k.score, NULL::bigint, k.rank, {_FOUND} FROM keyword k "
                f"{_JOIN.format(alias='k')} ORDER BY k.rank LIMIT {{limit}}",
     "hybrid": f"WITH {_DENSE}, {_TERMS}, {_KEYWORD}, {_FUSED} SELECT {_COLS}, {_BOOSTED} AS score, f.dense_rank, "
-              f"f.keyword_rank FROM fused f {_JOIN.format(alias='f')} "
+              f"f.keyword_rank, {_FOUND} FROM fused f {_JOIN.format(alias='f')} "
               "ORDER BY score DESC, f.dense_rank NULLS LAST, c.id LIMIT {limit}",
 }
 
@@ -201,8 +211,15 @@ class Searcher:
             if not query.strip() or not self._ready():
                 return []
             n = max(limit, self.config.rerank_candidates) if reranker else limit
-            params = self._params(query, mode, n, fetch_k, rrf_k, weights, boost_tags, filtered=bool(filters))
-            hits = self._run(_statement(mode, where, params), {**params, **fparams}, mode)
+            params = self._params(query, mode, n, fetch_k, rrf_k, weights, boost_tags)
+            depth: int | None = 1
+            while True:
+                stmt = _statement(mode, where, params, depth, bool(filters))
+                hits, found, cut = self._run(stmt, {**params, **fparams}, mode)
+                if not filters or mode == "dense" or depth is None or not cut or found >= params["pool"]:
+                    break  # one pass, unless a filter dropped most of what the cut lists held:
+                # then lists ten times deeper if that should do, else every chunk the filter keeps.
+                depth = 10 if depth == 1 and found * 10 >= params["pool"] else None
         return rerank_or_keep(reranker, query, hits, limit) if reranker else hits
 
     def _pick_reranker(self, rerank: bool | None) -> Reranker | None:
@@ -226,14 +243,14 @@ class Searcher:
         return True
 
     def _params(self, query: str, mode: str, n: int, fetch_k: int | None, rrf_k: int | None,
-                weights: tuple[float, float] | None, boost_tags, filtered: bool) -> dict:
+                weights: tuple[float, float] | None, boost_tags) -> dict:
         cfg = self.config
         k = max(fetch_k or cfg.fetch_k, n) if mode == "hybrid" else n
         wd, wk = weights or (cfg.dense_weight, cfg.keyword_weight)
         rrf = rrf_k or cfg.rrf_k
         p = {"q": query, "k": k, "limit": n, "k1": cfg.bm25_k1, "b": cfg.bm25_b, "prune_df": cfg.bm25_prune_df,
              "prune_idf": cfg.bm25_prune_idf, "wd": float(wd),
-             "per_term": None if filtered else cfg.bm25_per_term, "pool": None if filtered else max(cfg.bm25_pool, k),
+             "per_term": cfg.bm25_per_term, "pool": max(cfg.bm25_pool, k),
              "wk": float(wk), "rrf_k": rrf, "best": (float(wd) + float(wk)) / (rrf + 1) or 1.0,
              "boost": cfg.tag_boost, "tags": sorted(_boost_tags(query, boost_tags))}
         if mode != "keyword":
@@ -256,21 +273,32 @@ class Searcher:
             cache[query] = self.embedder.encode([query])[0]
         return cache[query]
 
-    def _run(self, stmt: sql.Composed, params: dict, mode: str) -> list[Hit]:
+    def _run(self, stmt: sql.Composed, params: dict, mode: str) -> tuple[list[Hit], int, bool]:
+        """The hits, the keyword candidates that passed the filter, and whether a list was cut."""
         try:
             if mode != "keyword":  # exact enough candidates, even when a filter drops most of them
                 self._set_ef_search(min(1000, max(self.config.ef_search, params["k"])))
             rows = self.conn.execute(stmt, params).fetchall()
         except psycopg.errors.DataError as e:
             raise QueryError(f"invalid filter value: {e.diag.message_primary or e}") from None
-        return [Hit(*r[:9], score=round(min(1.0, float(r[9] or 0.0)), 6), dense_rank=r[10], keyword_rank=r[11])
+        hits = [Hit(*r[:9], score=round(min(1.0, float(r[9] or 0.0)), 6), dense_rank=r[10], keyword_rank=r[11])
                 for r in rows]
+        return (hits, rows[0][12], rows[0][13]) if rows else (hits, 0, True)
 
 
-def _statement(mode: str, where: sql.Composable, params: dict) -> sql.Composed:
+def _statement(mode: str, where: sql.Composable, params: dict, depth: int | None = 1,
+               filtered: bool = False) -> sql.Composed:
+    """The statement for `mode`; `depth` multiplies the posting lists read, None scores the filter's chunks."""
     # Limits are literals, not parameters: a cached generic plan then still knows them.
-    limits = {name: sql.Literal(params[name]) for name in ("k", "limit", "per_term", "pool")}
-    return sql.SQL(_STATEMENTS[mode]).format(filter=where, **limits)
+    per_term, pool = (params["per_term"] * depth, params["pool"]) if depth else (None, None)
+    limits = {"k": sql.Literal(params["k"]), "limit": sql.Literal(params["limit"]),
+              "per_term": sql.Literal(per_term), "pool": sql.Literal(pool)}
+    if depth is None:
+        candidates = sql.SQL(_FILTER_CANDIDATES).format(filter=where)
+    else:  # join chunks and sources only when there is a filter to test
+        join = sql.SQL("JOIN chunks c ON c.seq = p.seq JOIN sources s ON s.key = c.source_key" if filtered else "")
+        candidates = sql.SQL(_LIST_CANDIDATES).format(filter=where, join=join, **limits)
+    return sql.SQL(_STATEMENTS[mode]).format(filter=where, candidates=candidates, **limits)
 
 
 def _boost_tags(query: str, extra) -> set[str]:

@@ -217,9 +217,32 @@ def test_keyword_search_reads_the_impact_index(searcher):
 
     from pipeline.query import _statement
 
-    params = searcher._params("refund the payments charge", "keyword", 10, None, None, None, (), filtered=False)
+    params = searcher._params("refund the payments charge", "keyword", 10, None, None, None, ())
     with searcher.conn.transaction():
         searcher.conn.execute("SET LOCAL enable_seqscan = off")  # a tiny table would not need any index
         plan = "\n".join(r[0] for r in searcher.conn.execute(
             sql.SQL("EXPLAIN ") + _statement("keyword", sql.SQL("TRUE"), params), params))
     assert "Index Only Scan using bm25_postings_impact" in plan, plan
+
+
+def test_filtered_search_reads_deeper_until_the_filter_is_served(corpus, embedder):
+    """With lists cut to one posting, a filter still gets the exact filtered top-k: deeper lists, then
+    every chunk the filter keeps."""
+    tight = SearchConfig(bm25_per_term=1, bm25_pool=1)
+    whole = SearchConfig(bm25_per_term=100_000, bm25_pool=100_000)
+    q, only = "refund the payments charge and rotate the secret", {"source": "handbook"}
+    with (Searcher(corpus.settings, url=corpus.url, embedder=embedder, reranker=None, config=tight) as a,
+          Searcher(corpus.settings, url=corpus.url, embedder=embedder, reranker=None, config=whole) as b):
+        passes = []
+        run = a._run
+        a._run = lambda *args: passes.append(1) or run(*args)
+        for mode in ("keyword", "hybrid"):
+            got = [(h.chunk_id, h.score, h.keyword_rank) for h in a.search(q, limit=5, mode=mode, filters=only)]
+            want = [(h.chunk_id, h.score, h.keyword_rank) for h in b.search(q, limit=5, mode=mode, filters=only)]
+            assert got == want and got, mode
+            assert all(h.partition == "handbook" for h in a.search(q, limit=5, mode=mode, filters=only))
+        passes.clear()
+        a.search(q, limit=5, mode="keyword", filters=only)
+        assert len(passes) > 1  # the cut lists were read deeper
+        passes.clear()
+        assert a.search(q, limit=5, mode="keyword") and passes == [1]  # unfiltered: one pass
