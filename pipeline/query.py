@@ -248,10 +248,10 @@ class Searcher:
         k = max(fetch_k or cfg.fetch_k, n) if mode == "hybrid" else n
         wd, wk = weights or (cfg.dense_weight, cfg.keyword_weight)
         rrf = rrf_k or cfg.rrf_k
-        p = {"q": query, "k": k, "limit": n, "k1": cfg.bm25_k1, "b": cfg.bm25_b, "prune_df": cfg.bm25_prune_df,
-             "prune_idf": cfg.bm25_prune_idf, "wd": float(wd),
+        p = {"q": query, "k": k, "limit": n,
+             "k1": cfg.bm25_k1, "b": cfg.bm25_b, "prune_df": cfg.bm25_prune_df, "prune_idf": cfg.bm25_prune_idf,
              "per_term": cfg.bm25_per_term, "pool": max(cfg.bm25_pool, k),
-             "wk": float(wk), "rrf_k": rrf, "best": (float(wd) + float(wk)) / (rrf + 1) or 1.0,
+             "wd": float(wd), "wk": float(wk), "rrf_k": rrf, "best": (float(wd) + float(wk)) / (rrf + 1) or 1.0,
              "boost": cfg.tag_boost, "tags": sorted(_boost_tags(query, boost_tags))}
         if mode != "keyword":
             p["vec"] = self._vector(query)

@@ -10,7 +10,7 @@ from pipeline.config import EmbeddingConfig, Settings, load_settings
 from pipeline.embed import Embedder
 from pipeline.ingest import IngestContext
 from pipeline.progress import report
-from pipeline.store.db import database_url
+from pipeline.store.db import store_url
 
 
 class SourcesResource(ConfigurableResource):
@@ -28,8 +28,7 @@ class PostgresResource(ConfigurableResource):
     database_url: str | None = None
 
     def url(self, settings: Settings) -> str:
-        explicit = self.database_url or (settings.database_url.get_secret_value() if settings.database_url else None)
-        return database_url(settings.home, explicit)
+        return store_url(settings, self.database_url)
 
 
 @lru_cache(maxsize=2)

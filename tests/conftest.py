@@ -82,6 +82,23 @@ def embedder() -> Embedder:
     return Embedder(EmbeddingConfig())
 
 
+@pytest.fixture(scope="session")
+def corpus(pg_server, embedder, tmp_path_factory):
+    """The query tests' corpus (tests/query_corpus.py), ingested once per session; tests only read it."""
+    from query_corpus import build_corpus
+
+    return build_corpus(pg_server, embedder, tmp_path_factory.mktemp("corpus"))
+
+
+@pytest.fixture
+def searcher(corpus, embedder):
+    """A Searcher on the shared corpus, with the session's model and no reranker."""
+    from pipeline.query import Searcher
+
+    with Searcher(corpus.settings, url=corpus.url, embedder=embedder, reranker=None) as s:
+        yield s
+
+
 def git(repo: Path, *args: str) -> str:
     res = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=True,
                          env={**os.environ, **GIT_ENV})

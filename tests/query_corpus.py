@@ -1,5 +1,5 @@
 """A small real corpus for the query tests: two git sources of markdown,
-ingested once per test module through the real pipeline (real model, real Postgres)."""
+ingested once per session (conftest.py) through the real pipeline (real model, real Postgres)."""
 
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from fastapi import FastAPI
 from mcp import StdioServerParameters
-from query_corpus import ServerThread, build_corpus
+from query_corpus import ServerThread
 from test_mcp import DOCFORGE, session_calls
 
 from pipeline.errors import ConfigError
@@ -50,8 +50,7 @@ def jwks_url(signing_key):
 
 
 @pytest.fixture(scope="module")
-def api(pg_server, embedder, tmp_path_factory, jwks_url):
-    corpus = build_corpus(pg_server, embedder, tmp_path_factory.mktemp("api"))
+def api(corpus, embedder, jwks_url):
     auth = Authenticator(AuthConfig(api_tokens=",".join(TOKENS), jwt_jwks_url=jwks_url, jwt_audience=AUDIENCE,
                                     jwt_issuer=ISSUER))
     search = LocalSearch(Searcher(corpus.settings, url=corpus.url, embedder=embedder, reranker=None))

@@ -5,11 +5,9 @@ from __future__ import annotations
 import re
 
 import pytest
-from query_corpus import build_corpus
 
 from pipeline.errors import QueryError
 from pipeline.filters import compile_filter
-from pipeline.query import Searcher
 
 ALL = {"handbook:README.md", "handbook:docs/deploy.md", "handbook:docs/credentials.md",
        "handbook:docs/onboarding.md", "handbook:docs/testing.md", "payments:docs/refunds.md",
@@ -17,17 +15,6 @@ ALL = {"handbook:README.md", "handbook:docs/deploy.md", "handbook:docs/credentia
 PAYMENTS = {"payments:docs/refunds.md", "payments:docs/ledger.md"}
 INJECTIONS = ["x' OR '1'='1", "'; DROP TABLE chunks; --", "handbook') OR TRUE --", "%(q)s", "{}", "\\'; SELECT 1; --",
               "payments\x00"]
-
-
-@pytest.fixture(scope="module")
-def corpus(pg_server, embedder, tmp_path_factory):
-    return build_corpus(pg_server, embedder, tmp_path_factory.mktemp("filters"))
-
-
-@pytest.fixture
-def searcher(corpus, embedder):
-    with Searcher(corpus.settings, url=corpus.url, embedder=embedder, reranker=None) as s:
-        yield s
 
 
 def sources(searcher, expr, query="how does the team work", mode="dense") -> set[str]:

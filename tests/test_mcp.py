@@ -9,14 +9,8 @@ from pathlib import Path
 import anyio
 import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
-from query_corpus import build_corpus
 
 DOCFORGE = str(Path(sys.executable).parent / "docforge")
-
-
-@pytest.fixture(scope="module")
-def corpus(pg_server, embedder, tmp_path_factory):
-    return build_corpus(pg_server, embedder, tmp_path_factory.mktemp("mcp"))
 
 
 def session_calls(params: StdioServerParameters, errlog, calls: list[dict]) -> tuple[list, list]:

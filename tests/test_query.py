@@ -6,24 +6,12 @@ import math
 
 import psycopg
 import pytest
-from query_corpus import build_corpus
 
 from pipeline.config import Settings, load_settings
 from pipeline.errors import QueryError
 from pipeline.ingest import IngestContext, ingest_source
 from pipeline.query import MODES, SearchConfig, Searcher
 from pipeline.store.schema import migrations
-
-
-@pytest.fixture(scope="module")
-def corpus(pg_server, embedder, tmp_path_factory):
-    return build_corpus(pg_server, embedder, tmp_path_factory.mktemp("query"))
-
-
-@pytest.fixture
-def searcher(corpus, embedder):
-    with Searcher(corpus.settings, url=corpus.url, embedder=embedder, reranker=None) as s:
-        yield s
 
 
 @pytest.mark.parametrize("query, expected, modes", [

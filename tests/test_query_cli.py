@@ -7,15 +7,9 @@ import subprocess
 
 import pytest
 from click.testing import CliRunner
-from query_corpus import build_corpus
 from test_mcp import DOCFORGE
 
 from pipeline.cli import main
-
-
-@pytest.fixture(scope="module")
-def corpus(pg_server, embedder, tmp_path_factory):
-    return build_corpus(pg_server, embedder, tmp_path_factory.mktemp("cli"))
 
 
 @pytest.fixture

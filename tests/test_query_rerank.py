@@ -8,7 +8,7 @@ import logging
 import pytest
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
-from query_corpus import ServerThread, build_corpus
+from query_corpus import ServerThread
 
 from pipeline.errors import QueryError
 from pipeline.query import Searcher
@@ -35,11 +35,6 @@ def rerank_service(word: str, shape: str = "jina", fail: bool = False, token: st
         return {"results": [{"index": x["index"], "relevance_score": x["score"]} for x in items]}
 
     return app
-
-
-@pytest.fixture(scope="module")
-def corpus(pg_server, embedder, tmp_path_factory):
-    return build_corpus(pg_server, embedder, tmp_path_factory.mktemp("rerank"))
 
 
 def searcher_for(corpus, embedder, monkeypatch, **env) -> Searcher:

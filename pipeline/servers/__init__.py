@@ -16,8 +16,6 @@ from pydantic import BaseModel, ConfigDict, Field
 from pipeline.query import Hit, Searcher
 
 log = logging.getLogger("pipeline.servers")
-CITATION_KEYS = ("title", "section", "url", "source", "partition", "type", "chunk_index", "page", "score",
-                 "rerank_score", "text")
 
 
 class SearchRequest(BaseModel):
@@ -54,6 +52,9 @@ class Citation(BaseModel):
     score: float
     rerank_score: float | None = None
     text: str
+
+
+CITATION_KEYS = tuple(Citation.model_fields)
 
 
 class SearchResponse(BaseModel):

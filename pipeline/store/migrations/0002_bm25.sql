@@ -1,8 +1,7 @@
 -- BM25 term statistics for keyword search, kept exact by triggers on `chunks`,
--- so ingest code needs no change. Per chunk, term frequency and length come
--- from `chunks.tsv` itself at query time; here live only the corpus-wide
--- numbers BM25 also needs: chunk count, total length, and per-term document
--- frequency. Every trigger updates the single `bm25_stats` row first: that row
+-- so ingest code needs no change. Here live the corpus-wide numbers BM25
+-- needs: chunk count, total length, and per-term document frequency (per-chunk
+-- term frequency and length: migration 0003's postings). Every trigger updates the single `bm25_stats` row first: that row
 -- lock serialises writers, so concurrent ingests never deadlock on term rows.
 DROP TABLE IF EXISTS bm25_terms, bm25_stats;  -- left over by a reset: rebuilt below
 CREATE TABLE bm25_stats (
