@@ -9,7 +9,7 @@ from __future__ import annotations
 import click
 from click.testing import CliRunner
 
-from pipeline.cli import main
+from docforge.cli import main
 
 
 def commands(group: click.Group, prefix: list[str]):

@@ -18,9 +18,9 @@ from test_mcp import DOCFORGE, session_calls
 
 from pipeline.errors import ConfigError
 from pipeline.query import Searcher
-from pipeline.servers import LocalSearch
-from pipeline.servers.api import create_app
-from pipeline.servers.auth import AuthConfig, Authenticator
+from docforge.servers import LocalSearch
+from docforge.servers.api import create_app
+from docforge.servers.auth import AuthConfig, Authenticator
 
 AUDIENCE, ISSUER, TOKENS = "api://docforge", "https://idp.example.test/tenant/v2.0", ("tok-one", "tok-two")
 QUESTION = {"query": "how do I give a customer their money back?", "user_name": "ada", "team_name": "payments"}

@@ -10,7 +10,7 @@ import pytest
 
 from pipeline.errors import ParseError
 from pipeline.parse import parse_document
-from pipeline.parse.storage import parse_storage
+from pipeline.parse.confluence import parse_storage
 from pipeline.records import DocRef, Document
 from tests.conftest_confluence import STORAGE, storage_dir  # noqa: F401 (fixture)
 

@@ -16,9 +16,9 @@ from dagster import AssetKey, BackfillPolicy, DagsterInstance, DefaultScheduleSt
 from dagster._core.instance.config import dagster_instance_config
 
 from assets.ingest import embed_op_tags
-from pipeline.definitions import defs
+from orchestration.definitions import defs
 from pipeline.errors import ConfigError
-from pipeline.jobs import executor
+from orchestration.jobs import executor
 
 ROOT = Path(__file__).resolve().parents[1]
 DEPLOY_MD = ROOT / "docs" / "deploy.md"
@@ -141,7 +141,7 @@ def test_the_helm_values_have_the_keys_the_chart_needs():
     values = block("# values.yaml")
     jsonschema.validate(values, HELM_SCHEMA)
     code = values["dagster-user-deployments"]["deployments"][0]
-    assert code["dagsterApiGrpcArgs"] == ["--module-name", "pipeline.definitions"]
+    assert code["dagsterApiGrpcArgs"] == ["--module-name", "orchestration.definitions"]
     assert {e["name"]: e["value"] for e in code["env"]}["DOCFORGE_EXECUTOR"] == "k8s"
     # The chart renders these pool/run limits into the instance config shown below it.
     rendered = block("# dagster.yaml on Kubernetes")["concurrency"]

@@ -7,7 +7,7 @@ import re
 import pytest
 
 from pipeline.errors import QueryError
-from pipeline.filters import compile_filter
+from pipeline.query.filters import compile_filter
 
 ALL = {"handbook:README.md", "handbook:docs/deploy.md", "handbook:docs/credentials.md",
        "handbook:docs/onboarding.md", "handbook:docs/testing.md", "payments:docs/refunds.md",

@@ -13,7 +13,7 @@ from dagster import DagsterInstance, materialize
 
 from assets.checks import ingest_checks
 from assets.ingest import ingest_assets
-from pipeline.definitions import resources
+from orchestration.definitions import resources
 
 ROOT = Path(__file__).resolve().parents[1]
 PG_HOME = ROOT / "deploy" / "postgres"

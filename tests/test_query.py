@@ -203,7 +203,7 @@ def test_keyword_search_reads_the_impact_index(searcher):
     """The ORDER BY must equal migration 0003's index expression, or every list is read and sorted."""
     from psycopg import sql
 
-    from pipeline.query import _statement
+    from pipeline.query.search import _statement
 
     params = searcher._params("refund the payments charge", "keyword", 10, None, None, None, ())
     with searcher.conn.transaction():

@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 from test_mcp import DOCFORGE
 
-from pipeline.cli import main
+from docforge.cli import main
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from query_corpus import ServerThread
 
 from pipeline.errors import QueryError
 from pipeline.query import Searcher
-from pipeline.rerank import CrossEncoderReranker, RerankConfig, RemoteReranker, load_reranker, passage
+from pipeline.query.rerank import CrossEncoderReranker, RerankConfig, RemoteReranker, load_reranker, passage
 
 QUERY = "how are refunds recorded?"
 

@@ -8,10 +8,10 @@ import pytest
 from dagster import build_schedule_context, instance_for_test
 
 from pipeline.config import ScheduleConfig
-from pipeline.definitions import defs
+from orchestration.definitions import defs
 from pipeline.errors import ConfigError
-from pipeline.jobs import ingest_job
-from pipeline.schedules import build_nightly_schedule, schedule_config
+from orchestration.jobs import ingest_job
+from orchestration.schedules import build_nightly_schedule, schedule_config
 from resources import SourcesResource
 
 NIGHTLY = next(s for s in defs.schedules if s.name == "docforge_nightly")

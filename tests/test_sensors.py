@@ -16,7 +16,7 @@ from dagster import (
 )
 
 from pipeline.config import load_settings
-from pipeline.definitions import defs
+from orchestration.definitions import defs
 from pipeline.ingest import IngestContext, ingest_source
 from pipeline.store.db import lock_id
 from resources import PostgresResource, SourcesResource

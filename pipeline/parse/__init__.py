@@ -26,7 +26,7 @@ def parse_document(doc: Document) -> Parsed:
 
         return parse_markdown(doc.content)
     if doc.kind == "confluence":
-        from pipeline.parse.storage import parse_storage
+        from pipeline.parse.confluence import parse_storage
 
         return Parsed(doc.title, parse_storage(doc.content))
     return Parsed("", [Section((), doc.content)])

@@ -13,8 +13,8 @@ from fastapi.responses import HTMLResponse, JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pipeline import __version__
 from pipeline.errors import DocforgeError, QueryError
-from pipeline.servers import Citation, SearchFn, SearchRequest, SearchResponse, log_request
-from pipeline.servers.auth import Authenticator, Principal
+from docforge.servers import Citation, SearchFn, SearchRequest, SearchResponse, log_request
+from docforge.servers.auth import Authenticator, Principal
 
 _bearer = HTTPBearer(auto_error=False, description="An API token or a JWT from the configured identity provider.")
 _SWAGGER = """<!doctype html><html><head><title>docforge API</title>

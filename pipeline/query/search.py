@@ -13,7 +13,7 @@ Keyword ranking is Okapi BM25 (k1, b) with Lucene's non-negative IDF, computed i
 Postgres from posting lists and corpus statistics that triggers keep exact
 (`bm25_postings`, `bm25_terms`, `bm25_stats`; migrations 0002 and 0003). Query
 terms are ORed: a question need not share every word with its answer.
-Optional reranking (`pipeline.rerank`) reorders the fused candidates and sets
+Optional reranking (`pipeline.query.rerank`) reorders the fused candidates and sets
 `rerank_score`; `score` stays the mode's score.
 """
 
@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import re
 import threading
-from dataclasses import asdict, dataclass
 from functools import cached_property
 from typing import Literal
 
@@ -33,8 +32,9 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from pipeline.config import Settings
 from pipeline.embed import Embedder, query_embedder
 from pipeline.errors import QueryError
-from pipeline.filters import compile_filter
-from pipeline.rerank import Reranker, load_reranker, rerank_or_keep
+from pipeline.query.filters import compile_filter
+from pipeline.query.hits import Hit
+from pipeline.query.rerank import Reranker, load_reranker, rerank_or_keep
 from pipeline.store.db import connect, store_url
 from pipeline.store.schema import ensure_schema, is_current, store_model
 
@@ -62,29 +62,6 @@ class SearchConfig(BaseSettings):
     rerank_candidates: int = Field(default=50, ge=1, le=1000)
     # HNSW candidate list (at least k): recall@10 vs exact at 100k chunks, see docs/performance.md
     ef_search: int = Field(default=100, ge=1, le=1000)
-
-
-@dataclass(frozen=True)
-class Hit:
-    """One search result with everything needed to cite it."""
-
-    chunk_id: str
-    source: str  # the source document's key
-    partition: str  # the sources.yml source name
-    type: str
-    url: str
-    title: str
-    section: str
-    chunk_index: int
-    text: str
-    score: float
-    page: int | None = None  # page number, for sources that have pages
-    rerank_score: float | None = None
-    dense_rank: int | None = None  # 1-based rank in the dense candidates, None if absent
-    keyword_rank: int | None = None
-
-    def as_dict(self) -> dict:
-        return asdict(self)
 
 
 _COLS = "c.id, s.key, s.partition, s.type, s.url, s.title, c.section, c.ordinal, c.text"
@@ -198,7 +175,7 @@ class Searcher:
     def search(self, query: str, limit: int = 10, mode: Mode = "hybrid", *, filters: dict | None = None,
                fetch_k: int | None = None, rrf_k: int | None = None, weights: tuple[float, float] | None = None,
                boost_tags: tuple[str, ...] | list[str] = (), rerank: bool | None = None) -> list[Hit]:
-        """The best `limit` chunks for `query`. `filters`: see pipeline.filters. `weights`:
+        """The best `limit` chunks for `query`. `filters`: see pipeline.query.filters. `weights`:
         (dense, keyword) for hybrid fusion. `rerank`: None follows RERANK_ENABLED."""
         if mode not in MODES:
             raise QueryError(f"unknown mode {mode!r}: choose one of {', '.join(MODES)}")

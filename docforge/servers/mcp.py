@@ -14,7 +14,7 @@ from pydantic import ValidationError
 
 from pipeline import __version__
 from pipeline.errors import DocforgeError
-from pipeline.servers import Citation, SearchFn, SearchRequest, SearchResponse, log_request
+from docforge.servers import Citation, SearchFn, SearchRequest, SearchResponse, log_request
 
 INSTRUCTIONS = ("Search the organisation's indexed documentation (git repositories, Confluence). "
                 "Cite the `url`, `title` and `section` of the hits you use.")

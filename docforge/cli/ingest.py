@@ -8,7 +8,7 @@ import sys
 
 import click
 
-from pipeline.cli import config_option, json_option
+from docforge.cli import config_option, json_option
 from pipeline.config import load_settings
 
 
@@ -32,7 +32,7 @@ def command(config: str, names: tuple[str, ...], as_json: bool) -> None:
     wanted = list(names) or [s.name for s in settings.sources]
     for n in wanted:
         settings.source(n)  # unknown name: ConfigError before any work
-    from pipeline.definitions import materialize_sources
+    from orchestration.definitions import materialize_sources
 
     level = logging.getLevelName(logging.getLogger().getEffectiveLevel())
     from pipeline.progress import showing

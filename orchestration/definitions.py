@@ -11,9 +11,9 @@ from dagster import Definitions
 
 from assets.checks import ingest_checks
 from assets.ingest import ingest_assets, source_partitions
-from pipeline.jobs import executor, ingest_job
-from pipeline.schedules import build_nightly_schedule, schedule_config
-from pipeline.sensors import build_push_sensor, build_sources_sync_sensor
+from orchestration.jobs import executor, ingest_job
+from orchestration.schedules import build_nightly_schedule, schedule_config
+from orchestration.sensors import build_push_sensor, build_sources_sync_sensor
 from resources import EmbedderResource, PostgresResource, SourcesResource
 
 CONFIG_PATH = os.environ.get("DOCFORGE_CONFIG", "sources.yml")

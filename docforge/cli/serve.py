@@ -7,7 +7,7 @@ import os
 
 import click
 
-from pipeline.cli import config_option
+from docforge.cli import config_option
 
 
 @click.command("serve")
@@ -36,19 +36,19 @@ def command(config: str, api: bool, host: str, port: int, remote_api: str | None
     """
     if api and remote_api:
         raise click.UsageError("--api and --remote-api cannot be combined: --remote-api serves MCP, --api serves HTTP")
-    logging.getLogger("pipeline.servers").setLevel(logging.INFO)  # the who-asked log, on stderr
+    logging.getLogger("docforge.servers").setLevel(logging.INFO)  # the who-asked log, on stderr
     if remote_api:
-        from pipeline.servers.mcp import RemoteSearch, build_mcp
+        from docforge.servers.mcp import RemoteSearch, build_mcp
 
         build_mcp(RemoteSearch(remote_api, os.environ.get("DOCFORGE_API_TOKEN"))).run("stdio")
         return
     if api:
-        from pipeline.servers.auth import Authenticator
+        from docforge.servers.auth import Authenticator
 
         auth = Authenticator()  # before anything heavy: no auth configured → ConfigError, exit 1
         _serve_api(_local(config), auth, host, port)
     else:
-        from pipeline.servers.mcp import build_mcp
+        from docforge.servers.mcp import build_mcp
 
         build_mcp(_local(config)).run("stdio")
 
@@ -56,7 +56,7 @@ def command(config: str, api: bool, host: str, port: int, remote_api: str | None
 def _local(config: str):
     from pipeline.config import load_settings
     from pipeline.query import Searcher
-    from pipeline.servers import LocalSearch
+    from docforge.servers import LocalSearch
 
     return LocalSearch(Searcher(load_settings(config)))
 
@@ -64,7 +64,7 @@ def _local(config: str):
 def _serve_api(search, auth, host: str, port: int) -> None:
     import uvicorn
 
-    from pipeline.servers.api import create_app
+    from docforge.servers.api import create_app
 
     app = create_app(search, auth, health=search.health)
     search.warm()

@@ -6,7 +6,7 @@ import json
 
 import click
 
-from pipeline.cli import config_option, json_option
+from docforge.cli import config_option, json_option
 from pipeline.config import load_settings
 from pipeline.store.db import connect, store_url
 from pipeline.store.schema import store_model

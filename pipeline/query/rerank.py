@@ -21,15 +21,13 @@ import math
 from collections.abc import Sequence
 from dataclasses import replace
 from functools import cached_property
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from pipeline.errors import ConfigError
-
-if TYPE_CHECKING:
-    from pipeline.query import Hit
+from pipeline.query.hits import Hit
 
 log = logging.getLogger(__name__)
 

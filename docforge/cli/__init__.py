@@ -44,12 +44,12 @@ def main(verbose: int) -> None:
 
 
 def _register() -> None:
-    from pipeline.cli import db, ingest, search, sources, status
+    from docforge.cli import db, ingest, search, sources, status
 
     for mod in (ingest, search, status, sources, db):
         main.add_command(mod.command)
     try:
-        from pipeline.cli import serve
+        from docforge.cli import serve
     except ImportError:  # serving extras not installed
         return
     main.add_command(serve.command)

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from pipeline.query import Hit, Searcher
 
-log = logging.getLogger("pipeline.servers")
+log = logging.getLogger("docforge.servers")
 
 
 class SearchRequest(BaseModel):

@@ -1,0 +1,10 @@
+"""Search the index: dense, keyword (BM25) and hybrid, with filters and optional rerank.
+
+`search` runs the statements, `filters` compiles metadata filters, `rerank` is the
+optional second stage and `hits` holds the result type they all share.
+"""
+
+from pipeline.query.hits import Hit
+from pipeline.query.search import MODES, Mode, SearchConfig, Searcher
+
+__all__ = ["MODES", "Hit", "Mode", "SearchConfig", "Searcher"]
