@@ -12,7 +12,7 @@ export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 export DAGSTER_HOME ?= $(CURDIR)
 
-.PHONY: install demo test dev docs clean
+.PHONY: install demo lint test dev docs clean
 
 install: $(STAMP)
 
@@ -27,7 +27,14 @@ demo: install
 	$(VENV)/bin/docforge ingest
 	$(VENV)/bin/docforge search "$(QUERY)" --limit 3
 
-test: install
+# Style, types of the core, and the one-way layers (import-linter contracts in pyproject.toml).
+lint: install
+	$(VENV)/bin/lint-imports --no-cache
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
+
+test: lint
 	$(PY) -m pytest
 
 dev: install

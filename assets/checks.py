@@ -65,10 +65,10 @@ def _make_check(name: str, find: Finder) -> AssetChecksDefinition:
     @asset_check(name=name, asset=chunk_embeddings, description=_CHECKS[name][1])
     def _check(context: AssetCheckExecutionContext, sources: SourcesResource, store: PostgresResource,
                embedder: EmbedderResource) -> AssetCheckResult:
-        partition = context.partition_key if context.has_partition_key else None
-        scope = f"source {partition!r}" if partition else "the whole store"
+        source = context.partition_key if context.has_partition_key else None  # a partition is a source
+        scope = f"source {source!r}" if source else "the whole store"
         with _store(sources, store) as (settings, conn):
-            return _result(name, find(conn, partition, embedder, settings), scope)
+            return _result(name, find(conn, source, embedder, settings), scope)
 
     return _check
 

@@ -1,7 +1,5 @@
 """The three ingest stages as partitioned assets (one partition per source)."""
 
-import json
-import os
 import warnings
 
 from dagster import (
@@ -14,6 +12,7 @@ from dagster import (
     asset,
 )
 
+from pipeline.config import OrchestrationConfig, env_section
 from pipeline.ingest import IngestStats
 from pipeline.ingest.chunks import stage_chunks
 from pipeline.ingest.documents import stage_documents
@@ -28,25 +27,27 @@ source_partitions = DynamicPartitionsDefinition(name="sources")
 # load at once. A single-run backfill would hold one model for hours and fail whole.
 _backfill = BackfillPolicy.multi_run(max_partitions_per_run=1)
 _common = dict(partitions_def=source_partitions, group_name="ingest", backfill_policy=_backfill)
-# The embedding step's pool: its limit (dagster.yaml `concurrency.pools`, or
-# `dagster instance concurrency set gpu N`) is how many models load at once.
-EMBED_POOL = os.environ.get("DOCFORGE_EMBED_POOL", "gpu")
+# How Dagster runs (`Settings.orchestration`): from the environment, as the definitions load.
+_ORCHESTRATION = env_section(OrchestrationConfig)
+# The embedding step's pool (DOCFORGE_EMBED_POOL): its limit (dagster.yaml `concurrency.pools`,
+# or `dagster instance concurrency set gpu N`) is how many models load at once.
+EMBED_POOL = _ORCHESTRATION.embed_pool
 
 
-def embed_op_tags() -> dict:
+def embed_op_tags(cfg: OrchestrationConfig | None = None) -> dict:
     """With DOCFORGE_EMBED_GPUS=N (k8s_job_executor), the embedding step's pod asks for N GPUs.
 
     Only this step: listing and chunking stay on cheap CPU pods. The toleration
     matches the taint GPU node pools usually carry; DOCFORGE_EMBED_NODE_SELECTOR
-    (JSON) pins a GPU type.
+    (JSON) pins a GPU type. `cfg`: the environment's when not given.
     """
-    gpus = int(os.environ.get("DOCFORGE_EMBED_GPUS", "0"))
-    if gpus <= 0:
+    cfg = cfg or env_section(OrchestrationConfig)
+    if cfg.embed_gpus <= 0:
         return {}
-    pod = {"tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]}
-    if os.environ.get("DOCFORGE_EMBED_NODE_SELECTOR"):
-        pod["node_selector"] = json.loads(os.environ["DOCFORGE_EMBED_NODE_SELECTOR"])
-    container = {"resources": {"limits": {"nvidia.com/gpu": str(gpus)}}}
+    pod: dict = {"tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]}
+    if cfg.embed_node_selector:
+        pod["node_selector"] = dict(cfg.embed_node_selector)
+    container = {"resources": {"limits": {"nvidia.com/gpu": str(cfg.embed_gpus)}}}
     return {"dagster-k8s/config": {"container_config": container, "pod_spec_config": pod}}
 
 
@@ -57,6 +58,10 @@ def result(stats: IngestStats) -> MaterializeResult:
     meta.update({f"seconds_{k}": float(v) for k, v in d["seconds"].items()})
     if d["failures"]:
         meta["failures"] = MetadataValue.json(d["failures"])
+    if d["languages"]:
+        meta["languages"] = MetadataValue.json(d["languages"])
+    if d["skipped_files"]:
+        meta["skipped_files"] = MetadataValue.json(d["skipped_files"])
     return MaterializeResult(metadata=meta)
 
 
@@ -74,7 +79,7 @@ def chunks(context: AssetExecutionContext, sources: SourcesResource, store: Post
     return result(stage_chunks(ctx, context.partition_key))
 
 
-@asset(**_common, deps=[chunks], pool=EMBED_POOL, op_tags=embed_op_tags(),
+@asset(**_common, deps=[chunks], pool=EMBED_POOL, op_tags=embed_op_tags(_ORCHESTRATION),
        description="Chunks embedded (reusing known vectors) and swapped into the index.")
 def chunk_embeddings(context: AssetExecutionContext, sources: SourcesResource, store: PostgresResource,
                      embedder: EmbedderResource) -> MaterializeResult:
@@ -87,14 +92,17 @@ ingest_assets = [documents, chunks, chunk_embeddings]
 
 def stats_from_metadata(metas: list[dict]) -> IngestStats:
     """Re-assemble the IngestStats of one run from its materialisations' metadata."""
-    from pipeline.records import Failure
+    from pipeline.records import Failure, Skipped
 
     total = IngestStats()
-    counters = {f for f in IngestStats.__dataclass_fields__ if f not in ("failures", "seconds")}
+    lists = ("failures", "seconds", "languages", "skipped_files")
+    counters = {f for f in IngestStats.__dataclass_fields__ if f not in lists}
     for meta in metas:
         vals = {k: getattr(v, "value", v) for k, v in meta.items()}
         fails = tuple(Failure(**f) for f in (vals.get("failures") or []))
+        skipped = tuple(Skipped(**s) for s in (vals.get("skipped_files") or []))
         secs = {k.removeprefix("seconds_"): float(v) for k, v in vals.items() if k.startswith("seconds_")}
         total = total + IngestStats(**{k: int(v) for k, v in vals.items() if k in counters},
-                                    failures=fails, seconds=secs)
+                                    failures=fails, seconds=secs, languages=dict(vals.get("languages") or {}),
+                                    skipped_files=skipped)
     return total

@@ -9,7 +9,7 @@ Prints, in one run: (a) raw encode of exactly the chunk texts the pipeline makes
 (same model, batch size, device; model load excluded), in two interleaved
 halves run before and after the pipeline so that load drifting on a shared
 machine weighs on both alike; (b) the pipeline's cold
-ingest through `ingest_source` (what each `docforge ingest` partition runs) into
+ingest through `ingest_source` (what `docforge ingest` runs for each source) into
 a fresh store, imports and model load included; (c) the ratio of their chunks/s;
 (d) seconds per stage; (e) peak RSS of the ingest process (ru_maxrss: its
 threads included; the Postgres server and git excluded); (f) chunks over the
@@ -103,7 +103,8 @@ def _setup(args: argparse.Namespace, tmp: Path) -> Path:
                                                    "globs": args.subset}], "embedding": embedding}))
     from pipeline.store.db import database_url
 
-    database_url(tmp / "home")  # start the embedded server now: not part of any timing
+    if not os.environ.get("DATABASE_URL"):
+        database_url(tmp / "home")  # start the embedded server now: not part of any timing
     return config
 
 

@@ -47,9 +47,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="docforge-query-") as tmp:
         tmp = Path(tmp)
         os.environ["DOCFORGE_HOME"] = str(tmp / "home")
-        from pipeline.config import EmbeddingConfig
+        from pipeline.config import EmbeddingConfig, Settings
         from pipeline.embed import Embedder
-        from pipeline.query import SearchConfig
         from pipeline.store.db import database_url, stop_embedded
 
         emb = Embedder(EmbeddingConfig())
@@ -61,7 +60,7 @@ def main() -> None:
             queries = [json.loads(ln)["text"] for ln in (args.data / "beir/scifact/queries.jsonl").open()]
             random.Random(7).shuffle(queries)
             latency, backend = _latency(args, url, queries)
-            efs = sorted({*args.ef_search, SearchConfig().ef_search})
+            efs = sorted({*args.ef_search, Settings().search.ef_search})
             recall = _recall(url, emb.encode(queries[-args.recall_queries:]), efs)
             _report(args, len(texts), build, latency, backend, recall)
         finally:
@@ -167,12 +166,12 @@ def _real_vectors(args: argparse.Namespace, texts: list[str], cache: bool = True
     import importlib.util
 
     from pipeline.config import EmbeddingConfig
-    from pipeline.embed import Embedder, model_cache
+    from pipeline.embed import Embedder
 
     backend = "onnx-int8" if importlib.util.find_spec("onnxruntime") else "torch"
     emb = Embedder(EmbeddingConfig(backend=backend))
     digest = hashlib.sha256("\0".join([emb.model_id, backend, *texts]).encode()).hexdigest()[:16]
-    path = model_cache().parent / "bench" / f"vectors-{digest}.npy"
+    path = emb.cache_dir.parent / "bench" / f"vectors-{digest}.npy"
     if cache and path.exists():
         return np.load(path)
     t = time.perf_counter()
@@ -218,10 +217,10 @@ def _load(args, url: str, emb, texts, vectors) -> dict:
 def _copy_rows(conn, model: str, texts, vectors) -> None:
     docs = sorted({key for key, _, _ in texts})  # a varied repeat is its own document
     with conn.transaction(), conn.cursor() as cur:
-        with cur.copy("COPY sources (key, partition, type, uri, url, title, content_hash) FROM STDIN") as copy:
+        with cur.copy("COPY documents (key, source, type, uri, url, title, content_hash) FROM STDIN") as copy:
             for key in docs:
                 copy.write_row((key, key.split(":")[0], "git", key, f"https://example.com/{key}", key, "-"))
-        cols = "id, source_key, ordinal, heading_path, section, text, token_count, text_hash, model, embedding"
+        cols = "id, doc_key, ordinal, heading_path, section, text, token_count, text_hash, model, embedding"
         with cur.copy(f"COPY chunks ({cols}) FROM STDIN WITH (FORMAT BINARY)") as copy:
             copy.set_types(["text", "text", "int4", "text[]", "text", "text", "int4", "text", "text", "vector"])
             for i, ((key, section, text), vec) in enumerate(zip(texts, vectors)):
@@ -283,7 +282,7 @@ def _recall(url: str, qvecs: np.ndarray, efs: list[int]) -> dict:
 
 
 def _report(args, n: int, build: dict, latency: dict, backend: str, recall: dict) -> None:
-    from pipeline.query import SearchConfig
+    from pipeline.config import Settings
 
     print(f"store     {n} chunks, {args.vectors} vectors; HNSW m={args.m} ef_construction={args.ef_construction}; build: "
           + ", ".join(f"{k} {v:.1f}" for k, v in build.items()))
@@ -293,7 +292,7 @@ def _report(args, n: int, build: dict, latency: dict, backend: str, recall: dict
               f"p95 {s['p95']:.1f} ms, mean {s['mean']:.1f} ms ({args.queries} queries){target}")
     print(f"dense SQL plan: {recall.pop('plan')}")
     for ef, r in recall.items():
-        chosen = "   ← the Searcher's ef_search (target ≥ 0.95)" if ef == SearchConfig().ef_search else ""
+        chosen = "   ← the Searcher's ef_search (target ≥ 0.95)" if ef == Settings().search.ef_search else ""
         print(f"recall@10 hnsw.ef_search={ef}: {r['recall']:.3f} vs exact (SQL p50 {r['p50_ms']:.1f} ms){chosen}")
 
 

@@ -108,7 +108,7 @@ def ingest(workdir: Path, corpus: dict, url: str | None):
 
 def doc_ranking(hits) -> list[str]:
     """Document ids in order of their best chunk."""
-    return list(dict.fromkeys(Path(h.source.split(":", 1)[1]).stem for h in hits))
+    return list(dict.fromkeys(Path(h.doc_key.split(":", 1)[1]).stem for h in hits))
 
 
 def evaluate(searcher, queries: dict, qrels: Qrels, mode: str, depth: int, rerank: bool) -> dict:

@@ -6,6 +6,7 @@ See docs/orchestration.md for how each trigger behaves.
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 
 from dagster import Definitions
 
@@ -14,9 +15,11 @@ from assets.ingest import ingest_assets, source_partitions
 from orchestration.jobs import executor, ingest_job
 from orchestration.schedules import build_nightly_schedule, schedule_config
 from orchestration.sensors import build_push_sensor, build_sources_sync_sensor
+from pipeline.config import config_file
+from pipeline.ingest import IngestStats
 from resources import EmbedderResource, PostgresResource, SourcesResource
 
-CONFIG_PATH = os.environ.get("DOCFORGE_CONFIG", "sources.yml")
+CONFIG_PATH = str(config_file())  # $DOCFORGE_CONFIG, else ./sources.yml
 
 
 def resources(config_path: str = CONFIG_PATH) -> dict:
@@ -34,7 +37,7 @@ defs = Definitions(
     schedules=[build_nightly_schedule(ingest_job, schedule_config(CONFIG_PATH))],
     sensors=[build_push_sensor(ingest_job), build_sources_sync_sensor(ingest_job)],
     resources=resources(),
-    executor=executor(),
+    executor=executor(),  # orchestration.executor, from the environment (DOCFORGE_EXECUTOR)
 )
 
 
@@ -45,32 +48,67 @@ def _root_cause(err) -> str:
     return err.message.strip()
 
 
-def materialize_sources(config_path: str, names: list[str], log_level: str = "CRITICAL") -> dict[str, object]:
-    """Run the ingest assets for each source in-process; {name: IngestStats or error text}.
+@dataclass(frozen=True)
+class CheckOutcome:
+    """One asset check's verdict on one source, as the CLI reports it."""
 
-    Uses the instance in $DAGSTER_HOME when set (runs then show in the UI),
-    else an ephemeral one.
+    name: str
+    passed: bool
+    severity: str  # "ERROR" or "WARN": an ERROR that fails makes `docforge ingest` exit 1
+    description: str
+
+    def as_dict(self) -> dict:
+        return {"name": self.name, "passed": self.passed, "severity": self.severity,
+                "description": self.description}
+
+
+@dataclass(frozen=True)
+class SourceRun:
+    """One source's in-process run: its stats (None if an ingest step failed), the error, the checks."""
+
+    stats: IngestStats | None = None
+    error: str | None = None
+    checks: tuple[CheckOutcome, ...] = ()
+
+    @property
+    def failed_checks(self) -> tuple[CheckOutcome, ...]:
+        return tuple(c for c in self.checks if not c.passed and c.severity == "ERROR")
+
+
+def materialize_sources(config_path: str, names: list[str], log_level: str = "CRITICAL") -> dict[str, SourceRun]:
+    """Run the ingest assets and their asset checks for each source in-process, one run per source.
+
+    Uses the instance in $DAGSTER_HOME when set (runs, and check results, then show in the UI),
+    else an ephemeral one. A check that raises counts as a failed ERROR check, naming the cause.
     """
     from dagster import DagsterInstance, materialize
 
+    from assets.ingest import stats_from_metadata
     from pipeline.progress import begin_source
 
-    from assets.ingest import stats_from_metadata
-
+    # DAGSTER_HOME is Dagster's own variable (DagsterInstance.get() reads it), not docforge configuration.
     instance = DagsterInstance.get() if os.environ.get("DAGSTER_HOME") else DagsterInstance.ephemeral()
     known = set(instance.get_dynamic_partitions(source_partitions.name))
     instance.add_dynamic_partitions(source_partitions.name, [n for n in names if n not in known])
-    out: dict[str, object] = {}
+    asset_steps = {a.op.name for a in ingest_assets}
+    out: dict[str, SourceRun] = {}
     for name in names:
         begin_source(name)
-        res = materialize(ingest_assets, partition_key=name, resources=resources(config_path),
+        res = materialize([*ingest_assets, *ingest_checks], partition_key=name, resources=resources(config_path),
                           instance=instance, raise_on_error=False, tags={"docforge/trigger": "cli"},
                           run_config={"loggers": {"console": {"config": {"log_level": log_level}}}})
-        if not res.success:
-            errors = [_root_cause(e.step_failure_data.error) for e in res.get_step_failure_events()
-                      if e.step_failure_data and e.step_failure_data.error]
-            out[name] = "; ".join(errors) or "run failed"
+        step_errors: dict[str, str] = {}
+        for e in res.get_step_failure_events():
+            err = e.step_failure_data.error if e.step_failure_data else None
+            step_errors[e.step_key or ""] = _root_cause(err) if err else "step failed"
+        checks = tuple(CheckOutcome(c.check_name, c.passed, c.severity.value, c.description or "")
+                       for c in res.get_asset_check_evaluations())
+        checks += tuple(CheckOutcome(step, False, "ERROR", f"check raised: {msg}")
+                        for step, msg in step_errors.items() if step not in asset_steps)
+        ingest_errors = [msg for step, msg in step_errors.items() if step in asset_steps]
+        if ingest_errors or (not res.success and not step_errors):
+            out[name] = SourceRun(error="; ".join(ingest_errors) or "run failed", checks=checks)
             continue
         metas = [m.metadata for m in res.get_asset_materialization_events() for m in [m.materialization]]
-        out[name] = stats_from_metadata(metas)
+        out[name] = SourceRun(stats=stats_from_metadata(metas), checks=checks)
     return out

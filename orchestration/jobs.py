@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import os
-
 from dagster import AssetSelection, ExecutorDefinition, define_asset_job, in_process_executor
 
 from assets.ingest import ingest_assets
-from pipeline.errors import ConfigError
+from pipeline.config import OrchestrationConfig, env_section
 
 # Selecting the assets selects their asset checks too: they run after each materialisation.
 # Partitioned by `sources`, inferred from the assets.
@@ -17,19 +15,18 @@ ingest_job = define_asset_job(
     tags={"docforge/job": "ingest"})
 
 
-def executor() -> ExecutorDefinition | None:
-    """DOCFORGE_EXECUTOR: unset → Dagster's default (a process per step); `in_process` → all
-    steps in the run's process (a small machine: one interpreter start per run, not seven);
-    `k8s` → a pod per step (needs dagster-k8s), so the embedding step alone can land on a
-    GPU node (see `assets.ingest.embed_op_tags`).
+def executor(cfg: OrchestrationConfig | None = None) -> ExecutorDefinition | None:
+    """`orchestration.executor` (DOCFORGE_EXECUTOR; the environment's when `cfg` is not given):
+    multiprocess (unset) → Dagster's default (a process per step); `in_process` → all steps in
+    the run's process (a small machine: one interpreter start per run, not seven); `k8s` → a
+    pod per step (needs dagster-k8s), so the embedding step alone can land on a GPU node (see
+    `assets.ingest.embed_op_tags`).
     """
-    kind = os.environ.get("DOCFORGE_EXECUTOR", "").strip().lower()
-    if kind in ("", "default", "multiprocess"):
-        return None
+    kind = (cfg or env_section(OrchestrationConfig)).executor
     if kind == "in_process":
         return in_process_executor
     if kind == "k8s":
         from dagster_k8s import k8s_job_executor  # optional dependency, only in the k8s image
 
         return k8s_job_executor
-    raise ConfigError(f"DOCFORGE_EXECUTOR={kind!r}: expected 'in_process', 'k8s' or unset (multiprocess)")
+    return None

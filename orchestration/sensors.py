@@ -26,7 +26,7 @@ from assets.ingest import source_partitions
 from pipeline.config import GitSourceConfig, Settings
 from pipeline.errors import ConfigError, DocforgeError, GitSourceError
 from pipeline.sources.git import head_commit
-from pipeline.store.admin import purge_partition, stored_partitions
+from pipeline.store.admin import purge_source, stored_sources
 from pipeline.store.db import connect
 from resources import PostgresResource, SourcesResource
 
@@ -115,11 +115,11 @@ def _purge_removed(context: SensorEvaluationContext, settings: Settings, store: 
     wanted = {s.name for s in settings.sources}
     try:
         with connect(store.url(settings), vector=False) as conn:
-            stale = sorted((registered | stored_partitions(conn)) - wanted)
+            stale = sorted((registered | stored_sources(conn)) - wanted)
             done = []
             for name in stale:
                 try:
-                    purged = purge_partition(conn, name)
+                    purged = purge_source(conn, name)
                 except DocforgeError as e:
                     context.log.warning(f"source {name!r} kept for now: {e}")
                     continue

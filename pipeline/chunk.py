@@ -7,28 +7,44 @@ the budget. Consecutive whole sections that fit together are packed into one
 chunk (each keeps its heading line in the text; the chunk's heading path is
 their common prefix): short chunks waste the model's time and lose context.
 A chunk never spans part of a section. The embedded text is
-"<title> > <heading path>" plus the chunk, re-counted with special tokens, so
-no chunk ever exceeds `max_seq_length` (the model would silently truncate it).
+"<title> > <heading path>" plus the chunk. Offsets only estimate: a cut inside
+a word or a join can tokenise to more tokens. So every embedded text is counted
+afresh, special tokens included, and one over the window is cut again by its
+measured overshoot until it fits: no chunk ever exceeds `max_seq_length` (the
+model would silently truncate it), and `token_count` is exact.
 
 Bump CHUNKER_VERSION when the output for the same input changes: the ledger
-re-chunks every document whose stored chunker fingerprint differs.
+re-chunks every document whose stored chunker `fingerprint` differs.
 """
 
 from __future__ import annotations
 
 import bisect
+import itertools
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from tokenizers import Tokenizer
 
+from pipeline.parse.text import scrub
 from pipeline.records import Chunk, Section
 
-CHUNKER_VERSION = "2"
+CHUNKER_VERSION = "3"  # 3: pages; code, data, HTML, rst and text files parsed by format
 _BREAKS = (re.compile(r"\n[ \t]*\n"), re.compile(r"\n"), re.compile(r"[.!?;:][)\"']?\s"), re.compile(r"\s"))
 _MIN_FILL = 0.4  # never cut before 40% of the budget: no runt chunks
 _MAX_HEADER_SHARE = 0.25  # a heading path may take at most this share of the window
+
+
+def window(max_seq_length: int, max_tokens: int | None = None) -> int:
+    """Tokens a chunk may hold: the configured budget, never more than the model reads."""
+    return min(max_tokens or max_seq_length, max_seq_length)
+
+
+def fingerprint(tokenizer_id: str, max_seq_length: int, max_tokens: int | None, overlap_tokens: int) -> str:
+    """The chunker as the ledger records it: any change re-chunks every document. Built from
+    settings alone, so a run that skips every document never loads the tokenizer."""
+    return f"{CHUNKER_VERSION}:{tokenizer_id}:{window(max_seq_length, max_tokens)}:{overlap_tokens}"
 
 
 def make_header(title: str, path: Sequence[str]) -> str:
@@ -42,15 +58,10 @@ def _join(header: str, text: str) -> str:
     return f"{header}\n\n{text}" if header else text
 
 
-def _spans(body: str, pieces: list[str]) -> list[tuple[int, int]]:
-    """Character spans of consecutive (possibly overlapping) pieces, stripped."""
-    spans, pos = [], 0
-    for p in pieces:
-        start = body.index(p, max(0, pos - len(p))) if p else pos
-        lead = len(p) - len(p.lstrip())
-        spans.append((start + lead, start + len(p.rstrip())))
-        pos = start + len(p)
-    return spans
+def _strip_span(body: str, start: int, end: int) -> tuple[int, int]:
+    """The span of body[start:end] with surrounding whitespace left out."""
+    piece = body[start:end]
+    return start + len(piece) - len(piece.lstrip()), start + len(piece.rstrip())
 
 
 def _common(a: tuple[str, ...], b: tuple[str, ...]) -> tuple[str, ...]:
@@ -73,19 +84,16 @@ class Chunker:
     """Token-aware, section-respecting chunker for one tokenizer and window."""
 
     def __init__(self, tokenizer: Tokenizer, max_seq_length: int, max_tokens: int | None = None,
-                 overlap_tokens: int = 0, tokenizer_id: str = ""):
+                 overlap_tokens: int = 0):
         self.tok = tokenizer
         self.tok.no_truncation()
         self.tok.no_padding()
-        self.limit = min(max_tokens or max_seq_length, max_seq_length)
+        self.limit = window(max_seq_length, max_tokens)
         self._counts: dict[str, int] = {}
         self.specials = len(self.tok.encode("", add_special_tokens=True).ids)
         self.sep = self._n("\n\n")
         self.overlap = overlap_tokens
-        self.version = f"{CHUNKER_VERSION}:{tokenizer_id}:{self.limit}:{overlap_tokens}"
         self._headers: dict[str, tuple[str, int]] = {}
-        pre = type(self.tok.pre_tokenizer).__name__ if self.tok.pre_tokenizer else ""
-        self.additive = pre in ("BertPreTokenizer", "Whitespace", "WhitespaceSplit")
 
     def _n(self, text: str) -> int:
         # Cached: packing re-costs a growing group, so the same heading lines are counted many times.
@@ -99,11 +107,23 @@ class Chunker:
         return [len(e.ids) for e in self.tok.encode_batch(texts, add_special_tokens=True)]
 
     def chunk(self, title: str, sections: Sequence[Section]) -> list[Chunk]:
-        secs = [(s.heading_path, s.text.strip()) for s in sections if s.text.strip()]
+        """The chunks of a document's sections, numbered in order; sections of different pages never
+        share a chunk, so each chunk cites the one page it is on."""
+        if all(s.page is None for s in sections):
+            return self._chunk(title, sections)
+        out: list[Chunk] = []
+        for page, group in itertools.groupby(sections, key=lambda s: s.page):
+            out += [replace(c, ordinal=len(out) + i, page=page) for i, c in enumerate(self._chunk(title, list(group)))]
+        return out
+
+    def _chunk(self, title: str, sections: Sequence[Section]) -> list[Chunk]:
+        title = scrub(title)  # a lone surrogate cannot be tokenised (nor stored)
+        secs = [(tuple(scrub(h) for h in s.heading_path), scrub(s.text).strip()) for s in sections]
+        secs = [(path, body) for path, body in secs if body]
         encs = self.tok.encode_batch([b for _, b in secs], add_special_tokens=False)
         units: list[_Unit] = []
-        for (path, body), enc in zip(secs, encs):
-            budget = self.limit - self.specials - self._header(title, path)[1]
+        for (path, body), enc in zip(secs, encs, strict=True):
+            budget = max(1, self.limit - self.specials - self._header(title, path)[1])
             if len(enc.ids) <= budget:
                 units.append(_Unit(path, body, len(enc.ids), True))
             else:
@@ -117,9 +137,9 @@ class Chunker:
         key = make_header(title, path)
         if key not in self._headers:
             enc = self.tok.encode(key, add_special_tokens=False)
-            cap = int(self.limit * _MAX_HEADER_SHARE)
+            cap = max(1, int(self.limit * _MAX_HEADER_SHARE))
             text = key if len(enc.ids) <= cap else key[: enc.offsets[cap - 1][1]] + "…"
-            self._headers[key] = (text, (min(len(enc.ids), cap + 1) + self.sep) if text else 0)
+            self._headers[key] = (text, (self._n(text) + self.sep) if text else 0)
         return self._headers[key]
 
     def _pack(self, title: str, units: list[_Unit]) -> list[tuple[tuple[str, ...], str, int]]:
@@ -164,22 +184,23 @@ class Chunker:
         parts += [_join(self._heading_line(u, path), u.text) for u in group[1:]]
         return path, "\n\n".join(parts)
 
-    def _split(self, body: str, offsets: list[tuple[int, int]], budget: int) -> list[tuple[str, int]]:
-        """Cut a body into stripped pieces of at most `budget` tokens, with their token counts."""
+    def _split(self, body: str, offsets: list[tuple[int, int]], budget: int,
+               overlap: int | None = None) -> list[tuple[str, int]]:
+        """Cut a body into stripped pieces of at most `budget` tokens (as offsets count them), with those counts."""
+        overlap = self.overlap if overlap is None else overlap
         starts = [o[0] for o in offsets]
         out, pos, ti = [], 0, 0
         while ti < len(offsets):
             if len(offsets) - ti <= budget:
-                out.append(body[pos:])
+                out.append(_strip_span(body, pos, len(body)))
                 break
             cut = self._cut(body, pos, offsets[ti + budget - 1][1])
-            out.append(body[pos:cut])
+            out.append(_strip_span(body, pos, cut))
             next_ti = max(ti + 1, bisect.bisect_left(starts, cut))
-            if self.overlap:
-                next_ti = max(ti + 1, next_ti - self.overlap)
+            if overlap:
+                next_ti = max(ti + 1, next_ti - overlap)
             pos, ti = min(cut, starts[next_ti]) if next_ti < len(starts) else cut, next_ti
-        counts = [bisect.bisect_left(starts, e) - bisect.bisect_left(starts, s) for s, e in _spans(body, out)]
-        return [(t.strip(), n) for t, n in zip(out, counts) if t.strip()]
+        return [(body[s:e], bisect.bisect_left(starts, e) - bisect.bisect_left(starts, s)) for s, e in out if e > s]
 
     @staticmethod
     def _cut(body: str, pos: int, end_char: int) -> int:
@@ -187,29 +208,59 @@ class Chunker:
         floor = pos + int((end_char - pos) * _MIN_FILL)
         window = body[floor:end_char]
         for pattern in _BREAKS:
-            last = None
-            for last in pattern.finditer(window):
-                pass
-            if last is not None:
-                return floor + last.end()
+            if matches := list(pattern.finditer(window)):
+                return floor + matches[-1].end()
         return end_char  # one long run without spaces: cut at the token boundary
 
     def _verify(self, title: str, pieces: list[tuple[tuple[str, ...], str, int]]) -> list[Chunk]:
-        """Count what the model will see; re-split the rare piece a tokenizer merged past the limit.
+        """Count every embedded text afresh, exactly; cut again any piece the estimate let past the window.
 
-        For whitespace-splitting tokenizers (BERT WordPiece) counts add up exactly
-        across our joins, so the estimate is the count and no second pass is needed.
+        The estimates come from token offsets of whole sections, and a cut inside a word or
+        a join can re-tokenise to more tokens (WordPiece continuations of long joined
+        identifiers and base64, Hangul decomposed by the normaliser): only a fresh count of
+        the final text is a guarantee.
         """
         texts = [_join(self._header(title, p)[0], t) for p, t, _ in pieces]
-        counts = [n for _, _, n in pieces] if self.additive else (self.count(texts) if texts else [])
-        chunks: list[Chunk] = []
-        for (path, text, _), embed_text, n in zip(pieces, texts, counts):
-            if n > self.limit:
-                enc = self.tok.encode(text, add_special_tokens=False)
-                budget = len(enc.ids) - (n - self.limit) - 1
-                sub = [(path, t, self.count([_join(self._header(title, path)[0], t)])[0])
-                       for t, _ in self._split(text, enc.offsets, budget)]
-                chunks += self._verify(title, sub)
+        counts = self.count(texts) if texts else []
+        out: list[tuple[tuple[str, ...], str, str, int]] = []
+        for (path, text, _), embed_text, n in zip(pieces, texts, counts, strict=True):
+            if n <= self.limit:
+                out.append((path, text, embed_text, n))
             else:
-                chunks.append(Chunk(0, path, text, embed_text, n))
-        return [Chunk(i, c.heading_path, c.text, c.embed_text, c.token_count) for i, c in enumerate(chunks)]
+                out += [(path, *fit) for fit in self._fit(self._header(title, path)[0], text, n)]
+        return [Chunk(i, path, text, embed_text, n) for i, (path, text, embed_text, n) in enumerate(out)]
+
+    def _fit(self, header: str, text: str, n: int) -> list[tuple[str, str, int]]:
+        """(text, embedded text, exact count) pieces of an over-window text, in order, each within the window.
+
+        Each round cuts by the measured overshoot and re-counts; every piece is strictly
+        shorter than the text it came from, so the loop ends (no recursion, whatever the window).
+        """
+        out: list[tuple[str, str, int]] = []
+        todo = [(text, n)]  # a stack: the last item comes next in text order
+        while todo:
+            text, n = todo.pop()
+            if n <= self.limit:
+                out.append((text, _join(header, text), n))
+                continue
+            enc = self.tok.encode(text, add_special_tokens=False)
+            budget = min(len(enc.ids) - 1, len(enc.ids) - (n - self.limit))
+            pieces = [t for t, _ in self._split(text, enc.offsets, max(1, budget), overlap=0)] if budget >= 1 else []
+            if len(pieces) < 2 or max(map(len, pieces)) >= len(text):
+                pieces = _halve(text, enc.offsets)
+            if not pieces:  # one character the header leaves no room for: embed it bare
+                out.append((text, text, self.count([text])[0]))
+                continue
+            counts = self.count([_join(header, t) for t in pieces])
+            todo += reversed(list(zip(pieces, counts, strict=True)))
+        return out
+
+
+def _halve(text: str, offsets: list[tuple[int, int]]) -> list[str]:
+    """Two shorter stripped pieces cut at a token boundary near the middle, or [] if there is none."""
+    ends = sorted({e for _, e in offsets if 0 < e < len(text)}, key=lambda e: abs(e - len(text) // 2))
+    for cut in ends:
+        pieces = [text[:cut].strip(), text[cut:].strip()]
+        if all(pieces):
+            return pieces
+    return []

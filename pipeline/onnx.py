@@ -20,24 +20,39 @@ import logging
 import os
 import tempfile
 import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pipeline.errors import EmbedError
 
 if TYPE_CHECKING:
     import numpy as np
 
-    from pipeline.embed import Embedder
-
 log = logging.getLogger(__name__)
 EXPORT_VERSION = "1"  # bump when the export or quantisation recipe changes
 INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 _PROBES = ["short", "A longer probe sentence, with punctuation; and numbers 1234 – ünïcödé.",
            "## Heading\n\n" + "Many words follow here to make a much longer sequence. " * 12]
+Batch = dict[str, "np.ndarray"]  # padded input arrays by input name
+Inputs = Callable[[Sequence[str]], Batch]  # texts → one padded batch, tokenised as the model's tokenizer does
+Vectors = Callable[[Sequence[str]], "np.ndarray"]  # texts → unit vectors from the reference (torch) model
 
 
-def _require():
+@dataclass(frozen=True)
+class OnnxModel:
+    """What the backend needs of a local sentence-transformers model (not the Embedder: one-way imports)."""
+
+    model_id: str
+    path: Path  # the model's local files: config.json, weights
+    cache_dir: Path  # exports of every model, one folder each
+    pooling: str  # "mean" or "cls" (see pooling_mode)
+    inputs: Inputs  # how texts become a batch, to check an export on probes
+    reference: Vectors  # the baseline an export must match on those probes
+
+
+def _require() -> Any:
     try:
         import onnx  # noqa: F401
         import onnxruntime
@@ -47,35 +62,33 @@ def _require():
     return onnxruntime
 
 
-def cache_dir(emb: Embedder) -> Path:
+def cache_dir(model: OnnxModel) -> Path:
     """Where this model's exports live: keyed by model id, weights size and config."""
-    if emb.path is None:
-        raise EmbedError(f"the ONNX backend exports from local model files; {emb.name!r} has none")
-    weights = sorted(emb.path.glob("*.safetensors")) or sorted(emb.path.glob("*.bin"))
-    config = emb.path / "config.json"
-    key = [EXPORT_VERSION, emb.model_id, config.read_text() if config.exists() else ""]
+    weights = sorted(model.path.glob("*.safetensors")) or sorted(model.path.glob("*.bin"))
+    config = model.path / "config.json"
+    key = [EXPORT_VERSION, model.model_id, config.read_text() if config.exists() else ""]
     key += [f"{w.name}:{w.stat().st_size}" for w in weights]
     digest = hashlib.sha256("\0".join(key).encode()).hexdigest()[:12]
-    return emb.cache_dir / f"{emb.model_id.replace('/', '--')}-{digest}"
+    return model.cache_dir / f"{model.model_id.replace('/', '--')}-{digest}"
 
 
-def model_file(emb: Embedder, int8: bool) -> Path:
+def model_file(model: OnnxModel, int8: bool) -> Path:
     """The cached ONNX file for this model, exported (and checked) on first use."""
     _require()
-    folder = cache_dir(emb)
+    folder = cache_dir(model)
     target = folder / ("model_int8.onnx" if int8 else "model.onnx")
     if not target.exists():
         folder.mkdir(parents=True, exist_ok=True)
         fp32 = folder / "model.onnx"
         if not fp32.exists():
-            _atomic(fp32, lambda tmp: _export(emb, tmp))
+            _atomic(fp32, lambda tmp: _export(model, tmp))
         if int8:
             _atomic(target, lambda tmp: _quantise(fp32, tmp))
-        _check(emb, target, tolerance=0.05 if int8 else 1e-4)  # int8: ~0.01 on MiniLM; broken: ~0.3
+        _check(model, target, tolerance=0.05 if int8 else 1e-4)  # int8: ~0.01 on MiniLM; broken: ~0.3
     return target
 
 
-def _atomic(target: Path, write) -> None:
+def _atomic(target: Path, write: Callable[[Path], None]) -> None:
     """Write to a temp file beside target, then rename: concurrent runs never see half a file."""
     fd, tmp = tempfile.mkstemp(dir=target.parent, suffix=".part")
     os.close(fd)
@@ -87,19 +100,20 @@ def _atomic(target: Path, write) -> None:
             os.unlink(tmp)
 
 
-def _export(emb: Embedder, out: Path) -> None:
+def _export(model: OnnxModel, out: Path) -> None:
     import torch
     from transformers import AutoModel
 
-    log.info("exporting %s to ONNX in %s (once)", emb.model_id, out.parent)
-    model = AutoModel.from_pretrained(str(emb.path), attn_implementation="eager").eval()
+    log.info("exporting %s to ONNX in %s (once)", model.model_id, out.parent)
+    network = AutoModel.from_pretrained(str(model.path), attn_implementation="eager").eval()
 
     class Encoder(torch.nn.Module):  # keyword call: positional order differs across transformers versions
-        def __init__(self):
+        def __init__(self) -> None:
             super().__init__()
-            self.m = model
+            self.m = network
 
-        def forward(self, input_ids, attention_mask, token_type_ids):
+        def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+                    token_type_ids: torch.Tensor) -> torch.Tensor:
             return self.m(input_ids=input_ids, attention_mask=attention_mask,
                           token_type_ids=token_type_ids).last_hidden_state
 
@@ -128,16 +142,16 @@ def _quantise(fp32: Path, out: Path) -> None:
         root.setLevel(level)
 
 
-def _check(emb: Embedder, path: Path, tolerance: float) -> None:
-    """Refuse (and delete) an export whose vectors drift from torch's on the probes."""
+def _check(model: OnnxModel, path: Path, tolerance: float) -> None:
+    """Refuse (and delete) an export whose vectors drift from the reference's on the probes."""
     import numpy as np
 
-    ref = emb.reference_encode(_PROBES)
-    got = OnnxRunner(path, emb.pooling)(emb.pad([e.ids for e in emb.encoder_tokenizer.encode_batch(_PROBES)]))
+    ref = model.reference(_PROBES)
+    got = OnnxRunner(path, model.pooling)(model.inputs(_PROBES))
     drift = float(1 - np.min(np.sum(ref * got, axis=1)))
     if drift > tolerance:
         path.unlink(missing_ok=True)
-        raise EmbedError(f"the ONNX export of {emb.model_id} drifts from torch by {drift:.4f} cosine "
+        raise EmbedError(f"the ONNX export of {model.model_id} drifts from torch by {drift:.4f} cosine "
                          f"(allowed {tolerance}); use embedding.backend: torch")
     log.info("checked %s: cosine drift %.5f", path.name, drift)
 
@@ -159,7 +173,7 @@ class OnnxRunner:
             raise EmbedError(f"ONNX backend supports mean or cls pooling, not {pooling!r}; use backend torch")
         self.pooling = pooling
 
-    def __call__(self, batch: dict[str, np.ndarray]) -> np.ndarray:
+    def __call__(self, batch: Batch) -> np.ndarray:
         import numpy as np
 
         hidden = self.session.run(None, {k: batch[k] for k in self.names})[0]

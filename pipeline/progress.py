@@ -87,10 +87,17 @@ class BarDisplay:
 
     def __init__(self, stream: TextIO):
         from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, \
-            TimeRemainingColumn
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
 
-        self.bars = Progress(TextColumn("{task.description:<24}"), BarColumn(), MofNCompleteColumn(),
+        # markup=False: the description holds a source name, which is the user's text, not rich markup.
+        self.bars = Progress(TextColumn("{task.description:<24}", markup=False), BarColumn(), MofNCompleteColumn(),
                              TextColumn("{task.fields[unit]}"), TextColumn("{task.fields[rate]}"),
                              TimeElapsedColumn(), TimeRemainingColumn(),
                              console=Console(file=stream), transient=False)

@@ -27,7 +27,7 @@ class Document:
     """A fetched document: its text plus everything we know about it."""
 
     ref: DocRef
-    kind: str  # "markdown" | "confluence" | "text"
+    kind: str  # a format of pipeline.parse.formats: "markdown", "confluence", "python", "pdf" ...
     title: str
     url: str
     content: str
@@ -40,6 +40,7 @@ class Section:
 
     heading_path: tuple[str, ...]
     text: str
+    page: int | None = None  # 1-based page of a paged document (PDF), else None
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,7 @@ class Chunk:
     text: str  # the section text this chunk covers (shown in citations)
     embed_text: str  # what is embedded: title and heading path prepended
     token_count: int  # tokens of embed_text, special tokens included
+    page: int | None = None  # the page its sections are on (a chunk never spans two pages)
 
 
 @dataclass(frozen=True)
@@ -60,3 +62,11 @@ class Failure:
     key: str
     stage: str  # "fetch" | "decode" | "parse" | "embed"
     error: str
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A path a listing deliberately did not read (an ignored directory, a binary, a link out of the root)."""
+
+    path: str
+    reason: str

@@ -3,6 +3,7 @@ against a JWKS served by another real server; and the MCP proxy to it (`--remote
 
 from __future__ import annotations
 
+import re
 import subprocess
 import time
 
@@ -87,8 +88,8 @@ def test_search_with_a_token(api, bearer):
     body = resp.json()
     assert body["query"] == QUESTION["query"] and len(body["hits"]) == 2
     top = body["hits"][0]
-    assert (top["source"], top["title"], top["section"]) == ("payments:docs/refunds.md", "Issuing refunds",
-                                                             "Issuing refunds")
+    assert (top["doc_key"], top["source"], top["title"], top["section"]) == (
+        "payments:docs/refunds.md", "payments", "Issuing refunds", "Issuing refunds")
     assert top["url"].endswith("/payments/docs/refunds.md") and 0 < top["score"] <= 1
 
 
@@ -99,7 +100,7 @@ def test_bad_tokens_are_refused(api, bearer):
 
 def test_valid_jwt_is_accepted(api, signing_key, caplog):
     resp = post(api, QUESTION, token(signing_key))
-    assert resp.status_code == 200 and resp.json()["hits"][0]["source"] == "payments:docs/refunds.md"
+    assert resp.status_code == 200 and resp.json()["hits"][0]["doc_key"] == "payments:docs/refunds.md"
 
 
 @pytest.mark.parametrize("claims", [
@@ -143,6 +144,21 @@ def test_openapi_and_docs_behind_auth(api):
     assert page.status_code == 200 and "SwaggerUIBundle" in page.text and '"/search"' in page.text
 
 
+def test_docs_page_assets_are_served_locally(api):
+    """/docs works offline: every script, stylesheet and icon it loads comes from this server."""
+    page = httpx.get(f"{api.url}/docs", headers={"Authorization": f"Bearer {TOKENS[0]}"})
+    urls = re.findall(r'(?:src|href)="([^"]*)"', page.text)
+    assert {u.rsplit("/", 1)[-1] for u in urls} == {"swagger-ui-bundle.js", "swagger-ui.css", "favicon.png"}
+    types = {".js": "text/javascript", ".css": "text/css", ".png": "image/png"}
+    for url in urls:
+        assert url.startswith("/docs/assets/"), url  # a path on this server, not a CDN
+        resp = httpx.get(f"{api.url}{url}")  # a browser loads them without the bearer header
+        assert resp.status_code == 200, url
+        assert resp.headers["content-type"].split(";")[0] == types[url[url.rindex("."):]], url
+    bundle = httpx.get(f"{api.url}/docs/assets/swagger-ui-bundle.js").text
+    assert "SwaggerUIBundle" in bundle and "cdn." not in page.text
+
+
 def test_bad_requests(api):
     auth = TOKENS[0]
     assert post(api, {**QUESTION, "limit": 0}, auth).status_code == 422
@@ -152,7 +168,7 @@ def test_bad_requests(api):
     resp = post(api, {**QUESTION, "filters": {"source": "payments' OR '1'='1"}}, auth)
     assert resp.status_code == 200 and resp.json()["hits"] == []
     resp = post(api, {**QUESTION, "filter_repo": "handbook", "filters": {"path": {"$prefix": "docs/"}}}, auth)
-    assert {h["source"] for h in resp.json()["hits"]} == {
+    assert {h["doc_key"] for h in resp.json()["hits"]} == {
         "handbook:docs/deploy.md", "handbook:docs/credentials.md", "handbook:docs/onboarding.md",
         "handbook:docs/testing.md"}
 
@@ -183,7 +199,7 @@ def test_mcp_proxy_to_the_hosted_api(api, tmp_path):
     with open(tmp_path / "stderr.log", "w") as errlog:
         _, (ok,) = session_calls(good, errlog, [{**QUESTION, "area_name": "finance", "limit": 2}])
         _, (refused,) = session_calls(bad, errlog, [QUESTION])
-    assert not ok.is_error and ok.structured_content["hits"][0]["source"] == "payments:docs/refunds.md"
+    assert not ok.is_error and ok.structured_content["hits"][0]["doc_key"] == "payments:docs/refunds.md"
     assert len(ok.structured_content["hits"]) == 2
     assert refused.is_error and "401" in refused.content[0].text
     assert "user='ada' team='payments' area='finance'" in (tmp_path / "stderr.log").read_text()

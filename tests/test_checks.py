@@ -11,7 +11,7 @@ from pipeline.config import load_settings
 from pipeline.errors import StoreError
 from pipeline.ingest import IngestContext, ingest_source
 from pipeline.store import admin
-from pipeline.store.db import lock_id
+from pipeline.store.db import lock_id, source_lock
 from resources import EmbedderResource, PostgresResource, SourcesResource
 
 DOCS = {"README.md": "# Widget\n\nWidgets turn cranks.\n",
@@ -30,18 +30,19 @@ def indexed(make_repo, write_config, database_url, embedder):
     return cfg
 
 
-def run_check(name: str, cfg, url: str, partition: str | None = "alpha"):
+def run_check(name: str, cfg, url: str, source: str | None = "alpha"):
+    """The check as a run of `source` (its partition) executes it, or unscoped for None."""
     resources = {"sources": SourcesResource(config_path=str(cfg)), "store": PostgresResource(database_url=url),
                  "embedder": EmbedderResource()}
-    ctx = (build_op_context(resources=resources, partition_key=partition) if partition
+    ctx = (build_op_context(resources=resources, partition_key=source) if source
            else build_asset_check_context(resources=resources))
     return CHECKS[name](ctx)
 
 
-def first_chunk(url: str, partition: str = "alpha") -> tuple[str, str]:
+def first_chunk(url: str, source: str = "alpha") -> tuple[str, str]:
     with psycopg.connect(url) as conn:
-        return conn.execute("SELECT c.id, c.source_key FROM chunks c JOIN sources s ON s.key = c.source_key "
-                            "WHERE s.partition = %s ORDER BY c.id LIMIT 1", (partition,)).fetchone()
+        return conn.execute("SELECT c.id, c.doc_key FROM chunks c JOIN documents d ON d.key = c.doc_key "
+                            "WHERE d.source = %s ORDER BY c.id LIMIT 1", (source,)).fetchone()
 
 
 def sql(url: str, *statements: str, params: tuple = ()) -> None:
@@ -50,10 +51,10 @@ def sql(url: str, *statements: str, params: tuple = ()) -> None:
             conn.execute(s, params if "%s" in s else ())
 
 
-@pytest.mark.parametrize("partition", ["alpha", None])
-def test_all_checks_pass_on_a_fresh_index(indexed, database_url, partition):
+@pytest.mark.parametrize("source", ["alpha", None])
+def test_all_checks_pass_on_a_fresh_index(indexed, database_url, source):
     for name in CHECKS:
-        res = run_check(name, indexed, database_url, partition)
+        res = run_check(name, indexed, database_url, source)
         assert res.passed, (name, res.description)
         assert res.metadata["count"].value == 0
 
@@ -71,11 +72,11 @@ def _wrong_dimension(url, cid, key):
 def _orphan(url, cid, key):  # replica role skips the FK cascade, as a buggy bulk load would
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("SET session_replication_role = replica")
-        conn.execute("DELETE FROM sources WHERE key = %s", (key,))
+        conn.execute("DELETE FROM documents WHERE key = %s", (key,))
 
 
 def _ledger_count(url, cid, key):
-    sql(url, "UPDATE ledger SET chunk_count = chunk_count + 1 WHERE source_key = %s", params=(key,))
+    sql(url, "UPDATE ledger SET chunk_count = chunk_count + 1 WHERE doc_key = %s", params=(key,))
 
 
 def _oversized(url, cid, key):
@@ -99,7 +100,7 @@ def test_check_fails_on_broken_rows(indexed, database_url, break_rows, check, of
     assert res.metadata["count"].value == 1
     assert res.metadata["offending_ids"].value == [cid if offender == "id" else key]
     assert res.description.startswith("1 ") and "source 'alpha'" in res.description
-    # Scoped to its partition: the untouched source still passes.
+    # Scoped to its source: the untouched one still passes.
     assert run_check(check, indexed, database_url, "beta").passed
 
 
@@ -108,27 +109,28 @@ def test_checks_pass_on_an_empty_store(write_config, database_url, make_repo):
     assert all(run_check(name, cfg, database_url).passed for name in CHECKS)
 
 
-def counts(url: str, partition: str) -> dict[str, int]:
+def counts(url: str, source: str) -> dict[str, int]:
     with psycopg.connect(url) as conn:
-        q = {t: f"SELECT count(*) FROM {t} WHERE partition = %s" for t in ("sources", "ledger", "failures")}
-        q["chunks"] = "SELECT count(*) FROM chunks c JOIN sources s ON s.key = c.source_key WHERE s.partition = %s"
-        return {t: conn.execute(s, (partition,)).fetchone()[0] for t, s in q.items()}
+        q = {t: f"SELECT count(*) FROM {t} WHERE source = %s" for t in ("documents", "ledger", "failures")}
+        q["chunks"] = "SELECT count(*) FROM chunks c JOIN documents d ON d.key = c.doc_key WHERE d.source = %s"
+        return {t: conn.execute(s, (source,)).fetchone()[0] for t, s in q.items()}
 
 
-def test_purge_partition_deletes_only_that_source(indexed, database_url):
+def test_purge_source_deletes_only_that_source(indexed, database_url):
     before = counts(database_url, "beta")
     with psycopg.connect(database_url, autocommit=True) as conn:
-        purged = admin.purge_partition(conn, "beta")
-        assert admin.stored_partitions(conn) == {"alpha"}
-    assert (purged.sources, purged.chunks, purged.ledger) == (before["sources"], before["chunks"], before["ledger"])
+        purged = admin.purge_source(conn, "beta")
+        assert admin.stored_sources(conn) == {"alpha"}
+    assert (purged.documents, purged.chunks, purged.ledger) == (
+        before["documents"], before["chunks"], before["ledger"])
     assert purged.deleted > 0
-    assert counts(database_url, "beta") == {"sources": 0, "ledger": 0, "failures": 0, "chunks": 0}
+    assert counts(database_url, "beta") == {"documents": 0, "ledger": 0, "failures": 0, "chunks": 0}
     assert counts(database_url, "alpha") == before  # same files, same counts
 
 
 def test_purge_refuses_while_the_source_is_being_ingested(indexed, database_url):
     with psycopg.connect(database_url, autocommit=True) as holder, psycopg.connect(database_url) as conn:
-        holder.execute("SELECT pg_advisory_lock(%s)", (lock_id("partition:beta"),))
+        holder.execute("SELECT pg_advisory_lock(%s)", (lock_id(source_lock("beta")),))
         with pytest.raises(StoreError, match="'beta' is being ingested"):
-            admin.purge_partition(conn, "beta")
-    assert counts(database_url, "beta")["sources"] == 2
+            admin.purge_source(conn, "beta")
+    assert counts(database_url, "beta")["documents"] == 2

@@ -100,3 +100,43 @@ def test_real_corpus_sample_never_exceeds_window(chunker):
         for f in files:
             parsed = parse_markdown(f.read_text())
             assert_contract(chunker, parsed.title, parsed.sections, chunker.chunk(parsed.title, parsed.sections))
+
+
+KOREAN = "한국어 텍스트 처리는 형태소 분석이 필요합니다".split()
+
+
+def joined_identifiers(rng: random.Random, n: int) -> str:
+    alnum = "abcdefghijklmnopqrstuvwxyz0123456789"
+    return rng.choice("-/_").join("".join(rng.choices(alnum, k=rng.randint(1, 12))) for _ in range(n))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_cuts_inside_words_are_recounted_not_estimated(chunker, seed):
+    # A cut inside a joined identifier or base64 re-tokenises to more than the offsets say (issue 12: 257-258).
+    import base64
+
+    rng = random.Random(seed)
+    sections = [Section(("Ids",), " ".join(joined_identifiers(rng, rng.randint(50, 400)) for _ in range(3))),
+                Section(("Data",), "data:image/png;base64," + base64.b64encode(rng.randbytes(6000)).decode()),
+                Section(("한국어",), " ".join(rng.choices(KOREAN, k=900)))]
+    assert_contract(chunker, "Title", sections, chunker.chunk("Title", sections))
+
+
+@pytest.mark.parametrize("max_tokens", [16, 17, 20, 24, 32, 64, 128])
+def test_small_windows_on_a_real_sample(chunker, max_tokens):
+    # 16-24 used to recurse without end; 32-128 overshot by one on Korean text.
+    small = Chunker(chunker.tok, 256, max_tokens=max_tokens)
+    readme = shared("corpus", "README.md").read_text()
+    korean = "한국어 텍스트 처리는 형태소 분석이 필요합니다. 데이터베이스 검색 색인 문서를 만듭니다. " * 60
+    for title, sections in [(parse_markdown(readme).title, parse_markdown(readme).sections),
+                            ("설치 안내서 제목이 아주 깁니다 " * 4, [Section(("설치", "방법"), korean)])]:
+        chunks = small.chunk(title, sections)
+        assert_contract(small, title, sections, chunks)
+        assert all(c.token_count <= max_tokens for c in chunks)
+
+
+def test_overlap_larger_than_a_small_window_still_covers_the_text(chunker):
+    small = Chunker(chunker.tok, 256, max_tokens=16, overlap_tokens=32)
+    sec = [Section((), "0-0-0-0-0-0\n\n\n\n\n\ndata:image/png;base64,AAAAAAAAAAAAAAAAAAAAAAAAAAA=")]
+    chunks = small.chunk("", sec)
+    assert chunks and all(n <= 16 for n in small.count([c.embed_text for c in chunks]))

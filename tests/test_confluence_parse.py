@@ -10,7 +10,7 @@ import pytest
 
 from pipeline.errors import ParseError
 from pipeline.parse import parse_document
-from pipeline.parse.confluence import parse_storage
+from pipeline.parse.confluence import MAX_DEPTH, parse_storage
 from pipeline.records import DocRef, Document
 from tests.conftest_confluence import STORAGE, storage_dir  # noqa: F401 (fixture)
 
@@ -151,3 +151,36 @@ def test_parse_document_dispatches_confluence_with_the_page_title():
     doc = Document(DocRef("s:1", "1"), "confluence", "Runbook", "https://x/wiki/1", "<h2>Step</h2><p>go</p>", "h")
     parsed = parse_document(doc)
     assert parsed.title == "Runbook" and parsed.sections[0].heading_path == ("Step",)
+
+
+@pytest.mark.parametrize("start, first", [("3", 3), ("²", 1), ("٣", 1), ("-2", -2), ("9" * 5000, 1), ("x", 1)])
+def test_ol_start_takes_plain_numbers_only(start, first):
+    [section] = parse_storage(f'<ol start="{start}"><li>a</li><li>b</li></ol>')
+    assert section.text == f"{first}. a\n{first + 1}. b"
+
+
+@pytest.mark.parametrize("open_, close, levels", [
+    ("<table><tbody><tr><td>", "</td></tr></tbody></table>", 300),
+    ('<ac:structured-macro ac:name="info"><ac:rich-text-body>', "</ac:rich-text-body></ac:structured-macro>", 330),
+    ("<ul><li>", "</li></ul>", 330),
+    ("<blockquote>", "</blockquote>", 500),
+    ("<span>", "</span>", 2000),
+])
+def test_pathological_nesting_is_a_parse_error_naming_the_page(open_, close, levels):
+    body = open_ * levels + "<p>deep</p>" + close * levels
+    with pytest.raises(ParseError, match="deep|depth"):
+        parse_storage(body)
+    doc = Document(DocRef("wiki:42", "42"), "confluence", "Nested page", "https://x/wiki/42", body, "h")
+    with pytest.raises(ParseError, match=r"^wiki:42 \('Nested page'\): .*(deep|depth)"):
+        parse_document(doc)
+
+
+def test_nesting_within_the_bound_parses():
+    levels = (MAX_DEPTH - 2) // 4  # table, tbody, tr, td per level; the wrapper root and <p> besides
+    body = "<table><tbody><tr><td>" * levels + "<p>found</p>" + "</td></tr></tbody></table>" * levels
+    assert [s.text for s in parse_storage(body)] == ["found"]
+
+
+def test_a_lone_surrogate_becomes_a_replacement_character():
+    [section] = parse_storage('<p>caf\ud800 <ac:link><ri:page ri:content-title="T\udfff"/></ac:link></p>')
+    assert section.text == "caf\ufffd T\ufffd"

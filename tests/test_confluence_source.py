@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import base64
 import logging
-import time
+from datetime import UTC, datetime, timedelta
+from email.utils import format_datetime
 
 import httpx
 import pytest
@@ -19,6 +20,21 @@ from tests.confluence_double import ConfluenceDouble
 from tests.conftest_confluence import EMAIL, TOKEN, confluence_double, confluence_env  # noqa: F401 (fixtures)
 
 SECRETS = [TOKEN, base64.b64encode(f"{EMAIL}:{TOKEN}".encode()).decode()]
+NOW = datetime(2030, 1, 1, tzinfo=UTC)
+
+
+class FakeClock:
+    """The client's clock: records each wait instead of sleeping it."""
+
+    def __init__(self) -> None:
+        self.t, self.waits = NOW, []
+
+    def now(self) -> datetime:
+        return self.t
+
+    def sleep(self, seconds: float) -> None:
+        self.waits.append(seconds)
+        self.t += timedelta(seconds=seconds)
 
 
 def config(double: ConfluenceDouble, **kw) -> ConfluenceSourceConfig:
@@ -26,8 +42,8 @@ def config(double: ConfluenceDouble, **kw) -> ConfluenceSourceConfig:
     return ConfluenceSourceConfig(name="wiki", type="confluence", base_url=double.base_url, **{**defaults, **kw})
 
 
-def source(double: ConfluenceDouble, **kw) -> ConfluenceSource:
-    return ConfluenceSource(config(double, **kw))
+def source(double: ConfluenceDouble, clock: FakeClock | None = None, **kw) -> ConfluenceSource:
+    return ConfluenceSource(config(double, **kw), clock=clock or FakeClock())
 
 
 @pytest.fixture
@@ -103,17 +119,28 @@ def test_page_ids_with_children(wiki):
     assert [r.path for r in source(wiki, space=None, page_ids=[101, "999"]).list_refs()] == ["101"]
 
 
-def test_a_429_storm_completes_within_the_cap(wiki):
-    wiki.inject(429, 3, retry_after="1")  # capped to 0.05 s each
-    wiki.inject(429, 3)  # no Retry-After: jittered backoff, capped too
-    wiki.inject(429, 3, retry_after="100000")  # absurd: capped
-    wiki.inject(429, 1, retry_after="Wed, 21 Oct 2099 07:28:00 GMT")
-    src = source(wiki, max_attempts=12)  # all ten land on the first request
-    t0 = time.monotonic()
+def test_a_429_storm_waits_as_told_within_the_cap(wiki):
+    wiki.inject(429, 1, retry_after=format_datetime(NOW + timedelta(seconds=7), usegmt=True))  # a date: 7 s away
+    wiki.inject(429, 1, retry_after="2")  # honoured
+    wiki.inject(429, 1, retry_after="100000")  # absurd: capped at max_retry_after_s
+    wiki.inject(429, 3)  # no Retry-After: exponential backoff, 0.5 s × 2^(attempt-1) plus up to 0.5 s of jitter
+    clock = FakeClock()
+    src = source(wiki, clock, max_attempts=12, max_retry_after_s=30, retry_budget_s=1000)  # all six hit one request
     refs = src.list_refs()
     docs = list(src.fetch(refs[:2]))
     assert len(refs) == 12 and all(isinstance(d, Document) for d in docs)
-    assert src.api.waited <= 10 * 0.05 + 1e-9 and time.monotonic() - t0 < 3
+    assert clock.waits[:3] == [7.0, 2.0, 30.0] and len(clock.waits) == 6
+    for attempt, wait in enumerate(clock.waits[3:], start=4):
+        assert 0.5 * 2 ** (attempt - 1) <= wait <= 0.5 * 2 ** (attempt - 1) + 0.5
+    assert src.api.waited == sum(clock.waits)
+
+
+def test_backoff_without_retry_after_is_capped(wiki):
+    wiki.inject(429, 6)
+    clock = FakeClock()
+    assert len(source(wiki, clock, max_attempts=12, max_retry_after_s=3, retry_budget_s=100).list_refs()) == 12
+    assert len(clock.waits) == 6 and all(0.5 <= w < 3 for w in clock.waits[:3])  # 0.5 s, 1 s, 2 s (+ jitter)
+    assert clock.waits[3:] == [3.0, 3.0, 3.0]  # 4 s, 8 s, 16 s: capped
 
 
 def test_5xx_bursts_on_a_list_call_halve_the_limit_and_complete(wiki):
@@ -128,17 +155,19 @@ def test_5xx_bursts_on_a_list_call_halve_the_limit_and_complete(wiki):
 
 def test_timeouts_are_retried(wiki):
     wiki.inject(None, 2, delay=0.6, endpoint="spaces")
-    assert len(source(wiki, timeout_s=0.2).list_refs()) == 12
+    clock = FakeClock()
+    assert len(source(wiki, clock, timeout_s=0.2).list_refs()) == 12
+    assert len(clock.waits) == 2 and wiki.counts["spaces"] == 3
 
 
-def test_the_retry_budget_bounds_a_storm_that_never_ends(wiki, caplog):
+def test_the_retry_budget_bounds_a_storm_that_never_ends(wiki):
     wiki.inject(429, 1000, retry_after="100000")
-    src = source(wiki, max_retry_after_s=0.1, retry_budget_s=0.3, max_attempts=50)
-    t0 = time.monotonic()
+    clock = FakeClock()
+    src = source(wiki, clock, max_retry_after_s=10, retry_budget_s=25, max_attempts=50)
     with pytest.raises(ConfluenceError, match="retry budget") as err:
         src.list_refs()
-    assert time.monotonic() - t0 < 2 and src.api.waited <= 0.3 + 1e-9
-    assert "/wiki/api/v2/spaces" in str(err.value)
+    assert clock.waits == [10.0, 10.0, 5.0] and src.api.waited == 25.0  # the last wait is what the budget had left
+    assert wiki.counts["spaces"] == 4 and "/wiki/api/v2/spaces" in str(err.value)
 
 
 def test_max_attempts_bounds_retries(wiki):
@@ -241,10 +270,10 @@ def test_retry_after_forms():
     def resp(value):
         return httpx.Response(429, headers={"Retry-After": value} if value is not None else {})
 
-    assert _retry_after(resp("7")) == 7.0 and _retry_after(resp("1.5")) == 1.5
-    assert _retry_after(resp(None)) is None and _retry_after(resp("soon")) is None
-    assert _retry_after(resp("Wed, 21 Oct 2015 07:28:00 GMT")) == 0.0  # in the past
-    assert _retry_after(resp("Wed, 21 Oct 2099 07:28:00 GMT")) > 10**8
+    assert _retry_after(resp("7"), NOW) == 7.0 and _retry_after(resp("1.5"), NOW) == 1.5
+    assert _retry_after(resp(None), NOW) is None and _retry_after(resp("soon"), NOW) is None
+    assert _retry_after(resp("Wed, 21 Oct 2015 07:28:00 GMT"), NOW) == 0.0  # in the past
+    assert _retry_after(resp("Tue, 01 Jan 2030 00:01:30 GMT"), NOW) == 90.0
 
 
 def test_open_source_builds_a_confluence_source(wiki):

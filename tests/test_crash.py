@@ -44,11 +44,11 @@ def new_db(pg_server) -> str:
 
 def snapshot(url):
     with psycopg.connect(url) as conn:
-        chunks = conn.execute("SELECT id, source_key, ordinal, text, embedding::text FROM chunks ORDER BY id").fetchall()
-        ledger = conn.execute("SELECT source_key, content_hash, chunk_count FROM ledger ORDER BY 1").fetchall()
-        sources = conn.execute("SELECT key, content_hash FROM sources ORDER BY 1").fetchall()
+        chunks = conn.execute("SELECT id, doc_key, ordinal, text, embedding::text FROM chunks ORDER BY id").fetchall()
+        ledger = conn.execute("SELECT doc_key, content_hash, chunk_count FROM ledger ORDER BY 1").fetchall()
+        documents = conn.execute("SELECT key, content_hash FROM documents ORDER BY 1").fetchall()
         staged = conn.execute("SELECT count(*) FROM staged_documents").fetchone()[0]
-    return chunks, ledger, sources, staged
+    return chunks, ledger, documents, staged
 
 
 def same_index(a, b):
@@ -65,6 +65,7 @@ def small_config(rfcs_repo, write_config):
     return write_config([{"name": "rfcs", "type": "git", "repo": str(rfcs_repo), "globs": SMALL}])
 
 
+@pytest.mark.slow  # ~70 s each on 2 cores
 @pytest.mark.parametrize("stage, at", [("documents", 2), ("chunks", 2), ("embeddings", 8), ("write", 2)])
 def test_kill_anywhere_then_rerun_converges(small_config, pg_server, embedder, stage, at, tmp_path):
     clean_url = new_db(pg_server)

@@ -28,7 +28,7 @@ DOCS = {"README.md": "# Widget\n\nWidgets turn cranks.\n", "docs/use.md": "# Use
 # Generous: a loaded 2-core machine starts dagster dev in ~30 s and runs a small ingest in ~60 s.
 START_S, RUN_S = 300, 480
 
-pytestmark = pytest.mark.timeout(1200)
+pytestmark = [pytest.mark.timeout(1200), pytest.mark.slow]
 
 
 class Live:
@@ -225,5 +225,5 @@ def test_dagster_dev_serves_the_graph_and_runs_partitions(live, database_url):
              for t in s["sensorState"]["ticks"]]
     assert ticks and not [t for t in ticks if t["status"] == "FAILURE"], ticks
     with psycopg.connect(database_url) as conn:
-        indexed = dict(conn.execute("SELECT partition, count(*) FROM sources GROUP BY partition").fetchall())
+        indexed = dict(conn.execute("SELECT source, count(*) FROM documents GROUP BY source").fetchall())
     assert indexed == {"alpha": 2, "beta": 2}

@@ -17,13 +17,16 @@ INJECTIONS = ["x' OR '1'='1", "'; DROP TABLE chunks; --", "handbook') OR TRUE --
               "payments\x00"]
 
 
-def sources(searcher, expr, query="how does the team work", mode="dense") -> set[str]:
-    return {h.source for h in searcher.search(query, limit=50, mode=mode, filters=expr)}
+def documents(searcher, expr, query="how does the team work", mode="dense") -> set[str]:
+    return {h.doc_key for h in searcher.search(query, limit=50, mode=mode, filters=expr)}
 
 
 @pytest.mark.parametrize("expr, expected", [
     ({"source": "payments"}, PAYMENTS),
-    ({"partition": {"$ne": "handbook"}}, PAYMENTS),
+    ({"source": {"$ne": "handbook"}}, PAYMENTS),
+    ({"partition": {"$ne": "handbook"}}, PAYMENTS),  # the deprecated name of `source`
+    ({"doc_key": {"$prefix": "payments:"}}, PAYMENTS),
+    ({"key": "payments:docs/refunds.md"}, {"payments:docs/refunds.md"}),  # the deprecated name of `doc_key`
     ({"type": "git"}, ALL),
     ({"type": {"$in": ["confluence"]}}, set()),
     ({"tags": "payments"}, PAYMENTS),
@@ -54,7 +57,7 @@ def sources(searcher, expr, query="how does the team work", mode="dense") -> set
 def test_filter_selects_exactly(searcher, expr, expected, mode):
     query = "how does the team work" if mode == "dense" else "the payments ledger deploy refunds onboarding " \
         "credentials test suite platform handbook"
-    got = sources(searcher, expr, query, mode)
+    got = documents(searcher, expr, query, mode)
     assert got <= expected  # no extra rows, ever
     if mode != "keyword":  # dense/hybrid return every matching chunk at limit 50
         assert got == expected
@@ -64,15 +67,15 @@ def test_filter_selects_exactly(searcher, expr, expected, mode):
 @pytest.mark.parametrize("field", ["source", "path", "repo", "tags", "meta.path", "title"])
 def test_injection_in_a_value_is_just_a_value(searcher, field, value):
     """No error, no extra rows: the value is bound, never spliced into SQL."""
-    assert sources(searcher, {field: value}) == set()
-    assert sources(searcher, {field: {"$in": [value]}}) == set()
-    assert sources(searcher, {field: {"$ne": value}}) == ALL
+    assert documents(searcher, {field: value}) == set()
+    assert documents(searcher, {field: {"$in": [value]}}) == set()
+    assert documents(searcher, {field: {"$ne": value}}) == ALL
     assert searcher.conn.execute("SELECT count(*) FROM chunks").fetchone()[0] > 0
 
 
 def test_injection_in_a_meta_key_is_just_a_key(searcher):
-    assert sources(searcher, {"meta.path') OR TRUE --": "x"}) == set()
-    assert sources(searcher, {"meta.x'; DROP TABLE sources; --": {"$ne": "y"}}) == ALL
+    assert documents(searcher, {"meta.path') OR TRUE --": "x"}) == set()
+    assert documents(searcher, {"meta.x'; DROP TABLE sources; --": {"$ne": "y"}}) == ALL
 
 
 def test_values_are_bind_parameters_not_sql():

@@ -4,26 +4,32 @@ Snapshots: 1→2 adds one file; 2→3 edits two; 3→4 adds one; 4→5 renames o
 with a one-line edit. Every step must embed only what is new.
 """
 
+import uuid
+
 import psycopg
 import pytest
 
 from pipeline.config import load_settings
 from pipeline.ingest import IngestContext, ingest_source
-from tests.conftest import RFC_GLOBS, git
+from pipeline.query import Searcher
+from pipeline.store.db import connect
+from pipeline.store.schema import migrations
+from tests.conftest import RFC_GLOBS, git, write_files
+from tests.test_query import _df_mismatches, _posting_mismatches
 
 
-def run(config, url, embedder):
-    return ingest_source(IngestContext(load_settings(config), url=url, embedder=embedder), "rfcs")
+def run(config, url, embedder, source="rfcs"):
+    return ingest_source(IngestContext(load_settings(config), url=url, embedder=embedder), source)
 
 
 def index(url):
     with psycopg.connect(url) as conn:
-        return conn.execute("SELECT c.id, c.source_key, c.text, c.embedding::text FROM chunks c ORDER BY id").fetchall()
+        return conn.execute("SELECT c.id, c.doc_key, c.text, c.embedding::text FROM chunks c ORDER BY id").fetchall()
 
 
 def chunk_counts(url, *keys):
     with psycopg.connect(url) as conn:
-        return [conn.execute("SELECT count(*) FROM chunks WHERE source_key = %s", (k,)).fetchone()[0] for k in keys]
+        return [conn.execute("SELECT count(*) FROM chunks WHERE doc_key = %s", (k,)).fetchone()[0] for k in keys]
 
 
 @pytest.fixture
@@ -31,6 +37,7 @@ def rfcs_config(rfcs_repo, write_config):
     return write_config([{"name": "rfcs", "type": "git", "repo": str(rfcs_repo), "globs": RFC_GLOBS}])
 
 
+@pytest.mark.slow  # ~150 s on 2 cores: the rust-rfcs history
 def test_snapshot_history_embeds_only_what_changed(rfcs_repo, rfcs_config, database_url, embedder):
     cold = run(rfcs_config, database_url, embedder)
     assert cold.files_added == 6 and cold.chunks_embedded == cold.chunks_indexed > 0 and cold.chunks_reused == 0
@@ -80,11 +87,11 @@ def test_deleted_and_out_of_scope_files_leave_the_index(make_repo, write_config,
     s = run(config, database_url, embedder)
     assert s.files_deleted == 1
     with psycopg.connect(database_url) as conn:
-        assert [r[0] for r in conn.execute("SELECT source_key FROM chunks")] == ["rfcs:docs/b.md"]
-        assert [r[0] for r in conn.execute("SELECT source_key FROM ledger")] == ["rfcs:docs/b.md"]
+        assert [r[0] for r in conn.execute("SELECT doc_key FROM chunks")] == ["rfcs:docs/b.md"]
+        assert [r[0] for r in conn.execute("SELECT doc_key FROM ledger")] == ["rfcs:docs/b.md"]
 
 
-def test_identical_documents_are_two_sources(make_repo, write_config, database_url, embedder):
+def test_identical_documents_are_two_documents(make_repo, write_config, database_url, embedder):
     text = "# Runbook\n\nRestart the queue worker with `systemctl restart worker`.\n"
     repo = make_repo({"docs/one.md": text, "docs/two.md": text})
     config = write_config([{"name": "rfcs", "type": "git", "repo": str(repo)}])
@@ -92,11 +99,9 @@ def test_identical_documents_are_two_sources(make_repo, write_config, database_u
     assert first.chunks_indexed == 2 and first.chunks_embedded == 1  # same text embedded once
     (repo / "docs" / "one.md").unlink()
     run(config, database_url, embedder)
-    from pipeline.query import Searcher
-
     searcher = Searcher(load_settings(config), url=database_url, embedder=embedder)
     hits = searcher.search("how to restart the worker", limit=5)
-    assert [h.source for h in hits] == ["rfcs:docs/two.md"]
+    assert [h.doc_key for h in hits] == ["rfcs:docs/two.md"]
 
 
 def test_chunker_change_rechunks_and_reuses_vectors(make_repo, write_config, database_url, embedder):
@@ -107,3 +112,72 @@ def test_chunker_change_rechunks_and_reuses_vectors(make_repo, write_config, dat
     s = run(config, database_url, embedder)
     assert s.files_updated == 1 and s.chunks_embedded > 0 and s.chunks_deleted > 0
     assert run(config, database_url, embedder).chunks_embedded == 0
+
+
+def _store_at_0003(url: str, filled_by: str, embedder) -> None:
+    """A store as migrations 0001-0003 left it (table `sources`, columns `source_key` and `partition`),
+    holding the rows today's code wrote into the store at `filled_by`, under their old names."""
+    with psycopg.connect(url, autocommit=True) as conn, conn.transaction():
+        conn.execute("CREATE TABLE schema_migrations (version text PRIMARY KEY, applied_at timestamptz DEFAULT now())")
+        conn.execute("CREATE TABLE docforge_meta (key text PRIMARY KEY, value text NOT NULL)")
+        for version, text in migrations()[:3]:
+            conn.execute(text.replace("{dim}", str(embedder.dimension)))
+            conn.execute("INSERT INTO schema_migrations (version) VALUES (%s)", (version,))
+        conn.execute("INSERT INTO docforge_meta VALUES ('model', %s), ('dimension', %s)",
+                     (embedder.model_id, str(embedder.dimension)))
+    copies = [  # (today's SELECT, the INSERT of 0003's names); same column order
+        ("SELECT key, source, type, uri, url, title, tags, meta::text, content_hash, version, mtime_ns, status "
+         "FROM documents", "INSERT INTO sources (key, partition, type, uri, url, title, tags, meta, content_hash, "
+         "version, mtime_ns, status) VALUES (%s, %s, %s, %s, %s, %s, %s, %s::jsonb, %s, %s, %s, %s)"),
+        ("SELECT id, doc_key, ordinal, heading_path, section, text, token_count, text_hash, model, embedding "
+         "FROM chunks", "INSERT INTO chunks (id, source_key, ordinal, heading_path, section, text, token_count, "
+         "text_hash, model, embedding) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"),
+        ("SELECT doc_key, source, mtime_ns, size, version, content_hash, chunker, model, chunk_count, run_id "
+         "FROM ledger", "INSERT INTO ledger (source_key, partition, mtime_ns, size, version, content_hash, "
+         "chunker, model, chunk_count, run_id) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"),
+    ]
+    with connect(filled_by) as src, connect(url) as dst, dst.transaction(), dst.cursor() as cur:
+        for select, insert in copies:
+            cur.executemany(insert, src.execute(select).fetchall())
+
+
+def test_a_store_from_before_the_vocabulary_migration_is_upgraded(make_repo, write_config, database_url,
+                                                                   pg_server, embedder):
+    """Migration 0004 renames an existing store in place: it still searches (postings intact), the next
+    ingest finds every document unchanged, and a later edit is ingested incrementally."""
+    repo = make_repo({"docs/vault.md": "# Vault\n\nRotate the vault secret every month.\n",
+                      "docs/deploy.md": "# Deploy\n\nReleases go out through ArgoCD.\n"})
+    config = write_config([{"name": "kb", "type": "git", "repo": str(repo)}])
+    scratch = f"t_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(pg_server.get_uri(), autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{scratch}"')
+    run(config, pg_server.get_uri(scratch), embedder, "kb")
+    _store_at_0003(database_url, pg_server.get_uri(scratch), embedder)
+
+    with Searcher(load_settings(config), url=database_url, embedder=embedder, reranker=None) as s:
+        for mode in ("keyword", "dense", "hybrid"):
+            assert [h.doc_key for h in s.search("vault secret rotation", limit=1, mode=mode)] == ["kb:docs/vault.md"]
+        assert s.search("vault", limit=1)[0].source == "kb"
+        assert _df_mismatches(s.conn) == [] and _posting_mismatches(s.conn) == []
+    with psycopg.connect(database_url) as conn:
+        assert conn.execute("SELECT to_regclass('sources')").fetchone()[0] is None
+        old_names = conn.execute(  # columns, indexes, constraints or function bodies still naming the old words
+            "SELECT table_name || '.' || column_name FROM information_schema.columns WHERE table_schema = "
+            "current_schema() AND column_name IN ('source_key', 'partition') UNION ALL "
+            "SELECT indexname FROM pg_indexes WHERE schemaname = current_schema() AND indexname ~ 'partition|sources_' "
+            "UNION ALL SELECT conname FROM pg_constraint WHERE connamespace = current_schema()::regnamespace "
+            "AND conname ~ 'partition|source_key|sources_' UNION ALL SELECT proname FROM pg_proc "
+            "WHERE pronamespace = current_schema()::regnamespace AND prosrc ~ 'partition|source_key|sources'"
+        ).fetchall()
+        assert old_names == []
+
+    noop = run(config, database_url, embedder, "kb")
+    assert (noop.files_unchanged, noop.files_updated, noop.chunks_embedded, noop.chunks_indexed) == (2, 0, 0, 0)
+    write_files(repo, {"docs/deploy.md": "# Deploy\n\nReleases go out through Spinnaker pipelines.\n"})
+    git(repo, "commit", "-qam", "edit")
+    edit = run(config, database_url, embedder, "kb")
+    assert (edit.files_unchanged, edit.files_updated, edit.chunks_embedded) == (1, 1, 1)
+    with Searcher(load_settings(config), url=database_url, embedder=embedder, reranker=None) as s:
+        assert [h.doc_key for h in s.search("spinnaker", mode="keyword")] == ["kb:docs/deploy.md"]
+        assert s.search("argocd", mode="keyword") == []
+        assert _df_mismatches(s.conn) == [] and _posting_mismatches(s.conn) == []

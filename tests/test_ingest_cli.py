@@ -1,5 +1,6 @@
 """End to end through the CLI and Dagster: a real repo, real model, real Postgres."""
 
+import io
 import json
 import os
 import subprocess
@@ -8,9 +9,12 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from rich.console import Console
 
+from docforge.cli.ingest import print_report
 from pipeline.store.db import database_url
-from tests.conftest import write_files
+
+CHECKS = {"chunks_have_embeddings", "no_orphan_chunks", "ledger_matches_index", "chunks_fit_model_window"}
 
 DOCS = {
     "README.md": "# Acme handbook\n\nWhere the team writes down how things work.\n",
@@ -46,24 +50,94 @@ def test_ingest_search_status(handbook, database_url):
     assert report["files_added"] == 4 and report["files_failed"] == 2
     assert {f["key"] for f in report["failures"]} == {"handbook:docs/logo.md", "handbook:docs/latin1.md"}
     assert report["chunks_embedded"] == report["chunks_indexed"] > 0
+    assert {c["name"] for c in report["checks"]} == CHECKS, "the CLI runs the asset checks too"
+    assert all(c["passed"] for c in report["checks"])
 
     hits = json.loads(docforge("search", "how many holidays do I get per year", "--config", str(config),
                                "--json").stdout)
-    assert hits[0]["source"] == "handbook:docs/leave.md"
-    assert set(hits[0]) >= {"source", "url", "title", "section", "text", "score"}
+    assert hits[0]["doc_key"] == "handbook:docs/leave.md"
+    assert set(hits[0]) >= {"doc_key", "source", "url", "title", "section", "text", "score"}
     assert hits[0]["url"].endswith("docs/leave.md") and hits[0]["title"] == "Time off"
     for mode in ("dense", "keyword"):
         hits = json.loads(docforge("search", "undo a broken deployment", "--mode", mode, "--config", str(config),
                                    "--json").stdout)
-        assert hits[0]["source"] == "handbook:docs/deploy.md", mode
+        assert hits[0]["doc_key"] == "handbook:docs/deploy.md", mode
 
     status = json.loads(docforge("status", "--config", str(config), "--json").stdout)
     assert status["dimension"] == 384 and status["model"].endswith("all-MiniLM-L6-v2")
     assert status["chunks"] == report["chunks_indexed"] and status["documents"] == 4
 
-    again = json.loads(docforge("ingest", "--config", str(config), "--json", check=False).stdout)
-    assert again["sources"]["handbook"]["chunks_embedded"] == 0
-    assert again["sources"]["handbook"]["files_unchanged"] == 4
+    again = docforge("ingest", "--config", str(config), env={"COLUMNS": "80"}, check=False)
+    assert again.returncode == 1, "the two bad files fail again"
+    table = again.stdout
+    assert max(len(line) for line in table.splitlines()) <= 80
+    for word in ("source", "files", "chunks", "checks", "seconds", "handbook", "4 unchanged", "2 failed",
+                 "4/4 passed"):
+        assert word in table, word
+    assert "embedded" not in table, "nothing re-embedded on an unchanged run"
+    assert "! handbook:docs/logo.md" in table and "! handbook:docs/latin1.md" in table
+
+
+def test_summary_fits_80_columns():
+    """Every header word whole at 80 columns, long names wrapped not cut, and what failed listed below."""
+    stats = {"files_added": 1200, "files_updated": 35, "files_unchanged": 98765, "files_deleted": 4,
+             "files_failed": 2, "chunks_indexed": 123456, "chunks_embedded": 120000, "chunks_reused": 3456,
+             "chunks_deleted": 789, "seconds": {"documents": 12.5, "chunks": 30.25, "embeddings": 600.0}}
+    checks = [{"name": n, "passed": n != "no_orphan_chunks", "severity": "ERROR", "description": "3 orphan chunks"}
+              for n in sorted(CHECKS)]
+    report = {"confluence-engineering-space": {**stats, "checks": checks, "failures": [
+                  {"key": "confluence-engineering-space:123", "stage": "chunks", "error": "nested too deep"}]},
+              "rust-rfcs": {**stats, "checks": checks[:1], "failures": []},
+              "gone": {"error": "repo path /nowhere does not exist", "checks": []}}
+    console = Console(width=80, record=True)
+    print_report(console, report)
+    text = console.export_text()
+    assert max(len(line) for line in text.splitlines()) <= 80
+    header = next(line for line in text.splitlines() if "source" in line)
+    for word in ("source", "files", "chunks", "checks", "seconds"):
+        assert f" {word} " in header, header
+    for cell in ("98765 unchanged", "120000 embedded", "3456 reused", "3/4 passed", "1/1 passed", "not run",
+                 "642.8"):
+        assert cell in text, cell
+    first_column = "".join(line.split("│")[1].strip() for line in text.splitlines() if line.startswith("│"))
+    assert "confluence-engineering-space" in first_column and "…" not in text
+    flat = " ".join(text.split())  # the notes below the table wrap at 80 columns
+    for note in ("! confluence-engineering-space:123 (chunks): nested too deep",
+                 "✗ gone: repo path /nowhere does not exist",
+                 "✗ check no_orphan_chunks (ERROR) on confluence-engineering-space: 3 orphan chunks"):
+        assert note in flat, note
+
+
+def test_a_failing_check_fails_the_ingest(make_repo, write_config, database_url):
+    repo = make_repo({"README.md": "# Solo\n\nOnly file.\n", "docs/b.md": "# B\n\nAnother file.\n"})
+    config = write_config([{"name": "solo", "type": "git", "repo": str(repo)}])
+    docforge("ingest", "-c", str(config))
+    with psycopg.connect(database_url) as conn:  # a vector from another model: the index is now wrong
+        conn.execute("UPDATE chunks SET model = 'some/other-model' WHERE id = (SELECT min(id) FROM chunks)")
+    res = docforge("ingest", "-c", str(config), "--json", check=False)
+    assert res.returncode == 1
+    out = json.loads(res.stdout)
+    assert out["failed"] == ["solo"] and out["sources"]["solo"]["files_unchanged"] == 2
+    checks = {c["name"]: c for c in out["sources"]["solo"]["checks"]}
+    assert set(checks) == CHECKS
+    bad = checks.pop("chunks_have_embeddings")
+    assert not bad["passed"] and bad["severity"] == "ERROR"
+    assert bad["description"].startswith("1 chunks without an embedding") and "'solo'" in bad["description"]
+    assert all(c["passed"] for c in checks.values())
+
+
+def test_brackets_in_paths_and_text_print_as_typed(make_repo, write_config, database_url):
+    """Paths, queries and excerpts are text, never rich markup: `[/x]` once crashed the report."""
+    page = "# Slices\n\nTake x[a..b] to slice; see [the runbook](https://example.test/runbook) for more.\n"
+    repo = make_repo({"docs/[/x].md": page, "docs/[/bad].md": b"\x89PNG\r\n\x00\x00binary"})
+    config = write_config([{"name": "odd", "type": "git", "repo": str(repo)}])
+    res = docforge("ingest", "-c", str(config), env={"COLUMNS": "120"}, check=False)
+    assert res.returncode == 1 and "Traceback" not in res.stderr and "MarkupError" not in res.stderr
+    assert "! odd:docs/[/bad].md (decode): binary file" in res.stdout and "1 added" in res.stdout
+    res = docforge("search", "slice x[a..b]", "-c", str(config), env={"COLUMNS": "250"})
+    assert "Results for 'slice x[a..b]'" in res.stdout
+    assert "Take x[a..b] to slice; see [the runbook](https://example.test/runbook) for more." in res.stdout
+    assert "docs/%5B/x%5D.md" in res.stdout, res.stdout  # the citation, a URL
 
 
 def test_no_stored_chunk_exceeds_the_window(make_repo, write_config, database_url):
@@ -127,3 +201,18 @@ def test_model_mismatch_is_refused(make_repo, write_config, database_url, tmp_pa
     assert res.returncode == 1
     err = json.loads(res.stdout)["sources"]["a"]["error"]
     assert "sentence-transformers/all-MiniLM-L6-v2" in err and "other-model" in err
+
+
+def test_progress_bars_print_source_names_as_typed():
+    """The bars shown on a terminal take the source name as text, not rich markup."""
+    from pipeline import progress
+
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    out = Tty()
+    with progress.showing(out):
+        progress.begin_source("odd[/x]")
+        progress.report("chunks", 1, 1)
+    assert "odd[/x] chunks" in out.getvalue()

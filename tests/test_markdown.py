@@ -39,3 +39,22 @@ def test_front_matter_title_and_no_bogus_heading():
 def test_no_h1_means_no_title():
     # A title taken from the file name would make renamed files' vectors unreusable.
     assert parse_markdown("## Summary\ntext\n").title == ""
+
+
+def test_line_ends_are_markdown_its():
+    # CR LF and lone CR end lines; U+2028, form feed & co are characters inside a line.
+    expected = [(("A",), "alpha"), (("A", "B"), "beta \u2028 gamma")]
+    assert paths("# A\r\nalpha\r\n## B\rbeta \u2028 gamma\x0c\n") == expected
+    assert paths("intro \u2028 x\n\n# H\ntext\n") == [((), "intro \u2028 x"), (("H",), "text")]
+
+
+def test_a_rule_opening_prose_is_not_front_matter():
+    doc = "---\n\nFirst paragraph.\n\nSecond\n---\nafter\n"
+    assert [text for _, text in paths(doc)][0].startswith("---\n\nFirst paragraph.")
+    assert parse_markdown("---\ntitle: T\n---\nbody\n").title == "T"
+    assert paths("---\r\ntitle: T\r\n---\r\nbody\r\n") == [((), "body")]
+
+
+def test_lone_surrogates_are_replaced():
+    parsed = parse_markdown("# Ti\ud800tle\n\nbo\udfffdy\n")
+    assert parsed.title == "Ti\ufffdtle" and parsed.sections[0].text.strip() == "bo\ufffddy"

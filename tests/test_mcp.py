@@ -50,13 +50,13 @@ def test_search_documentation_over_stdio(corpus, tmp_path):
     hits = refund.structured_content["hits"]
     assert 1 <= len(hits) <= 3
     top = hits[0]
-    assert (top["title"], top["section"], top["source"]) == ("Issuing refunds", "Issuing refunds",
-                                                             "payments:docs/refunds.md")
+    assert (top["title"], top["section"], top["doc_key"]) == ("Issuing refunds", "Issuing refunds",
+                                                              "payments:docs/refunds.md")
     assert top["url"].endswith("/payments/docs/refunds.md") and 0 < top["score"] <= 1
     assert json.loads(refund.content[0].text)["hits"][0]["url"] == top["url"]  # text form for older clients
 
-    assert deploy.structured_content["hits"][0]["source"] == "handbook:docs/deploy.md"
-    assert all(h["partition"] == "handbook" for h in deploy.structured_content["hits"])
+    assert deploy.structured_content["hits"][0]["doc_key"] == "handbook:docs/deploy.md"
+    assert all(h["source"] == "handbook" for h in deploy.structured_content["hits"])
     assert len(deploy.structured_content["hits"]) == 7 - 2  # default limit 10, handbook has 5 chunks
 
     assert bad.is_error and "limit" in bad.content[0].text

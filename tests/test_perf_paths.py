@@ -80,7 +80,7 @@ def _index_defs(url: str) -> set[str]:
 
 def _chunks(url: str) -> list[tuple]:
     with psycopg.connect(url) as conn:
-        return conn.execute("SELECT id, source_key, text, embedding::text FROM chunks ORDER BY id").fetchall()
+        return conn.execute("SELECT id, doc_key, text, embedding::text FROM chunks ORDER BY id").fetchall()
 
 
 def _new_database(pg_server, name: str) -> str:
@@ -117,7 +117,7 @@ def _postings(url: str, prefix: str) -> list[tuple]:
     with psycopg.connect(url) as conn:
         return conn.execute(
             "SELECT c.id, t.term, p.tf, p.dl FROM bm25_postings p JOIN chunks c ON c.seq = p.seq "
-            "JOIN bm25_terms t ON t.id = p.term_id WHERE c.source_key LIKE %s ORDER BY 1, 2", (prefix + "%",)).fetchall()
+            "JOIN bm25_terms t ON t.id = p.term_id WHERE c.doc_key LIKE %s ORDER BY 1, 2", (prefix + "%",)).fetchall()
 
 
 def test_vector_writer_surfaces_database_errors():

@@ -24,7 +24,7 @@ from pipeline.store.schema import migrations
 def test_paraphrased_question_finds_its_document_first(searcher, query, expected, modes):
     for mode in modes:
         hits = searcher.search(query, limit=3, mode=mode)
-        assert hits and hits[0].source == expected, (mode, [h.source for h in hits])
+        assert hits and hits[0].doc_key == expected, (mode, [h.doc_key for h in hits])
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -39,7 +39,7 @@ def test_scores_are_normalised_and_sorted(searcher, mode):
 
 def test_hit_carries_citation_fields(searcher):
     h = searcher.search("refund a customer", limit=1)[0]
-    assert (h.source, h.partition, h.type, h.title, h.section) == (
+    assert (h.doc_key, h.source, h.type, h.title, h.section) == (
         "payments:docs/refunds.md", "payments", "git", "Issuing refunds", "Issuing refunds")
     assert h.url.endswith("payments/docs/refunds.md") and h.chunk_index == 0 and "payments console" in h.text
     assert h.page is None and h.rerank_score is None
@@ -53,7 +53,7 @@ def test_explain_ranks(searcher):
         assert h.dense_rank == (dense.index(h.chunk_id) + 1 if h.chunk_id in dense else None)
         assert h.keyword_rank == (keyword.index(h.chunk_id) + 1 if h.chunk_id in keyword else None)
     top = hybrid[0]
-    assert top.source == "handbook:docs/credentials.md" and top.dense_rank == 1 and top.keyword_rank == 1
+    assert top.doc_key == "handbook:docs/credentials.md" and top.dense_rank == 1 and top.keyword_rank == 1
     assert top.score == 1.0  # first in both rankings: the best RRF score there is
     rrf = 1 / (60 + hybrid[1].dense_rank) + (1 / (60 + hybrid[1].keyword_rank) if hybrid[1].keyword_rank else 0)
     assert hybrid[1].score == pytest.approx(rrf / (2 / 61), abs=1e-5)
@@ -61,7 +61,7 @@ def test_explain_ranks(searcher):
 
 def test_keyword_is_or_of_terms(searcher):
     hits = searcher.search("zebra unicorn refund", mode="keyword")
-    assert [h.source for h in hits][:1] == ["payments:docs/refunds.md"]
+    assert [h.doc_key for h in hits][:1] == ["payments:docs/refunds.md"]
     assert searcher.search("zebra unicorn", mode="keyword") == []
     assert searcher.search("the and of", mode="keyword") == []  # stop words only
 
@@ -124,8 +124,8 @@ def test_statistics_follow_edits_and_deletes(database_url, embedder, make_repo, 
     with Searcher(settings, url=database_url, embedder=embedder, reranker=None) as s:
         assert s.conn.execute("SELECT n FROM bm25_stats").fetchone()[0] == 1
         assert _df_mismatches(s.conn) == [] and _posting_mismatches(s.conn) == []
-        assert [h.source for h in s.search("delta beta", mode="keyword")] == []
-        assert [h.source for h in s.search("epsilon", mode="keyword")] == ["s:docs/a.md"]
+        assert [h.doc_key for h in s.search("delta beta", mode="keyword")] == []
+        assert [h.doc_key for h in s.search("epsilon", mode="keyword")] == ["s:docs/a.md"]
 
 
 def test_weights_and_rrf_k(searcher):
@@ -141,7 +141,7 @@ def test_tag_boost(searcher):
     plain = {h.chunk_id: h for h in searcher.search(q, limit=10, mode="hybrid")}
     boosted = {h.chunk_id: h for h in searcher.search(q, limit=10, mode="hybrid", boost_tags=["Payments"])}
     for cid, h in boosted.items():
-        factor = 1.1 if h.partition == "payments" else 1.0
+        factor = 1.1 if h.source == "payments" else 1.0
         assert h.score == pytest.approx(min(1.0, plain[cid].score * factor), abs=1e-5)
 
 
@@ -151,14 +151,14 @@ def test_a_query_word_that_is_a_tag_boosts(corpus, embedder, searcher):
                   config=SearchConfig(tag_boost=0)) as unboosted:
         plain = {h.chunk_id: h.score for h in unboosted.search(q, limit=10)}
     for h in searcher.search(q, limit=10):
-        factor = 1.1 if h.partition == "payments" else 1.0
+        factor = 1.1 if h.source == "payments" else 1.0
         assert h.score == pytest.approx(min(1.0, plain[h.chunk_id] * factor), abs=1e-5)
 
 
 def test_config_from_environment(monkeypatch):
     monkeypatch.setenv("DOCFORGE_SEARCH_FETCH_K", "80")
     monkeypatch.setenv("DOCFORGE_SEARCH_BM25_B", "0.4")
-    cfg = SearchConfig()
+    cfg = Settings().search
     assert (cfg.fetch_k, cfg.bm25_b, cfg.rrf_k) == (80, 0.4, 60)
 
 
@@ -168,7 +168,7 @@ def test_bad_requests(searcher):
     with pytest.raises(QueryError, match="limit must be at least 1"):
         searcher.search("x", limit=0)
     assert searcher.search("   ") == []
-    assert searcher.search("nul\x00byte refund", mode="keyword")[0].source == "payments:docs/refunds.md"
+    assert searcher.search("nul\x00byte refund", mode="keyword")[0].doc_key == "payments:docs/refunds.md"
 
 
 def test_empty_store_returns_nothing(database_url, write_config, tmp_path, embedder):
@@ -200,17 +200,27 @@ def test_a_store_from_before_the_postings_is_upgraded(database_url, embedder):
 
 
 def test_keyword_search_reads_the_impact_index(searcher):
-    """The ORDER BY must equal migration 0003's index expression, or every list is read and sorted."""
+    """The ORDER BY must equal migration 0003's index expression, or every list is read and sorted;
+    both come from pipeline.store.bm25, whose constants must be those of the live index."""
     from psycopg import sql
 
     from pipeline.query.search import _statement
+    from pipeline.store import bm25
 
+    conn = searcher.conn
     params = searcher._params("refund the payments charge", "keyword", 10, None, None, None, ())
-    with searcher.conn.transaction():
-        searcher.conn.execute("SET LOCAL enable_seqscan = off")  # a tiny table would not need any index
-        plan = "\n".join(r[0] for r in searcher.conn.execute(
+    with conn.transaction():
+        conn.execute("SET LOCAL enable_seqscan = off")  # a tiny table would not need any index
+        plan = "\n".join(r[0] for r in conn.execute(
             sql.SQL("EXPLAIN ") + _statement("keyword", sql.SQL("TRUE"), params), params))
-    assert "Index Only Scan using bm25_postings_impact" in plan, plan
+    assert f"Index Only Scan using {bm25.IMPACT_INDEX}" in plan, plan
+    # An index built from bm25.impact_order is defined, as Postgres prints it, exactly as the migration's.
+    live = conn.execute("SELECT indexdef FROM pg_indexes WHERE indexname = %s", (bm25.IMPACT_INDEX,)).fetchone()[0]
+    with conn.transaction(force_rollback=True):
+        conn.execute(f"CREATE INDEX impact_probe ON bm25_postings (term_id, {bm25.impact_order()} DESC) "
+                     "INCLUDE (seq, tf, dl)")
+        probe = conn.execute("SELECT pg_get_indexdef('impact_probe'::regclass)").fetchone()[0]
+    assert probe.replace("impact_probe", bm25.IMPACT_INDEX) == live
 
 
 def test_filtered_search_reads_deeper_until_the_filter_is_served(corpus, embedder):
@@ -228,7 +238,7 @@ def test_filtered_search_reads_deeper_until_the_filter_is_served(corpus, embedde
             got = [(h.chunk_id, h.score, h.keyword_rank) for h in a.search(q, limit=5, mode=mode, filters=only)]
             want = [(h.chunk_id, h.score, h.keyword_rank) for h in b.search(q, limit=5, mode=mode, filters=only)]
             assert got == want and got, mode
-            assert all(h.partition == "handbook" for h in a.search(q, limit=5, mode=mode, filters=only))
+            assert all(h.source == "handbook" for h in a.search(q, limit=5, mode=mode, filters=only))
         passes.clear()
         a.search(q, limit=5, mode="keyword", filters=only)
         assert len(passes) > 1  # the cut lists were read deeper

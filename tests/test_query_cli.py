@@ -32,8 +32,8 @@ def test_json_contract_as_a_subprocess(corpus, tmp_path):
                          capture_output=True, text=True, env=env, timeout=300)
     assert res.returncode == 0, res.stderr
     hits = json.loads(res.stdout)
-    assert len(hits) == 3 and hits[0]["source"] == "handbook:docs/deploy.md"
-    assert {"source", "url", "title", "section", "text", "score"} <= set(hits[0])
+    assert len(hits) == 3 and hits[0]["doc_key"] == "handbook:docs/deploy.md"
+    assert {"doc_key", "source", "url", "title", "section", "text", "score"} <= set(hits[0])
     assert hits[0]["title"] == "Deploying the service" and hits[0]["url"].endswith("/handbook/docs/deploy.md")
 
 
@@ -41,7 +41,7 @@ def test_filter_and_explain_json(run):
     res = run("refund", "--json", "--explain", "--filter", '{"source": "payments"}', "-n", "10")
     assert res.exit_code == 0, res.output
     hits = json.loads(res.stdout)
-    assert {h["source"] for h in hits} == {"payments:docs/refunds.md", "payments:docs/ledger.md"}
+    assert {h["doc_key"] for h in hits} == {"payments:docs/refunds.md", "payments:docs/ledger.md"}
     assert hits[0]["dense_rank"] == 1 and hits[0]["keyword_rank"] == 1 and hits[0]["score"] == 1.0
 
 
@@ -49,6 +49,16 @@ def test_table_with_explain(run):
     res = run("how do I rotate the vault secret?", "--explain", "--mode", "hybrid")
     assert res.exit_code == 0, res.output
     assert "dense#" in res.output and "kw#" in res.output and "Rotating credentials" in res.output
+
+
+def test_brackets_in_the_query_are_echoed_intact(run):
+    """The query is text, not rich markup: `x[a..b]` stays, `[/x]` does not crash the table."""
+    res = run("refund slice x[a..b]")
+    assert res.exit_code == 0, res.output
+    assert "Results for 'refund slice x[a..b]'" in res.output
+    res = run("zqxjv[/x] [bold]", "--mode", "keyword")  # no term in the corpus: the no-results line
+    assert res.exit_code == 0, res.output
+    assert res.output.strip() == "No results for 'zqxjv[/x] [bold]'."
 
 
 @pytest.mark.parametrize("args, code, message", [

@@ -10,9 +10,10 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from query_corpus import ServerThread
 
+from pipeline.config import load_settings
 from pipeline.errors import QueryError
 from pipeline.query import Searcher
-from pipeline.query.rerank import CrossEncoderReranker, RerankConfig, RemoteReranker, load_reranker, passage
+from pipeline.query.rerank import CrossEncoderReranker, RemoteReranker, RerankConfig, load_reranker, passage
 
 QUERY = "how are refunds recorded?"
 
@@ -42,7 +43,8 @@ def searcher_for(corpus, embedder, monkeypatch, **env) -> Searcher:
         monkeypatch.delenv(k, raising=False)
     for k, v in env.items():
         monkeypatch.setenv(k, v)
-    return Searcher(corpus.settings, url=corpus.url, embedder=embedder)
+    # Settings are read once, where a surface starts: read them again now that the environment changed.
+    return Searcher(load_settings(corpus.config), url=corpus.url, embedder=embedder)
 
 
 @pytest.mark.parametrize("shape", ["jina", "tei"])
@@ -52,7 +54,7 @@ def test_remote_reranker_reorders_and_keeps_scores(corpus, embedder, monkeypatch
         assert isinstance(s.reranker, RemoteReranker)
         fused = {h.chunk_id: h for h in s.search(QUERY, limit=50, rerank=False)}
         hits = s.search(QUERY, limit=3)
-    assert hits[0].source == "handbook:docs/deploy.md" and hits[0].rerank_score == 2.0
+    assert hits[0].doc_key == "handbook:docs/deploy.md" and hits[0].rerank_score == 2.0
     assert [h.rerank_score for h in hits] == sorted((h.rerank_score for h in hits), reverse=True)
     assert all(h.score == fused[h.chunk_id].score for h in hits)  # score stays the fused score
     assert len(hits) == 3
@@ -91,7 +93,7 @@ def test_rerank_is_opt_in(corpus, embedder, monkeypatch):
             s.search(QUERY, rerank=True)
         assert s.search(QUERY, limit=1)[0].rerank_score is None
     monkeypatch.delenv("RERANKER_URL")
-    assert load_reranker(RerankConfig(rerank_enabled=True)) is None  # enabled, nothing configured
+    assert load_reranker(RerankConfig(enabled=True)) is None  # enabled, nothing configured
 
 
 def test_cross_encoder_from_a_local_directory(corpus, embedder, monkeypatch, tmp_path):

@@ -18,7 +18,7 @@ from dagster import (
 from pipeline.config import load_settings
 from orchestration.definitions import defs
 from pipeline.ingest import IngestContext, ingest_source
-from pipeline.store.db import lock_id
+from pipeline.store.db import lock_id, source_lock
 from resources import PostgresResource, SourcesResource
 from conftest import RFC_GLOBS, git, shared
 
@@ -126,7 +126,7 @@ def test_sensors_skip_an_invalid_sources_yml(tmp_path, instance, database_url):
 
 def rows(url: str) -> dict[str, int]:
     with psycopg.connect(url) as conn:
-        return dict(conn.execute("SELECT partition, count(*) FROM sources GROUP BY partition").fetchall())
+        return dict(conn.execute("SELECT source, count(*) FROM documents GROUP BY source").fetchall())
 
 
 @pytest.fixture
@@ -160,8 +160,8 @@ def test_sources_sync_removes_a_source_and_purges_its_rows(two_sources, instance
     assert isinstance(res.dynamic_partitions_requests[0], DeleteDynamicPartitionsRequest)
     assert rows(database_url) == {"a": 2}
     with psycopg.connect(database_url) as conn:
-        assert conn.execute("SELECT count(*) FROM chunks WHERE source_key NOT LIKE 'a:%'").fetchone()[0] == 0
-        assert conn.execute("SELECT count(*) FROM ledger WHERE partition <> 'a'").fetchone()[0] == 0
+        assert conn.execute("SELECT count(*) FROM chunks WHERE doc_key NOT LIKE 'a:%'").fetchone()[0] == 0
+        assert conn.execute("SELECT count(*) FROM ledger WHERE source <> 'a'").fetchone()[0] == 0
     apply_partition_requests(instance, res)
     assert instance.get_dynamic_partitions("sources") == ["a"]
 
@@ -172,7 +172,7 @@ def test_sources_sync_keeps_a_partition_whose_purge_must_wait(two_sources, insta
     instance.add_dynamic_partitions("sources", ["a", "b"])
     only_a = write_config([{"name": "a", "type": "git", "repo": repos["a"]}])
     with psycopg.connect(database_url, autocommit=True) as ingesting:  # a run holds b's lock
-        ingesting.execute("SELECT pg_advisory_lock(%s)", (lock_id("partition:b"),))
+        ingesting.execute("SELECT pg_advisory_lock(%s)", (lock_id(source_lock("b")),))
         res = evaluate(SYNC, instance, only_a, url=database_url)
     deleted = [k for r in res.dynamic_partitions_requests for k in r.partition_keys]
     assert "b" not in deleted and rows(database_url)["b"] == 2

@@ -44,15 +44,10 @@ def main(verbose: int) -> None:
 
 
 def _register() -> None:
-    from docforge.cli import db, ingest, search, sources, status
+    from docforge.cli import answers, ask, db, ingest, search, serve, sources, status, verify
 
-    for mod in (ingest, search, status, sources, db):
+    for mod in (ingest, search, ask, verify, answers, status, sources, db, serve):
         main.add_command(mod.command)
-    try:
-        from docforge.cli import serve
-    except ImportError:  # serving extras not installed
-        return
-    main.add_command(serve.command)
 
 
 _register()

@@ -1,15 +1,26 @@
-"""`docforge ingest`: materialise the ingest assets for some or all sources."""
+"""`docforge ingest`: materialise the ingest assets, and run their asset checks, for some or all sources."""
 
 from __future__ import annotations
 
 import json
 import logging
 import sys
+from typing import TYPE_CHECKING
 
 import click
 
 from docforge.cli import config_option, json_option
 from pipeline.config import load_settings
+from pipeline.errors import ConfigError
+
+if TYPE_CHECKING:  # the Dagster wiring costs seconds to import: only when a command runs it
+    from orchestration.definitions import SourceRun
+
+# (label, IngestStats field): one line per non-zero count in the summary's cells.
+FILE_COUNTS = (("added", "files_added"), ("updated", "files_updated"), ("unchanged", "files_unchanged"),
+               ("deleted", "files_deleted"), ("failed", "files_failed"))
+CHUNK_COUNTS = (("indexed", "chunks_indexed"), ("embedded", "chunks_embedded"), ("reused", "chunks_reused"),
+                ("deleted", "chunks_deleted"))
 
 
 @click.command("ingest")
@@ -18,10 +29,11 @@ from pipeline.config import load_settings
               help="Only this source (repeatable). Default: every source in the config.")
 @json_option
 def command(config: str, names: tuple[str, ...], as_json: bool) -> None:
-    """Crawl, chunk, embed and index sources through Dagster, in-process.
+    """Crawl, chunk, embed, index and check sources through Dagster, in-process.
 
     Only what changed since the last run is re-read and re-embedded. Exits 1
-    if any source failed, even partially (the others are still indexed).
+    if any source failed, even partially (the others are still indexed), or
+    if an ERROR-severity check failed.
 
     \b
     Examples:
@@ -30,23 +42,39 @@ def command(config: str, names: tuple[str, ...], as_json: bool) -> None:
     """
     settings = load_settings(config)
     wanted = list(names) or [s.name for s in settings.sources]
+    if not wanted:  # exit 1: an empty run that "succeeds" hides a config that indexes nothing
+        raise ConfigError(f"{settings.config_path}: no sources configured, nothing to ingest "
+                          "(add a `sources:` list, see README's 'Configure sources')")
     for n in wanted:
         settings.source(n)  # unknown name: ConfigError before any work
     from orchestration.definitions import materialize_sources
-
-    level = logging.getLevelName(logging.getLogger().getEffectiveLevel())
     from pipeline.progress import showing
 
+    level = logging.getLevelName(logging.getLogger().getEffectiveLevel())
     with showing():  # bars on a terminal, plain lines otherwise; stderr, so --json stays clean
-        results = materialize_sources(str(settings.config_path), wanted, "CRITICAL" if level == "WARNING" else level)
-    report = {n: (r.as_dict() if not isinstance(r, str) else {"error": r}) for n, r in results.items()}
-    failed = [n for n, r in report.items() if "error" in r or r["failures"]]
+        runs = materialize_sources(str(settings.config_path), wanted, "CRITICAL" if level == "WARNING" else level)
+    report = {name: _source_report(run) for name, run in runs.items()}
+    failed = [n for n, r in report.items() if "error" in r or r["failures"] or _failed_checks(r)]
     if as_json:
-        click.echo(json.dumps({"sources": report, "totals": _totals(report), "failed": failed}, indent=2))
+        click.echo(json.dumps({"sources": report, "totals": _totals(report), "failed": failed}, indent=2,
+                              ensure_ascii=False))
     else:
-        _print(report)
+        from rich.console import Console
+
+        print_report(Console(), report)
     if failed:
         sys.exit(1)
+
+
+def _source_report(run: SourceRun) -> dict:
+    """One source's JSON: its IngestStats (or `error`), plus `checks`."""
+    out = run.stats.as_dict() if run.stats is not None else {"error": run.error}
+    out["checks"] = [c.as_dict() for c in run.checks]
+    return out
+
+
+def _failed_checks(r: dict) -> list[dict]:
+    return [c for c in r["checks"] if not c["passed"] and c["severity"] == "ERROR"]
 
 
 def _totals(report: dict) -> dict:
@@ -54,24 +82,51 @@ def _totals(report: dict) -> dict:
     return {k: sum(r.get(k, 0) for r in report.values() if "error" not in r) for k in dict.fromkeys(keys)}
 
 
-def _print(report: dict) -> None:
-    from rich.console import Console
-    from rich.table import Table
+def _counts(r: dict, counts: tuple[tuple[str, str], ...]):
+    """A cell: `N label` per non-zero count, one per line (`none` if all are zero); failures in red."""
+    from rich.text import Text
 
-    console = Console(stderr=False)
-    table = Table("source", "added", "updated", "unchanged", "deleted", "failed", "embedded", "reused",
-                  "chunks +/-", "seconds", title="docforge ingest")
+    lines = [Text(f"{r[key]} {label}", style="red" if label == "failed" else "") for label, key in counts if r[key]]
+    return Text("\n").join(lines) if lines else Text("none", style="dim")
+
+
+def _checks_cell(r: dict):
+    from rich.text import Text
+
+    checks = r["checks"]
+    if not checks:
+        return Text("not run", style="dim")
+    passed = sum(c["passed"] for c in checks)
+    return Text(f"{passed}/{len(checks)} passed", style="green" if passed == len(checks) else "red")
+
+
+def print_report(console, report: dict) -> None:
+    """The summary: a row per source with the counts stacked in cells (fits 80 columns), then what went wrong.
+
+    Every name, path and message is a rich `Text`, never markup: `[/x]` in a file name prints as is.
+    """
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(title="docforge ingest", show_lines=True)
+    table.add_column("source", overflow="fold")  # a long name wraps rather than losing its end
+    for header in ("files", "chunks", "checks"):
+        table.add_column(header)
+    table.add_column("seconds", justify="right")
     for name, r in report.items():
         if "error" in r:
-            table.add_row(name, *[""] * 8, "[red]error[/red]")
+            table.add_row(Text(name), Text("error", style="red"), "", _checks_cell(r), "")
             continue
-        table.add_row(name, *(str(r[k]) for k in ("files_added", "files_updated", "files_unchanged",
-                                                 "files_deleted", "files_failed", "chunks_embedded",
-                                                 "chunks_reused")),
-                      f"+{r['chunks_indexed']}/-{r['chunks_deleted']}", f"{sum(r['seconds'].values()):.1f}")
+        table.add_row(Text(name), _counts(r, FILE_COUNTS), _counts(r, CHUNK_COUNTS), _checks_cell(r),
+                      Text(f"{sum(r['seconds'].values()):.1f}", justify="right"))
     console.print(table)
     for name, r in report.items():
         if "error" in r:
-            console.print(f"[red]✗ {name}: {r['error']}[/red]")
+            console.print(Text.assemble(("✗ ", "red"), (name, "red bold"), (f": {r['error']}", "red")))
         for f in r.get("failures", []):
-            console.print(f"[yellow]! {f['key']} ({f['stage']}): {f['error']}[/yellow]")
+            console.print(Text(f"! {f['key']} ({f['stage']}): {f['error']}", style="yellow"))
+        for c in r["checks"]:
+            if not c["passed"]:
+                style = "red" if c["severity"] == "ERROR" else "yellow"
+                console.print(Text(f"✗ check {c['name']} ({c['severity']}) on {name}: {c['description']}",
+                                   style=style))

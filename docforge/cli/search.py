@@ -10,7 +10,7 @@ from docforge.cli import config_option, json_option
 from pipeline.config import load_settings
 from pipeline.query import MODES, Searcher
 
-JSON_KEYS = ("source", "url", "title", "section", "text", "score", "chunk_index", "partition", "type", "page",
+JSON_KEYS = ("doc_key", "url", "title", "section", "text", "score", "chunk_index", "source", "type", "page",
              "rerank_score")
 EXPLAIN_KEYS = ("dense_rank", "keyword_rank")
 
@@ -61,23 +61,26 @@ def command(query: str, config: str, mode: str, limit: int, filters: dict | None
 
 
 def _print(query: str, hits, explain: bool) -> None:
+    """A table of the hits. Query, titles, excerpts and URLs go in as rich `Text`, never markup:
+    `x[a..b]` and `[links](…)` print as typed."""
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
     console = Console()
     if not hits:
-        console.print(f"No results for {query!r}.")
+        console.print(Text(f"No results for {query!r}."))
         return
     reranked = any(h.rerank_score is not None for h in hits)
     cols = ["#", "score"] + (["rerank"] if reranked else []) + (["dense#", "kw#"] if explain else [])
-    table = Table(*cols, "title › section", "excerpt", "citation", title=f"Results for {query!r}", show_lines=True)
+    table = Table(*cols, "title › section", "excerpt", "citation", title=Text(f"Results for {query!r}"),
+                  show_lines=True)
     for i, h in enumerate(hits, 1):
         excerpt = " ".join(h.text.split())[:160]
-        where = _where(h.title, h.section)
         extra = [f"{h.rerank_score:.3f}" if h.rerank_score is not None else "-"] if reranked else []
         if explain:
             extra += [str(h.dense_rank or "-"), str(h.keyword_rank or "-")]
-        table.add_row(str(i), f"{h.score:.3f}", *extra, where, excerpt, h.url)
+        table.add_row(str(i), f"{h.score:.3f}", *extra, Text(_where(h.title, h.section)), Text(excerpt), Text(h.url))
     console.print(table)
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import os
 
 import click
 
@@ -37,28 +36,42 @@ def command(config: str, api: bool, host: str, port: int, remote_api: str | None
     if api and remote_api:
         raise click.UsageError("--api and --remote-api cannot be combined: --remote-api serves MCP, --api serves HTTP")
     logging.getLogger("docforge.servers").setLevel(logging.INFO)  # the who-asked log, on stderr
+    from pipeline.config import AuthConfig, env_section, load_settings
+
     if remote_api:
         from docforge.servers.mcp import RemoteSearch, build_mcp
 
-        build_mcp(RemoteSearch(remote_api, os.environ.get("DOCFORGE_API_TOKEN"))).run("stdio")
+        token = env_section(AuthConfig).remote_api_token  # a proxy needs no sources.yml
+        from docforge.servers.ask import RemoteAsk
+
+        secret = token.get_secret_value() if token else None
+        build_mcp(RemoteSearch(remote_api, secret), RemoteAsk(remote_api, secret)).run("stdio")
         return
+    settings = load_settings(config)
     if api:
         from docforge.servers.auth import Authenticator
 
-        auth = Authenticator()  # before anything heavy: no auth configured → ConfigError, exit 1
-        _serve_api(_local(config), auth, host, port)
+        auth = Authenticator(settings.auth)  # before anything heavy: no auth configured → ConfigError, exit 1
+        _serve_api(_local(settings), auth, host, port)
     else:
         from docforge.servers.mcp import build_mcp
 
-        build_mcp(_local(config)).run("stdio")
+        search = _local(settings)
+        build_mcp(search, _local_ask(search)).run("stdio")
 
 
-def _local(config: str):
-    from pipeline.config import load_settings
-    from pipeline.query import Searcher
+def _local(settings):
     from docforge.servers import LocalSearch
+    from pipeline.query import Searcher
 
-    return LocalSearch(Searcher(load_settings(config)))
+    return LocalSearch(Searcher(settings))
+
+
+def _local_ask(search):
+    from docforge.servers.ask import LocalAsk
+    from pipeline.answers import Answerer
+
+    return LocalAsk(Answerer(search.searcher.settings, searcher=search.searcher))
 
 
 def _serve_api(search, auth, host: str, port: int) -> None:
@@ -66,7 +79,7 @@ def _serve_api(search, auth, host: str, port: int) -> None:
 
     from docforge.servers.api import create_app
 
-    app = create_app(search, auth, health=search.health)
+    app = create_app(search, auth, health=search.health, ask=_local_ask(search))
     search.warm()
     click.echo(f"docforge API on http://{host}:{port} (docs: /docs, needs a token)", err=True)
     uvicorn.run(app, host=host, port=port, log_level="info")  # uvicorn logs to stderr

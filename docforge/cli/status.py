@@ -5,15 +5,16 @@ from __future__ import annotations
 import json
 
 import click
+from psycopg.rows import dict_row
 
 from docforge.cli import config_option, json_option
 from pipeline.config import load_settings
 from pipeline.store.db import connect, store_url
-from pipeline.store.schema import store_model
+from pipeline.store.schema import open_built
 
 _PER_SOURCE = """
-SELECT s.partition, count(DISTINCT s.key), count(c.id), max(s.last_crawled_at)
-FROM sources s LEFT JOIN chunks c ON c.source_key = s.key GROUP BY s.partition
+SELECT d.source, count(DISTINCT d.key) AS documents, count(c.id) AS chunks, max(d.last_crawled_at) AS last_indexed
+FROM documents d LEFT JOIN chunks c ON c.doc_key = d.key GROUP BY d.source
 """
 
 
@@ -24,13 +25,15 @@ def command(config: str, as_json: bool) -> None:
     """Show sources, document and chunk counts, model and dimension."""
     settings = load_settings(config)
     with connect(store_url(settings)) as conn:
-        built = store_model(conn)
-        rows = {r[0]: r[1:] for r in conn.execute(_PER_SOURCE)} if built else {}
-        fails = dict(conn.execute("SELECT partition, count(*) FROM failures GROUP BY partition").fetchall()) if built else {}
+        built = open_built(conn)
+        with conn.cursor(row_factory=dict_row) as cur:
+            rows = {r["source"]: r for r in cur.execute(_PER_SOURCE)} if built else {}
+        fails = dict(conn.execute("SELECT source, count(*) FROM failures GROUP BY source").fetchall()) if built else {}
     names = list(dict.fromkeys([s.name for s in settings.sources] + list(rows)))
+    none = {"documents": 0, "chunks": 0, "last_indexed": None}
     sources = [{"name": n, "configured": any(s.name == n for s in settings.sources),
-                "documents": rows.get(n, (0, 0, None))[0], "chunks": rows.get(n, (0, 0, None))[1],
-                "last_indexed": rows[n][2].isoformat() if n in rows and rows[n][2] else None,
+                "documents": rows.get(n, none)["documents"], "chunks": rows.get(n, none)["chunks"],
+                "last_indexed": last.isoformat() if (last := rows.get(n, none)["last_indexed"]) else None,
                 "failures": fails.get(n, 0)} for n in names]
     report = {"model": built[0] if built else None, "dimension": built[1] if built else None,
               "documents": sum(s["documents"] for s in sources), "chunks": sum(s["chunks"] for s in sources),
@@ -40,10 +43,11 @@ def command(config: str, as_json: bool) -> None:
         return
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text  # names and the model path are text, never rich markup
 
     table = Table("source", "documents", "chunks", "failures", "last indexed",
-                  title=f"model {report['model']} · dim {report['dimension']}")
+                  title=Text(f"model {report['model']} · dim {report['dimension']}"))
     for s in sources:
-        table.add_row(s["name"] + ("" if s["configured"] else " (not in config)"), str(s["documents"]),
+        table.add_row(Text(s["name"] + ("" if s["configured"] else " (not in config)")), str(s["documents"]),
                       str(s["chunks"]), str(s["failures"]), s["last_indexed"] or "never")
     Console().print(table)

@@ -13,9 +13,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from pipeline.errors import DocforgeError
 from pipeline.query import Hit, Searcher
 
 log = logging.getLogger("docforge.servers")
+HEALTH_TIMEOUT_S = 2.0  # a health probe's wait for a store connection (Kubernetes probes time out at 1-5 s)
 
 
 class SearchRequest(BaseModel):
@@ -44,8 +46,8 @@ class Citation(BaseModel):
     title: str
     section: str
     url: str
-    source: str
-    partition: str
+    doc_key: str = Field(description="The document's key, '<source>:<path or page id>'.")
+    source: str = Field(description="The source's name in sources.yml.")
     type: str
     chunk_index: int
     page: int | None = None
@@ -76,7 +78,7 @@ def log_request(surface: str, req: SearchRequest, who: str | None = None) -> Non
 
 
 class LocalSearch:
-    """SearchFn over a Searcher (thread-safe: the Searcher serialises its queries)."""
+    """SearchFn over a Searcher (thread-safe: concurrent searches run on the Searcher's pooled connections)."""
 
     def __init__(self, searcher: Searcher):
         self.searcher = searcher
@@ -92,8 +94,12 @@ class LocalSearch:
         return [citation(h) for h in hits]
 
     def health(self) -> bool:
-        with self.searcher._lock:
-            return self.searcher.conn.execute("SELECT 1").fetchone() == (1,)
+        """Whether the store answers within HEALTH_TIMEOUT_S (a probe must not hang on a down database)."""
+        try:
+            return self.searcher.ping(min(HEALTH_TIMEOUT_S, self.searcher.config.pool_timeout_s))
+        except DocforgeError as e:
+            log.warning("health: %s", e)
+            return False
 
     def warm(self) -> None:
         """Load the model now rather than on the first question."""

@@ -1,6 +1,7 @@
 """Who may call the HTTP API: static bearer tokens and/or JWTs checked against a JWKS.
 
-Configured from the environment only (secrets never live in sources.yml):
+Configured by `Settings.auth` (pipeline.config); the tokens come from the
+environment only (secrets never live in sources.yml):
 
     DOCFORGE_API_TOKENS      comma-separated opaque tokens (compared in constant time)
     DOCFORGE_JWT_JWKS_URL    JWKS endpoint, e.g. https://login.microsoftonline.com/<tenant>/discovery/v2.0/keys
@@ -20,24 +21,13 @@ from dataclasses import dataclass
 from functools import cached_property
 
 import jwt
-from pydantic import Field, SecretStr
-from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from pipeline.config import AuthConfig
 from pipeline.errors import ConfigError
 
 log = logging.getLogger(__name__)
 _NAME_CLAIMS = ("preferred_username", "upn", "email", "unique_name", "sub")
-
-
-class AuthConfig(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="DOCFORGE_", extra="ignore", frozen=True)
-
-    api_tokens: SecretStr | None = None
-    jwt_jwks_url: str | None = None
-    jwt_audience: str | None = None
-    jwt_issuer: str | None = None
-    jwt_algorithms: str = "RS256"
-    jwt_leeway_s: int = Field(default=30, ge=0)
+__all__ = ["AuthConfig", "Authenticator", "Principal"]
 
 
 @dataclass(frozen=True)
@@ -49,8 +39,8 @@ class Principal:
 
 
 class Authenticator:
-    def __init__(self, cfg: AuthConfig | None = None):
-        self.cfg = cfg or AuthConfig()
+    def __init__(self, cfg: AuthConfig):
+        self.cfg = cfg
         raw = self.cfg.api_tokens.get_secret_value() if self.cfg.api_tokens else ""
         self.tokens = [t.strip() for t in raw.split(",") if t.strip()]
         self.algorithms = [a.strip() for a in self.cfg.jwt_algorithms.split(",") if a.strip()]

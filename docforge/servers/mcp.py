@@ -1,4 +1,4 @@
-"""The MCP server (stdio): one tool, `search_documentation`, with citations.
+"""The MCP server (stdio): `search_documentation` with citations, and `ask_documentation` (grounded answers).
 
 Searches this machine's store (`LocalSearch`) or, with `docforge serve
 --remote-api URL`, proxies to a hosted docforge HTTP API (`RemoteSearch`).
@@ -7,6 +7,8 @@ stdout carries the protocol, so everything else (the who-asked log) goes to stde
 
 from __future__ import annotations
 
+from typing import Any
+
 import httpx
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -14,7 +16,10 @@ from pydantic import ValidationError
 
 from pipeline import __version__
 from pipeline.errors import DocforgeError
+from pipeline.redact import redact, register
 from docforge.servers import Citation, SearchFn, SearchRequest, SearchResponse, log_request
+from docforge.servers.ask import AskFn, AskRequest, log_ask
+from pipeline.answers import Answer
 
 INSTRUCTIONS = ("Search the organisation's indexed documentation (git repositories, Confluence). "
                 "Cite the `url`, `title` and `section` of the hits you use.")
@@ -26,8 +31,10 @@ user_name, team_name, area_name identify who asks (logged; their team/area tags
 rank slightly higher). filter_repo keeps only repositories whose path contains it."""
 
 
-def build_mcp(search: SearchFn) -> MCPServer:
+def build_mcp(search: SearchFn, ask: AskFn | None = None) -> MCPServer:
     server = MCPServer(name="docforge", version=__version__, instructions=INSTRUCTIONS)
+    if ask is not None:
+        _add_ask_tool(server, ask)
 
     @server.tool(description=TOOL_DESCRIPTION)
     def search_documentation(query: str, user_name: str, team_name: str, area_name: str | None = None,
@@ -47,11 +54,38 @@ def build_mcp(search: SearchFn) -> MCPServer:
     return server
 
 
+ASK_DESCRIPTION = """Answer a question from the documentation: every claim cites numbered evidence and is
+checked against it deterministically.
+
+Returns answer (claims marked ✓ verified / ✗ unverified), claims (text, pointers,
+verified, strategy), citations (pointer, title, section, url, score), audit_mode
+(STRICT: all quoted; HYBRID: some paraphrased; UNGROUNDED: do not rely on it),
+confidence, abstained (true: not found in the documentation). user_name,
+team_name, area_name identify who asks; filters is a filter expression."""
+
+
+def _add_ask_tool(server: MCPServer, ask: AskFn) -> None:
+    @server.tool(description=ASK_DESCRIPTION)
+    def ask_documentation(question: str, user_name: str, team_name: str, area_name: str | None = None,
+                          filters: dict[str, Any] | None = None) -> Answer:
+        try:
+            req = AskRequest(question=question, user_name=user_name, team_name=team_name, area_name=area_name,
+                             filters=filters)
+        except ValidationError as e:
+            raise ToolError(f"invalid arguments: {e.errors()[0]['loc'][0]}: {e.errors()[0]['msg']}") from None
+        log_ask("mcp", req)
+        try:
+            return ask(req)
+        except DocforgeError as e:
+            raise ToolError(str(e)) from None
+
+
 class RemoteSearch:
     """SearchFn that asks a hosted docforge API (`POST {url}/search`) with a bearer token."""
 
     def __init__(self, url: str, token: str | None, timeout_s: float = 60.0):
         self.url = url.rstrip("/") + "/search"
+        register(token)  # an error quoting it back never shows it
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         self.client = httpx.Client(headers=headers, timeout=timeout_s)
 
@@ -59,9 +93,9 @@ class RemoteSearch:
         try:
             resp = self.client.post(self.url, json=req.model_dump(exclude_none=True))
         except httpx.HTTPError as e:
-            raise DocforgeError(f"the docforge API at {self.url} is unreachable: {e}") from None
+            raise DocforgeError(f"the docforge API at {self.url} is unreachable: {redact(str(e))}") from None
         if resp.status_code == 401:
             raise DocforgeError(f"the docforge API at {self.url} refused the token (401): set DOCFORGE_API_TOKEN")
         if resp.status_code >= 400:
-            raise DocforgeError(f"the docforge API at {self.url} answered {resp.status_code}: {resp.text[:300]}")
+            raise DocforgeError(f"the docforge API at {self.url} answered {resp.status_code}: {redact(resp.text, 300)}")
         return resp.json()["hits"]

@@ -20,11 +20,14 @@ from functools import cached_property
 
 import psycopg
 
-from pipeline.chunk import CHUNKER_VERSION, Chunker
+from pipeline.chunk import Chunker, fingerprint
 from pipeline.config import Settings
 from pipeline.embed import Embedder
+from pipeline.ingest.faults import storable
+from pipeline.ingest.ledger import Fingerprint
 from pipeline.records import Failure
-from pipeline.store.db import advisory_lock, connect, store_url
+from pipeline.redact import redact
+from pipeline.store.db import advisory_lock, connect, source_lock, store_url
 from pipeline.store.schema import ensure_schema
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
@@ -60,7 +63,7 @@ class IngestStats:
     def as_dict(self) -> dict:
         d = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("failures", "seconds")}
         d["seconds"] = dict(self.seconds)
-        d["failures"] = [{"key": f.key, "stage": f.stage, "error": f.error} for f in self.failures]
+        d["failures"] = [{"key": f.key, "stage": f.stage, "error": redact(f.error)} for f in self.failures]
         return d
 
 
@@ -82,28 +85,27 @@ class IngestContext:
     @cached_property
     def chunker(self) -> Chunker:
         c = self.settings.chunking
-        return Chunker(self.embedder.tokenizer, self.embedder.max_seq_length, c.max_tokens,
-                       c.overlap_tokens, tokenizer_id=self.embedder.model_id)
+        return Chunker(self.embedder.tokenizer, self.embedder.max_seq_length, c.max_tokens, c.overlap_tokens)
 
     @cached_property
-    def chunker_version(self) -> str:
-        """The chunker fingerprint, computed without loading the tokenizer."""
+    def fingerprint(self) -> Fingerprint:
+        """The chunker and model this run indexes with, as the ledger records them (no tokenizer loaded)."""
         c = self.settings.chunking
-        limit = min(c.max_tokens or self.embedder.max_seq_length, self.embedder.max_seq_length)
-        return f"{CHUNKER_VERSION}:{self.embedder.model_id}:{limit}:{c.overlap_tokens}"
+        e = self.embedder
+        return Fingerprint(fingerprint(e.model_id, e.max_seq_length, c.max_tokens, c.overlap_tokens), e.model_id)
 
     @contextmanager
-    def store(self, partition: str | None = None):
-        """A connection to a store checked for this model; locked to one partition if given."""
+    def store(self, source: str | None = None):
+        """A connection to a store checked for this model; locked to one source if given."""
         with connect(self.url) as conn:
             ensure_schema(conn, self.embedder.model_id, self.embedder.dimension)
             # Commits skip the WAL flush wait (~5 ms each here, over a thousand per cold run): a server
             # crash may lose the last moments, atomically, and a re-run redoes them; a killed client loses nothing.
             conn.execute("SET synchronous_commit = off")
-            if partition is None:
+            if source is None:
                 yield conn
             else:
-                with advisory_lock(conn, f"partition:{partition}"):
+                with advisory_lock(conn, source_lock(source)):
                     yield conn
 
 
@@ -115,7 +117,7 @@ def stopwatch():
 
 
 def ingest_source(ctx: IngestContext, name: str) -> IngestStats:
-    """All three stages for one source, in order (what one partition run does)."""
+    """All three stages for one source, in order (what one orchestrated run of it does)."""
     from pipeline.ingest.chunks import stage_chunks
     from pipeline.ingest.documents import stage_documents
     from pipeline.ingest.embeddings import stage_embeddings
@@ -123,11 +125,11 @@ def ingest_source(ctx: IngestContext, name: str) -> IngestStats:
     return stage_documents(ctx, name) + stage_chunks(ctx, name) + stage_embeddings(ctx, name)
 
 
-def record_failures(conn: psycopg.Connection, partition: str, failures: list[Failure], run_id: str) -> None:
-    if failures:
+def record_failures(conn: psycopg.Connection, source: str, failures: list[Failure], run_id: str) -> None:
+    if failures:  # storable: a failure may quote the odd text that caused it
         with conn.cursor() as cur:
             cur.executemany(
-                "INSERT INTO failures (partition, source_key, stage, error, run_id) VALUES (%s, %s, %s, %s, %s) "
-                "ON CONFLICT (partition, source_key) DO UPDATE SET stage = excluded.stage, "
+                "INSERT INTO failures (source, doc_key, stage, error, run_id) VALUES (%s, %s, %s, %s, %s) "
+                "ON CONFLICT (source, doc_key) DO UPDATE SET stage = excluded.stage, "
                 "error = excluded.error, run_id = excluded.run_id, at = now()",
-                [(partition, f.key, f.stage, f.error, run_id) for f in failures])
+                [(source, storable(f.key), f.stage, storable(redact(f.error)), run_id) for f in failures])

@@ -2,7 +2,7 @@
 
 Each document's chunks are written with its `chunked` flag in one transaction,
 so an interrupted run re-chunks only the documents it had not finished.
-Chunk id = sha256(source key, ordinal, text hash): the same content at the
+Chunk id = sha256(document key, ordinal, text hash): the same content at the
 same place always gets the same id, and two documents never share one.
 """
 
@@ -10,48 +10,71 @@ from __future__ import annotations
 
 import hashlib
 import time
+from dataclasses import dataclass
 
-from pipeline.errors import DocforgeError
+from psycopg.rows import class_row
+
 from pipeline.ingest import IngestContext, IngestStats, record_failures
+from pipeline.ingest.faults import failure, store_lost
 from pipeline.parse import parse_document
 from pipeline.records import DocRef, Document, Failure
 
 
-def chunk_id(source_key: str, ordinal: int, text_hash: str) -> str:
-    return hashlib.sha256(f"{source_key}\x00{ordinal}\x00{text_hash}".encode()).hexdigest()[:32]
+def chunk_id(doc_key: str, ordinal: int, text_hash: str) -> str:
+    return hashlib.sha256(f"{doc_key}\x00{ordinal}\x00{text_hash}".encode()).hexdigest()[:32]
 
 
 def text_hash(embed_text: str) -> str:
     return hashlib.sha256(embed_text.encode("utf-8")).hexdigest()
 
 
+@dataclass(frozen=True)
+class _Staged:
+    """A staged document waiting to be chunked."""
+
+    doc_key: str
+    kind: str
+    uri: str
+    url: str
+    title: str
+    content: str
+    content_hash: str
+
+    def document(self) -> Document:
+        return Document(DocRef(self.doc_key, self.uri), self.kind, self.title, self.url, self.content,
+                        self.content_hash)
+
+
 def stage_chunks(ctx: IngestContext, name: str) -> IngestStats:
     t0 = time.perf_counter()
     failures: list[Failure] = []
     with ctx.store(name) as conn:
-        rows = conn.execute(
-            "SELECT source_key, kind, uri, url, title, content, content_hash FROM staged_documents "
-            "WHERE partition = %s AND action = 'upsert' AND NOT chunked ORDER BY source_key", (name,)).fetchall()
-        chunker = ctx.chunker if rows else None
-        for i, (key, kind, uri, url, title, content, chash) in enumerate(rows, 1):
-            doc = Document(DocRef(key, uri), kind, title, url, content, chash)
-            try:
+        with conn.cursor(row_factory=class_row(_Staged)) as cur:
+            rows = cur.execute(
+                "SELECT doc_key, kind, uri, url, title, content, content_hash FROM staged_documents "
+                "WHERE source = %s AND action = 'upsert' AND NOT chunked ORDER BY doc_key", (name,)).fetchall()
+        for i, row in enumerate(rows, 1):
+            chunker = ctx.chunker  # the tokenizer loads once, on the first document, outside its fault handling
+            key, doc = row.doc_key, row.document()
+            try:  # any fault of one document (parser, chunker, its rows) is recorded against it alone
                 parsed = parse_document(doc)
                 chunks = chunker.chunk(parsed.title, parsed.sections)
-            except (DocforgeError, ValueError) as e:  # one bad document never stops the rest
-                failures.append(Failure(key, "parse", f"{type(e).__name__}: {e}"))
-                conn.execute("DELETE FROM staged_documents WHERE source_key = %s", (key,))
+                with conn.transaction(), conn.cursor() as cur:
+                    cur.execute("DELETE FROM staged_chunks WHERE doc_key = %s", (key,))
+                    with cur.copy("COPY staged_chunks (doc_key, ordinal, id, heading_path, text, embed_text, "
+                                  "token_count, text_hash, page) FROM STDIN") as copy:
+                        for c in chunks:
+                            h = text_hash(c.embed_text)
+                            copy.write_row((key, c.ordinal, chunk_id(key, c.ordinal, h), list(c.heading_path),
+                                            c.text, c.embed_text, c.token_count, h, c.page))
+                    cur.execute("UPDATE staged_documents SET chunked = true, title = %s WHERE doc_key = %s",
+                                (parsed.title or row.title, key))
+            except Exception as e:
+                if store_lost(e):
+                    raise
+                failures.append(failure(key, "parse", e))
+                conn.execute("DELETE FROM staged_documents WHERE doc_key = %s", (key,))
                 continue
-            with conn.transaction(), conn.cursor() as cur:
-                cur.execute("DELETE FROM staged_chunks WHERE source_key = %s", (key,))
-                with cur.copy("COPY staged_chunks (source_key, ordinal, id, heading_path, text, embed_text, "
-                              "token_count, text_hash) FROM STDIN") as copy:
-                    for c in chunks:
-                        h = text_hash(c.embed_text)
-                        copy.write_row((key, c.ordinal, chunk_id(key, c.ordinal, h), list(c.heading_path),
-                                        c.text, c.embed_text, c.token_count, h))
-                cur.execute("UPDATE staged_documents SET chunked = true, title = %s WHERE source_key = %s",
-                            (parsed.title or title, key))
             ctx.progress("chunks", i, len(rows))
         record_failures(conn, name, failures, ctx.run_id)
     stats = IngestStats(files_failed=len(failures), failures=tuple(failures))

@@ -1,42 +1,41 @@
-"""Stage 1: list a source, decide skip / fetch / delete against the ledger, stage changes.
+"""Stage 1: list a source, let the ledger decide skip / fetch / delete, stage what changed.
 
-Skip rules, cheapest first (the ledger row must also carry the current chunker
-fingerprint and model, or the document is re-chunked):
-  1. same version (git blob id, Confluence version) or same mtime+size → not read;
-  2. fetched, same content hash → ledger stat columns refreshed, nothing else;
-  3. otherwise staged for chunking ('upsert'); a ledger key no longer listed is
-     staged for deletion ('delete'), applied in stage 3 after vectors are reused.
+The decisions are `pipeline.ingest.ledger`'s (pure); this module lists, fetches
+and writes them: changed documents into `staged_documents` as 'upsert' (chunked
+in stage 2), vanished ones as 'delete' (applied in stage 3 after their vectors
+had the chance to be reused).
 """
 
 from __future__ import annotations
 
 import json
 import time
+from collections import Counter
+from dataclasses import replace
 
-from pipeline.ingest import IngestContext, IngestStats, record_failures
+import psycopg
+
+from pipeline.ingest import IngestContext, IngestStats, ledger, record_failures
+from pipeline.ingest.faults import failure, store_lost, unstorable
+from pipeline.ingest.ledger import LedgerRow, Plan, Verdict
 from pipeline.records import DocRef, Document, Failure
-from pipeline.sources import open_source
+from pipeline.sources import open_source, skipped_by
 
 _UPSERT = """
-INSERT INTO staged_documents (source_key, partition, action, type, kind, uri, url, title, tags, meta,
+INSERT INTO staged_documents (doc_key, source, action, type, kind, uri, url, title, tags, meta,
     content, content_hash, version, mtime_ns, size, chunked, run_id)
-VALUES (%s, %s, 'upsert', %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, false, %s)
-ON CONFLICT (source_key) DO UPDATE SET action = 'upsert', type = excluded.type, kind = excluded.kind,
+VALUES (%(doc_key)s, %(source)s, 'upsert', %(type)s, %(kind)s, %(uri)s, %(url)s, %(title)s, %(tags)s, %(meta)s,
+    %(content)s, %(content_hash)s, %(version)s, %(mtime_ns)s, %(size)s, false, %(run_id)s)
+ON CONFLICT (doc_key) DO UPDATE SET action = 'upsert', type = excluded.type, kind = excluded.kind,
     uri = excluded.uri, url = excluded.url, title = excluded.title, tags = excluded.tags, meta = excluded.meta,
     content = excluded.content, content_hash = excluded.content_hash, version = excluded.version,
     mtime_ns = excluded.mtime_ns, size = excluded.size, chunked = false, run_id = excluded.run_id,
     staged_at = now()
 """
-
-
-def _fresh(row: tuple | None, ref: DocRef) -> bool:
-    """True when the ledger row proves the document unchanged without reading it."""
-    if row is None:
-        return False
-    mtime_ns, size, version = row[0], row[1], row[2]
-    if ref.version is not None:
-        return version == ref.version
-    return ref.mtime_ns is not None and (mtime_ns, size) == (ref.mtime_ns, ref.size)
+_DELETE = """
+INSERT INTO staged_documents (doc_key, source, action, run_id) VALUES (%s, %s, 'delete', %s)
+ON CONFLICT (doc_key) DO UPDATE SET action = 'delete', content = NULL, chunked = false
+"""
 
 
 def stage_documents(ctx: IngestContext, name: str) -> IngestStats:
@@ -44,75 +43,66 @@ def stage_documents(ctx: IngestContext, name: str) -> IngestStats:
     settings = ctx.settings
     source = open_source(settings, settings.source(name))
     try:
-        return _stage(ctx, name, source, t0)
+        refs = source.list_refs()
+        with ctx.store(name) as conn:
+            indexed = ledger.read(conn, name)
+            plan = ledger.plan(refs, indexed, ctx.fingerprint)
+            ctx.progress("documents", len(plan.skip), len(refs))
+            stats = _apply(ctx, conn, name, source, refs, plan, indexed)
     finally:
         if close := getattr(source, "close", None):
             close()  # e.g. the Confluence HTTP session
-
-
-def _stage(ctx: IngestContext, name: str, source, t0: float) -> IngestStats:
-    refs = source.list_refs()
-    added = updated = unchanged = deleted = 0
-    failures: list[Failure] = []
-    with ctx.store(name) as conn:
-        ledger = {r[0]: r[1:] for r in conn.execute(
-            "SELECT source_key, mtime_ns, size, version, content_hash, chunker, model FROM ledger "
-            "WHERE partition = %s", (name,))}
-        staged = dict(conn.execute(
-            "SELECT source_key, content_hash FROM staged_documents WHERE partition = %s AND action = 'upsert'",
-            (name,)).fetchall())
-        current = (ctx.chunker_version, ctx.embedder.model_id)
-
-        def valid(key: str) -> bool:
-            return key in ledger and tuple(ledger[key][4:6]) == current
-
-        to_fetch, done = [], []
-        for ref in refs:
-            if valid(ref.key) and _fresh(ledger[ref.key], ref):
-                unchanged += 1
-                done.append(ref.key)
-            else:
-                to_fetch.append(ref)
-        ctx.progress("documents", len(done), len(refs))
-        with conn.cursor() as cur:
-            for i, item in enumerate(source.fetch(to_fetch), 1):
-                if isinstance(item, Failure):
-                    failures.append(item)
-                    continue
-                key = item.ref.key
-                if valid(key) and ledger[key][3] == item.content_hash:
-                    unchanged += 1
-                    done.append(key)
-                    cur.execute("UPDATE ledger SET mtime_ns = %s, size = %s, version = %s WHERE source_key = %s",
-                                (item.ref.mtime_ns, item.ref.size, item.ref.version, key))
-                    continue
-                if key in ledger:
-                    updated += 1
-                else:
-                    added += 1
-                if staged.get(key) != item.content_hash:  # else: already staged by an interrupted run
-                    cur.execute(_UPSERT, _row(name, source.type, source.tags, item, ctx.run_id))
-                ctx.progress("documents", len(done) + i, len(refs))
-            listed = {r.key for r in refs}
-            failed = {f.key for f in failures}
-            gone = [k for k in ledger if k not in listed]
-            deleted = len(gone)
-            cur.executemany("INSERT INTO staged_documents (source_key, partition, action, run_id) "
-                            "VALUES (%s, %s, 'delete', %s) ON CONFLICT (source_key) DO UPDATE SET "
-                            "action = 'delete', content = NULL, chunked = false",
-                            [(k, name, ctx.run_id) for k in gone])
-            # Staged work that is no longer wanted: reverted edits, vanished files.
-            stale = [k for k in staged if k in done or (k not in listed and k not in ledger) or k in failed]
-            cur.executemany("DELETE FROM staged_documents WHERE source_key = %s", [(k,) for k in stale])
-            cur.execute("DELETE FROM failures WHERE partition = %s", (name,))
-            record_failures(conn, name, failures, ctx.run_id)
-    stats = IngestStats(files_added=added, files_updated=updated, files_unchanged=unchanged,
-                        files_deleted=deleted, files_failed=len(failures), failures=tuple(failures))
+    skipped = skipped_by(source)
+    stats = replace(stats, languages=dict(Counter(str(r.meta.get("format") or source.type) for r in refs)),
+                    skipped_files=tuple(skipped), files_skipped=getattr(source, "files_skipped", len(skipped)))
     return stats.timed("documents", time.perf_counter() - t0)
 
 
-def _row(name: str, type_: str, tags: list[str], doc: Document, run_id: str) -> tuple:
+def _apply(ctx: IngestContext, conn: psycopg.Connection, name: str, source, refs: list[DocRef], plan: Plan,
+           indexed: dict[str, LedgerRow]) -> IngestStats:
+    """Fetch what the plan says, judge each document, and write the outcome."""
+    staged: dict[str, str] = dict(conn.execute(  # doc_key → content hash, of upserts an interrupted run staged
+        "SELECT doc_key, content_hash FROM staged_documents WHERE source = %s AND action = 'upsert'",
+        (name,)).fetchall())
+    verdicts: Counter[Verdict] = Counter()
+    settled, failures = set(plan.skip), []
+    with conn.cursor() as cur:
+        for i, item in enumerate(source.fetch(list(plan.fetch)), 1):
+            if isinstance(item, Failure):
+                failures.append(item)
+                continue
+            if problem := unstorable(item):
+                failures.append(Failure(item.ref.key, "decode", problem))
+                continue
+            try:  # one document's fault is its own: recorded, and the rest go on
+                verdict = ledger.judge(item.content_hash, indexed.get(item.ref.key), ctx.fingerprint)
+                if verdict is Verdict.REFRESH:
+                    ledger.refresh(cur, item.ref)
+                    settled.add(item.ref.key)
+                elif staged.get(item.ref.key) != item.content_hash:  # else: already staged by an interrupted run
+                    cur.execute(_UPSERT, _staging_row(name, source.type, source.tags, item, ctx.run_id))
+            except Exception as e:
+                if store_lost(e):
+                    raise
+                failures.append(failure(item.ref.key, "fetch", e))
+                continue
+            verdicts[verdict] += 1
+            ctx.progress("documents", len(plan.skip) + i, len(refs))
+        cur.executemany(_DELETE, [(k, name, ctx.run_id) for k in plan.delete])
+        unwanted = ledger.unwanted_staging(staged, settled=settled, listed={r.key for r in refs}, indexed=indexed,
+                                           failed={f.key for f in failures})
+        cur.executemany("DELETE FROM staged_documents WHERE doc_key = %s", [(k,) for k in unwanted])
+        cur.execute("DELETE FROM failures WHERE source = %s", (name,))
+        record_failures(conn, name, failures, ctx.run_id)
+    return IngestStats(files_added=verdicts[Verdict.ADD], files_updated=verdicts[Verdict.UPDATE],
+                       files_unchanged=len(plan.skip) + verdicts[Verdict.REFRESH], files_deleted=len(plan.delete),
+                       files_failed=len(failures), failures=tuple(failures))
+
+
+def _staging_row(name: str, type_: str, tags: list[str], doc: Document, run_id: str) -> dict:
     ref = doc.ref
     meta = {k: v for k, v in ref.meta.items() if k not in ("url",)}
-    return (ref.key, name, type_, doc.kind, ref.path, doc.url, doc.title, list(tags) + list(meta.get("labels", [])),
-            json.dumps(meta), doc.content, doc.content_hash, ref.version, ref.mtime_ns, ref.size, run_id)
+    return {"doc_key": ref.key, "source": name, "type": type_, "kind": doc.kind, "uri": ref.path, "url": doc.url,
+            "title": doc.title, "tags": list(tags) + list(meta.get("labels", [])), "meta": json.dumps(meta),
+            "content": doc.content, "content_hash": doc.content_hash, "version": ref.version,
+            "mtime_ns": ref.mtime_ns, "size": ref.size, "run_id": run_id}

@@ -7,9 +7,9 @@ interrupted run resumes at the next block. A writer thread with its own
 connection commits each block while the model encodes the next (a bounded
 queue: the model never waits on the database, memory stays flat).
 
-Then each document is swapped in by one transaction: upsert its `sources` row,
-delete chunks no longer present, insert new ones, write its ledger row, drop
-its staging rows. Deletions staged by stage 1 are applied last, after their
+Then each document is swapped in by one transaction: upsert its `documents`
+row, delete chunks no longer present, insert new ones, write its ledger row
+(`pipeline.ingest.ledger`), drop its staging rows. Deletions staged by stage 1 are applied last, after their
 vectors had their chance to be reused. Into an empty `chunks` table (a cold
 load) all documents go in one transaction instead, with the HNSW/GIN indexes
 dropped and rebuilt inside it: a bulk build costs a fraction of row-by-row
@@ -21,71 +21,68 @@ from __future__ import annotations
 import queue
 import threading
 import time
+from dataclasses import dataclass
 
 import numpy as np
 import psycopg
+from psycopg.rows import class_row, dict_row
 
-from pipeline.ingest import IngestContext, IngestStats
-from pipeline.store.db import connect
+from pipeline.embed import Embedder
+from pipeline.ingest import IngestContext, IngestStats, ledger, record_failures
+from pipeline.ingest.faults import failure
+from pipeline.records import Failure
+from pipeline.store import bm25
+from pipeline.store.db import connect, scalar
 
 BLOCK = 512  # texts per encode call / commit
 _ASYNC_COMMIT = "SET synchronous_commit = off"  # as IngestContext.store() sets it (see there why)
 
-_MINE = "SELECT source_key FROM staged_documents WHERE partition = %(partition)s"
+_MINE = "SELECT doc_key FROM staged_documents WHERE source = %(source)s"
 _REUSE_INDEX = f"""
 UPDATE staged_chunks s SET embedding = c.embedding
 FROM (SELECT DISTINCT ON (text_hash) text_hash, embedding FROM chunks
       WHERE model = %(model)s AND text_hash IN (
-          SELECT text_hash FROM staged_chunks WHERE embedding IS NULL AND source_key IN ({_MINE}))) c
-WHERE s.text_hash = c.text_hash AND s.embedding IS NULL AND s.source_key IN ({_MINE})
+          SELECT text_hash FROM staged_chunks WHERE embedding IS NULL AND doc_key IN ({_MINE}))) c
+WHERE s.text_hash = c.text_hash AND s.embedding IS NULL AND s.doc_key IN ({_MINE})
 """
 _REUSE_STAGED = f"""
 UPDATE staged_chunks s SET embedding = o.embedding
 FROM (SELECT DISTINCT ON (text_hash) text_hash, embedding FROM staged_chunks WHERE embedding IS NOT NULL) o
-WHERE s.text_hash = o.text_hash AND s.embedding IS NULL AND s.source_key IN ({_MINE})
+WHERE s.text_hash = o.text_hash AND s.embedding IS NULL AND s.doc_key IN ({_MINE})
 """
 _PENDING = """
 SELECT DISTINCT ON (s.text_hash) s.text_hash, s.embed_text, s.token_count
-FROM staged_chunks s JOIN staged_documents d USING (source_key)
-WHERE d.partition = %s AND s.embedding IS NULL
+FROM staged_chunks s JOIN staged_documents d USING (doc_key)
+WHERE d.source = %s AND s.embedding IS NULL
 """
-_UPSERT_SOURCE = """
-INSERT INTO sources (key, partition, type, uri, url, title, tags, meta, content_hash, version, mtime_ns,
-                     last_crawled_at, status)
-SELECT source_key, partition, type, uri, url, title, coalesce(tags, '{}'), coalesce(meta, '{}'), content_hash,
+_UPSERT_DOCUMENT = """
+INSERT INTO documents (key, source, type, uri, url, title, tags, meta, content_hash, version, mtime_ns,
+                       last_crawled_at, status)
+SELECT doc_key, source, type, uri, url, title, coalesce(tags, '{}'), coalesce(meta, '{}'), content_hash,
        version, mtime_ns, now(), 'indexed'
-FROM staged_documents WHERE source_key = ANY(%(keys)s)
+FROM staged_documents WHERE doc_key = ANY(%(keys)s)
 ON CONFLICT (key) DO UPDATE SET type = excluded.type, uri = excluded.uri, url = excluded.url,
     title = excluded.title, tags = excluded.tags, meta = excluded.meta, content_hash = excluded.content_hash,
     version = excluded.version, mtime_ns = excluded.mtime_ns, last_crawled_at = now(), status = 'indexed'
 """
 _DELETE_OLD = """
-DELETE FROM chunks c WHERE c.source_key = ANY(%(keys)s)
-AND NOT EXISTS (SELECT 1 FROM staged_chunks s WHERE s.source_key = c.source_key AND s.id = c.id)
+DELETE FROM chunks c WHERE c.doc_key = ANY(%(keys)s)
+AND NOT EXISTS (SELECT 1 FROM staged_chunks s WHERE s.doc_key = c.doc_key AND s.id = c.id)
 """
 _INSERT_NEW = """
-INSERT INTO chunks (id, source_key, ordinal, heading_path, section, text, token_count, text_hash, model, embedding)
-SELECT id, source_key, ordinal, heading_path, array_to_string(heading_path, ' > '), text, token_count,
-       text_hash, %(model)s, embedding
-FROM staged_chunks WHERE source_key = ANY(%(keys)s)
-ON CONFLICT (id) DO NOTHING
-"""
-_LEDGER = """
-INSERT INTO ledger (source_key, partition, mtime_ns, size, version, content_hash, chunker, model, chunk_count,
-                    run_id, indexed_at)
-SELECT d.source_key, d.partition, d.mtime_ns, d.size, d.version, d.content_hash, %(chunker)s, %(model)s,
-       (SELECT count(*) FROM staged_chunks s WHERE s.source_key = d.source_key), %(run)s, now()
-FROM staged_documents d WHERE d.source_key = ANY(%(keys)s)
-ON CONFLICT (source_key) DO UPDATE SET mtime_ns = excluded.mtime_ns, size = excluded.size,
-    version = excluded.version, content_hash = excluded.content_hash, chunker = excluded.chunker,
-    model = excluded.model, chunk_count = excluded.chunk_count, run_id = excluded.run_id, indexed_at = now()
-"""
+INSERT INTO chunks (id, doc_key, ordinal, heading_path, section, text, token_count, text_hash, model, embedding,
+                    page)
+SELECT id, doc_key, ordinal, heading_path, array_to_string(heading_path, ' > '), text, token_count,
+       text_hash, %(model)s, embedding, page
+FROM staged_chunks WHERE doc_key = ANY(%(keys)s)
+ON CONFLICT (id) DO UPDATE SET page = excluded.page WHERE chunks.page IS DISTINCT FROM excluded.page
+"""  # the same text at the same place may have moved to another page
 # Indexes whose bulk build beats row-by-row inserts: pgvector graphs, GIN, and the
 # postings' impact order (random inserts; the primary key appends in seq order).
-BULK_INDEXES = """
+BULK_INDEXES = f"""
 SELECT indexname, indexdef FROM pg_indexes
 WHERE schemaname = current_schema() AND (tablename = 'chunks' AND indexdef ~* ' USING (hnsw|ivfflat|gin) '
-                                         OR indexname = 'bm25_postings_impact')
+                                         OR indexname = '{bm25.IMPACT_INDEX}')
 """
 
 
@@ -93,36 +90,96 @@ def stage_embeddings(ctx: IngestContext, name: str) -> IngestStats:
     t0 = time.perf_counter()
     model = ctx.embedder.model_id
     with ctx.store(name) as conn:
-        reused = conn.execute(_REUSE_INDEX, {"model": model, "partition": name}).rowcount
-        reused += conn.execute(_REUSE_STAGED, {"partition": name}).rowcount
-        embedded, t_embed = _embed_pending(ctx, conn, name)
+        reused = conn.execute(_REUSE_INDEX, {"model": model, "source": name}).rowcount
+        reused += conn.execute(_REUSE_STAGED, {"source": name}).rowcount
+        embedded, t_embed, unembeddable = _embed_pending(ctx, conn, name)
+        failures = _drop_unembeddable(ctx, conn, name, unembeddable)
         t1 = time.perf_counter()
         indexed, deleted = _swap_in(ctx, conn, name)
         t_write = time.perf_counter() - t1
-    stats = IngestStats(chunks_indexed=indexed, chunks_reused=reused, chunks_deleted=deleted, chunks_embedded=embedded)
+    stats = IngestStats(chunks_indexed=indexed, chunks_reused=reused, chunks_deleted=deleted, chunks_embedded=embedded,
+                        files_failed=len(failures), failures=tuple(failures))
     return stats.timed("embed", t_embed).timed("write", t_write).timed(
         "embeddings", time.perf_counter() - t0)
 
 
-def _embed_pending(ctx: IngestContext, conn: psycopg.Connection, name: str) -> tuple[int, float]:
-    pending = conn.execute(_PENDING, (name,)).fetchall()
+@dataclass(frozen=True)
+class _Pending:
+    """A text no vector was found for."""
+
+    text_hash: str
+    embed_text: str
+    token_count: int
+
+
+def _embed_pending(ctx: IngestContext, conn: psycopg.Connection,
+                   name: str) -> tuple[int, float, dict[str, BaseException]]:
+    """Vectors for every pending text; the texts the model fails on (text hash → error) are left out."""
+    with conn.cursor(row_factory=class_row(_Pending)) as cur:
+        pending = cur.execute(_PENDING, (name,)).fetchall()
     if not pending:
-        return 0, 0.0
-    pending.sort(key=lambda r: -r[2])  # longest first: uniform batches, no padding waste
+        return 0, 0.0, {}
+    unembeddable: dict[str, BaseException] = {}
+    pending.sort(key=lambda r: -r.token_count)  # longest first: uniform batches, no padding waste
     t_embed = 0.0
     writer = _VectorWriter(ctx.url)
     try:
         for start in range(0, len(pending), BLOCK):
             block = pending[start : start + BLOCK]
             t = time.perf_counter()
-            vectors = ctx.embedder.encode([r[1] for r in block])
+            block, vectors = _encode(ctx.embedder, block, unembeddable)
             t_embed += time.perf_counter() - t
-            writer.put([r[0] for r in block], vectors)
+            writer.put([r.text_hash for r in block], vectors)
             ctx.progress("embeddings", writer.committed, len(pending))  # committed, as a resumed run sees it
     finally:
         writer.close()  # waits for every queued block to commit; re-raises a writer error
     ctx.progress("embeddings", writer.committed, len(pending))
-    return len(pending), t_embed
+    return len(pending) - len(unembeddable), t_embed, unembeddable
+
+
+def _encode(embedder: Embedder, block: list[_Pending],
+            unembeddable: dict[str, BaseException]) -> tuple[list[_Pending], np.ndarray]:
+    """The block's vectors; on an error, text by text, so that only the texts at fault are left out.
+
+    A text is at fault when it alone fails, or its vector is not finite (pgvector
+    refuses NaN). An error every text of the block hits is the model's, not theirs: raised.
+    """
+    try:
+        vectors = embedder.encode([r.embed_text for r in block])
+    except Exception as e:
+        if len(block) == 1:
+            raise
+        kept: list[tuple[_Pending, np.ndarray]] = []
+        errors: dict[str, BaseException] = {}
+        for r in block:
+            try:
+                kept.append((r, embedder.encode([r.embed_text])[0]))
+            except Exception as one:
+                errors[r.text_hash] = one
+        if not kept:
+            raise e
+        unembeddable.update(errors)
+        block, vectors = [r for r, _ in kept], np.stack([v for _, v in kept])
+    finite = np.isfinite(vectors).all(axis=1)
+    if not finite.all():
+        unembeddable.update((r.text_hash, ValueError("the model gave a vector that is not finite (NaN or inf)"))
+                            for r, ok in zip(block, finite, strict=True) if not ok)
+        block, vectors = [r for r, ok in zip(block, finite, strict=True) if ok], vectors[finite]
+    return block, vectors
+
+
+def _drop_unembeddable(ctx: IngestContext, conn: psycopg.Connection, name: str,
+                       unembeddable: dict[str, BaseException]) -> list[Failure]:
+    """Fail the documents holding a text the model cannot embed; the others are swapped in as usual."""
+    if not unembeddable:
+        return []
+    rows = conn.execute("SELECT DISTINCT ON (s.doc_key) s.doc_key, s.text_hash FROM staged_chunks s "
+                        "JOIN staged_documents d USING (doc_key) WHERE d.source = %s AND s.text_hash = ANY(%s) "
+                        "ORDER BY s.doc_key", (name, list(unembeddable))).fetchall()
+    failures = [failure(key, "embed", unembeddable[h]) for key, h in rows]
+    conn.execute("DELETE FROM staged_documents WHERE doc_key = ANY(%s)", ([f.key for f in failures],))
+    record_failures(conn, name, failures, ctx.run_id)
+    return failures
 
 
 class _VectorWriter:
@@ -161,10 +218,11 @@ class _VectorWriter:
 
 def _store_vectors(conn: psycopg.Connection, hashes: list[str], vectors: np.ndarray) -> None:
     with conn.transaction(), conn.cursor() as cur:
-        cur.execute("CREATE TEMP TABLE IF NOT EXISTS new_vectors (text_hash text, embedding vector) ON COMMIT DELETE ROWS")
+        cur.execute("CREATE TEMP TABLE IF NOT EXISTS new_vectors (text_hash text, embedding vector) "
+                    "ON COMMIT DELETE ROWS")
         with cur.copy("COPY new_vectors (text_hash, embedding) FROM STDIN WITH (FORMAT BINARY)") as copy:
             copy.set_types(["text", "vector"])
-            for h, v in zip(hashes, vectors):
+            for h, v in zip(hashes, vectors, strict=True):
                 copy.write_row((h, v))
         cur.execute("UPDATE staged_chunks s SET embedding = n.embedding FROM new_vectors n "
                     "WHERE s.text_hash = n.text_hash AND s.embedding IS NULL")
@@ -173,12 +231,12 @@ def _store_vectors(conn: psycopg.Connection, hashes: list[str], vectors: np.ndar
 def _swap_in(ctx: IngestContext, conn: psycopg.Connection, name: str) -> tuple[int, int]:
     """Commit every fully embedded staged document, then staged deletions."""
     ready = [k for (k,) in conn.execute(
-        "SELECT d.source_key FROM staged_documents d WHERE d.partition = %s AND d.action = 'upsert' AND d.chunked "
-        "AND NOT EXISTS (SELECT 1 FROM staged_chunks s WHERE s.source_key = d.source_key AND s.embedding IS NULL) "
-        "ORDER BY d.source_key", (name,)).fetchall()]
-    gone = conn.execute("SELECT source_key FROM staged_documents WHERE partition = %s AND action = 'delete'",
-                        (name,)).fetchall()
-    args = {"model": ctx.embedder.model_id, "chunker": ctx.chunker_version, "run": ctx.run_id}
+        "SELECT d.doc_key FROM staged_documents d WHERE d.source = %s AND d.action = 'upsert' AND d.chunked "
+        "AND NOT EXISTS (SELECT 1 FROM staged_chunks s WHERE s.doc_key = d.doc_key AND s.embedding IS NULL) "
+        "ORDER BY d.doc_key", (name,)).fetchall()]
+    gone = [k for (k,) in conn.execute(
+        "SELECT doc_key FROM staged_documents WHERE source = %s AND action = 'delete'", (name,)).fetchall()]
+    args = ledger.record_params(ctx.fingerprint, ctx.run_id)
     indexed = _bulk_load(conn, {**args, "keys": ready}) if ready else None
     deleted = 0
     if indexed is not None:
@@ -190,42 +248,43 @@ def _swap_in(ctx: IngestContext, conn: psycopg.Connection, name: str) -> tuple[i
                 n_in, n_out = _swap(conn, {**args, "keys": [key]})
             indexed, deleted = indexed + n_in, deleted + n_out
             ctx.progress("write", i, len(ready))
-    for (key,) in gone:
+    for key in gone:
         with conn.transaction(), conn.cursor() as cur:
-            deleted += cur.execute("DELETE FROM chunks WHERE source_key = %s", (key,)).rowcount
-            cur.execute("DELETE FROM sources WHERE key = %s", (key,))
-            cur.execute("DELETE FROM ledger WHERE source_key = %s", (key,))
-            cur.execute("DELETE FROM staged_documents WHERE source_key = %s", (key,))
+            deleted += cur.execute("DELETE FROM chunks WHERE doc_key = %s", (key,)).rowcount
+            cur.execute("DELETE FROM documents WHERE key = %s", (key,))
+            ledger.forget(cur, key)
+            cur.execute("DELETE FROM staged_documents WHERE doc_key = %s", (key,))
     return indexed, deleted
 
 
 def _swap(conn: psycopg.Connection, p: dict) -> tuple[int, int]:
     """Replace the chunks of documents p["keys"] by their staged ones (caller holds the transaction)."""
     with conn.cursor() as cur:
-        cur.execute(_UPSERT_SOURCE, p)
+        cur.execute(_UPSERT_DOCUMENT, p)
         deleted = cur.execute(_DELETE_OLD, p).rowcount
         indexed = cur.execute(_INSERT_NEW, p).rowcount
-        cur.execute(_LEDGER, p)
-        cur.execute("DELETE FROM staged_documents WHERE source_key = ANY(%(keys)s)", p)
+        cur.execute(ledger.RECORD, p)
+        cur.execute("DELETE FROM staged_documents WHERE doc_key = ANY(%(keys)s)", p)
     return indexed, deleted
 
 
 def _bulk_load(conn: psycopg.Connection, p: dict) -> int | None:
     """Swap every ready document into an empty `chunks` in one transaction; None if it is not empty."""
-    if conn.execute("SELECT EXISTS (SELECT 1 FROM chunks)").fetchone()[0]:
+    if scalar(conn, "SELECT EXISTS (SELECT 1 FROM chunks)"):
         return None  # cheap unlocked check first: incremental runs never take the table lock
     with conn.transaction():
         # Readers wait (a moment) rather than see the table without its indexes; a concurrent
-        # cold load of another partition waits here, then finds rows and goes row by row.
+        # cold load of another source waits here, then finds rows and goes row by row.
         conn.execute("LOCK TABLE chunks IN ACCESS EXCLUSIVE MODE")
-        if conn.execute("SELECT EXISTS (SELECT 1 FROM chunks)").fetchone()[0]:
+        if scalar(conn, "SELECT EXISTS (SELECT 1 FROM chunks)"):
             return None
-        indexes = conn.execute(BULK_INDEXES).fetchall()
-        for index, _ in indexes:
-            conn.execute(f'DROP INDEX "{index}"')
+        with conn.cursor(row_factory=dict_row) as cur:
+            indexes = cur.execute(BULK_INDEXES).fetchall()
+        for index in indexes:
+            conn.execute(f'DROP INDEX "{index["indexname"]}"')
         indexed, _ = _swap(conn, p)
         conn.execute("SET LOCAL maintenance_work_mem = '512MB'")  # HNSW builds fast only in memory
-        for _, definition in indexes:
-            conn.execute(definition)  # as the migrations wrote it: same name, parameters, opclass
+        for index in indexes:
+            conn.execute(index["indexdef"])  # as the migrations wrote it: same name, parameters, opclass
         conn.execute("ANALYZE chunks, bm25_postings")  # first searches plan with real statistics
     return indexed

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pipeline.errors import ParseError
+from pipeline.parse.text import scrub
 from pipeline.records import Document, Section
 
 
@@ -20,7 +22,14 @@ class Parsed:
 
 
 def parse_document(doc: Document) -> Parsed:
-    """Split a document into sections; raises ParseError on content it cannot read."""
+    """Split a document into sections; raises ParseError, naming the document, on content it cannot read."""
+    try:
+        return _parse(doc)
+    except ParseError as e:
+        raise ParseError(f"{doc.ref.key} ({doc.title[:80]!r}): {e}") from None
+
+
+def _parse(doc: Document) -> Parsed:
     if doc.kind == "markdown":
         from pipeline.parse.markdown import parse_markdown
 
@@ -29,4 +38,36 @@ def parse_document(doc: Document) -> Parsed:
         from pipeline.parse.confluence import parse_storage
 
         return Parsed(doc.title, parse_storage(doc.content))
-    return Parsed("", [Section((), doc.content)])
+    return _parse_file(doc)
+
+
+def _parse_file(doc: Document) -> Parsed:
+    """The formats of pipeline.parse.formats; an unknown one is one plain-text section, as before."""
+    from pipeline.parse import formats
+
+    kind = doc.kind
+    if kind in formats.BINARY_DOCUMENTS:  # extracted to sections at fetch (pipeline.parse.binary)
+        from pipeline.parse.binary import load
+
+        return load(doc.content)
+    if kind == "html":
+        from pipeline.parse.html import parse_html
+
+        return parse_html(doc.content)
+    if kind == "rst":
+        from pipeline.parse.plain import parse_rst
+
+        return parse_rst(doc.content)
+    if kind in formats.STRUCTURED_DATA:
+        from pipeline.parse.data import parse_data
+
+        return parse_data(doc.content, kind, doc.ref.path)
+    if kind in formats.CODE:
+        from pipeline.parse.code import parse_code
+
+        return parse_code(doc.content, kind, doc.ref.path)
+    if kind in ("text", "csv"):
+        from pipeline.parse.plain import parse_text
+
+        return parse_text(doc.content)
+    return Parsed("", [Section((), scrub(doc.content))])

@@ -5,7 +5,8 @@ pages, HTML named entities (`&nbsp;`, `&rarr;`) unknown to XML. We declare the
 prefixes, rewrite named entities as numeric ones (outside CDATA: code stays
 verbatim) and check well-formedness strictly with lxml: Confluence only stores
 well-formed XHTML, so a body that fails is truncated or corrupt and is reported
-rather than half indexed. BeautifulSoup then walks it: headings split sections;
+rather than half indexed, and so is one nested deeper than MAX_DEPTH elements (the
+walk recurses per level; real pages nest a few dozen at most). BeautifulSoup then walks it: headings split sections;
 code macros become fenced blocks with their language, panels keep their kind and
 title, expands their title, status lozenges read `[label]`, links read as their
 text or target, tables as `a | b | c` rows, task lists as `[x] ...` lines.
@@ -16,13 +17,17 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from html.entities import html5
+from typing import TypeGuard
 
 from bs4 import BeautifulSoup, NavigableString, Tag
 from bs4.element import Comment, Declaration, Doctype, ProcessingInstruction
 from lxml import etree
 
 from pipeline.errors import ParseError
+from pipeline.parse.text import scrub
 from pipeline.records import Section
+
+MAX_DEPTH = 100  # elements; the walk spends up to ~4 Python frames per level, the interpreter allows 1000
 
 _PREFIX = re.compile(r"</?([A-Za-z][\w.-]*):[A-Za-z]|\s([A-Za-z][\w.-]*):[\w.-]+\s*=")
 _ENTITY = re.compile(r"(<!\[CDATA\[.*?\]\]>)|&(#?\w+;)?", re.S)
@@ -37,19 +42,37 @@ _PANELS = {"info": "Info", "note": "Note", "tip": "Tip", "warning": "Warning", "
 _INLINE_MACROS = {"status", "anchor", "view-file", "viewpdf", "jira", "emoticon"}
 _DROPPED_MACROS = {"toc", "toc-zone", "children", "pagetree", "recently-updated", "contentbylabel"}
 _SKIPPED = (Comment, Declaration, Doctype, ProcessingInstruction)
+_OL_START = re.compile(r"-?[0-9]{1,9}")  # ASCII digits only: int() rejects "²", and huge values are noise
 
 
 def parse_storage(xhtml: str) -> list[Section]:
     """Sections of a storage-format body; raises ParseError if it is not well-formed."""
     if not isinstance(xhtml, str):
         raise ParseError(f"storage body must be text, got {type(xhtml).__name__}")
-    doc = _wrap(xhtml)
+    doc = _wrap(scrub(xhtml))
     try:
-        etree.fromstring(doc.encode("utf-8"), etree.XMLParser(resolve_entities=False, no_network=True,
-                                                              huge_tree=True))
+        root = etree.fromstring(doc.encode("utf-8"), etree.XMLParser(resolve_entities=False, no_network=True,
+                                                                     huge_tree=True))
     except etree.XMLSyntaxError as e:
         raise ParseError(f"Confluence storage body is not well-formed XHTML: {e}") from None
-    return _sections(_walk(BeautifulSoup(doc, "lxml-xml").find("root")))
+    if (depth := _depth(root)) > MAX_DEPTH:
+        raise ParseError(f"Confluence storage body nests {depth} elements deep (at most {MAX_DEPTH} are read)")
+    root_tag = BeautifulSoup(doc, "lxml-xml").find("root")
+    if not isinstance(root_tag, Tag):  # lxml accepted it, so this cannot happen; typed, not assumed
+        raise ParseError("Confluence storage body has no root element after parsing")
+    try:
+        return _sections(_walk(root_tag))
+    except RecursionError:  # a caller already deep in its stack: still this page's fault alone
+        raise ParseError(f"Confluence storage body nests too deeply to read ({depth} elements)") from None
+
+
+def _depth(root: etree._Element) -> int:
+    """The deepest element nesting, counted without recursion."""
+    depth = deepest = 0
+    for event, _ in etree.iterwalk(root, events=("start", "end")):
+        depth += 1 if event == "start" else -1
+        deepest = max(deepest, depth)
+    return deepest
 
 
 def _wrap(body: str) -> str:
@@ -75,7 +98,13 @@ def _qname(tag: Tag) -> str:
     return f"{tag.prefix}:{tag.name}" if tag.prefix else tag.name
 
 
-def _is_block(node: object) -> bool:
+def _attr(tag: Tag, name: str) -> str:
+    """An attribute as text ("" when absent; a multi-valued one joined)."""
+    value = tag.get(name)
+    return value if isinstance(value, str) else " ".join(value or ())
+
+
+def _is_block(node: object) -> TypeGuard[Tag]:
     if not isinstance(node, Tag):
         return False
     name = _qname(node)
@@ -177,7 +206,7 @@ def _inline(node: object) -> str:
     if name == "ac:structured-macro":
         return _inline_macro(node) if node.get("ac:name") in _INLINE_MACROS else " ".join(_macro(node))
     if name == "ac:emoticon":  # keep a real emoji, drop ":shortname:" fallbacks
-        fallback = node.get("ac:emoji-fallback", "")
+        fallback = _attr(node, "ac:emoji-fallback")
         return "" if fallback.startswith(":") else fallback
     if name == "ac:image":
         caption = node.find("ac:caption")
@@ -194,15 +223,15 @@ def _link(tag: Tag) -> str:
         return text
     target = tag.find(["ri:page", "ri:attachment", "ri:space", "ri:url", "ri:blog-post"])
     if target is None:
-        return tag.get("ac:anchor", "")
+        return _attr(tag, "ac:anchor")
     for attr in ("ri:content-title", "ri:filename", "ri:space-key", "ri:value"):
-        if target.get(attr):
-            return target[attr]
+        if value := _attr(target, attr):
+            return value
     return ""
 
 
 def _params(tag: Tag) -> dict[str, str]:
-    return {p.get("ac:name", ""): _squash(p.get_text()) for p in tag.find_all("ac:parameter", recursive=False)}
+    return {_attr(p, "ac:name"): _squash(p.get_text()) for p in tag.find_all("ac:parameter", recursive=False)}
 
 
 def _inline_macro(tag: Tag) -> str:
@@ -255,7 +284,8 @@ def _code(tag: Tag, params: dict[str, str]) -> str:
 
 
 def _list(tag: Tag) -> str:
-    start = int(tag["start"]) if tag.name == "ol" and str(tag.get("start", "")).isdigit() else 1
+    raw = _attr(tag, "start").strip()
+    start = int(raw) if tag.name == "ol" and _OL_START.fullmatch(raw) else 1
     lines = []
     for i, li in enumerate(tag.find_all("li", recursive=False), start):
         marker = f"{i}." if tag.name == "ol" else "-"
@@ -289,7 +319,7 @@ def _adf(tag: Tag) -> list[str]:
     """New-editor extensions: read the node's content, not the HTML fallback (same text twice)."""
     node = tag.find("ac:adf-node")
     content = node.find("ac:adf-content") if node is not None else None
-    if content is None:
+    if node is None or content is None:
         return _blocks(tag.find("ac:adf-fallback"))
     body = _blocks(content)
     if node.get("type") == "panel":

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import re
 
+import yaml
 from markdown_it import MarkdownIt
 
 from pipeline.parse import Parsed
+from pipeline.parse.text import scrub
 from pipeline.records import Section
 
 _md = MarkdownIt("commonmark").disable("inline")  # headings only: skip inline parsing
@@ -20,13 +22,16 @@ _FM_TITLE = re.compile(r"^title:\s*['\"]?(.+?)['\"]?\s*$", re.M)
 
 
 def parse_markdown(text: str, default_title: str = "") -> Parsed:
-    title = default_title
-    fm = _FRONT_MATTER.match(text)
+    # Lines as markdown-it counts them: CR LF and CR end a line; U+2028, form feed & co do not.
+    text = scrub(text).replace("\r\n", "\n").replace("\r", "\n")
+    title = scrub(default_title)
+    fm = _front_matter(text)
     if fm:  # YAML front matter would otherwise read as a setext heading
         if m := _FM_TITLE.search(fm.group(1)):
             title = m.group(1)
         text = "\n" * fm.group(0).count("\n") + text[fm.end() :]
-    lines = text.splitlines(keepends=True)
+    lines = text.split("\n")
+    lines = [line + "\n" for line in lines[:-1]] + lines[-1:]
     tokens = _md.parse(text)
     headings = [  # (first line, line after heading, level, text)
         (tok.map[0], tok.map[1], int(tok.tag[1]), " ".join(tokens[i + 1].content.split()))
@@ -37,7 +42,8 @@ def parse_markdown(text: str, default_title: str = "") -> Parsed:
         title = h1[3] or title
     sections: list[Section] = []
     stack: list[tuple[int, str]] = []
-    pos, path = 0, ()
+    path: tuple[str, ...] = ()
+    pos = 0
     for start, end, level, heading in headings:
         sections.append(Section(path, "".join(lines[pos:start])))
         while stack and stack[-1][0] >= level:
@@ -46,3 +52,15 @@ def parse_markdown(text: str, default_title: str = "") -> Parsed:
         path, pos = tuple(h for _, h in stack), end
     sections.append(Section(path, "".join(lines[pos:])))
     return Parsed(title, [s for s in sections if s.text.strip()])
+
+
+def _front_matter(text: str) -> re.Match | None:
+    """A leading `---` block that holds a YAML mapping; a rule (`---`) opening prose is no front matter."""
+    fm = _FRONT_MATTER.match(text)
+    if fm is None:
+        return None
+    try:
+        data = yaml.safe_load(fm.group(1))
+    except Exception:  # not YAML (or YAML too deep to read): prose between two rules
+        return None
+    return fm if data is None or isinstance(data, dict) else None  # None: an empty block, as Jekyll allows

@@ -10,8 +10,8 @@ class Hit:
     """One search result with everything needed to cite it."""
 
     chunk_id: str
-    source: str  # the source document's key
-    partition: str  # the sources.yml source name
+    doc_key: str  # the document's key, "<source>:<path or page id>"
+    source: str  # the source's name in sources.yml
     type: str
     url: str
     title: str
@@ -26,3 +26,18 @@ class Hit:
 
     def as_dict(self) -> dict:
         return asdict(self)
+
+    def label(self) -> str:
+        """How a citation names the place: "guide.pdf, page 3, Setup › Install"."""
+        return cite_label(self.title, self.page, self.section)
+
+
+def cite_label(title: str, page: int | None, section: str) -> str:
+    """`title, page N, A › B` with what is known; the section's ' > ' joins shown as ' › '."""
+    path = [p for p in section.split(" > ") if p and p != title]
+    parts = [title] if title else []
+    if page is not None:
+        parts.append(f"page {page}")
+    if path:
+        parts.append(" › ".join(path))
+    return ", ".join(parts)

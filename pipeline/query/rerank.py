@@ -1,7 +1,7 @@
 """Optional second stage: a reranker reorders the fused candidates of a search.
 
 Opt-in, as the design says: on only when `RERANK_ENABLED=true` and a reranker
-is configured, either
+is configured (`Settings.rerank`, see pipeline.config), either
 
 - `RERANKER_MODEL`: a local directory holding a sentence-transformers
   CrossEncoder (never downloaded: this runs offline), or
@@ -23,11 +23,10 @@ from dataclasses import replace
 from functools import cached_property
 from typing import Protocol
 
-from pydantic import Field, SecretStr
-from pydantic_settings import BaseSettings, SettingsConfigDict
-
+from pipeline.config import RerankConfig
 from pipeline.errors import ConfigError
 from pipeline.query.hits import Hit
+from pipeline.redact import redact, register
 
 log = logging.getLogger(__name__)
 
@@ -38,28 +37,15 @@ class Reranker(Protocol):
     def rerank(self, query: str, candidates: Sequence[Hit], top_n: int) -> list[Hit]: ...
 
 
-class RerankConfig(BaseSettings):
-    """Reranking settings, from the environment only."""
-
-    model_config = SettingsConfigDict(extra="ignore", frozen=True)
-
-    rerank_enabled: bool = False
-    reranker_model: str | None = None
-    reranker_url: str | None = None
-    reranker_api_key: SecretStr | None = None
-    reranker_timeout_s: float = Field(default=10.0, gt=0)
-
-
-def load_reranker(cfg: RerankConfig | None = None) -> Reranker | None:
-    """The configured reranker, or None when reranking is not enabled or nothing is configured."""
-    cfg = cfg or RerankConfig()
-    if not cfg.rerank_enabled:
+def load_reranker(cfg: RerankConfig) -> Reranker | None:
+    """The configured reranker (`Settings.rerank`), or None when reranking is not enabled or nothing is configured."""
+    if not cfg.enabled:
         return None
-    if cfg.reranker_model:
-        return CrossEncoderReranker(cfg.reranker_model)
-    if cfg.reranker_url:
-        key = cfg.reranker_api_key.get_secret_value() if cfg.reranker_api_key else None
-        return RemoteReranker(cfg.reranker_url, api_key=key, timeout_s=cfg.reranker_timeout_s)
+    if cfg.model:
+        return CrossEncoderReranker(cfg.model)
+    if cfg.url:
+        key = cfg.api_key.get_secret_value() if cfg.api_key else None
+        return RemoteReranker(cfg.url, api_key=key, timeout_s=cfg.timeout_s)
     log.warning("RERANK_ENABLED=true but neither RERANKER_MODEL nor RERANKER_URL is set: not reranking")
     return None
 
@@ -116,6 +102,7 @@ class RemoteReranker:
 
     def __init__(self, url: str, api_key: str | None = None, timeout_s: float = 10.0):
         self.url = url.rstrip("/") + "/rerank"
+        register(api_key)  # an error quoting it back never shows it
         self.headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self.timeout_s = timeout_s
 
@@ -133,7 +120,7 @@ def _scores(data, n: int) -> list[float]:
     """Per-candidate scores from a Jina/Cohere (`results`) or TEI (list) answer; unranked ones last."""
     items = data.get("results") if isinstance(data, dict) else data
     if not isinstance(items, list):
-        raise ValueError(f"unexpected rerank answer: {str(data)[:200]}")
+        raise ValueError(f"unexpected rerank answer: {redact(str(data), 200)}")
     scores = [float("-inf")] * n
     for item in items:
         score = item.get("relevance_score", item.get("score"))

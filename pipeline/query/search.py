@@ -21,59 +21,48 @@ from __future__ import annotations
 
 import re
 import threading
-from functools import cached_property
+import weakref
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Literal
 
 import psycopg
+from pgvector.psycopg import register_vector
 from psycopg import sql
-from pydantic import Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from psycopg.rows import dict_row
 
-from pipeline.config import Settings
+from pipeline.config import SearchConfig, Settings
 from pipeline.embed import Embedder, query_embedder
-from pipeline.errors import QueryError
+from pipeline.errors import QueryError, StoreError
 from pipeline.query.filters import compile_filter
 from pipeline.query.hits import Hit
 from pipeline.query.rerank import Reranker, load_reranker, rerank_or_keep
+from pipeline.store.bm25 import impact_order
+from pipeline.parse.text import first_surrogate
 from pipeline.store.db import connect, store_url
-from pipeline.store.schema import ensure_schema, is_current, store_model
+from pipeline.store.pool import checkout, open_pool
+from pipeline.store.schema import is_current, open_built, store_model
 
 Mode = Literal["dense", "keyword", "hybrid"]
 MODES = ("dense", "keyword", "hybrid")
 _UNSET = object()
 
 
-class SearchConfig(BaseSettings):
-    """Retrieval knobs; environment `DOCFORGE_SEARCH_<NAME>` overrides each."""
-
-    model_config = SettingsConfigDict(env_prefix="DOCFORGE_SEARCH_", extra="ignore", frozen=True)
-
-    fetch_k: int = Field(default=50, ge=1, le=1000)  # candidates per ranking before fusion
-    rrf_k: int = Field(default=60, ge=1)
-    dense_weight: float = Field(default=1.0, ge=0)
-    keyword_weight: float = Field(default=1.0, ge=0)
-    tag_boost: float = Field(default=0.1, ge=0, le=1)  # hybrid: × (1 + boost) when a source tag matches
-    bm25_k1: float = Field(default=1.2, ge=0)
-    bm25_b: float = Field(default=0.75, ge=0, le=1)
-    bm25_prune_idf: float = Field(default=2.0, ge=0)  # see _KEYWORD; 0 disables pruning
-    bm25_prune_df: int = Field(default=1000, ge=0)
-    bm25_per_term: int = Field(default=300, ge=1)  # postings read per query term (best first)
-    bm25_pool: int = Field(default=100, ge=1)  # candidates scored exactly (at least k)
-    rerank_candidates: int = Field(default=50, ge=1, le=1000)
-    # HNSW candidate list (at least k): recall@10 vs exact at 100k chunks, see docs/performance.md
-    ef_search: int = Field(default=100, ge=1, le=1000)
-
-
-_COLS = "c.id, s.key, s.partition, s.type, s.url, s.title, c.section, c.ordinal, c.text"
-_JOIN = "JOIN chunks c ON c.id = {alias}.id JOIN sources s ON s.key = c.source_key"
-_DENSE = """dense AS (
+# Every statement returns these columns, by these names: a Hit's fields, then the
+# keyword candidates that passed the filter and whether a posting list was cut.
+_COLS = ("c.id AS chunk_id, doc.key AS doc_key, doc.source, doc.type, doc.url, doc.title, c.section, "
+         "c.ordinal AS chunk_index, c.text, c.page")
+_HIT_FIELDS = ("chunk_id", "doc_key", "source", "type", "url", "title", "section", "chunk_index", "text", "page")
+_CHUNK_DOCUMENT = "JOIN documents doc ON doc.key = c.doc_key"  # `doc`: what filters.py compiles against
+_JOIN = "JOIN chunks c ON c.id = {alias}.id " + _CHUNK_DOCUMENT
+_DENSE = f"""dense AS (
     SELECT c.id, 1 - (c.embedding <=> %(vec)s) / 2 AS score,
            row_number() OVER (ORDER BY c.embedding <=> %(vec)s) AS rank
-    FROM chunks c JOIN sources s ON s.key = c.source_key WHERE {filter}
-    ORDER BY c.embedding <=> %(vec)s LIMIT {k})"""
+    FROM chunks c {_CHUNK_DOCUMENT} WHERE {{filter}}
+    ORDER BY c.embedding <=> %(vec)s LIMIT {{k}})"""
 _TERMS = """terms AS (
-    SELECT t.term, b.id, coalesce(b.df, 0) AS df, ln(1 + (st.n - coalesce(b.df, 0) + 0.5) / (coalesce(b.df, 0) + 0.5)) AS idf,
-           st.avgdl
+    SELECT t.term, b.id, coalesce(b.df, 0) AS df,
+           ln(1 + (st.n - coalesce(b.df, 0) + 0.5) / (coalesce(b.df, 0) + 0.5)) AS idf, st.avgdl
     FROM (SELECT n::float8 AS n, total_len::float8 / greatest(n, 1) AS avgdl FROM bm25_stats LIMIT 1) st
     CROSS JOIN unnest(tsvector_to_array(to_tsvector('english', %(q)s))) t(term)
     LEFT JOIN bm25_terms b ON b.term = t.term)"""
@@ -87,15 +76,15 @@ _WEIGHT = "t.idf * p.tf * (%(k1)s + 1) / (p.tf + %(k1)s * (1 - %(b)s + %(b)s * p
 _LIST_CANDIDATES = f"""candidates AS (
     SELECT p.seq FROM terms t CROSS JOIN LATERAL (
         SELECT p.seq, p.tf, p.dl FROM bm25_postings p WHERE p.term_id = t.id
-        ORDER BY (p.tf::real / (p.tf + 1.2 * (0.25 + 0.75 * p.dl / 100.0))) DESC  -- = the index's expression
+        ORDER BY {impact_order("p")} DESC  -- the impact index's own expression (pipeline.store.bm25)
         LIMIT {{per_term}}) p {{join}}
     WHERE (t.df <= %(prune_df)s OR t.idf >= (SELECT least(max(idf), %(prune_idf)s) FROM terms)) AND {{filter}}
     GROUP BY p.seq ORDER BY sum({_WEIGHT}) DESC LIMIT {{pool}})"""
 # The last resort of a filter that keeps few chunks: every chunk it keeps that holds
 # a query term is scored. The filter runs first (MATERIALIZED: not a GIN scan of
 # every chunk holding a common query term); lexemes are quoted for tsquery syntax.
-_FILTER_CANDIDATES = r"""kept AS MATERIALIZED (
-    SELECT c.seq, c.tsv FROM chunks c JOIN sources s ON s.key = c.source_key WHERE {filter} LIMIT 20000),
+_FILTER_CANDIDATES = rf"""kept AS MATERIALIZED (
+    SELECT c.seq, c.tsv FROM chunks c {_CHUNK_DOCUMENT} WHERE {{filter}} LIMIT 20000),
 candidates AS (
     SELECT seq FROM kept WHERE tsv @@ (SELECT to_tsquery('simple', string_agg(
         '''' || replace(replace(term, '\', '\\'), '''', '''''') || '''', ' | ')) FROM terms))"""
@@ -108,23 +97,25 @@ scored AS (
 keyword AS (
     SELECT id, score, row_number() OVER (ORDER BY score DESC, id) AS rank FROM (
         SELECT c.id, x.bm25 / (SELECT sum(idf) * (%(k1)s + 1) FROM terms) AS score
-        FROM scored x JOIN chunks c ON c.seq = x.seq JOIN sources s ON s.key = c.source_key
+        FROM scored x JOIN chunks c ON c.seq = x.seq {_CHUNK_DOCUMENT}
         WHERE {{filter}}
         ORDER BY score DESC, c.id LIMIT {{k}}) r)"""
 # How many candidates passed the filter, and whether a list was cut short (so that
 # deeper lists could find more of the chunks the filter keeps).
-_FOUND = """(SELECT count(*) FROM candidates), coalesce((SELECT bool_or(df > {per_term}) FROM terms), false)"""
+_FOUND = """(SELECT count(*) FROM candidates) AS found,
+    coalesce((SELECT bool_or(df > {per_term}) FROM terms), false) AS cut"""
 _FUSED = """fused AS (
     SELECT coalesce(d.id, k.id) AS id, d.rank AS dense_rank, k.rank AS keyword_rank,
            coalesce(%(wd)s / (%(rrf_k)s + d.rank), 0) + coalesce(%(wk)s / (%(rrf_k)s + k.rank), 0) AS rrf
     FROM dense d FULL JOIN keyword k ON k.id = d.id)"""
-_BOOSTED = """f.rrf * (CASE WHEN EXISTS (SELECT 1 FROM unnest(s.tags) g WHERE lower(g) = ANY(%(tags)s::text[]))
+_BOOSTED = """f.rrf * (CASE WHEN EXISTS (SELECT 1 FROM unnest(doc.tags) g WHERE lower(g) = ANY(%(tags)s::text[]))
     THEN 1 + %(boost)s ELSE 1 END) / %(best)s"""
 _STATEMENTS = {
-    "dense": f"WITH {_DENSE} SELECT {_COLS}, d.score, d.rank, NULL::bigint, 0, false FROM dense d "
-             f"{_JOIN.format(alias='d')} ORDER BY d.rank LIMIT {{limit}}",
-    "keyword": f"WITH {_TERMS}, {_KEYWORD} SELECT {_COLS}, k.score, NULL::bigint, k.rank, {_FOUND} FROM keyword k "
-               f"{_JOIN.format(alias='k')} ORDER BY k.rank LIMIT {{limit}}",
+    "dense": f"WITH {_DENSE} SELECT {_COLS}, d.score, d.rank AS dense_rank, NULL::bigint AS keyword_rank, "
+             f"0 AS found, false AS cut FROM dense d {_JOIN.format(alias='d')} ORDER BY d.rank LIMIT {{limit}}",
+    "keyword": f"WITH {_TERMS}, {_KEYWORD} SELECT {_COLS}, k.score, NULL::bigint AS dense_rank, "
+               f"k.rank AS keyword_rank, {_FOUND} FROM keyword k {_JOIN.format(alias='k')} "
+               "ORDER BY k.rank LIMIT {limit}",
     "hybrid": f"WITH {_DENSE}, {_TERMS}, {_KEYWORD}, {_FUSED} SELECT {_COLS}, {_BOOSTED} AS score, f.dense_rank, "
               f"f.keyword_rank, {_FOUND} FROM fused f {_JOIN.format(alias='f')} "
               "ORDER BY score DESC, f.dense_rank NULLS LAST, c.id LIMIT {limit}",
@@ -132,45 +123,76 @@ _STATEMENTS = {
 
 
 class Searcher:
-    """A connection to one store and the model its vectors came from.
+    """A pool of connections to one store, and the model its vectors came from.
 
-    Thread-safe: searches on one Searcher are serialised (one connection).
+    Thread-safe: concurrent searches run on separate pooled connections (`search.pool_size`);
+    a connection the database dropped is replaced on the next search (pipeline.store.pool).
     """
 
     def __init__(self, settings: Settings, url: str | None = None, embedder: Embedder | None = None,
                  reranker: Reranker | None | object = _UNSET, config: SearchConfig | None = None):
         self.settings = settings
-        self.config = config or SearchConfig()
-        self.conn = connect(store_url(settings, url))
+        self.config = config or settings.search
+        self.url = store_url(settings, url)
+        connect(self.url).close()  # fails now, clearly, on a wrong URL; installs pgvector in a fresh database
         self._embedder = embedder
         self._reranker = reranker
-        self._lock = threading.RLock()
+        self._loaded: dict[str, object] = {}  # embedder, reranker: loaded once, by whichever thread asks first
+        self._once = threading.Lock()
         self._checked = False
         self._vectors: dict[str, object] = {}
-        self._ef_search: int | None = None
+        self._vectors_lock = threading.Lock()
+        self._ef_search: weakref.WeakKeyDictionary[psycopg.Connection, int] = weakref.WeakKeyDictionary()
+        self.pool = open_pool(self.url, name="docforge-search", max_size=self.config.pool_size,
+                              timeout_s=self.config.pool_timeout_s, configure=self._configure)
 
-    @cached_property
+    @property
     def embedder(self) -> Embedder:
+        return self._load("embedder", self._load_embedder)  # type: ignore[return-value]
+
+    def _load_embedder(self) -> Embedder:
         emb = self._embedder or query_embedder(self.settings.embedding)
-        built = store_model(self.conn)
+        with self.connection() as conn:
+            built = store_model(conn)
         if built and built[0] != emb.model_id:
             raise QueryError(f"the index was built with {built[0]!r} but the configured model is "
                              f"{emb.model_id!r}; queries must use the index's model")
         return emb
 
-    @cached_property
+    @property
     def reranker(self) -> Reranker | None:
-        """The configured reranker: explicit, else from RERANK_ENABLED + RERANKER_MODEL/URL."""
-        return load_reranker() if self._reranker is _UNSET else self._reranker  # type: ignore[return-value]
+        """The configured reranker: explicit, else the settings' (RERANK_ENABLED + RERANKER_MODEL/URL)."""
+        if self._reranker is _UNSET:
+            return self._load("reranker", lambda: load_reranker(self.settings.rerank))  # type: ignore[return-value]
+        return self._reranker  # type: ignore[return-value]
+
+    def _load(self, name: str, load: Callable[[], object]) -> object:
+        if name not in self._loaded:
+            with self._once:
+                if name not in self._loaded:
+                    self._loaded[name] = load()
+        return self._loaded[name]
 
     def close(self) -> None:
-        self.conn.close()
+        self.pool.close()
 
     def __enter__(self) -> Searcher:
         return self
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+    @contextmanager
+    def connection(self, timeout_s: float | None = None) -> Iterator[psycopg.Connection]:
+        """A pooled connection (statement time limit and HNSW settings applied); StoreError when the
+        store does not answer within `timeout_s` (default `search.pool_timeout_s`)."""
+        with checkout(self.pool, timeout_s) as conn:
+            yield conn
+
+    def ping(self, timeout_s: float | None = None) -> bool:
+        """True when the store answers; raises StoreError (saying why) when it does not."""
+        with self.connection(timeout_s) as conn:
+            return conn.execute("SELECT 1").fetchone() == (1,)
 
     def search(self, query: str, limit: int = 10, mode: Mode = "hybrid", *, filters: dict | None = None,
                fetch_k: int | None = None, rrf_k: int | None = None, weights: tuple[float, float] | None = None,
@@ -181,18 +203,23 @@ class Searcher:
             raise QueryError(f"unknown mode {mode!r}: choose one of {', '.join(MODES)}")
         if limit < 1:
             raise QueryError(f"limit must be at least 1, got {limit}")
-        where, fparams = compile_filter(filters)
+        _check_text("the query", query)
+        for tag in boost_tags:
+            _check_text("a boost tag", tag)
+        cfg = self.config
+        where, fparams = compile_filter(filters, max_values=cfg.filter_max_values, max_depth=cfg.filter_max_depth,
+                                        max_terms=cfg.filter_max_terms)
         query = query.replace("\x00", " ")
         reranker = self._pick_reranker(rerank)
-        with self._lock:
-            if not query.strip() or not self._ready():
-                return []
-            n = max(limit, self.config.rerank_candidates) if reranker else limit
-            params = self._params(query, mode, n, fetch_k, rrf_k, weights, boost_tags)
+        if not query.strip() or not self._ready():
+            return []
+        n = max(limit, cfg.rerank_candidates) if reranker else limit
+        params = self._params(query, mode, n, fetch_k, rrf_k, weights, boost_tags)  # embeds: no connection held
+        with self.connection() as conn:
             depth: int | None = 1
             while True:
                 stmt = _statement(mode, where, params, depth, bool(filters))
-                hits, found, cut = self._run(stmt, {**params, **fparams}, mode)
+                hits, found, cut = self._run(conn, stmt, {**params, **fparams}, mode)
                 if not filters or mode == "dense" or depth is None or not cut or found >= params["pool"]:
                     break  # one pass, unless a filter dropped most of what the cut lists held:
                 # then lists ten times deeper if that should do, else every chunk the filter keeps.
@@ -208,14 +235,17 @@ class Searcher:
         return self.reranker
 
     def _ready(self) -> bool:
-        """False for an empty store; brings an older store's schema up to date once."""
+        """False for an empty store; brings an older store's schema up to date once, on a connection of
+        its own (a migration is not held to a search's statement time limit)."""
         if self._checked:
             return True
-        built = store_model(self.conn)
+        with self.connection() as conn:
+            built, current = store_model(conn), is_current(conn)
         if built is None:
             return False
-        if not is_current(self.conn):
-            ensure_schema(self.conn, *built)
+        if not current:
+            with connect(self.url) as conn:
+                open_built(conn)
         self._checked = True
         return True
 
@@ -234,33 +264,51 @@ class Searcher:
             p["vec"] = self._vector(query)
         return p
 
-    def _set_ef_search(self, ef: int) -> None:
-        """Session settings, sent only when they change (a round trip saved per search)."""
-        if ef != self._ef_search:
-            self.conn.execute("SELECT set_config('hnsw.ef_search', %s, false), "
-                              "set_config('hnsw.iterative_scan', 'strict_order', false)", (str(ef),))
-            self._ef_search = ef
+    def _configure(self, conn: psycopg.Connection) -> None:
+        """Each pooled connection's session, set once as it opens: pgvector's types, the statement time
+        limit, and the HNSW scan settings (ef_search at its default; `_set_ef_search` raises it per search)."""
+        register_vector(conn)
+        ef = self.config.ef_search
+        conn.execute("SELECT set_config('statement_timeout', %s, false), set_config('hnsw.ef_search', %s, false), "
+                     "set_config('hnsw.iterative_scan', 'strict_order', false)",
+                     (str(self.config.statement_timeout_ms), str(ef)))
+        self._ef_search[conn] = ef
+
+    def _set_ef_search(self, conn: psycopg.Connection, ef: int) -> None:
+        """This connection's ef_search, sent only when it changes (a round trip saved per search)."""
+        if self._ef_search.get(conn) != ef:
+            conn.execute("SELECT set_config('hnsw.ef_search', %s, false)", (str(ef),))
+            self._ef_search[conn] = ef
 
     def _vector(self, query: str):
         """The query's embedding; the last few are kept, as callers often repeat a query."""
-        cache = self._vectors
-        if query not in cache:
-            if len(cache) >= 64:
-                cache.pop(next(iter(cache)))
-            cache[query] = self.embedder.encode([query])[0]
-        return cache[query]
+        with self._vectors_lock:
+            vec = self._vectors.get(query)
+        if vec is None:
+            vec = self.embedder.encode([query])[0]
+            with self._vectors_lock:
+                if len(self._vectors) >= 64:
+                    self._vectors.pop(next(iter(self._vectors)))
+                self._vectors[query] = vec
+        return vec
 
-    def _run(self, stmt: sql.Composed, params: dict, mode: str) -> tuple[list[Hit], int, bool]:
+    def _run(self, conn: psycopg.Connection, stmt: sql.Composed, params: dict,
+             mode: str) -> tuple[list[Hit], int, bool]:
         """The hits, the keyword candidates that passed the filter, and whether a list was cut."""
         try:
             if mode != "keyword":  # exact enough candidates, even when a filter drops most of them
-                self._set_ef_search(min(1000, max(self.config.ef_search, params["k"])))
-            rows = self.conn.execute(stmt, params).fetchall()
+                self._set_ef_search(conn, min(1000, max(self.config.ef_search, params["k"])))
+            with conn.cursor(row_factory=dict_row) as cur:
+                rows = cur.execute(stmt, params).fetchall()
         except psycopg.errors.DataError as e:
             raise QueryError(f"invalid filter value: {e.diag.message_primary or e}") from None
-        hits = [Hit(*r[:9], score=round(min(1.0, float(r[9] or 0.0)), 6), dense_rank=r[10], keyword_rank=r[11])
-                for r in rows]
-        return (hits, rows[0][12], rows[0][13]) if rows else (hits, 0, True)
+        except psycopg.errors.QueryCanceled:
+            raise StoreError(f"the search ran past its time limit (search.statement_timeout_ms = "
+                             f"{self.config.statement_timeout_ms} ms) and was cancelled: narrow its filters, "
+                             "or raise DOCFORGE_SEARCH_STATEMENT_TIMEOUT_MS") from None
+        hits = [Hit(**{f: r[f] for f in _HIT_FIELDS}, score=round(min(1.0, float(r["score"] or 0.0)), 6),
+                    dense_rank=r["dense_rank"], keyword_rank=r["keyword_rank"]) for r in rows]
+        return (hits, rows[0]["found"], rows[0]["cut"]) if rows else (hits, 0, True)
 
 
 def _statement(mode: str, where: sql.Composable, params: dict, depth: int | None = 1,
@@ -272,8 +320,8 @@ def _statement(mode: str, where: sql.Composable, params: dict, depth: int | None
               "per_term": sql.Literal(per_term), "pool": sql.Literal(pool)}
     if depth is None:
         candidates = sql.SQL(_FILTER_CANDIDATES).format(filter=where)
-    else:  # join chunks and sources only when there is a filter to test
-        join = sql.SQL("JOIN chunks c ON c.seq = p.seq JOIN sources s ON s.key = c.source_key" if filtered else "")
+    else:  # join chunks and documents only when there is a filter to test
+        join = sql.SQL(f"JOIN chunks c ON c.seq = p.seq {_CHUNK_DOCUMENT}" if filtered else "")
         candidates = sql.SQL(_LIST_CANDIDATES).format(filter=where, join=join, **limits)
     return sql.SQL(_STATEMENTS[mode]).format(filter=where, candidates=candidates, **limits)
 
@@ -282,3 +330,9 @@ def _boost_tags(query: str, extra) -> set[str]:
     """Tags that earn the hybrid boost: words of the query plus any given (team, area...)."""
     words = {w for w in re.findall(r"[\w.-]+", query.lower()) if len(w) > 1}
     return words | {t.lower() for t in extra if t}
+
+
+def _check_text(what: str, text: str) -> None:
+    """Refuse text with no UTF-8 form (a lone surrogate, e.g. from a JSON "\\ud800" escape)."""
+    if (i := first_surrogate(text)) is not None:
+        raise QueryError(f"{what} is not valid Unicode: a lone surrogate U+{ord(text[i]):04X} at character {i}")

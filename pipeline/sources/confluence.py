@@ -14,11 +14,12 @@ import logging
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
 
-from pipeline.config import ConfluenceSourceConfig
+from pipeline.config import ConfluenceCredentials, ConfluenceSourceConfig
 from pipeline.errors import ConfluenceError
 from pipeline.records import DocRef, Document, Failure
+from pipeline.redact import redact
 from pipeline.sources import sha256_text
-from pipeline.sources.confluence_client import ConfluenceClient
+from pipeline.sources.confluence_client import Clock, ConfluenceClient
 
 log = logging.getLogger(__name__)
 MAX_IDS = 250  # the v2 API's cap on `id=` / `ids=` lists
@@ -29,11 +30,12 @@ class ConfluenceSource:
 
     type = "confluence"
 
-    def __init__(self, cfg: ConfluenceSourceConfig):
+    def __init__(self, cfg: ConfluenceSourceConfig, creds: ConfluenceCredentials | None = None,
+                 clock: Clock | None = None):
         if not cfg.space and not cfg.page_ids:
             raise ConfluenceError(f"source {cfg.name!r}: set `space` (a space key) and/or `page_ids`")
         self.name, self.cfg, self.tags = cfg.name, cfg, list(cfg.tags)
-        self.api = ConfluenceClient(cfg)
+        self.api = ConfluenceClient(cfg, creds, clock)  # None: from the environment; the system clock
         self._titles: dict[str, str] = {}  # page id → title, for breadcrumbs
         self._space_keys: dict[str, str] = {}  # space id → key
 
@@ -64,6 +66,8 @@ class ConfluenceSource:
                 yield self._fetch_page(ref)
             except ConfluenceError as e:  # this page only: the rest of the source goes on
                 yield Failure(ref.key, "fetch", str(e))
+            except Exception as e:  # an odd answer for this page (a body that is no JSON object ...): it alone
+                yield Failure(ref.key, "fetch", redact(f"page {ref.path}: {type(e).__name__}: {e}", 500))
 
     def _space_id(self, key: str) -> str:
         spaces = self.api.get_json("/spaces", {"keys": key, "limit": 25}).get("results") or []

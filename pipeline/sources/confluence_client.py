@@ -6,32 +6,49 @@ jitter when absent); 5xx, timeouts and dropped connections back off; a list call
 that keeps getting 5xx halves its `limit`; all waits of one client together stay
 within `retry_budget_s`, so a rate-limit storm costs bounded time.
 
-Credentials come from the environment only and live only in the auth header:
-CONFLUENCE_EMAIL + CONFLUENCE_API_TOKEN (basic auth), else
-CONFLUENCE_BEARER_TOKEN or CONFLUENCE_PAT (bearer). They never appear in URLs,
-and every error text is redacted before it is raised or logged.
+Credentials (`Settings.confluence`) come from the environment only and live
+only in the auth header: CONFLUENCE_EMAIL + CONFLUENCE_API_TOKEN (basic auth),
+else CONFLUENCE_BEARER_TOKEN or CONFLUENCE_PAT (bearer). They never appear in
+URLs, and every error text is redacted (`pipeline.redact`: every encoding, before
+any truncation) before it is raised or logged.
 """
 
 from __future__ import annotations
 
-import base64
 import logging
-import os
 import time
 from collections.abc import Callable, Iterator
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
+from typing import Protocol
 from urllib.parse import urlsplit
 
 import httpx
-from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential_jitter
+from tenacity import RetryCallState, Retrying, retry_if_exception_type, wait_exponential_jitter
 
-from pipeline.config import ConfluenceSourceConfig
+from pipeline.config import ConfluenceCredentials, ConfluenceSourceConfig, env_section
 from pipeline.errors import ConfluenceError
+from pipeline.redact import redact, register, register_basic
 
 log = logging.getLogger(__name__)
 API = "/api/v2"
 _TRANSIENT = (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError)
+
+
+class Clock(Protocol):
+    """Time as the retry policy sees it; injected, so tests assert the waits rather than sleep them."""
+
+    def now(self) -> datetime: ...  # aware: for a Retry-After given as an HTTP date
+
+    def sleep(self, seconds: float) -> None: ...
+
+
+class SystemClock:
+    def now(self) -> datetime:
+        return datetime.now(UTC)
+
+    def sleep(self, seconds: float) -> None:
+        time.sleep(seconds)
 
 
 class _Retryable(Exception):
@@ -51,14 +68,17 @@ class _Bearer(httpx.Auth):
         yield request
 
 
-def credentials() -> tuple[httpx.Auth, list[str]]:
-    """The auth from the environment, and the secret strings to redact from any text."""
-    email, token = os.environ.get("CONFLUENCE_EMAIL"), os.environ.get("CONFLUENCE_API_TOKEN")
-    bearer = os.environ.get("CONFLUENCE_BEARER_TOKEN") or os.environ.get("CONFLUENCE_PAT")
+def credentials(creds: ConfluenceCredentials) -> httpx.Auth:
+    """The auth for these credentials; registers them for redaction (every encoding, pipeline.redact)."""
+    email = creds.email
+    token = creds.api_token.get_secret_value() if creds.api_token else None
+    bearer = creds.bearer_token.get_secret_value() if creds.bearer_token else None
     if email and token:
-        return httpx.BasicAuth(email, token), [token, base64.b64encode(f"{email}:{token}".encode()).decode()]
+        register_basic(email, token)
+        return httpx.BasicAuth(email, token)
     if bearer:
-        return _Bearer(bearer), [bearer]
+        register(bearer)
+        return _Bearer(bearer)
     if token:
         raise ConfluenceError("CONFLUENCE_API_TOKEN is set but CONFLUENCE_EMAIL is not: an API token needs "
                               "the account's email (for a bearer token/PAT set CONFLUENCE_BEARER_TOKEN)")
@@ -66,8 +86,8 @@ def credentials() -> tuple[httpx.Auth, list[str]]:
                           "(or CONFLUENCE_BEARER_TOKEN) in the environment")
 
 
-def _retry_after(resp: httpx.Response) -> float | None:
-    """Retry-After as seconds (delta or HTTP date); None when absent or unreadable."""
+def _retry_after(resp: httpx.Response, now: datetime) -> float | None:
+    """Retry-After as seconds (delta, or HTTP date less `now`); None when absent or unreadable."""
     value = resp.headers.get("Retry-After", "").strip()
     if not value:
         return None
@@ -76,9 +96,13 @@ def _retry_after(resp: httpx.Response) -> float | None:
     except ValueError:
         pass
     try:
-        return max(0.0, (parsedate_to_datetime(value) - datetime.now(timezone.utc)).total_seconds())
+        return max(0.0, (parsedate_to_datetime(value) - now).total_seconds())
     except (TypeError, ValueError):
         return None
+
+
+def _failure(rs: RetryCallState) -> BaseException | None:
+    return rs.outcome.exception() if rs.outcome else None
 
 
 def _show(url: httpx.URL) -> str:
@@ -88,17 +112,19 @@ def _show(url: httpx.URL) -> str:
 class ConfluenceClient:
     """One HTTP session to one site's v2 API, with the retry policy and its budget."""
 
-    def __init__(self, cfg: ConfluenceSourceConfig):
+    def __init__(self, cfg: ConfluenceSourceConfig, creds: ConfluenceCredentials | None = None,
+                 clock: Clock | None = None):
         self.cfg = cfg
         self.base = cfg.base_url.rstrip("/").removesuffix(API)
         parts = urlsplit(self.base)
         if parts.scheme not in ("http", "https") or not parts.netloc:
             raise ConfluenceError(f"source {cfg.name!r}: base_url {cfg.base_url!r} is not an http(s) URL")
         self.origin, self.base_path = f"{parts.scheme}://{parts.netloc}", parts.path
-        auth, self._secrets = credentials()
+        auth = credentials(creds or env_section(ConfluenceCredentials))
         self.http = httpx.Client(auth=auth, timeout=cfg.timeout_s, follow_redirects=False,
                                  headers={"Accept": "application/json", "User-Agent": "docforge"})
         self._backoff = wait_exponential_jitter(multiplier=0.5, max=cfg.max_retry_after_s, jitter=0.5)
+        self.clock: Clock = clock or SystemClock()
         self.waited = 0.0  # seconds slept before retries, for this whole instance
 
     def close(self) -> None:
@@ -149,7 +175,7 @@ class ConfluenceClient:
             nonlocal url, fives
             resp = self.http.get(url)
             if resp.status_code == 429:
-                raise _Retryable("429 Too Many Requests", _retry_after(resp))
+                raise _Retryable("429 Too Many Requests", _retry_after(resp, self.clock.now()))
             if resp.status_code >= 500 and resp.status_code not in (501, 505):
                 fives += 1
                 if listing and fives >= 2 and url.params.get("limit", "").isdigit():  # ask for less
@@ -162,7 +188,7 @@ class ConfluenceClient:
             resp = retrying(attempt)
         except (_Retryable, *_TRANSIENT) as e:
             n = retrying.statistics.get("attempt_number", 1)
-            raise ConfluenceError(self._redact(
+            raise ConfluenceError(redact(
                 f"GET {_show(url)}: {str(e) or type(e).__name__} after {n} attempt(s); "
                 f"{self.waited:.1f}s of the {self.cfg.retry_budget_s:g}s retry budget used")) from None
         return self._check(resp, url)
@@ -170,24 +196,27 @@ class ConfluenceClient:
     def _retrying(self, where: Callable[[], str]) -> Retrying:
         def log_retry(rs: RetryCallState) -> None:
             log.warning("Confluence GET %s: %s; attempt %d/%d, retrying in %.1fs", where(),
-                        self._redact(str(rs.outcome.exception())), rs.attempt_number,
+                        redact(str(_failure(rs))), rs.attempt_number,
                         self.cfg.max_attempts, rs.next_action.sleep if rs.next_action else 0.0)
 
         return Retrying(retry=retry_if_exception_type((_Retryable, *_TRANSIENT)), reraise=True,
-                        stop=stop_after_attempt(self.cfg.max_attempts) | (lambda rs: self._budget_left() <= 0),
+                        stop=self._stop,
                         wait=self._wait, sleep=self._sleep, before_sleep=log_retry)
 
     def _budget_left(self) -> float:
         return self.cfg.retry_budget_s - self.waited
 
+    def _stop(self, rs: RetryCallState) -> bool:
+        return rs.attempt_number >= self.cfg.max_attempts or self._budget_left() <= 0
+
     def _wait(self, rs: RetryCallState) -> float:
-        hint = getattr(rs.outcome.exception(), "retry_after", None)
+        hint = getattr(_failure(rs), "retry_after", None)
         wait = min(hint, self.cfg.max_retry_after_s) if hint is not None else self._backoff(rs)
         return max(0.0, min(wait, self._budget_left()))
 
     def _sleep(self, seconds: float) -> None:
         self.waited += seconds
-        time.sleep(seconds)
+        self.clock.sleep(seconds)
 
     def _check(self, resp: httpx.Response, url: httpx.URL) -> httpx.Response:
         if resp.is_success:
@@ -195,8 +224,9 @@ class ConfluenceClient:
         why = {401: "unauthorized: check CONFLUENCE_EMAIL and CONFLUENCE_API_TOKEN (or CONFLUENCE_BEARER_TOKEN)",
                403: "forbidden: these credentials may not read it",
                404: "not found: deleted, a draft, or not visible to these credentials"}
-        detail = why.get(resp.status_code) or f"{resp.reason_phrase}: {' '.join(resp.text.split())[:200]}"
-        raise ConfluenceError(self._redact(f"GET {_show(url)}: {resp.status_code} {detail}"))
+        # Redacted before it is cut: a body may quote the request's Authorization header anywhere.
+        detail = why.get(resp.status_code) or f"{resp.reason_phrase}: {redact(' '.join(resp.text.split()), 200)}"
+        raise ConfluenceError(redact(f"GET {_show(url)}: {resp.status_code} {detail}"))
 
     def _json(self, resp: httpx.Response, url: httpx.URL) -> dict:
         try:
@@ -206,8 +236,3 @@ class ConfluenceClient:
         if not isinstance(data, dict):
             raise ConfluenceError(f"GET {_show(url)}: expected a JSON object, got {type(data).__name__}")
         return data
-
-    def _redact(self, text: str) -> str:
-        for secret in self._secrets:
-            text = text.replace(secret, "***")
-        return text

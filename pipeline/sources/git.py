@@ -5,6 +5,12 @@ included); a file whose mtime and size are unchanged is never read again.
 With a `branch`, files come from that ref's tree: the blob id is the version,
 exact and free to compare. Globs are gitignore-style patterns anchored at the
 repository root (`docs/**/*.md`), matched by pathspec.
+
+A working tree is read through `read_file`: a link out of the repository (or into
+`.git`), a FIFO, a device, a link loop or a file over `max_file_bytes` becomes a
+Failure for that path alone, as does a name that is not UTF-8 (it could be neither
+stored nor shown). Branch mode reads blobs, never the file system, and skips blobs
+over the size limit before reading them.
 """
 
 from __future__ import annotations
@@ -19,10 +25,10 @@ import pathspec
 
 from pipeline.config import GitSourceConfig
 from pipeline.errors import GitSourceError
+from pipeline.parse import formats
 from pipeline.records import DocRef, Document, Failure
-from pipeline.sources import decode_text, sha256_text
-
-MARKDOWN_SUFFIXES = (".md", ".markdown", ".mdx")
+from pipeline.sources import file_document
+from pipeline.sources.files import UnreadableFile, read_file, shown_path, too_large
 
 
 def run_git(repo: Path | str, *args: str, input: bytes | None = None) -> bytes:
@@ -65,6 +71,16 @@ def web_url(remote: str) -> str | None:
     return f"https://{m.group(1)}/{m.group(2)}" if m and "." in m.group(1) else None
 
 
+def _worktree_commit(repo: Path) -> str | None:
+    """HEAD's commit, or None in a repository with no commit yet: its working tree is indexed all the same."""
+    try:
+        return head_commit(repo)
+    except GitSourceError:
+        if run_git(repo, "rev-list", "-n", "1", "--all").strip():
+            raise  # there are commits: HEAD itself is broken
+        return None
+
+
 class GitSource:
     type = "git"
 
@@ -72,13 +88,14 @@ class GitSource:
         self.name, self.cfg, self.tags = cfg.name, cfg, list(cfg.tags)
         self.repo = Path(repo)
         if not self.repo.is_dir():
-            raise GitSourceError(f"source {cfg.name!r}: repo path {self.repo} does not exist")
+            why = "is not a directory" if self.repo.exists() else "does not exist"
+            raise GitSourceError(f"source {cfg.name!r}: repo path {self.repo} {why}")
         try:
             run_git(self.repo, "rev-parse", "--git-dir")
         except GitSourceError:
             raise GitSourceError(f"source {cfg.name!r}: {self.repo} is not a git repository") from None
         self.spec = match_spec(cfg.globs)
-        self.commit = head_commit(self.repo, cfg.branch)
+        self.commit: str | None = head_commit(self.repo, cfg.branch) if cfg.branch else _worktree_commit(self.repo)
         try:
             remote = run_git(self.repo, "remote", "get-url", "origin").decode()
             self.base_url = web_url(remote)
@@ -86,7 +103,7 @@ class GitSource:
             self.base_url = None
 
     def _url(self, path: str) -> str:
-        if self.base_url:
+        if self.base_url and self.commit:
             return f"{self.base_url}/blob/{self.commit}/{path}"
         return (self.repo / path).as_uri()
 
@@ -102,14 +119,23 @@ class GitSource:
         for path in sorted({p for p in out.decode("utf-8", "surrogateescape").split("\0") if p}):
             if not self.spec.match_file(path):
                 continue
+            mtime_ns: int | None
+            size: int | None
             try:
                 st = os.stat(self.repo / path)
-            except FileNotFoundError:  # tracked but deleted in the working tree
-                continue
-            refs.append(DocRef(f"{self.name}:{path}", path, None, st.st_mtime_ns, st.st_size, self._meta(path)))
+                mtime_ns, size = st.st_mtime_ns, st.st_size
+            except OSError:
+                if not os.path.lexists(self.repo / path):  # tracked but deleted in the working tree
+                    continue
+                mtime_ns = size = None  # a broken link or a loop: listed, so that fetch reports it
+            refs.append(DocRef(self._key(path), path, None, mtime_ns, size, self._meta(path)))
         return refs
 
+    def _key(self, path: str) -> str:
+        return f"{self.name}:{shown_path(path)}"
+
     def _list_tree(self) -> list[DocRef]:
+        assert self.commit is not None  # a branch always resolves to a commit
         out = run_git(self.repo, "ls-tree", "-r", "-z", "--long", self.commit)
         refs = []
         for entry in out.decode("utf-8", "surrogateescape").split("\0"):
@@ -118,16 +144,16 @@ class GitSource:
             info, path = entry.split("\t", 1)
             mode, kind, blob, size = info.split()
             if kind == "blob" and self.spec.match_file(path):
-                refs.append(DocRef(f"{self.name}:{path}", path, blob, None, int(size), self._meta(path)))
+                refs.append(DocRef(self._key(path), path, blob, None, int(size), self._meta(path)))
         return sorted(refs, key=lambda r: r.path)
 
     def _read(self, refs: Sequence[DocRef]) -> Iterator[tuple[DocRef, bytes | Failure]]:
         if not self.cfg.branch:
             for ref in refs:
                 try:
-                    yield ref, (self.repo / ref.path).read_bytes()
-                except OSError as e:
-                    yield ref, Failure(ref.key, "fetch", f"cannot read {ref.path}: {e.strerror}")
+                    yield ref, read_file(self.repo, ref.path, self.cfg.max_file_bytes, private=(".git",))
+                except UnreadableFile as e:
+                    yield ref, Failure(ref.key, "fetch", f"{shown_path(ref.path)}: {e}")
             return
         if not refs:
             return
@@ -141,11 +167,26 @@ class GitSource:
             pos = nl + 1 + size + 1
 
     def fetch(self, refs: Sequence[DocRef]) -> Iterator[Document | Failure]:
-        for ref, data in self._read(refs):
-            text = data if isinstance(data, Failure) else decode_text(ref.key, data)
-            if isinstance(text, Failure):
-                yield text
-                continue
-            kind = "markdown" if ref.path.lower().endswith(MARKDOWN_SUFFIXES) else "text"
-            title = Path(ref.path).stem if Path(ref.path).stem.lower() != "readme" else ref.path
-            yield Document(ref, kind, title, ref.meta["url"], text, sha256_text(text))
+        readable = []
+        for ref in refs:
+            if (problem := self._refuse(ref)) is not None:
+                yield Failure(ref.key, "fetch", f"{shown_path(ref.path)}: {problem}")
+            else:
+                readable.append(ref)
+        for ref, data in self._read(readable):
+            try:
+                yield data if isinstance(data, Failure) else self._document(ref, data)
+            except Exception as e:  # this file alone: the rest of the source goes on
+                yield Failure(ref.key, "fetch", f"{shown_path(ref.path)}: {type(e).__name__}: {e}")
+
+    def _refuse(self, ref: DocRef) -> str | None:
+        """Why a listed file is not read at all, or None."""
+        if shown_path(ref.path) != ref.path:
+            return "the file name is not valid UTF-8: skipped (rename it to index it)"
+        if self.cfg.branch and ref.size is not None and ref.size > self.cfg.max_file_bytes:
+            return too_large(ref.size, self.cfg.max_file_bytes)
+        return None
+
+    def _document(self, ref: DocRef, data: bytes) -> Document | Failure:
+        title = Path(ref.path).stem if Path(ref.path).stem.lower() != "readme" else ref.path
+        return file_document(ref, data, ref.meta["format"], title, ref.meta["url"])

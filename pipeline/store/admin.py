@@ -1,7 +1,7 @@
 """Store upkeep outside an ingest run: purge a removed source, check the index's invariants.
 
-Dagster-free: the sources-sync sensor and the asset checks call these, and a
-CLI command could too. Every check takes a partition (a sources.yml name) or
+Orchestrator-free: the sources-sync sensor and the asset checks call these, and
+a CLI command could too. Every check takes a source (a sources.yml name) or
 None for the whole store, and returns a `Finding`: how many rows break the
 invariant and a sample of their ids.
 """
@@ -11,10 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import psycopg
+from psycopg.rows import dict_row
 
 from pipeline.errors import StoreError
-from pipeline.store.db import lock_id
-from pipeline.store.schema import store_model
+from pipeline.store.db import lock_id, scalar, source_lock
+from pipeline.store.schema import open_built
 
 SAMPLE = 50  # offending ids reported per check; the count is always exact
 
@@ -23,7 +24,7 @@ SAMPLE = 50  # offending ids reported per check; the count is always exact
 class Purged:
     """Rows deleted for one removed source."""
 
-    sources: int = 0
+    documents: int = 0
     chunks: int = 0
     ledger: int = 0
     staged: int = 0
@@ -31,7 +32,7 @@ class Purged:
 
     @property
     def deleted(self) -> int:
-        return self.sources + self.chunks + self.ledger + self.staged + self.failures
+        return self.documents + self.chunks + self.ledger + self.staged + self.failures
 
 
 @dataclass(frozen=True)
@@ -47,29 +48,30 @@ class Finding:
 
 
 def has_schema(conn: psycopg.Connection) -> bool:
-    return conn.execute("SELECT to_regclass('chunks') IS NOT NULL").fetchone()[0]
+    """True for a built store, its schema brought up to date first."""
+    return open_built(conn) is not None
 
 
-def stored_partitions(conn: psycopg.Connection) -> set[str]:
-    """Every partition with any row in the store (indexed, staged or failed)."""
+def stored_sources(conn: psycopg.Connection) -> set[str]:
+    """Every source with any row in the store (indexed, staged or failed)."""
     if not has_schema(conn):
         return set()
-    rows = conn.execute("SELECT partition FROM sources UNION SELECT partition FROM ledger "
-                        "UNION SELECT partition FROM staged_documents UNION SELECT partition FROM failures")
-    return {r[0] for r in rows}
+    rows = conn.execute("SELECT source FROM documents UNION SELECT source FROM ledger "
+                        "UNION SELECT source FROM staged_documents UNION SELECT source FROM failures")
+    return {source for (source,) in rows}
 
 
-def purge_partition(conn: psycopg.Connection, name: str) -> Purged:
+def purge_source(conn: psycopg.Connection, name: str) -> Purged:
     """Delete every row of source `name` in one transaction.
 
-    Takes the partition's advisory lock without waiting: a run ingesting the
+    Takes the source's advisory lock without waiting: a run ingesting the
     source right now would re-insert what we delete, so we refuse instead and
     the caller retries later.
     """
     if not has_schema(conn):
         return Purged()
-    key = lock_id(f"partition:{name}")
-    if not conn.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()[0]:
+    key = lock_id(source_lock(name))
+    if not scalar(conn, "SELECT pg_try_advisory_lock(%s)", (key,)):
         raise StoreError(f"source {name!r} is being ingested right now; purge it again once that run ends")
     try:
         with conn.transaction():
@@ -80,74 +82,76 @@ def purge_partition(conn: psycopg.Connection, name: str) -> Purged:
 
 def _delete_rows(conn: psycopg.Connection, name: str) -> Purged:
     p = {"p": name}
-    # Chunks first, counted apart from the FK cascade; orphans (no sources row) go by key prefix.
+    # Chunks first, counted apart from the FK cascade; orphans (no documents row) go by key prefix.
     chunks = conn.execute(
-        "DELETE FROM chunks c WHERE c.source_key IN (SELECT key FROM sources WHERE partition = %(p)s) "
-        "OR (left(c.source_key, length(%(p)s) + 1) = %(p)s || ':' "
-        "    AND NOT EXISTS (SELECT 1 FROM sources s WHERE s.key = c.source_key))", p).rowcount
+        "DELETE FROM chunks c WHERE c.doc_key IN (SELECT key FROM documents WHERE source = %(p)s) "
+        "OR (left(c.doc_key, length(%(p)s) + 1) = %(p)s || ':' "
+        "    AND NOT EXISTS (SELECT 1 FROM documents d WHERE d.key = c.doc_key))", p).rowcount
     return Purged(
         chunks=chunks,
-        sources=conn.execute("DELETE FROM sources WHERE partition = %(p)s", p).rowcount,
-        ledger=conn.execute("DELETE FROM ledger WHERE partition = %(p)s", p).rowcount,
-        staged=conn.execute("DELETE FROM staged_documents WHERE partition = %(p)s", p).rowcount,
-        failures=conn.execute("DELETE FROM failures WHERE partition = %(p)s", p).rowcount,
+        documents=conn.execute("DELETE FROM documents WHERE source = %(p)s", p).rowcount,
+        ledger=conn.execute("DELETE FROM ledger WHERE source = %(p)s", p).rowcount,
+        staged=conn.execute("DELETE FROM staged_documents WHERE source = %(p)s", p).rowcount,
+        failures=conn.execute("DELETE FROM failures WHERE source = %(p)s", p).rowcount,
     )
 
 
 def _finding(conn: psycopg.Connection, sql: str, params: dict) -> Finding:
     """Run `sql` (one id column) and return the exact count plus a sorted sample."""
-    rows = conn.execute(f"SELECT id, count(*) OVER () FROM ({sql}) q ORDER BY id LIMIT {SAMPLE}", params).fetchall()
-    return Finding(rows[0][1], tuple(r[0] for r in rows)) if rows else Finding()
+    with conn.cursor(row_factory=dict_row) as cur:
+        rows = cur.execute(f"SELECT id, count(*) OVER () AS total FROM ({sql}) q ORDER BY id LIMIT {SAMPLE}",
+                           params).fetchall()
+    return Finding(rows[0]["total"], tuple(r["id"] for r in rows)) if rows else Finding()
 
 
-_IN_PARTITION = "(%(p)s::text IS NULL OR s.partition = %(p)s)"
+_IN_SOURCE = "(%(p)s::text IS NULL OR d.source = %(p)s)"
 
 
-def chunks_without_embedding(conn: psycopg.Connection, partition: str | None) -> Finding:
+def chunks_without_embedding(conn: psycopg.Connection, source: str | None) -> Finding:
     """Chunks whose vector is missing, of another dimension, or from another model than the store's."""
-    model = store_model(conn) if has_schema(conn) else None
+    model = open_built(conn)
     if model is None:
         return Finding()
     return _finding(conn, f"""
-        SELECT c.id FROM chunks c JOIN sources s ON s.key = c.source_key WHERE {_IN_PARTITION}
+        SELECT c.id FROM chunks c JOIN documents d ON d.key = c.doc_key WHERE {_IN_SOURCE}
         AND (c.embedding IS NULL OR vector_dims(c.embedding) <> %(dim)s OR c.model <> %(model)s)""",
-                    {"p": partition, "dim": model[1], "model": model[0]})
+                    {"p": source, "dim": model[1], "model": model[0]})
 
 
-def orphan_chunks(conn: psycopg.Connection, partition: str | None) -> Finding:
-    """Chunks whose document has no `sources` row (search could return them, nothing deletes them)."""
+def orphan_chunks(conn: psycopg.Connection, source: str | None) -> Finding:
+    """Chunks whose document has no `documents` row (search could not cite them, nothing deletes them)."""
     if not has_schema(conn):
         return Finding()
     return _finding(conn, """
-        SELECT c.id FROM chunks c WHERE NOT EXISTS (SELECT 1 FROM sources s WHERE s.key = c.source_key)
-        AND (%(p)s::text IS NULL OR left(c.source_key, length(%(p)s) + 1) = %(p)s || ':')""", {"p": partition})
+        SELECT c.id FROM chunks c WHERE NOT EXISTS (SELECT 1 FROM documents d WHERE d.key = c.doc_key)
+        AND (%(p)s::text IS NULL OR left(c.doc_key, length(%(p)s) + 1) = %(p)s || ':')""", {"p": source})
 
 
-def ledger_mismatches(conn: psycopg.Connection, partition: str | None) -> Finding:
+def ledger_mismatches(conn: psycopg.Connection, source: str | None) -> Finding:
     """Document keys where the ledger and the index disagree.
 
-    A ledger row without a `sources` row (or the reverse), or one whose
-    partition, content hash or chunk count differs from what is stored: the
+    A ledger row without a `documents` row (or the reverse), or one whose
+    source, content hash or chunk count differs from what is stored: the
     next run would then skip a document that is not really indexed.
     """
     if not has_schema(conn):
         return Finding()
     return _finding(conn, f"""
-        WITH s AS (SELECT key, partition, content_hash FROM sources s WHERE {_IN_PARTITION}),
-             l AS (SELECT source_key, partition, content_hash, chunk_count FROM ledger
-                   WHERE %(p)s::text IS NULL OR partition = %(p)s),
-             n AS (SELECT source_key, count(*) AS n FROM chunks
-                   WHERE source_key IN (SELECT key FROM s UNION SELECT source_key FROM l) GROUP BY source_key)
-        SELECT coalesce(l.source_key, s.key) AS id
-        FROM l FULL JOIN s ON s.key = l.source_key LEFT JOIN n ON n.source_key = coalesce(l.source_key, s.key)
-        WHERE l.source_key IS NULL OR s.key IS NULL OR l.partition <> s.partition
-           OR l.content_hash <> s.content_hash OR l.chunk_count <> coalesce(n.n, 0)""", {"p": partition})
+        WITH d AS (SELECT key, source, content_hash FROM documents d WHERE {_IN_SOURCE}),
+             l AS (SELECT doc_key, source, content_hash, chunk_count FROM ledger
+                   WHERE %(p)s::text IS NULL OR source = %(p)s),
+             n AS (SELECT doc_key, count(*) AS n FROM chunks
+                   WHERE doc_key IN (SELECT key FROM d UNION SELECT doc_key FROM l) GROUP BY doc_key)
+        SELECT coalesce(l.doc_key, d.key) AS id
+        FROM l FULL JOIN d ON d.key = l.doc_key LEFT JOIN n ON n.doc_key = coalesce(l.doc_key, d.key)
+        WHERE l.doc_key IS NULL OR d.key IS NULL OR l.source <> d.source
+           OR l.content_hash <> d.content_hash OR l.chunk_count <> coalesce(n.n, 0)""", {"p": source})
 
 
-def oversized_chunks(conn: psycopg.Connection, partition: str | None, window: int) -> Finding:
+def oversized_chunks(conn: psycopg.Connection, source: str | None, window: int) -> Finding:
     """Chunks longer than the model's window (the model would silently truncate them)."""
     if not has_schema(conn):
         return Finding()
     return _finding(conn, f"""
-        SELECT c.id FROM chunks c JOIN sources s ON s.key = c.source_key
-        WHERE {_IN_PARTITION} AND c.token_count > %(window)s""", {"p": partition, "window": window})
+        SELECT c.id FROM chunks c JOIN documents d ON d.key = c.doc_key
+        WHERE {_IN_SOURCE} AND c.token_count > %(window)s""", {"p": source, "window": window})

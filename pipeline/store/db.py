@@ -8,18 +8,21 @@ stops it.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import os
 import warnings
-from contextlib import contextmanager
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import psycopg
 from pgvector.psycopg import register_vector
 
 from pipeline.errors import StoreError
+from pipeline.redact import redact
 
 log = logging.getLogger(__name__)
 DB_NAME = "docforge"
@@ -73,22 +76,20 @@ def _size_buffers(server, datadir: Path) -> None:
 
 def database_url(home: Path, url: str | None = None) -> str:
     """The URL to use: an explicit one, else the embedded server's `docforge` database."""
-    url = url or os.environ.get("DATABASE_URL")
     if url:
         return url
     server = embedded_server(home)
     admin = server.get_uri()
     with psycopg.connect(admin, autocommit=True) as conn:
         if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (DB_NAME,)).fetchone():
-            try:
+            with contextlib.suppress(psycopg.errors.DuplicateDatabase):  # a concurrent process won the race
                 conn.execute(f'CREATE DATABASE "{DB_NAME}"')
-            except psycopg.errors.DuplicateDatabase:
-                pass  # a concurrent process won the race
     return server.get_uri(DB_NAME)
 
 
 def store_url(settings, explicit: str | None = None) -> str:
-    """The store for these Settings: an explicit URL, DATABASE_URL, or the embedded server."""
+    """The store for these Settings: an explicit URL, DATABASE_URL (`Settings.database_url`, the one
+    place it is read), or the embedded server under `Settings.home`."""
     secret = settings.database_url.get_secret_value() if settings.database_url else None
     return database_url(settings.home, explicit or secret)
 
@@ -97,7 +98,7 @@ def connect(url: str, *, vector: bool = True) -> psycopg.Connection:
     try:
         conn = psycopg.connect(url, autocommit=True)
     except psycopg.OperationalError as e:
-        raise StoreError(f"cannot connect to the database: {_redact(str(e))}") from None
+        raise StoreError(f"cannot connect to the database: {redact(str(e))}") from None
     if vector:
         _ensure_vector(conn)
     return conn
@@ -115,20 +116,27 @@ def _ensure_vector(conn: psycopg.Connection) -> None:
     register_vector(conn)
 
 
-def _redact(msg: str) -> str:
-    """Never echo a password from a connection string."""
-    import re
-
-    return re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", msg)
+def scalar(conn: psycopg.Connection, query: str, params: tuple | dict | None = None) -> Any:
+    """The one value a one-row, one-column SELECT returns (EXISTS, to_regclass, a lock attempt)."""
+    row = conn.execute(query, params).fetchone()
+    if row is None:
+        raise StoreError(f"expected one row from {query!r}, got none")
+    (value,) = row
+    return value
 
 
 def lock_id(name: str) -> int:
     return int.from_bytes(hashlib.sha256(f"docforge:{name}".encode()).digest()[:8], "big", signed=True)
 
 
+def source_lock(source: str) -> str:
+    """The lock every writer of one source's rows holds (ingest stages, purge)."""
+    return f"source:{source}"
+
+
 @contextmanager
 def advisory_lock(conn: psycopg.Connection, name: str) -> Iterator[None]:
-    """Serialise work on one partition across processes (session-level lock)."""
+    """Serialise work on one thing (a source, the schema) across processes (session-level lock)."""
     key = lock_id(name)
     conn.execute("SELECT pg_advisory_lock(%s)", (key,))
     try:

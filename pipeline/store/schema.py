@@ -12,10 +12,11 @@ from importlib import resources
 import psycopg
 
 from pipeline.errors import StoreError
-from pipeline.store.db import advisory_lock
+from pipeline.store.db import advisory_lock, scalar
 
 _META = "CREATE TABLE IF NOT EXISTS docforge_meta (key text PRIMARY KEY, value text NOT NULL)"
-_MIGRATIONS = "CREATE TABLE IF NOT EXISTS schema_migrations (version text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())"
+_MIGRATIONS = ("CREATE TABLE IF NOT EXISTS schema_migrations "
+               "(version text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())")
 
 
 def migrations() -> list[tuple[str, str]]:
@@ -25,17 +26,17 @@ def migrations() -> list[tuple[str, str]]:
 
 def store_model(conn: psycopg.Connection) -> tuple[str, int] | None:
     """(model, dimension) the store was built for, or None for an empty store."""
-    if not conn.execute("SELECT to_regclass('docforge_meta')").fetchone()[0]:
+    if not scalar(conn, "SELECT to_regclass('docforge_meta')"):
         return None
-    rows = dict(conn.execute("SELECT key, value FROM docforge_meta").fetchall())
+    rows: dict[str, str] = dict(conn.execute("SELECT key, value FROM docforge_meta").fetchall())
     return (rows["model"], int(rows["dimension"])) if "model" in rows else None
 
 
 def is_current(conn: psycopg.Connection) -> bool:
     """True when every migration has been applied (a cheap check for readers)."""
-    if not conn.execute("SELECT to_regclass('schema_migrations')").fetchone()[0]:
+    if not scalar(conn, "SELECT to_regclass('schema_migrations')"):
         return False
-    done = {r[0] for r in conn.execute("SELECT version FROM schema_migrations")}
+    done = {version for (version,) in conn.execute("SELECT version FROM schema_migrations")}
     return all(version in done for version, _ in migrations())
 
 
@@ -46,11 +47,11 @@ def ensure_schema(conn: psycopg.Connection, model: str, dim: int) -> None:
         raise StoreError(
             f"this store was built for embedding model {current[0]!r} (dimension {current[1]}), "
             f"but the configured model is {model!r} (dimension {dim}); vectors of the two cannot be mixed. "
-            "Point DATABASE_URL/DOCFORGE_HOME at a new store, or run `docforge reset --yes` to re-index.")
+            "Point DATABASE_URL/DOCFORGE_HOME at a new store, or run `docforge db reset --yes` to re-index.")
     with advisory_lock(conn, "schema"), conn.transaction():
         conn.execute(_META)
         conn.execute(_MIGRATIONS)
-        done = {r[0] for r in conn.execute("SELECT version FROM schema_migrations")}
+        done = {version for (version,) in conn.execute("SELECT version FROM schema_migrations")}
         for version, sql in migrations():
             if version not in done:
                 conn.execute(sql.replace("{dim}", str(int(dim))))
@@ -59,9 +60,22 @@ def ensure_schema(conn: psycopg.Connection, model: str, dim: int) -> None:
                      (model, str(dim)))
 
 
+def open_built(conn: psycopg.Connection) -> tuple[str, int] | None:
+    """The store's (model, dimension) with its schema brought up to date, or None for an empty store.
+
+    For readers and upkeep (search, status, checks, purge): they never create a
+    store, but must not meet an older store's table and column names.
+    """
+    built = store_model(conn)
+    if built and not is_current(conn):
+        ensure_schema(conn, *built)
+    return built
+
+
 def drop_all(conn: psycopg.Connection) -> None:
     """Remove every docforge table (for `docforge db reset`)."""
     with conn.transaction():
-        for t in ("staged_chunks", "staged_documents", "failures", "chunks", "ledger", "sources",
-                  "bm25_postings", "bm25_terms", "bm25_stats", "schema_migrations", "docforge_meta"):
+        # "sources": the documents table's name before migration 0004
+        for t in ("staged_chunks", "staged_documents", "failures", "chunks", "ledger", "documents", "sources",
+                  "bm25_postings", "bm25_terms", "bm25_stats", "answers", "schema_migrations", "docforge_meta"):
             conn.execute(f"DROP TABLE IF EXISTS {t} CASCADE")

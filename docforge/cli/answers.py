@@ -1,0 +1,102 @@
+"""`docforge answers`: recorded answers — show one with its provenance, re-verify it, purge them all."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from docforge.cli import config_option, json_option
+
+
+def _conn(config: str):
+    from pipeline.config import load_settings
+    from pipeline.store.db import connect, store_url
+
+    return connect(store_url(load_settings(config)), vector=False)
+
+
+def _load(conn, answer_id: str):
+    from pipeline.answers import cache
+
+    if not conn.execute("SELECT to_regclass('answers')").fetchone()[0]:
+        raise click.ClickException("no answers are recorded in this store yet")
+    stored = cache.get(conn, answer_id)
+    if stored is None:
+        raise click.ClickException(f"no answer with id {answer_id!r}")
+    return stored
+
+
+@click.group("answers")
+def command() -> None:
+    """Recorded answers: each `docforge ask` keeps its answer and its hash chain."""
+
+
+@command.command("show")
+@click.argument("answer_id")
+@config_option
+@json_option
+def show(answer_id: str, config: str, as_json: bool) -> None:
+    """Print a recorded answer and the hash chain of its stages."""
+    with _conn(config) as conn:
+        s = _load(conn, answer_id)
+    if as_json:
+        click.echo(json.dumps({"id": s.id, "created_at": s.created_at.isoformat(), "hits": s.hits,
+                               "dag_root": s.dag_root, "answer": s.answer, "stages": s.stages},
+                              indent=2, ensure_ascii=False))
+        return
+    click.echo(f"answer {s.id} · {s.audit_mode} · model {s.model} · {s.created_at:%Y-%m-%d %H:%M:%S} · "
+               f"served from cache {s.hits} time(s)")
+    click.echo(f"question: {s.question}\n")
+    click.echo(s.answer.get("answer", ""))
+    click.echo("\nprovenance (each hash = sha256(stage, previous hash, payload)):")
+    for st in s.stages:
+        click.echo(f"  {st.get('stage', '?'):<13} {st.get('hash', '')}  {_summary(st)}")
+    click.echo(f"  {'root':<13} {s.dag_root}")
+
+
+def _summary(stage: dict) -> str:
+    p = stage.get("payload")
+    name = stage.get("stage")
+    if name == "retrieval" and isinstance(p, list):
+        return f"{len(p)} search(es): " + "; ".join(f"{r.get('query')!r} → {len(r.get('hits', []))}" for r in p)
+    if name == "evidence" and isinstance(p, list):
+        return f"{len(p)} block(s): " + ", ".join(f"{e.get('pointer')}→{str(e.get('chunk_id'))[:10]}" for e in p[:8])
+    if name in ("claims",) and isinstance(p, list):
+        return f"{len(p)} claim(s)"
+    if name == "verification" and isinstance(p, dict):
+        return f"{p.get('audit_mode')}, {sum(c.get('verified', False) for c in p.get('claims', []))} verified"
+    if name == "label" and isinstance(p, dict):
+        return json.dumps(p)
+    return ""
+
+
+@command.command("verify")
+@click.argument("answer_id")
+@config_option
+def verify(answer_id: str, config: str) -> None:
+    """Recompute every stage of a recorded answer; exit 1 naming the first that does not match."""
+    from pipeline.answers import provenance
+
+    with _conn(config) as conn:
+        s = _load(conn, answer_id)
+        ids = [e.get("chunk_id") for e in next((st.get("payload") or [] for st in s.stages
+                                                if st.get("stage") == "evidence"), [])]
+        rows = conn.execute("SELECT id, text FROM chunks WHERE id = ANY(%s)", ([str(i) for i in ids],)).fetchall()
+    result = provenance.check(s.dag_root, s.answer, s.stages, dict(rows))
+    if not result.ok:
+        click.echo(f"answer {answer_id}: stage '{result.stage}' does not match: {result.reason}", err=True)
+        sys.exit(1)
+    click.echo(f"answer {answer_id}: all {len(provenance.STAGES)} stages match, root {s.dag_root}")
+
+
+@command.command("purge")
+@config_option
+def purge(config: str) -> None:
+    """Delete every recorded answer (the cache starts empty)."""
+    from pipeline.answers import cache
+
+    with _conn(config) as conn:
+        n = cache.purge(conn)
+    click.echo(f"purged {n} answer(s)")

@@ -1,0 +1,152 @@
+"""The answer cache: a key over everything an answer depends on, and the `answers` table (migration 0006).
+
+The key is sha256 over canonical JSON of:
+
+- the state of the indexed sources in scope: a digest of (document key, content hash) of every
+  document of those sources, so an ingest that changes a document changes it and a no-op ingest
+  does not; plus the chunking fingerprints of the ledger and the store's embedding model;
+- the question in its canonical form (`canonical_question`, mode `strict` or `equivalence`);
+- the model profile (base_url, model, temperature, max_tokens, prompts' version; or the extractive
+  answerer's version), the conversation's prior turns, the request's scope (filters, filter_repo,
+  mode, rerank, boost tags), the search settings, the schema version, CANON_VERSION and the
+  verifier's policy.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg
+from psycopg.types.json import Jsonb
+
+from pipeline.answers import text as tx
+
+CANON_VERSION = "1"
+KEY_VERSION = "1"
+# Words a rephrasing adds or drops without changing the question (equivalence mode).
+_FILLER = frozenset("""please pls kindly can could would you tell me explain know i we want wanted like to
+hey hi hello thanks thank quick question""".split())
+
+_STATE = """
+SELECT (SELECT md5(coalesce(string_agg(d.key || ':' || d.content_hash, ',' ORDER BY d.key), ''))
+          FROM documents d WHERE %(all)s OR d.source = ANY(%(sources)s)),
+       (SELECT count(*) FROM documents d WHERE %(all)s OR d.source = ANY(%(sources)s)),
+       (SELECT coalesce(string_agg(DISTINCT chunker, ',' ORDER BY chunker), '') FROM ledger),
+       (SELECT max(version) FROM schema_migrations),
+       (SELECT coalesce(string_agg(key || '=' || value, ',' ORDER BY key), '') FROM docforge_meta)
+"""
+
+
+def canonical_question(question: str, mode: str = "strict") -> str:
+    """`strict`: case, width and whitespace folded, trailing punctuation dropped.
+    `equivalence`: also punctuation, stopwords and filler words dropped, each word stemmed
+    (word order kept: "does A cause B" and "does B cause A" stay different)."""
+    folded = " ".join(tx.fold(question).split()).rstrip(" ?!.")
+    if mode == "strict":
+        return folded
+    if mode != "equivalence":
+        raise ValueError(f"unknown cache mode {mode!r}")
+    out = []
+    for w in tx.words(folded):
+        if w in _FILLER or (w in tx.STOPWORDS and w not in _KEEP):
+            continue
+        out.append(tx.key(w))
+    return " ".join(out)
+
+
+# Question words and negations decide what is asked: never dropped.
+_KEEP = frozenset({"what", "why", "how", "when", "where", "which", "who", "whom", "whose", "whether"})
+
+
+def scope_sources(filters: dict | None) -> list[str] | None:
+    """Source names a filter pins at its top level ({"source": "x"} / $eq / $in), else None (all)."""
+    if not isinstance(filters, dict):
+        return None
+    if "$and" in filters and isinstance(filters["$and"], list):
+        for part in filters["$and"]:
+            found = scope_sources(part)
+            if found is not None:
+                return found
+    v = filters.get("source")
+    if isinstance(v, str):
+        return [v]
+    if isinstance(v, list) and all(isinstance(x, str) for x in v):
+        return sorted(v)
+    if isinstance(v, dict) and len(v) == 1:
+        (op, arg), = v.items()
+        if op == "$eq" and isinstance(arg, str):
+            return [arg]
+        if op == "$in" and isinstance(arg, list) and all(isinstance(x, str) for x in arg):
+            return sorted(arg)
+    return None
+
+
+def store_state(conn: psycopg.Connection, sources: list[str] | None) -> dict[str, Any]:
+    """What the answer depends on in the store (one round trip)."""
+    row = conn.execute(_STATE, {"all": sources is None, "sources": sources or []}).fetchone()
+    return {"documents": row[0], "count": row[1], "chunkers": row[2], "schema": row[3], "meta": row[4],
+            "sources": sources}
+
+
+def cache_key(parts: dict[str, Any]) -> str:
+    return hashlib.sha256(canonical_json({"key_version": KEY_VERSION, "canon_version": CANON_VERSION,
+                                          **parts}).encode()).hexdigest()
+
+
+def canonical_json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+# --- the table ----------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Stored:
+    id: str
+    cache_key: str
+    question: str
+    model: str
+    audit_mode: str
+    dag_root: str
+    answer: dict[str, Any]
+    stages: list[dict[str, Any]]
+    created_at: Any
+    hits: int
+
+
+_COLS = "id, cache_key, question, model, audit_mode, dag_root, answer, stages, created_at, hits"
+
+
+def lookup(conn: psycopg.Connection, key: str) -> Stored | None:
+    """The newest answer stored under `key`, counted as a hit."""
+    row = conn.execute(
+        f"UPDATE answers SET hits = hits + 1, last_hit_at = now() WHERE id = "
+        f"(SELECT id FROM answers WHERE cache_key = %s ORDER BY created_at DESC LIMIT 1) RETURNING {_COLS}",
+        (key,)).fetchone()
+    return Stored(*row) if row else None
+
+
+def get(conn: psycopg.Connection, answer_id: str) -> Stored | None:
+    row = conn.execute(f"SELECT {_COLS} FROM answers WHERE id = %s", (answer_id,)).fetchone()
+    return Stored(*row) if row else None
+
+
+def store(conn: psycopg.Connection, *, answer_id: str, key: str, question: str, model: str, audit_mode: str,
+          dag_root: str, answer: dict[str, Any], stages: list[dict[str, Any]]) -> None:
+    conn.execute("INSERT INTO answers (id, cache_key, question, model, audit_mode, dag_root, answer, stages) "
+                 "VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
+                 (answer_id, key, question, model, audit_mode, dag_root, Jsonb(answer), Jsonb(stages)))
+
+
+def purge(conn: psycopg.Connection) -> int:
+    """Delete every stored answer; returns how many there were."""
+    if not conn.execute("SELECT to_regclass('answers')").fetchone()[0]:
+        return 0
+    return conn.execute("DELETE FROM answers").rowcount
+
+
+def recent(conn: psycopg.Connection, limit: int = 20) -> list[tuple]:
+    return conn.execute("SELECT id, created_at, audit_mode, model, hits, question FROM answers "
+                        "ORDER BY created_at DESC LIMIT %s", (limit,)).fetchall()

@@ -1,0 +1,338 @@
+"""The answer loop: cache → classify → retrieve ⇄ reason → respond → verify → render → record.
+
+With an LLM configured (`llm.base_url` + `llm.model`):
+    classify   one of the five intents (prompts.CLASSIFY_SYSTEM);
+    retrieve   hybrid search, evidence accumulated across iterations, deduplicated by content;
+    reason     SUFFICIENT: <confidence> (stop) or INSUFFICIENT: <refined query> (search again); after
+               max_iterations it answers anyway, confidence capped at 0.3;
+    respond    claims over the numbered evidence blocks, each line with its pointers.
+Without one, the answer is extractive (pipeline.answers.extractive) and `model` is "extractive".
+Either way the claims are verified (pipeline.answers.verify), rendered, chained (provenance) and
+stored in the `answers` table under the cache key (cache).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from pipeline.answers import cache, extractive, prompts, provenance, render, retrieve, verify
+from pipeline.answers.llm import ChatClient
+from pipeline.answers.model import NOT_FOUND, Answer, Citation, Claim, Evidence, Step
+from pipeline.config import Settings
+from pipeline.errors import AnswerError, StoreError
+from pipeline.query import Searcher
+from pipeline.store.db import connect, store_url
+from pipeline.store.schema import ensure_schema, is_current, store_model
+
+log = logging.getLogger(__name__)
+MAX_QUESTION = 4000
+CAPPED_CONFIDENCE = 0.3  # max_iterations reached without SUFFICIENT
+_UNSET: Any = object()
+
+
+def heuristic_intent(question: str) -> str:
+    """The intent without an LLM: a few cue words, first match wins."""
+    q = question.lower()
+    if re.search(r"\b(vs\.?|versus|differen\w*|compar\w*|better than|instead of|trade-?offs?)\b", q):
+        return "comparison"
+    if re.search(r"\b(error|exception|panic\w*|fail\w*|crash\w*|bug|broken|not working|doesn'?t work|warning|"
+                 r"e\d{4}|traceback|stack trace)\b", q):
+        return "debugging"
+    if re.match(r"\s*(why|how does|how do\b.*\bwork|explain|what is the (purpose|point|idea|motivation))", q):
+        return "conceptual"
+    if re.match(r"\s*(what|when|who|which|where|how many|how much|is|are|does|do|did|can|was|were)\b", q):
+        return "factual"
+    return "exploratory"
+
+
+@dataclass
+class _Run:
+    """What one ask accumulates on its way."""
+
+    question: str
+    scope: retrieve.Scope
+    history: list[dict[str, str]] | None
+    trace: list[Step] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)
+    retrieval: list[dict[str, Any]] = field(default_factory=list)
+    input_tokens: int = 0
+    output_tokens: int = 0
+    llm_ms: float = 0.0
+
+    def time(self, stage: str, ms: float) -> None:
+        self.timings[stage] = round(self.timings.get(stage, 0.0) + ms, 3)
+
+
+class Answerer:
+    """Answers questions over one store. Thread-safe: searches are serialised by the Searcher,
+    cache statements by a lock of its own; LLM calls of concurrent asks overlap."""
+
+    def __init__(self, settings: Settings, *, searcher: Searcher | None = None, llm: ChatClient | None = _UNSET,
+                 url: str | None = None, embedder=None):
+        self.settings = settings
+        self.cfg = settings.answers
+        self._own_searcher = searcher is None
+        self.searcher = searcher or Searcher(settings, url=url, embedder=embedder)
+        if llm is _UNSET:
+            llm = ChatClient(settings.llm) if settings.llm.base_url else None
+        self.llm: ChatClient | None = llm
+        self._url = url
+        self._conn = None
+        self._lock = threading.Lock()
+        self._ready = False
+
+    @property
+    def model_name(self) -> str:
+        return self.llm.cfg.model if self.llm else "extractive"
+
+    def close(self) -> None:
+        if self._own_searcher:
+            self.searcher.close()
+        if self.llm:
+            self.llm.close()
+        if self._conn is not None:
+            self._conn.close()
+
+    def __enter__(self) -> Answerer:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # --- the store -------------------------------------------------------------------------------------
+
+    def conn(self):
+        if self._conn is None:
+            self._conn = connect(store_url(self.settings, self._url), vector=False)
+        return self._conn
+
+    def _store_ready(self) -> bool:
+        """True once the store holds an index (its schema, answers table included, brought up to date)."""
+        if self._ready:
+            return True
+        conn = self.conn()
+        built = store_model(conn)
+        if built is None:
+            return False
+        if not is_current(conn):
+            ensure_schema(conn, *built)
+        self._ready = True
+        return True
+
+    # --- asking ----------------------------------------------------------------------------------------
+
+    def ask(self, question: str, *, filters: dict | None = None, filter_repo: str | None = None,
+            mode: str = "hybrid", rerank: bool | None = None, boost_tags: tuple[str, ...] | list[str] = (),
+            history: list[dict[str, str]] | None = None, max_iterations: int | None = None,
+            use_cache: bool | None = None, trace: bool = False) -> Answer:
+        t0 = time.perf_counter()
+        question = " ".join(question.replace("\x00", " ").split())
+        if not question:
+            raise AnswerError("the question is empty")
+        if len(question) > MAX_QUESTION:
+            raise AnswerError(f"the question is longer than {MAX_QUESTION} characters")
+        scope = retrieve.Scope(filters, filter_repo, mode, rerank, tuple(t for t in boost_tags if t))
+        run = _Run(question, scope, history or None)
+        use_cache = self.cfg.cache if use_cache is None else use_cache
+        max_iterations = max_iterations or self.cfg.max_iterations
+
+        with self._lock:
+            t = time.perf_counter()
+            ready = self._store_ready()
+            key = self._key(run) if ready else None
+            hit = cache.lookup(self.conn(), key) if key and use_cache else None
+            run.time("cache_lookup", (time.perf_counter() - t) * 1000)
+        if hit is not None:
+            return self._from_cache(hit, run, t0, trace)
+        run.trace.append(Step("cache", run.timings["cache_lookup"], {"hit": False, "used": bool(use_cache)}))
+
+        if not ready:
+            evidence, raw, intent, iterations, confidence, abstained, prompt = [], "", heuristic_intent(question), \
+                0, 0.0, True, None
+        elif self.llm is None:
+            evidence, raw, intent, iterations, confidence, abstained, prompt = self._extractive(run)
+        else:
+            evidence, raw, intent, iterations, confidence, abstained, prompt = self._llm_loop(run, max_iterations)
+
+        t = time.perf_counter()
+        verdict = verify.verify("" if abstained else raw, {e.pointer: e.text for e in evidence})
+        claims = list(verdict.claims)
+        audit = "UNGROUNDED" if abstained else verdict.audit_mode
+        if claims and not abstained:  # a confidence the verdict does not back is not reported
+            confidence = round(confidence * sum(c.verified for c in claims) / len(claims), 3)
+        run.time("verify", (time.perf_counter() - t) * 1000)
+        run.trace.append(Step("verify", run.timings["verify"], {
+            "claims": len(claims), "verified": sum(c.verified for c in claims), "audit_mode": audit}))
+        rendered = render.render(claims, audit, abstained)
+        answer = self._answer(run, evidence, claims, audit, abstained, rendered, confidence, intent, iterations)
+        if ready:
+            t = time.perf_counter()
+            self._record(run, key, answer, evidence, raw, prompt, verdict)
+            run.time("cache_write", (time.perf_counter() - t) * 1000)
+        answer.timings = run.timings
+        answer.latency_ms = round((time.perf_counter() - t0) * 1000, 3)
+        answer.trace = [s.as_dict() for s in run.trace] if trace else None
+        return answer
+
+    def _key(self, run: _Run) -> str:
+        state = cache.store_state(self.conn(), cache.scope_sources(run.scope.filters))
+        return cache.cache_key({
+            "state": state,
+            "question": cache.canonical_question(run.question, self.cfg.cache_mode),
+            "question_mode": self.cfg.cache_mode,
+            "model": self._profile(),
+            "history": run.history,
+            "scope": run.scope.as_dict(),
+            "search": self.searcher.config.model_dump(mode="json", exclude=set(self.searcher.config.limits)),
+            "answers": self.cfg.model_dump(mode="json", exclude={"cache", "cache_mode"}),
+            "verifier": verify.POLICY,
+        })
+
+    def _profile(self) -> dict[str, Any]:
+        if self.llm is None:
+            return {"model": "extractive", "version": extractive.EXTRACTIVE_VERSION}
+        return {**self.llm.profile, "prompts": prompts.PROMPTS_VERSION}
+
+    def _from_cache(self, hit: cache.Stored, run: _Run, t0: float, trace: bool) -> Answer:
+        answer = Answer(**hit.answer)
+        answer.cache = "hit"
+        answer.input_tokens = answer.output_tokens = 0
+        answer.llm_ms = 0.0
+        answer.timings = run.timings
+        answer.latency_ms = round((time.perf_counter() - t0) * 1000, 3)
+        if trace:
+            answer.trace = [Step("cache", run.timings["cache_lookup"], {"hit": True, "answer_id": hit.id}).as_dict()]
+        return answer
+
+    # --- the two ways to answer ------------------------------------------------------------------------------
+
+    def _search(self, run: _Run, query: str, iteration: int, limit: int) -> list:
+        t = time.perf_counter()
+        hits = retrieve.search(self.searcher, query, run.scope, limit, self.cfg.per_doc)
+        ms = (time.perf_counter() - t) * 1000
+        run.time("retrieve", ms)
+        run.retrieval.append({"iteration": iteration, "query": query, "hits": [
+            {"chunk_id": h.chunk_id, "score": h.score, "rerank_score": h.rerank_score} for h in hits]})
+        run.trace.append(Step("retrieve", ms, {"iteration": iteration, "query": query, "hits": len(hits)}))
+        return hits
+
+    def _extractive(self, run: _Run):
+        intent = heuristic_intent(run.question)
+        pool = retrieve.EvidencePool(self.cfg.max_evidence)
+        pool.add(self._search(run, run.question, 1, self.cfg.max_evidence))
+        t = time.perf_counter()
+        ex = extractive.extract(run.question, pool.items, self.cfg.extractive_sentences)
+        # Only what the verifier passes as quoted is shown: STRICT by construction.
+        lines = [(s, e) for s, e in ex.lines
+                 if verify.check_claim(s, (e.pointer,), {e.pointer: verify.Block(e.text)}).strategy in
+                 ("quote", "span")]
+        ms = (time.perf_counter() - t) * 1000
+        run.time("respond", ms)
+        run.trace.append(Step("respond", ms, {"model": "extractive", "sentences": len(lines),
+                                              "coverage": ex.coverage}))
+        raw = extractive.answer_text(lines)
+        abstained = not lines
+        confidence = 0.0 if abstained else round(min(0.9, 0.3 + 0.6 * ex.coverage), 3)
+        prompt = provenance.prompt_payload("extractive", run.question, pool.items, run.history,
+                                           self.cfg.extractive_sentences)
+        return pool.items, raw, intent, 1, confidence, abstained, prompt
+
+    def _chat(self, run: _Run, stage: str, messages, max_tokens: int | None = None) -> str:
+        t = time.perf_counter()
+        c = self.llm.chat(messages, max_tokens=max_tokens)  # type: ignore[union-attr]
+        run.input_tokens += c.input_tokens
+        run.output_tokens += c.output_tokens
+        run.llm_ms += c.ms
+        run.time(stage, (time.perf_counter() - t) * 1000)
+        return c.text
+
+    def _llm_loop(self, run: _Run, max_iterations: int):
+        t = time.perf_counter()
+        reply = self._chat(run, "classify", prompts.classify_messages(run.question), max_tokens=10)
+        intent = prompts.parse_intent(reply) or heuristic_intent(run.question)
+        run.trace.append(Step("classify", (time.perf_counter() - t) * 1000, {"intent": intent}))
+        pool = retrieve.EvidencePool(self.cfg.max_evidence)
+        query, seen, confidence, iterations = run.question, set(), prompts.DEFAULT_CONFIDENCE, 0
+        for iteration in range(1, max_iterations + 1):
+            iterations = iteration
+            seen.add(query.casefold())
+            new = pool.add(self._search(run, query, iteration, self.cfg.evidence_k))
+            if not pool.items:
+                break
+            t = time.perf_counter()
+            decision = prompts.parse_decision(self._chat(
+                run, "reason", prompts.reason_messages(run.question, pool.items, run.history), max_tokens=80))
+            done = decision.sufficient or iteration == max_iterations or not decision.query \
+                or decision.query.casefold() in seen
+            run.trace.append(Step("reason", (time.perf_counter() - t) * 1000, {
+                "iteration": iteration, "decision": "SUFFICIENT" if decision.sufficient else "INSUFFICIENT",
+                "confidence": decision.confidence, "refined_query": decision.query, "parsed": decision.parsed,
+                "new_evidence": new, "evidence": len(pool.items)}))
+            if decision.sufficient:
+                confidence = decision.confidence if decision.confidence is not None else prompts.DEFAULT_CONFIDENCE
+                break
+            if done:  # out of iterations (or of new queries): answer anyway, with little confidence
+                confidence = CAPPED_CONFIDENCE
+                break
+            query = decision.query  # type: ignore[assignment]
+        if not pool.items:
+            return [], "", intent, iterations, 0.0, True, None
+        prompt = prompts.respond_messages(run.question, pool.items, run.history)
+        t = time.perf_counter()
+        raw = self._chat(run, "respond", prompt)
+        abstained = prompts.is_decline(raw) or not raw.strip()
+        run.trace.append(Step("respond", (time.perf_counter() - t) * 1000, {
+            "model": self.model_name, "evidence": len(pool.items), "declined": abstained}))
+        return pool.items, raw, intent, iterations, min(confidence, 1.0), abstained, prompt
+
+    # --- the result -----------------------------------------------------------------------------------------
+
+    def _answer(self, run: _Run, evidence: list[Evidence], claims: list[Claim], audit: str, abstained: bool,
+                rendered: str, confidence: float, intent: str, iterations: int) -> Answer:
+        cited = {p for c in claims for p in c.pointers}
+        used = [e for e in evidence if e.pointer in cited]
+        sources = list(dict.fromkeys(e.url for e in used))
+        return Answer(
+            question=run.question, answer=rendered, claims=[c.as_dict() for c in claims],
+            citations=[Citation(**e.citation()) for e in used], sources=sources, audit_mode=audit,  # type: ignore
+            abstained=abstained, confidence=0.0 if abstained else confidence, intent=intent, iterations=iterations,
+            model=self.model_name, input_tokens=run.input_tokens, output_tokens=run.output_tokens,
+            llm_ms=round(run.llm_ms, 3), cache="miss")
+
+    def _record(self, run: _Run, key: str | None, answer: Answer, evidence: list[Evidence], raw: str,
+                prompt: Any, verdict) -> None:
+        answer.answer_id = uuid.uuid4().hex[:16]
+        payloads = {
+            "question": {"question": run.question, "canonical": cache.canonical_question(run.question,
+                                                                                         self.cfg.cache_mode),
+                         "scope": run.scope.as_dict(), "history": run.history},
+            "retrieval": run.retrieval,
+            "evidence": provenance.evidence_payload(evidence),
+            "prompt": prompt,
+            "raw_answer": raw,
+            "claims": provenance.claims_payload("" if answer.abstained else raw),
+            "verification": verdict.as_dict(),
+            "rendered": answer.answer,
+            "label": provenance.label_payload(answer.audit_mode, answer.abstained, answer.confidence),
+        }
+        stages, root = provenance.chain(payloads)
+        answer.dag_root = root
+        stored = answer.model_dump(mode="json", exclude={"cache", "latency_ms", "timings", "trace", "llm_ms",
+                                                         "input_tokens", "output_tokens"})
+        stored.update(input_tokens=answer.input_tokens, output_tokens=answer.output_tokens)
+        try:
+            with self._lock:
+                cache.store(self.conn(), answer_id=answer.answer_id, key=key or "", question=run.question,
+                            model=answer.model, audit_mode=answer.audit_mode, dag_root=root, answer=stored,
+                            stages=stages)
+        except Exception as e:  # noqa: BLE001 — an answer is still an answer when recording it fails
+            if isinstance(e, StoreError):
+                raise
+            log.warning("could not record answer %s: %s", answer.answer_id, e)
+            answer.answer_id = answer.dag_root = None

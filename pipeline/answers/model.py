@@ -1,0 +1,128 @@
+"""The answer layer's records: evidence in, claims and answers out."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+AuditMode = Literal["STRICT", "HYBRID", "UNGROUNDED"]
+Intent = Literal["factual", "conceptual", "debugging", "comparison", "exploratory"]
+INTENTS: tuple[str, ...] = ("factual", "conceptual", "debugging", "comparison", "exploratory")
+# Strategies from strongest to weakest; STRICT means every claim passed by one of the first two.
+STRATEGIES = ("quote", "span", "entity", "paraphrase")
+STRICT_STRATEGIES = frozenset({"quote", "span"})
+NOT_FOUND = "Not found in the indexed documentation."
+
+
+def text_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """One numbered evidence block: a retrieved chunk, content-addressed by `evidence_id`."""
+
+    pointer: str  # "E1"
+    evidence_id: str  # sha256 of the text: the same text never gets two pointers
+    chunk_id: str
+    text: str
+    title: str
+    section: str
+    url: str
+    doc_key: str
+    source: str
+    chunk_index: int
+    score: float
+    page: int | None = None
+    rerank_score: float | None = None
+
+    def citation(self) -> dict[str, Any]:
+        d = asdict(self)
+        d.pop("text")
+        return d
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One line of an answer and what the verifier found."""
+
+    text: str
+    pointers: tuple[str, ...]
+    verified: bool
+    strategy: str | None  # the strategy that passed, None when none did
+    violations: tuple[str, ...] = ()
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"text": self.text, "pointers": list(self.pointers), "verified": self.verified,
+                "strategy": self.strategy, "violations": list(self.violations)}
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The verifier's result for a whole answer."""
+
+    claims: tuple[Claim, ...]
+    audit_mode: AuditMode
+
+    @property
+    def verified(self) -> bool:
+        return bool(self.claims) and all(c.verified for c in self.claims)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"audit_mode": self.audit_mode, "verified": self.verified,
+                "claims": [c.as_dict() for c in self.claims]}
+
+
+@dataclass
+class Step:
+    """One step of the loop, for `--trace`."""
+
+    step: str  # classify | retrieve | reason | respond | verify | cache
+    ms: float
+    detail: dict[str, Any] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"step": self.step, "ms": round(self.ms, 2), **self.detail}
+
+
+class Citation(BaseModel):
+    pointer: str
+    title: str
+    section: str
+    url: str
+    source: str
+    doc_key: str
+    chunk_index: int
+    page: int | None = None
+    score: float
+    rerank_score: float | None = None
+    evidence_id: str
+    chunk_id: str
+
+
+class Answer(BaseModel):
+    """What `ask` returns (CLI --json, HTTP /ask, MCP, Python API)."""
+
+    question: str
+    answer: str  # the rendered answer: verified claims marked, never an unverified one shown as fact
+    claims: list[dict[str, Any]]
+    citations: list[Citation]
+    sources: list[str]  # document URLs the verified claims cite, in order
+    audit_mode: AuditMode
+    abstained: bool = False
+    confidence: float
+    intent: str
+    iterations: int
+    model: str
+    input_tokens: int = 0
+    output_tokens: int = 0
+    latency_ms: float = 0.0
+    llm_ms: float = 0.0  # of latency_ms, time spent waiting for the LLM
+    cache: Literal["hit", "miss"] = "miss"
+    answer_id: str | None = None
+    dag_root: str | None = None
+    timings: dict[str, float] = Field(default_factory=dict)  # ms per stage
+    trace: list[dict[str, Any]] | None = None

@@ -1,0 +1,74 @@
+"""Retrieval for the answer layer: hybrid search, accumulated into numbered, deduplicated evidence."""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass, field
+from typing import Any
+
+from pipeline.answers.model import Evidence, text_hash
+from pipeline.query import Hit, Searcher
+
+
+@dataclass(frozen=True)
+class Scope:
+    """What a request may search: part of the cache key."""
+
+    filters: dict[str, Any] | None = None
+    filter_repo: str | None = None
+    mode: str = "hybrid"
+    rerank: bool | None = None
+    boost_tags: tuple[str, ...] = ()
+
+    def search_filters(self) -> dict[str, Any] | None:
+        """`filters`, ANDed with "repository path or URL contains filter_repo"."""
+        if not self.filter_repo:
+            return self.filters
+        repo = {"$or": [{"repo": {"$contains": self.filter_repo}}, {"url": {"$contains": self.filter_repo}}]}
+        return {"$and": [self.filters, repo]} if self.filters else repo
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"filters": self.filters, "filter_repo": self.filter_repo, "mode": self.mode, "rerank": self.rerank,
+                "boost_tags": sorted(self.boost_tags)}
+
+
+def search(searcher: Searcher, query: str, scope: Scope, limit: int, per_doc: int | None = None) -> list[Hit]:
+    kwargs: dict[str, Any] = {"filters": scope.search_filters(), "boost_tags": scope.boost_tags,
+                              "rerank": scope.rerank}
+    if per_doc and _supports(searcher, "per_doc"):
+        kwargs["per_doc"] = per_doc  # the answer layer wants context: several chunks of a good document
+    return searcher.search(query, limit, scope.mode, **kwargs)  # type: ignore[arg-type]
+
+
+def _supports(searcher: Searcher, param: str) -> bool:
+    return param in inspect.signature(searcher.search).parameters
+
+
+@dataclass
+class EvidencePool:
+    """Evidence across iterations: one pointer per distinct text, numbered in the order found."""
+
+    limit: int
+    items: list[Evidence] = field(default_factory=list)
+    _ids: set[str] = field(default_factory=set)
+
+    def add(self, hits: list[Hit]) -> int:
+        """Add hits not seen before (by content); returns how many were new."""
+        new = 0
+        for h in hits:
+            if len(self.items) >= self.limit:
+                break
+            eid = text_hash(h.text)
+            if eid in self._ids or not h.text.strip():
+                continue
+            self._ids.add(eid)
+            self.items.append(Evidence(
+                pointer=f"E{len(self.items) + 1}", evidence_id=eid, chunk_id=h.chunk_id, text=h.text,
+                title=h.title, section=h.section, url=h.url, doc_key=h.doc_key, source=h.source,
+                chunk_index=h.chunk_index, score=h.score, page=h.page, rerank_score=h.rerank_score))
+            new += 1
+        return new
+
+    @property
+    def texts(self) -> dict[str, str]:
+        return {e.pointer: e.text for e in self.items}

@@ -1,0 +1,156 @@
+"""The incremental ledger: what each document's index rows were built from, and
+the rules that decide what a run does with each document.
+
+A ledger row records, per document, the listing's cheap evidence (version,
+mtime + size), the content hash, the chunker fingerprint and the model. It is
+written in the same transaction as the document's chunks (stage 3), never
+before, so it never claims more than the index holds.
+
+The rules, cheapest first. A row counts only if it carries the current chunker
+fingerprint and model; otherwise the document is read and re-chunked.
+  1. SKIP    same version (git blob id, Confluence version) or, when the source
+             offers none, same mtime + size: not even read;
+  2. REFRESH read, same content hash: only the row's listing columns are updated;
+  3. ADD / UPDATE  read, new or changed: staged for chunking;
+  4. DELETE  a ledger row whose key the listing no longer has: staged for
+             deletion (applied in stage 3, after its vectors could be reused).
+
+`plan` (the listing) and `judge` (each fetched document) are pure, tested
+without Postgres in tests/test_ledger.py; the SQL below reads and writes rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass
+from enum import Enum
+
+import psycopg
+from psycopg.rows import class_row
+
+from pipeline.records import DocRef
+
+
+@dataclass(frozen=True)
+class LedgerRow:
+    doc_key: str
+    mtime_ns: int | None
+    size: int | None
+    version: str | None
+    content_hash: str
+    chunker: str  # chunker fingerprint (pipeline.chunk.fingerprint)
+    model: str
+
+
+@dataclass(frozen=True)
+class Fingerprint:
+    """What the index is built with now; a ledger row from another counts for nothing."""
+
+    chunker: str
+    model: str
+
+
+class Verdict(Enum):
+    """What becomes of a fetched document."""
+
+    REFRESH = "refresh"
+    ADD = "add"
+    UPDATE = "update"
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What the listing alone decides."""
+
+    skip: tuple[str, ...]  # keys proven unchanged: not read
+    fetch: tuple[DocRef, ...]  # to read, then `judge`
+    delete: tuple[str, ...]  # indexed, no longer listed
+
+
+def _current(row: LedgerRow, now: Fingerprint) -> bool:
+    return (row.chunker, row.model) == (now.chunker, now.model)
+
+
+def _unchanged(row: LedgerRow, ref: DocRef) -> bool:
+    """True when the listing proves the document unchanged since `row` was written."""
+    if ref.version is not None:
+        return row.version == ref.version
+    return ref.mtime_ns is not None and (row.mtime_ns, row.size) == (ref.mtime_ns, ref.size)
+
+
+def plan(refs: Iterable[DocRef], ledger: Mapping[str, LedgerRow], now: Fingerprint) -> Plan:
+    """Rules 1 and 4: which listed documents to skip or read, which indexed ones to delete."""
+    skip, fetch, listed = [], [], set()
+    for ref in refs:
+        listed.add(ref.key)
+        row = ledger.get(ref.key)
+        if row is not None and _current(row, now) and _unchanged(row, ref):
+            skip.append(ref.key)
+        else:
+            fetch.append(ref)
+    return Plan(tuple(skip), tuple(fetch), tuple(k for k in ledger if k not in listed))
+
+
+def judge(content_hash: str, row: LedgerRow | None, now: Fingerprint) -> Verdict:
+    """Rules 2 and 3, for one fetched document and its ledger row (None: never indexed)."""
+    if row is not None and _current(row, now) and row.content_hash == content_hash:
+        return Verdict.REFRESH
+    return Verdict.ADD if row is None else Verdict.UPDATE
+
+
+def unwanted_staging(
+    staged: Iterable[str],
+    *,
+    settled: Collection[str],
+    listed: Collection[str],
+    indexed: Collection[str],
+    failed: Collection[str],
+) -> list[str]:
+    """Staged work an earlier, interrupted run left that this run no longer wants: documents now
+    unchanged (`settled`: skipped or refreshed; a reverted edit), gone from the listing and never
+    indexed (a vanished new file), or failing now."""
+    return [k for k in staged if k in settled or (k not in listed and k not in indexed) or k in failed]
+
+
+# --- the rows -----------------------------------------------------------------------------------
+
+
+def read(conn: psycopg.Connection, source: str) -> dict[str, LedgerRow]:
+    """Every ledger row of `source`, by document key."""
+    with conn.cursor(row_factory=class_row(LedgerRow)) as cur:
+        cur.execute(
+            "SELECT doc_key, mtime_ns, size, version, content_hash, chunker, model FROM ledger WHERE source = %s",
+            (source,),
+        )
+        return {r.doc_key: r for r in cur}
+
+
+def refresh(cur: psycopg.Cursor, ref: DocRef) -> None:
+    """Rule 2: new listing evidence (mtime, size, version) for an unchanged document."""
+    cur.execute(
+        "UPDATE ledger SET mtime_ns = %s, size = %s, version = %s WHERE doc_key = %s",
+        (ref.mtime_ns, ref.size, ref.version, ref.key),
+    )
+
+
+# Written with the document's chunks, from its staging row, in the caller's transaction:
+# params keys (documents), chunker and model (the Fingerprint), run.
+RECORD = """
+INSERT INTO ledger (doc_key, source, mtime_ns, size, version, content_hash, chunker, model, chunk_count,
+                    run_id, indexed_at)
+SELECT d.doc_key, d.source, d.mtime_ns, d.size, d.version, d.content_hash, %(chunker)s, %(model)s,
+       (SELECT count(*) FROM staged_chunks s WHERE s.doc_key = d.doc_key), %(run)s, now()
+FROM staged_documents d WHERE d.doc_key = ANY(%(keys)s)
+ON CONFLICT (doc_key) DO UPDATE SET mtime_ns = excluded.mtime_ns, size = excluded.size,
+    version = excluded.version, content_hash = excluded.content_hash, chunker = excluded.chunker,
+    model = excluded.model, chunk_count = excluded.chunk_count, run_id = excluded.run_id, indexed_at = now()
+"""
+
+
+def record_params(now: Fingerprint, run_id: str) -> dict:
+    return {"chunker": now.chunker, "model": now.model, "run": run_id}
+
+
+def forget(cur: psycopg.Cursor, doc_key: str) -> None:
+    """Drop a deleted document's row (with its chunks, in the caller's transaction)."""
+    cur.execute("DELETE FROM ledger WHERE doc_key = %s", (doc_key,))

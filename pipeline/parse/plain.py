@@ -1,0 +1,60 @@
+"""Plain text and reStructuredText → sections, paragraph by paragraph.
+
+Each paragraph (text between blank lines) is a section of its own, so the
+chunker packs whole paragraphs and cuts only inside one longer than the window.
+reStructuredText titles (a line under- and optionally overlined with one
+punctuation character) also open sections; as in docutils, levels are numbered in
+the order their adornment styles first appear, and a lone first title is the title.
+"""
+
+from __future__ import annotations
+
+import re
+
+from pipeline.parse import Parsed
+from pipeline.parse.text import scrub
+from pipeline.records import Section
+
+_PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
+_ADORNMENT = re.compile(r"^([!-/:-@\[-`{-~])\1{2,}[ \t]*$")  # 3+ of one punctuation character
+
+
+def paragraphs(text: str, path: tuple[str, ...] = ()) -> list[Section]:
+    text = scrub(text).replace("\r\n", "\n").replace("\r", "\n")
+    return [Section(path, p.strip("\n")) for p in _PARAGRAPH_BREAK.split(text) if p.strip()]
+
+
+def parse_text(text: str) -> Parsed:
+    return Parsed("", paragraphs(text))
+
+
+def parse_rst(text: str) -> Parsed:
+    lines = scrub(text).replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    styles: list[tuple[str, bool]] = []  # adornment styles in order of first use: their level
+    heads: list[tuple[int, int, int, str]] = []  # (first line, line after, level, title)
+    i = 0
+    while i < len(lines) - 1:
+        over = bool(_ADORNMENT.match(lines[i])) and i + 2 < len(lines)
+        t = i + 1 if over else i
+        title, under = lines[t].strip(), lines[t + 1] if t + 1 < len(lines) else ""
+        m = _ADORNMENT.match(under)
+        if title and m and not _ADORNMENT.match(lines[t]) and len(under.rstrip()) >= len(title) \
+                and (not over or lines[i].rstrip()[:1] == m.group(1)):
+            style = (m.group(1), over)
+            if style not in styles:
+                styles.append(style)
+            heads.append((i, t + 2, styles.index(style) + 1, title))
+            i = t + 2
+            continue
+        i += 1
+    title = heads[0][3] if heads and sum(h[2] == 1 for h in heads) == 1 else ""
+    sections: list[Section] = []
+    stack: list[tuple[int, str]] = []
+    pos = 0
+    for start, end, level, heading in [*heads, (len(lines), len(lines), 0, "")]:
+        sections += paragraphs("\n".join(lines[pos:start]), tuple(h for _, h in stack))
+        while stack and stack[-1][0] >= level:
+            stack.pop()
+        stack.append((level, heading))
+        pos = end
+    return Parsed(title, sections)

@@ -1,0 +1,84 @@
+"""Secrets out of text: every message made from a remote answer or error passes `redact`
+before it is cut short, raised, logged or stored.
+
+Redaction comes first, truncation after (`limit`): a secret cut in half by a
+truncation would no longer match. Each secret is matched in every form a server
+may echo it back in: as is, URL-encoded (either hex case, `+` for space), base64
+(standard and URL-safe, padded or not), the base64 of `user:secret` (a Basic
+auth header), and each of those with `/` JSON-escaped. Whatever the secret,
+an `Authorization: Basic|Bearer …` value and a password in a URL are masked too.
+
+Secrets are registered where they are read (`register`, `register_basic`), once
+per process, so every sink (error messages, logs, the failures table, Dagster
+metadata) redacts with the one function and never needs the secrets passed in.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+import threading
+from collections.abc import Iterable
+from urllib.parse import quote, quote_plus
+
+MASK = "***"
+MIN_SECRET = 6  # shorter strings would blank ordinary words; no real token is this short
+# Secrets whatever they are: an Authorization header's credentials, a URL's password.
+_GENERIC = (
+    (re.compile(r"(?i)(authorization[\"']?\s*[:=]\s*[\"']?\s*(?:basic|bearer|token)\s+)[A-Za-z0-9+/=._~\\-]+"),
+     rf"\g<1>{MASK}"),
+    (re.compile(r"(://[^:/@\s]*:)[^@\s/]*@"), rf"\g<1>{MASK}@"),
+)
+_lock = threading.Lock()
+_forms: set[str] = set()
+_pattern: re.Pattern[str] | None = None
+
+
+def forms(secret: str) -> set[str]:
+    """Every way `secret` may come back in a message."""
+    raw = secret.encode()
+    b64 = base64.b64encode(raw).decode()
+    url64 = base64.urlsafe_b64encode(raw).decode()
+    out = {secret, quote(secret, safe=""), quote_plus(secret), b64, b64.rstrip("="), url64, url64.rstrip("=")}
+    out |= {_lower_hex(f) for f in out if "%" in f}
+    out |= {f.replace("/", "\\/") for f in out if "/" in f}  # JSON may escape '/'
+    return {f for f in out if len(f) >= MIN_SECRET}
+
+
+def register(*secrets: str | None) -> None:
+    """Redact these secrets (and their encodings) from every later message of this process."""
+    add = set().union(*(forms(s) for s in secrets if s and len(s) >= MIN_SECRET))
+    _add(add)
+
+
+def register_basic(user: str, secret: str) -> None:
+    """A Basic auth pair: the secret, and `user:secret` in every encoding (the header is its base64)."""
+    register(secret)
+    if secret:
+        _add(forms(f"{user}:{secret}"))
+
+
+def redact(text: str, limit: int | None = None) -> str:
+    """`text` with every registered secret masked, then cut to `limit` characters (with an ellipsis)."""
+    pattern = _pattern
+    if pattern is not None:
+        text = pattern.sub(MASK, text)
+    for generic, repl in _GENERIC:
+        text = generic.sub(repl, text)
+    if limit is not None and len(text) > limit:
+        text = text[: max(0, limit - 1)] + "…"
+    return text
+
+
+def _add(new: Iterable[str]) -> None:
+    global _pattern
+    with _lock:
+        if not set(new) - _forms:
+            return
+        _forms.update(new)
+        # Longest first: a secret's base64 is masked whole, not around a shorter form inside it.
+        _pattern = re.compile("|".join(re.escape(f) for f in sorted(_forms, key=len, reverse=True)))
+
+
+def _lower_hex(text: str) -> str:
+    return re.sub(r"%[0-9A-F]{2}", lambda m: m.group(0).lower(), text)
