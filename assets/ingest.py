@@ -15,6 +15,7 @@ from dagster import (
 from pipeline.config import OrchestrationConfig, env_section
 from pipeline.ingest import IngestStats
 from pipeline.ingest.chunks import stage_chunks
+from pipeline.ingest.context import NOT_COUNTS
 from pipeline.ingest.documents import stage_documents
 from pipeline.ingest.embeddings import stage_embeddings
 from resources import EmbedderResource, PostgresResource, SourcesResource, ingest_context
@@ -95,8 +96,7 @@ def stats_from_metadata(metas: list[dict]) -> IngestStats:
     from pipeline.records import Failure, Skipped
 
     total = IngestStats()
-    lists = ("failures", "seconds", "languages", "skipped_files")
-    counters = {f for f in IngestStats.__dataclass_fields__ if f not in lists}
+    counters = {f for f in IngestStats.__dataclass_fields__ if f not in NOT_COUNTS}
     for meta in metas:
         vals = {k: getattr(v, "value", v) for k, v in meta.items()}
         fails = tuple(Failure(**f) for f in (vals.get("failures") or []))

@@ -2,7 +2,7 @@
 
     python bench/answers.py                      # index the rust-rfcs corpus (or reuse --home), run it all
     python bench/answers.py --verifier-only      # only the labelled claims (no index, no model)
-    python bench/answers.py --home /tmp/rfcs-idx # keep the index between runs
+    python bench/answers.py --home /tmp/rfcs-idx --repo /tmp/rfcs-idx/rfcs   # keep the index between runs
 
 1. Verifier accuracy. A labelled claim set is built from the rust-rfcs corpus
    (snapshot-5): evidence blocks are paragraphs of real RFCs; claims are
@@ -34,7 +34,6 @@ import json
 import os
 import random
 import re
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -131,8 +130,8 @@ def claim_set(repo: Path, n_blocks: int = 400, seed: int = 7) -> list[dict]:
         s = rng.choice(sents)
         ev = {"E1": block, "E2": other_block}
 
-        def add(label: str, answer: str, evidence=ev):
-            items.append({"label": label, "rfc": name, "answer": answer, "evidence": evidence})
+        def add(label: str, answer: str, evidence=ev, rfc=name):
+            items.append({"label": label, "rfc": rfc, "answer": answer, "evidence": evidence})
 
         add("true_quote", f"{s} [E1]" if rng.random() < 0.7 else f'The RFC says "{s.rstrip(".")}". [E1]')
         para = _paraphrase(s, rng)
@@ -226,7 +225,7 @@ def bench_verifier(repo: Path, claims_out: Path | None) -> None:
     verdicts = [verify(i["answer"], i["evidence"]).verified for i in items]
     per_claim_ms = (time.perf_counter() - t) * 1000 / len(items)
     ours = base = 0
-    for item, ok in zip(items, verdicts):
+    for item, ok in zip(items, verdicts, strict=False):
         c = counts[item["label"]]
         c[0] += ok
         c[1] += 1
@@ -241,7 +240,12 @@ def bench_verifier(repo: Path, claims_out: Path | None) -> None:
         ok, n, b = counts[cat]
         want = "pass" if cat in TRUE else "flag"
         print(f"  {cat:<14} {n:>5}  {ok:>7} ({ok / n:6.1%})  {b:>8} ({b / n:6.1%})   should {want}")
-    print(f"  accuracy: verifier {ours / len(items):.1%}, bare rule {base / len(items):.1%}; "
+    subtle = [(i, ok) for i, ok in zip(items, verdicts, strict=False) if i["label"] != "one_word_edit"]
+    ours_x = sum(ok == (i["label"] in TRUE) for i, ok in subtle)
+    base_x = sum(bare_rule(i["answer"], {k: v for k, v in i["evidence"].items() if f"[{k}]" in i["answer"]})
+                 == (i["label"] in TRUE) for i, _ in subtle)
+    print(f"  accuracy: verifier {ours / len(items):.1%}, bare rule {base / len(items):.1%}; without one_word_edit: "
+          f"verifier {ours_x / len(subtle):.1%}, bare rule {base_x / len(subtle):.1%}; "
           f"{per_claim_ms:.2f} ms per claim in process")
     if claims_out:
         claims_out.write_text("".join(json.dumps(i) + "\n" for i in items))
@@ -301,7 +305,8 @@ def bench_ask(args, repo: Path) -> None:
                 print(f"  {k:<13} p50 {pct(stage[k], 50):7.2f} ms   p95 {pct(stage[k], 95):7.2f} ms")
         print(f"  ask total     p50 {pct(total, 50):7.2f} ms   p95 {pct(total, 95):7.2f} ms")
         if llm_ms_known:
-            print(f"  ask minus LLM p50 {pct(overhead, 50):7.2f} ms   p95 {pct(overhead, 95):7.2f} ms  (target p50 ≤ 60)")
+            print(f"  ask minus LLM p50 {pct(overhead, 50):7.2f} ms   p95 {pct(overhead, 95):7.2f} ms"
+                  "  (target p50 ≤ 60)")
         print(f"  cache hit     p50 {pct(hits, 50):7.2f} ms   p95 {pct(hits, 95):7.2f} ms  (target p50 ≤ 10)")
 
     with Answerer(settings, searcher=searcher, llm=None) as a:
@@ -330,13 +335,18 @@ def main() -> None:
     ap.add_argument("--data", type=Path, default=DATA)
     ap.add_argument("--backend", default="torch", help="embedding backend for the index (torch, onnx, onnx-int8)")
     ap.add_argument("--verifier-only", action="store_true")
+    ap.add_argument("--skip-verifier", action="store_true", help="only the ask latency part")
     ap.add_argument("--claims-out", type=Path, help="write the labelled claims here (JSON lines)")
+    ap.add_argument("--repo", type=Path, help="an existing clone of the rfcs bundle (default: clone one)")
     ap.add_argument("--verbose", "-v", action="store_true", help="print every dev question's outcome")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="docforge-answers-") as tmp:
-        repo = Path(tmp) / "rfcs"
-        subprocess.run(["git", "clone", "-q", str(args.data / "corpus/rust-rfcs-md.bundle"), str(repo)], check=True)
-        bench_verifier(repo, args.claims_out or Path(tmp) / "claims.jsonl")
+        repo = args.repo or Path(tmp) / "rfcs"
+        if not args.repo:
+            subprocess.run(["git", "clone", "-q", str(args.data / "corpus/rust-rfcs-md.bundle"), str(repo)],
+                           check=True)
+        if not args.skip_verifier:
+            bench_verifier(repo, args.claims_out or Path(tmp) / "claims.jsonl")
         if not args.verifier_only:
             args.home = args.home or Path(tmp) / "idx"
             args.home.mkdir(parents=True, exist_ok=True)

@@ -1,12 +1,14 @@
-"""Query latency and HNSW recall on a 100k-chunk store.
+"""Query latency, store size and HNSW recall at one or more store sizes, side by side.
 
-    python bench/query.py                         # 100k chunks, HNSW m=16 ef_construction=64
-    python bench/query.py --chunks 20000 --m 24   # quicker / other index parameters
-    python bench/query.py --vectors gaussian      # no embedding at all (pessimistic recall)
+    python bench/query.py                           # 100k chunks
+    python bench/query.py --chunks 300000           # 100k and 300k in one run (the baseline size joins)
+    python bench/query.py --chunks 20000 --m 24     # quicker / other index parameters
+    python bench/query.py --vectors gaussian        # no embedding at all (pessimistic recall)
+    python bench/query.py --compare-float32         # also an HNSW index of float32 vectors: recall of both
 
 Texts are real: the rust-rfcs corpus and SciFact, chunked by the pipeline's own
 chunker, then repeated with variation (paragraphs shuffled, one dropped) up to
---chunks. Embedding 100k chunks takes hours on a CPU, so only the ~23k distinct
+the size. Embedding 300k chunks takes hours on a CPU, so only the ~23k distinct
 texts get real vectors (`--vectors real`, the default: the model's embeddings,
 onnx-int8 when installed, cached under the model cache); a variant's vector is
 its base's plus noise shaped like the corpus (its covariance), scaled so that
@@ -14,12 +16,17 @@ variants sit as close to their base as 200 really embedded variants do.
 `--vectors gaussian` draws every base vector from a Gaussian fitted to
 --real-sample real embeddings instead: no topical clusters, so HNSW recall is
 pessimistic and nothing needs embedding. Queries are SciFact's real claims,
-embedded by the real model inside each search (never a repeated query, so no
-cache hit). The store is the real schema (BM25 triggers included), loaded the
-way a cold ingest loads it: rows first, then GIN, HNSW and the postings' impact index.
+embedded by the real model inside each search. Each size is a store of its own
+(a database on one server), the real schema (BM25 triggers included), loaded
+the way a cold ingest loads it: rows first (the triggers write the postings),
+then the vectors, then the HNSW and GIN indexes. A smaller store holds the first
+chunks of a larger one.
 
-Prints p50/p95 of `Searcher.search` per mode, and recall@10 of the HNSW index
-against exact search at several hnsw.ef_search values.
+Prints, per size: build time per stage, bytes per chunk by table and index,
+p50/p95 of `Searcher.search` per mode with no filter and with two broad ones
+(`type: git`, every chunk; `source: scifact`, ~87% of them), and recall@10 of
+the HNSW index (the live generation's vector type) against exact float32 search
+at several hnsw.ef_search values. `--json` adds the figures as one JSON line.
 """
 
 from __future__ import annotations
@@ -41,9 +48,14 @@ DATA = ROOT.parent / "shared" / "data"
 
 import numpy as np  # noqa: E402
 
+BASELINE = 100_000  # the size every run also measures when it measures a larger one
+FILTERS = {"none": None, "type: git": {"type": "git"}, "source: scifact": {"source": "scifact"}}
+TARGETS = {"hybrid": "targets p50 ≤ 25 ms, p95 ≤ 60 ms"}
+
 
 def main() -> None:
     args = _parse()
+    sizes = sorted({*args.chunks, *([args.baseline] if args.baseline and max(args.chunks) > args.baseline else [])})
     with tempfile.TemporaryDirectory(prefix="docforge-query-") as tmp:
         tmp = Path(tmp)
         os.environ["DOCFORGE_HOME"] = str(tmp / "home")
@@ -52,17 +64,35 @@ def main() -> None:
         from pipeline.store.db import database_url, stop_embedded
 
         emb = Embedder(EmbeddingConfig())
-        url = database_url(tmp / "home", os.environ.get("DATABASE_URL"))
+        server = database_url(tmp / "home", os.environ.get("DATABASE_URL"))
         try:
-            texts = _texts(args, emb, tmp)
+            texts = _texts(args, emb, tmp, max(sizes))
             vectors = _vectors(args, emb, texts)
-            build = _load(args, url, emb, texts, vectors)
             queries = [json.loads(ln)["text"] for ln in (args.data / "beir/scifact/queries.jsonl").open()]
             random.Random(7).shuffle(queries)
-            latency, backend = _latency(args, url, queries)
+            qvecs = emb.encode(queries[-args.recall_queries:])
             efs = sorted({*args.ef_search, Settings().search.ef_search})
-            recall = _recall(url, emb.encode(queries[-args.recall_queries:]), efs)
-            _report(args, len(texts), build, latency, backend, recall)
+            results = {}
+            for n in sizes:
+                url = _fresh_database(server, f"docforge_query_{n}")
+                try:
+                    t = time.perf_counter()
+                    build, sizes_by_rel = _load(args, url, emb, texts[:n], vectors[:n])
+                    print(f"[query] {n} chunks loaded in {time.perf_counter() - t:.0f} s", file=sys.stderr)
+                    t = time.perf_counter()
+                    latency, backend = _latency(args, url, queries)
+                    print(f"[query] {n} chunks: latency in {time.perf_counter() - t:.0f} s", file=sys.stderr)
+                    t = time.perf_counter()
+                    recall = _recall(args, url, vectors[:n], qvecs, efs)
+                    print(f"[query] {n} chunks: recall in {time.perf_counter() - t:.0f} s", file=sys.stderr)
+                finally:
+                    if not args.keep:
+                        _drop_database(server, f"docforge_query_{n}")
+                results[n] = {"build": build, "bytes": sizes_by_rel, "latency": latency, "recall": recall,
+                              "backend": backend}
+            _report(args, results)
+            if args.json:
+                print(json.dumps({str(n): r for n, r in results.items()}))
         finally:
             if not os.environ.get("DATABASE_URL"):
                 stop_embedded(tmp / "home")
@@ -70,24 +100,31 @@ def main() -> None:
 
 def _parse() -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--chunks", type=int, default=100_000, help="store size (default 100000)")
-    ap.add_argument("--m", type=int, default=16, help="HNSW m (default 16, as migration 0001)")
-    ap.add_argument("--ef-construction", type=int, default=64, help="HNSW ef_construction (default 64)")
+    ap.add_argument("--chunks", type=int, nargs="+", default=[BASELINE], help="store sizes (default 100000)")
+    ap.add_argument("--baseline", type=int, default=BASELINE,
+                    help=f"also measured when a larger size is (default {BASELINE}; 0: never)")
+    ap.add_argument("--m", type=int, default=None, help="HNSW m (default: as the schema builds it)")
+    ap.add_argument("--ef-construction", type=int, default=None, help="HNSW ef_construction (default: the schema's)")
     ap.add_argument("--ef-search", type=int, nargs="+", default=[20, 40, 100, 200],
                     help="ef_search values for recall (the Searcher's default is always added)")
-    ap.add_argument("--queries", type=int, default=150, help="timed searches per mode (distinct queries)")
+    ap.add_argument("--queries", type=int, default=150, help="timed searches per mode and filter")
     ap.add_argument("--modes", nargs="+", default=["dense", "keyword", "hybrid"], help="modes to time")
-    ap.add_argument("--recall-queries", type=int, default=100)
+    ap.add_argument("--filters", nargs="+", default=list(FILTERS), choices=list(FILTERS), help="filters to time")
+    ap.add_argument("--recall-queries", type=int, default=200)
+    ap.add_argument("--compare-float32", action="store_true",
+                    help="also build an HNSW index of the float32 vectors and report its recall beside")
     ap.add_argument("--vectors", choices=["real", "gaussian"], default="real",
                     help="document vectors: real = the model's (every distinct text, cached; ~10 min once on "
                          "2 CPU cores), gaussian = fitted to --real-sample texts (no topics: pessimistic)")
     ap.add_argument("--real-sample", type=int, default=800, help="texts embedded for the Gaussian")
     ap.add_argument("--data", type=Path, default=DATA, help="the shared data folder")
+    ap.add_argument("--keep", action="store_true", help="keep each size's database (docforge_query_<n>)")
+    ap.add_argument("--json", action="store_true", help="also print the figures as one JSON line")
     return ap.parse_args()
 
 
-def _texts(args: argparse.Namespace, emb, tmp: Path) -> list[tuple[str, str, str]]:
-    """(document key, section, text) × --chunks: real chunks, then varied repeats."""
+def _texts(args: argparse.Namespace, emb, tmp: Path, n: int) -> list[tuple[str, str, str]]:
+    """(document key, section, text) × n: real chunks, then varied repeats."""
     from pipeline.chunk import Chunker
     from pipeline.parse.markdown import parse_markdown
     from pipeline.records import Section
@@ -105,8 +142,8 @@ def _texts(args: argparse.Namespace, emb, tmp: Path) -> list[tuple[str, str, str
         base += [(f"scifact:{doc['_id']}", doc["title"], c.text)
                  for c in chunker.chunk(doc["title"], [Section((doc["title"],), doc["text"])])]
     rng = random.Random(1)
-    out = list(base[: args.chunks])
-    while len(out) < args.chunks:
+    out = list(base[:n])
+    while len(out) < n:
         key, section, text = base[len(out) % len(base)]
         paras = text.split("\n\n")
         rng.shuffle(paras)
@@ -183,117 +220,258 @@ def _real_vectors(args: argparse.Namespace, texts: list[str], cache: bool = True
     return vecs
 
 
-def _load(args, url: str, emb, texts, vectors) -> dict:
-    """Rows by COPY into the real schema (postings by its triggers), then the bulk indexes built, as a cold ingest does."""
+def _fresh_database(server_url: str, name: str) -> str:
+    """A new, empty database `name` on the server of `server_url` (one already there is dropped)."""
+    import psycopg
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    _drop_database(server_url, name)
+    with psycopg.connect(server_url, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    return make_conninfo(**{**conninfo_to_dict(server_url), "dbname": name})
+
+
+def _drop_database(server_url: str, name: str) -> None:
+    import psycopg
+
+    with psycopg.connect(server_url, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def _load(args, url: str, emb, texts, vectors) -> tuple[dict, dict]:
+    """Rows by COPY into the real schema (postings by its triggers), vectors into the live generation's
+    table, then the bulk indexes built, as a cold ingest does. Seconds per stage; bytes by relation."""
     from pipeline.ingest.embeddings import BULK_INDEXES
+    from pipeline.store import generations
     from pipeline.store.db import connect
     from pipeline.store.schema import ensure_schema
 
-    timings = {}
+    timings: dict[str, float] = {}
     with connect(url) as conn:
         ensure_schema(conn, emb.model_id, emb.dimension)
+        gen = generations.live(conn)
         defs = dict(conn.execute(BULK_INDEXES).fetchall())  # those a cold ingest rebuilds
         for name in defs:
             conn.execute(f'DROP INDEX "{name}"')
+        timings.update(_copy_rows(conn, texts))
         t = time.perf_counter()
-        _copy_rows(conn, emb.model_id, texts, vectors)
-        timings["copy_s"] = time.perf_counter() - t
+        _copy_vectors(conn, gen.table_name, gen.vector_type, vectors)
+        timings["vectors_s"] = time.perf_counter() - t
         conn.execute("SET maintenance_work_mem = '1GB'")
         for name, definition in defs.items():
-            if " USING hnsw " in definition:
-                definition = definition.split(" WITH ")[0] + (
-                    f" WITH (m = {args.m}, ef_construction = {args.ef_construction})")
             t = time.perf_counter()
-            conn.execute(definition)
+            conn.execute(_hnsw_params(args, definition))
             timings[f"{name}_s"] = time.perf_counter() - t
-        conn.execute("VACUUM ANALYZE chunks")
-        conn.execute("VACUUM ANALYZE bm25_postings")  # as autovacuum would: index-only scans need it
-        timings["postings_mb"] = conn.execute(
-            "SELECT pg_total_relation_size('bm25_postings') / 1e6").fetchone()[0]
-        timings["chunks_mb"] = conn.execute("SELECT pg_total_relation_size('chunks') / 1e6").fetchone()[0]
-    return timings
+        t = time.perf_counter()
+        for table in ("chunks", "documents", "bm25_docs", "bm25_blocks", "bm25_terms", gen.table_name):
+            conn.execute(f'VACUUM ANALYZE "{table}"')  # as autovacuum would: index-only scans need it
+        timings["vacuum_analyze_s"] = time.perf_counter() - t
+        return timings, _relation_bytes(conn)
 
 
-def _copy_rows(conn, model: str, texts, vectors) -> None:
+def _hnsw_params(args, definition: str) -> str:
+    """An index definition with --m / --ef-construction, when given, for an HNSW index."""
+    if " USING hnsw " not in definition or (args.m is None and args.ef_construction is None):
+        return definition
+    head, _, with_ = definition.partition(" WITH (")
+    params = dict(p.strip().split(" = ") for p in with_.rstrip(")").split(",")) if with_ else {}
+    params |= {k: str(v) for k, v in (("m", args.m), ("ef_construction", args.ef_construction)) if v is not None}
+    return f"{head} WITH ({', '.join(f'{k} = {v}' for k, v in params.items())})"
+
+
+def _copy_rows(conn, texts) -> dict[str, float]:
+    """Documents and chunks by COPY; the chunks' BM25 triggers (statistics, terms, postings) run at its end."""
     docs = sorted({key for key, _, _ in texts})  # a varied repeat is its own document
+    out = {}
     with conn.transaction(), conn.cursor() as cur:
+        tracked = _try(conn, "SET LOCAL track_functions = 'pl'")  # the triggers' own time (superuser only)
+        t = time.perf_counter()
         with cur.copy("COPY documents (key, source, type, uri, url, title, content_hash) FROM STDIN") as copy:
             for key in docs:
                 copy.write_row((key, key.split(":")[0], "git", key, f"https://example.com/{key}", key, "-"))
-        cols = "id, doc_key, ordinal, heading_path, section, text, token_count, text_hash, model, embedding"
+        cols = "id, doc_key, ordinal, heading_path, section, text, token_count, text_hash"
         with cur.copy(f"COPY chunks ({cols}) FROM STDIN WITH (FORMAT BINARY)") as copy:
-            copy.set_types(["text", "text", "int4", "text[]", "text", "text", "int4", "text", "text", "vector"])
-            for i, ((key, section, text), vec) in enumerate(zip(texts, vectors)):
-                copy.write_row((f"c{i}", key, i, [section], section, text, 0, f"h{i}", model, vec))
+            copy.set_types(["text", "text", "int4", "text[]", "text", "text", "int4", "text"])
+            for i, (key, section, text) in enumerate(texts):
+                copy.write_row((f"c{i}", key, i, [section], section, text, 0, f"h{i}"))
+        out["rows_s"] = time.perf_counter() - t
+        if tracked:  # 0002's statistics and terms, 0009's postings (chunk term lists, then packed lists)
+            for name, ms in conn.execute(
+                    "SELECT funcname, total_time FROM pg_stat_xact_user_functions "
+                    "WHERE funcname IN ('docforge_bm25_inserted', 'docforge_bm25_docs', 'docforge_bm25_merge')"):
+                out[f"trigger_{name.removeprefix('docforge_')}_s"] = ms / 1000
+    return out
+
+
+def _try(conn, statement: str) -> bool:
+    import psycopg
+
+    try:
+        with conn.transaction():
+            conn.execute(statement)
+    except psycopg.errors.InsufficientPrivilege:
+        return False
+    conn.execute(statement)
+    return True
+
+
+def _copy_vectors(conn, table: str, kind: str, vectors) -> None:
+    from pgvector import HalfVector
+
+    seqs = dict(conn.execute("SELECT id, seq FROM chunks").fetchall())
+    wrap = HalfVector if kind == "halfvec" else (lambda v: v)
+    with (conn.transaction(), conn.cursor() as cur,
+          cur.copy(f'COPY "{table}" (seq, embedding) FROM STDIN WITH (FORMAT BINARY)') as copy):
+        copy.set_types(["int8", kind])
+        for i, vec in enumerate(vectors):
+            copy.write_row((seqs[f"c{i}"], wrap(vec)))
+
+
+def _relation_bytes(conn) -> dict[str, int]:
+    """Bytes of every table (heap and TOAST) and index that holds data: {"table": n, "table/index": n}."""
+    out = {}
+    for table, size, indexes in conn.execute(
+            "SELECT t.relname, pg_table_size(t.oid), coalesce(json_object_agg(i.relname, pg_relation_size(i.oid)) "
+            "       FILTER (WHERE i.oid IS NOT NULL), '{}') "
+            "FROM pg_class t LEFT JOIN pg_index x ON x.indrelid = t.oid LEFT JOIN pg_class i ON i.oid = x.indexrelid "
+            "WHERE t.relkind = 'r' AND t.relnamespace = current_schema()::regnamespace GROUP BY t.relname, t.oid"):
+        if size:  # not the empty work tables (staged rows, failures)
+            out[table] = size
+            out.update({f"{table}/{name}": n for name, n in indexes.items()})
+    return out
 
 
 def _latency(args, url: str, queries: list[str]) -> tuple[dict, str]:
-    """p50/p95 of Searcher.search per mode, query embedding included; distinct queries throughout."""
+    """p50/p95 of Searcher.search per mode and filter, query embedding included. The mode × filter
+    pairs take turns, so that a busy spell of the machine falls on all of them; no query repeats
+    within the Searcher's cache of recent query vectors."""
+    import itertools
+
     from pipeline.config import Settings
     from pipeline.query import Searcher
 
     # The query embedder a user gets (embedding.query_backend: auto), not the ingest's `emb`.
     searcher = Searcher(Settings(home=Path(os.environ["DOCFORGE_HOME"])), url=url)
-    pool = iter(queries)
-    for _ in range(10):  # warm-up: connection, caches, model
-        for mode in args.modes:
-            searcher.search(next(pool), 10, mode)
-    out = {}
-    for mode in args.modes:
-        times = []
-        for _ in range(args.queries):
+    pool = itertools.cycle(queries)
+    pairs = [(mode, f) for mode in args.modes for f in args.filters]
+    for _ in range(min(10, args.queries)):  # warm-up: connections, caches, model
+        for mode, f in pairs:
+            searcher.search(next(pool), 10, mode, filters=FILTERS[f])
+    times: dict[tuple[str, str], list[float]] = {p: [] for p in pairs}
+    for _ in range(args.queries):
+        for mode, f in pairs:
             q = next(pool)
             t = time.perf_counter()
-            searcher.search(q, 10, mode)
-            times.append((time.perf_counter() - t) * 1000)
-        out[mode] = {"p50": float(np.percentile(times, 50)), "p95": float(np.percentile(times, 95)),
-                     "mean": float(np.mean(times))}
+            searcher.search(q, 10, mode, filters=FILTERS[f])
+            times[(mode, f)].append((time.perf_counter() - t) * 1000)
+    out: dict[str, dict] = {}
+    for (mode, f), ms in times.items():
+        out.setdefault(mode, {})[f] = {"p50": float(np.percentile(ms, 50)), "p95": float(np.percentile(ms, 95)),
+                                       "mean": float(np.mean(ms))}
     backend = searcher.embedder.cfg.backend
     searcher.close()
     return out, backend
 
 
-def _recall(url: str, qvecs: np.ndarray, efs: list[int]) -> dict:
-    """recall@10 of the HNSW index against an exact scan, per ef_search, with its SQL latency."""
+def _recall(args, url: str, vectors: np.ndarray, qvecs: np.ndarray, efs: list[int]) -> dict:
+    """recall@10 of the live generation's HNSW index (and, with --compare-float32, of one over float32
+    vectors) against exact float32 search, per ef_search, with its SQL p50."""
+    from pipeline.store import generations
     from pipeline.store.db import connect
 
-    # prepare=False: a server-side prepared plan, made while index scans were off, would be reused
-    knn = "SELECT id FROM chunks ORDER BY embedding <=> %s LIMIT 10"
-    out = {}
+    unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    q = qvecs / np.linalg.norm(qvecs, axis=1, keepdims=True)
+    truth = [set(np.argpartition(-(unit @ v), 10)[:10].tolist()) for v in q]
+    out: dict = {}
     with connect(url) as conn:
-        exact = []
-        for v in qvecs:
-            with conn.transaction():
-                conn.execute("SET LOCAL enable_indexscan = off")
-                exact.append({r[0] for r in conn.execute(knn, (v,), prepare=False)})
-        plan = " ".join(r[0] for r in conn.execute("EXPLAIN " + knn, (qvecs[0],)))
-        out["plan"] = "hnsw index" if "Index Scan using chunks_embedding" in plan else "NOT the index: " + plan[:200]
-        for ef in efs:
-            hits, times = 0, []
-            for v, truth in zip(qvecs, exact):
-                with conn.transaction():
-                    conn.execute(f"SET LOCAL hnsw.ef_search = {int(ef)}")
-                    t = time.perf_counter()
-                    got = {r[0] for r in conn.execute(knn, (v,), prepare=False)}
-                    times.append((time.perf_counter() - t) * 1000)
-                hits += len(got & truth)
-            out[ef] = {"recall": hits / (10 * len(qvecs)), "p50_ms": float(np.percentile(times, 50))}
+        gen = generations.live(conn)
+        row = {seq: int(cid[1:]) for cid, seq in conn.execute("SELECT id, seq FROM chunks")}
+        tables = [(gen.vector_type, gen.table_name, str(gen.column_type.as_string(conn)))]
+        if args.compare_float32 and gen.vector_type != "vector":
+            t = time.perf_counter()
+            conn.execute(f"CREATE TABLE bench_float32 (seq bigint PRIMARY KEY, "
+                         f"embedding vector({vectors.shape[1]}) NOT NULL)")
+            _copy_vectors(conn, "bench_float32", "vector", vectors)
+            live = conn.execute("SELECT indexdef FROM pg_indexes WHERE tablename = %s AND indexdef ~ ' USING hnsw '",
+                                (gen.table_name,)).fetchone()[0]
+            conn.execute("SET maintenance_work_mem = '1GB'")
+            t_build = time.perf_counter()
+            conn.execute(_hnsw_params(args, "CREATE INDEX bench_float32_hnsw ON bench_float32 USING hnsw "
+                                            "(embedding vector_cosine_ops) WITH (" + live.split(" WITH (")[1]))
+            conn.execute("VACUUM ANALYZE bench_float32")
+            out["float32_build_s"] = {"copy": t_build - t, "hnsw": time.perf_counter() - t_build}
+            tables.append(("vector", "bench_float32", f"vector({vectors.shape[1]})"))
+        knn = "SELECT seq FROM {table} ORDER BY embedding <=> %s::{type} LIMIT 10"
+        conn.execute("SET enable_seqscan = off")  # the index even where a small table would be scanned
+        plan = " ".join(r[0] for r in conn.execute(
+            "EXPLAIN " + knn.format(table=gen.table_name, type=tables[0][2]), (qvecs[0],)))
+        out["plan"] = "hnsw index" if "Index Scan using" in plan and "hnsw" in plan else "NOT the index: " + plan[:200]
+        for kind, table, cast in tables:
+            for ef in efs:
+                hits, ms = 0, []
+                for v, want in zip(qvecs, truth, strict=True):
+                    with conn.transaction():
+                        conn.execute(f"SET LOCAL hnsw.ef_search = {int(ef)}")
+                        t = time.perf_counter()
+                        got = {row[s] for (s,) in conn.execute(knn.format(table=table, type=cast), (v,),
+                                                               prepare=False)}
+                        ms.append((time.perf_counter() - t) * 1000)
+                    hits += len(got & want)
+                out.setdefault(kind, {})[ef] = {"recall": hits / (10 * len(qvecs)),
+                                                "p50_ms": float(np.percentile(ms, 50))}
     return out
 
 
-def _report(args, n: int, build: dict, latency: dict, backend: str, recall: dict) -> None:
+def _report(args, results: dict) -> None:
     from pipeline.config import Settings
 
-    print(f"store     {n} chunks, {args.vectors} vectors; HNSW m={args.m} ef_construction={args.ef_construction}; build: "
-          + ", ".join(f"{k} {v:.1f}" for k, v in build.items()))
-    for mode, s in latency.items():
-        target = "   (targets p50 ≤ 25 ms, p95 ≤ 60 ms)" if mode == "hybrid" else ""
-        print(f"{mode:<9} Searcher.search, limit 10, query embedding ({backend}) included: p50 {s['p50']:.1f} ms, "
-              f"p95 {s['p95']:.1f} ms, mean {s['mean']:.1f} ms ({args.queries} queries){target}")
-    print(f"dense SQL plan: {recall.pop('plan')}")
-    for ef, r in recall.items():
-        chosen = "   ← the Searcher's ef_search (target ≥ 0.95)" if ef == Settings().search.ef_search else ""
-        print(f"recall@10 hnsw.ef_search={ef}: {r['recall']:.3f} vs exact (SQL p50 {r['p50_ms']:.1f} ms){chosen}")
+    sizes = list(results)
+    width = 22
+
+    def line(label: str, cells: list[str]) -> None:
+        print(f"{label:<34}" + "".join(f"{c:>{width}}" for c in cells))
+
+    first = results[sizes[0]]
+    print(f"stores: {', '.join(str(n) for n in sizes)} chunks, {args.vectors} vectors, "
+          f"query embedding ({first['backend']}) included in latency; {args.queries} searches per cell")
+    line("chunks", [f"{n:,}" for n in sizes])
+    print("build, seconds per stage")
+    for stage in first["build"]:
+        line(f"  {stage.removesuffix('_s')}", [f"{results[n]['build'].get(stage, float('nan')):.1f}" for n in sizes])
+    print("bytes per chunk, by table (heap + TOAST) and index")
+    names = sorted({k for n in sizes for k in results[n]["bytes"]},
+                   key=lambda k: (k.split("/")[0], "/" in k, k))
+    for name in names:
+        if all(results[n]["bytes"].get(name, 0) < n for n in sizes):
+            continue  # under a byte per chunk everywhere (a one-row table)
+        label = f"    {name.split('/')[1]}" if "/" in name else f"  {name}"
+        line(label, [f"{results[n]['bytes'].get(name, 0) / n:,.0f}" for n in sizes])
+    line("  total", [f"{sum(results[n]['bytes'].values()) / n:,.0f}" for n in sizes])
+    line("  total MB", [f"{sum(results[n]['bytes'].values()) / 1e6:,.0f}" for n in sizes])
+    print("Searcher.search p50 / p95 ms, limit 10")
+    for mode in args.modes:
+        for f in args.filters:
+            cells = [f"{results[n]['latency'][mode][f]['p50']:.1f} / {results[n]['latency'][mode][f]['p95']:.1f}"
+                     for n in sizes]
+            line(f"  {mode:<8} {f}", cells)
+        if len(args.filters) > 1:  # the cost of a broad filter, as a ratio of p50s
+            for f in args.filters[1:]:
+                line(f"  {mode:<8} {f} / none", [
+                    f"{results[n]['latency'][mode][f]['p50'] / results[n]['latency'][mode]['none']['p50']:.2f}x"
+                    for n in sizes])
+        if mode in TARGETS:
+            print(f"  ({mode}: {TARGETS[mode]})")
+    print(f"dense SQL plan: {first['recall']['plan']}")
+    chosen = Settings().search.ef_search
+    kinds = [k for k in ("halfvec", "vector") if k in first["recall"]]
+    for kind in kinds:
+        for ef in first["recall"][kind]:
+            mark = "   ← the Searcher's" if ef == chosen else ""
+            line(f"recall@10 {kind} ef_search={ef}", [
+                f"{results[n]['recall'][kind][ef]['recall']:.3f} ({results[n]['recall'][kind][ef]['p50_ms']:.1f} ms)"
+                for n in sizes])
+            if mark:
+                print(f"  {mark.strip()} ef_search; recall against exact float32 search, SQL p50 in brackets")
 
 
 if __name__ == "__main__":

@@ -8,9 +8,6 @@ reason: nothing is requested and nothing is deleted.
 from __future__ import annotations
 
 import json
-import os
-import re
-import subprocess
 from typing import TYPE_CHECKING
 
 from dagster import (
@@ -26,6 +23,7 @@ from assets.ingest import source_partitions
 from pipeline.config import GitSourceConfig, Settings
 from pipeline.errors import ConfigError, DocforgeError, GitSourceError
 from pipeline.sources.git import head_commit
+from pipeline.sources.remote import is_remote, remote_head
 from pipeline.store.admin import purge_source, stored_sources
 from pipeline.store.db import connect
 from resources import PostgresResource, SourcesResource
@@ -33,33 +31,15 @@ from resources import PostgresResource, SourcesResource
 if TYPE_CHECKING:
     from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition
 
-LS_REMOTE_TIMEOUT_S = 30
-
-
-def is_remote(repo: str) -> bool:
-    """A URL (https://, ssh://, file://) or scp-style `git@host:path`, not a local path."""
-    return "://" in repo or re.match(r"^[\w.-]+@[\w.-]+:", repo) is not None
-
-
-def ls_remote(url: str, branch: str | None) -> str:
-    """The commit a remote's branch (or HEAD) points at, without cloning."""
-    ref = f"refs/heads/{branch}" if branch else "HEAD"
-    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0"}  # a daemon has nobody to type a password
-    try:
-        res = subprocess.run(["git", "ls-remote", "--exit-code", url, ref], capture_output=True, text=True,
-                             timeout=LS_REMOTE_TIMEOUT_S, env=env)
-    except subprocess.TimeoutExpired:
-        raise GitSourceError(f"git ls-remote {url} timed out after {LS_REMOTE_TIMEOUT_S}s") from None
-    if res.returncode != 0 or not res.stdout.strip():
-        why = res.stderr.strip() or f"no ref {ref}"
-        raise GitSourceError(f"git ls-remote {url} {ref} failed: {why}")
-    return res.stdout.split()[0]
-
 
 def watched_commit(settings: Settings, cfg: GitSourceConfig) -> str:
-    """Where a git source's watched ref is now: its branch (or HEAD), locally or on the remote."""
+    """Where a git source's watched ref is now: its branch (or HEAD), locally or on the remote.
+
+    A remote is read exactly as the ingest fetches it (pipeline.sources.remote): same URL forms,
+    same credentials, same default-branch rule, so a moved ref here is a change the next run sees.
+    """
     if is_remote(cfg.repo):
-        return ls_remote(cfg.repo, cfg.branch)
+        return remote_head(cfg)
     return head_commit(settings.resolve_path(cfg.repo), cfg.branch)
 
 

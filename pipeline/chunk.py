@@ -106,13 +106,14 @@ class Chunker:
         """Tokens per text, special tokens included: what the model will see."""
         return [len(e.ids) for e in self.tok.encode_batch(texts, add_special_tokens=True)]
 
-    def chunk(self, title: str, sections: Sequence[Section]) -> list[Chunk]:
-        """The chunks of a document's sections, numbered in order; sections of different pages never
-        share a chunk, so each chunk cites the one page it is on."""
-        if all(s.page is None for s in sections):
+    def chunk(self, title: str, sections: Sequence[Section], pack: bool = True) -> list[Chunk]:
+        """The chunks of a document's sections, numbered in order. Sections of different pages never
+        share a chunk, so each chunk cites the one page it is on; with `pack` off (code, data files)
+        neither do sections of different heading paths, so each chunk names its one symbol."""
+        if pack and all(s.page is None for s in sections):
             return self._chunk(title, sections)
         out: list[Chunk] = []
-        for page, group in itertools.groupby(sections, key=lambda s: s.page):
+        for (page, _), group in itertools.groupby(sections, key=lambda s: (s.page, pack or s.heading_path)):
             out += [replace(c, ordinal=len(out) + i, page=page) for i, c in enumerate(self._chunk(title, list(group)))]
         return out
 

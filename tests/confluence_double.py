@@ -1,7 +1,8 @@
 """A Confluence Cloud REST API v2 double: a real HTTP server on 127.0.0.1 for tests.
 
 One space of pages under `/wiki/api/v2`: spaces by key/id, space pages, pages by
-id, a page with its storage body and labels, children, ancestors, labels. Cursor
+id, a page with its storage body and labels, children, ancestors, labels,
+attachments (listed, and their bytes under /wiki/download/attachments). Cursor
 pagination capped at a small page size, `_links.next` and a `Link` header (or the
 header alone); versions to bump, deletions (to the trash), per-page 403/404 or a
 missing body; injected 429 (with, without, absurd Retry-After), 5xx and slow
@@ -22,15 +23,17 @@ from collections import Counter, deque
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from urllib.parse import parse_qs, urlencode, urlsplit
+from urllib.parse import parse_qs, quote, urlencode, urlsplit
 
 CREATED = "2024-07-14T05:22:57.682Z"
 AUTHOR = "630c844a9796033b256b98a5"
 _ROUTES = [(name, re.compile(pattern)) for name, pattern in (  # endpoint name, path under /wiki/api/v2
     ("spaces", r"/spaces"), ("space_pages", r"/spaces/(\d+)/pages"), ("pages", r"/pages"),
     ("page", r"/pages/(\d+)"), ("children", r"/pages/(\d+)/children"),
-    ("ancestors", r"/pages/(\d+)/ancestors"), ("labels", r"/pages/(\d+)/labels"))]
-_PAGE_ROUTES = {"page", "children", "ancestors", "labels"}  # their path holds a page id
+    ("ancestors", r"/pages/(\d+)/ancestors"), ("labels", r"/pages/(\d+)/labels"),
+    ("attachments", r"/pages/(\d+)/attachments"))]
+_PAGE_ROUTES = {"page", "children", "ancestors", "labels", "attachments"}  # their path holds a page id
+_DOWNLOAD = re.compile(r"/wiki/download/attachments/(\d+)/([^?]+)")  # outside the v2 API, as on Cloud
 _BODY_FORMATS = {"storage", "atlas_doc_format", "view", "export_view", "anonymous_export_view", "styled_view", "editor"}
 
 
@@ -43,7 +46,20 @@ class Page:
     labels: list[str] = field(default_factory=list)
     version: int = 1
     status: str = "current"  # current | archived | trashed
-    fail: int | str | None = None  # 403/404: GET of this page answers so; "no-body": its body is left out
+    # 403/404: GET of this page answers so; "no-body": its body is left out; "echo-auth": a 400 whose body
+    # quotes the request's credentials back, in several encodings, past the first 150 characters
+    fail: int | str | None = None
+    attachments: list[Attachment] = field(default_factory=list)
+
+
+@dataclass
+class Attachment:
+    id: str  # "att<digits>", as Cloud names them
+    title: str  # the file name
+    data: bytes
+    media_type: str = "application/pdf"
+    version: int = 1
+    size: int | None = None  # the fileSize the listing reports; None: len(data)
 
 
 @dataclass
@@ -87,6 +103,16 @@ class ConfluenceDouble:
             pid = suffix if suffix.isdigit() else str(first_id + n)
             out.append(self.add_page(pid, path.stem, path.read_text(encoding="utf-8"), parent_id=parent_id))
         return out
+
+    def add_attachment(self, pid: str, title: str, data: bytes, **kw) -> Attachment:
+        with self.lock:
+            page = self.pages[pid]
+            att = Attachment(f"att{int(pid) * 100 + len(page.attachments) + 1}", title, data, **kw)
+            page.attachments.append(att)
+            return att
+
+    def downloads(self) -> int:  # successful attachment downloads
+        return sum(1 for path, status in self.log if path.startswith("/wiki/download/") and status == 200)
 
     def bump(self, pid: str, body: str | None = None) -> int:
         with self.lock:
@@ -143,6 +169,8 @@ class ConfluenceDouble:
             return fault.status, headers, _error(fault.status, "injected fault")
         if not name or (name in _PAGE_ROUTES and match.group(1) not in self.pages):
             return 404, {}, _error(404, "not found")
+        if name == "page" and self.pages[match.group(1)].fail == "echo-auth":
+            return 400, {}, _echo_credentials(auth)
         query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
         try:
             with self.lock:
@@ -235,6 +263,29 @@ class ConfluenceDouble:
         return 200, {}, {"results": chain[-_int(query.get("limit", "25"), "limit", 1, 250):],
                          "_links": {"base": self.base_url}}
 
+    def _attachments(self, path: str, query: dict, pid: str):
+        return self._list(path, query, [self._attachment_json(pid, a) for a in self.pages[pid].attachments])
+
+    def _attachment_json(self, pid: str, a: Attachment) -> dict:
+        download = f"/download/attachments/{pid}/{quote(a.title)}?version={a.version}&api=v2"
+        return {"id": a.id, "status": "current", "title": a.title, "createdAt": CREATED, "pageId": pid,
+                "mediaType": a.media_type, "mediaTypeDescription": "", "comment": "", "fileId": f"f-{a.id}",
+                "fileSize": len(a.data) if a.size is None else a.size, "downloadLink": download,
+                "webuiLink": f"/pages/viewpageattachments.action?pageId={pid}",
+                "version": {"number": a.version, "message": "", "minorEdit": False, "authorId": AUTHOR,
+                            "createdAt": CREATED},
+                "_links": {"webui": f"/pages/viewpageattachments.action?pageId={pid}", "download": download}}
+
+    def download(self, raw_path: str, auth: str | None) -> tuple[int, bytes]:
+        """The bytes of an attachment (`/wiki/download/attachments/<page>/<file name>`)."""
+        if auth not in self.accepted:
+            return 401, b""
+        m = _DOWNLOAD.fullmatch(urlsplit(raw_path).path)
+        with self.lock:
+            page = self.pages.get(m.group(1)) if m else None
+            att = next((a for a in page.attachments if quote(a.title) == m.group(2)), None) if page and m else None
+            return (200, att.data) if att else (404, b"")
+
     def _labels(self, path: str, query: dict, pid: str):
         return self._list(path, query, [_label(n) for n in self.pages[pid].labels])
 
@@ -266,6 +317,16 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         double: ConfluenceDouble = self.server.double  # type: ignore[attr-defined]
+        if self.path.startswith("/wiki/download/"):
+            status, raw = double.download(self.path, self.headers.get("Authorization"))
+            with double.lock:
+                double.log.append((self.path, status))
+            self.send_response(status)
+            self.send_header("Content-Type", "application/octet-stream")
+            self.send_header("Content-Length", str(len(raw)))
+            self.end_headers()
+            self.wfile.write(raw)
+            return
         status, headers, body = double.handle(self.path, self.headers.get("Authorization"))
         with double.lock:
             double.log.append((self.path, status))
@@ -283,6 +344,21 @@ class _Handler(BaseHTTPRequestHandler):
 
 def _error(status: int, title: str) -> dict:
     return {"errors": [{"status": status, "code": str(status), "title": title, "detail": None}]}
+
+
+def _echo_credentials(auth: str) -> dict:
+    """A careless server's error: the Authorization header, its decoded pair and the bare secret (raw and
+    URL-encoded), the header's value starting 180 characters into the body (a 200-character cut splits it)."""
+    scheme, _, value = auth.partition(" ")
+    pair = base64.b64decode(value).decode() if scheme == "Basic" else value
+    secret = pair.partition(":")[2] or pair
+    lead = json.dumps(_error(400, "Bad Request")).index('"detail"') + len('"detail": "')
+    width = max(1, 180 - lead - len(f"Authorization: {scheme} "))
+    pad = ("A header did not validate against the schema. " * 4)[: width - 1] + " "
+    body = _error(400, "Bad Request")
+    body["errors"][0]["detail"] = (f"{pad}Authorization: {auth}; credentials {pair!r}, "
+                                   f"token={quote(secret, safe='')} raw={secret}")
+    return body
 
 
 def _label(name: str) -> dict:

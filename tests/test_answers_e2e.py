@@ -11,11 +11,11 @@ import httpx
 import psycopg
 import pytest
 from click.testing import CliRunner
+from conftest import git
+from llm_double import LLMDouble
 from pydantic import SecretStr
 
-from conftest import git
 from docforge.cli import main
-from llm_double import LLMDouble
 from pipeline.answers import Answerer
 from pipeline.answers.llm import ChatClient
 from pipeline.config import AuthConfig, LLMConfig, load_settings

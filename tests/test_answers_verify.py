@@ -201,3 +201,16 @@ def test_extractive_picks_supported_sentences_verbatim_and_passes_strictly():
     raw = extractive.answer_text(ex.lines)
     assert verify(raw, {e.pointer: e.text for e in ev}).audit_mode == "STRICT"
     assert extractive.extract("What is the airspeed of a swallow?", ev).lines == []
+
+
+@pytest.mark.parametrize("question, intent", [
+    ("What is the default timeout?", "factual"),
+    ("Why does the borrow checker reject this?", "conceptual"),
+    ("cargo build fails with error E0502", "debugging"),
+    ("async closures vs closures returning futures", "comparison"),
+    ("ideas for organising a large workspace", "exploratory"),
+])
+def test_intent_without_an_llm(question, intent):
+    from pipeline.answers.loop import heuristic_intent
+
+    assert heuristic_intent(question) == intent

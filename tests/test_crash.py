@@ -44,7 +44,8 @@ def new_db(pg_server) -> str:
 
 def snapshot(url):
     with psycopg.connect(url) as conn:
-        chunks = conn.execute("SELECT id, doc_key, ordinal, text, embedding::text FROM chunks ORDER BY id").fetchall()
+        chunks = conn.execute("SELECT c.id, c.doc_key, c.ordinal, c.text, v.embedding::text FROM chunks c "
+                              "LEFT JOIN vectors_1 v ON v.seq = c.seq ORDER BY c.id").fetchall()  # generation 1
         ledger = conn.execute("SELECT doc_key, content_hash, chunk_count FROM ledger ORDER BY 1").fetchall()
         documents = conn.execute("SELECT key, content_hash FROM documents ORDER BY 1").fetchall()
         staged = conn.execute("SELECT count(*) FROM staged_documents").fetchone()[0]

@@ -70,7 +70,8 @@ def test_injection_in_a_value_is_just_a_value(searcher, field, value):
     assert documents(searcher, {field: value}) == set()
     assert documents(searcher, {field: {"$in": [value]}}) == set()
     assert documents(searcher, {field: {"$ne": value}}) == ALL
-    assert searcher.conn.execute("SELECT count(*) FROM chunks").fetchone()[0] > 0
+    with searcher.connection() as conn:
+        assert conn.execute("SELECT count(*) FROM chunks").fetchone()[0] > 0
 
 
 def test_injection_in_a_meta_key_is_just_a_key(searcher):

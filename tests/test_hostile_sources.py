@@ -171,3 +171,45 @@ def test_a_confluence_space_with_a_deep_page_and_a_lone_surrogate_ingests_the_re
     with Searcher(settings, url=database_url, embedder=embedder, reranker=None) as s:
         assert [h.doc_key for h in s.search("albatross runbook", mode="keyword")] == ["wiki:100"]
         assert [h.doc_key for h in s.search("cormorant", mode="keyword")] == ["wiki:105"]
+
+
+class FaultyModel:
+    """The session's real model, except that it fails on one text (as a model can on odd input) and
+    returns NaN for another (pgvector refuses it): a fault of the model, not of the store."""
+
+    def __init__(self, real):
+        self._real = real
+
+    def __getattr__(self, name):
+        return getattr(self._real, name)
+
+    def load(self):  # the store takes the given model as loaded: this one, not the one it wraps
+        return self
+
+    def encode(self, texts, *args, **kwargs):
+        if any("basilisk" in t for t in texts):
+            raise RuntimeError("the model choked on a basilisk")
+        vectors = self._real.encode(texts, *args, **kwargs)
+        for i, t in enumerate(texts):
+            if "chimera" in t:
+                vectors[i] = float("nan")
+        return vectors
+
+
+@pytest.mark.timeout(240)
+def test_a_text_the_model_fails_on_fails_its_document_alone(make_repo, write_config, database_url, embedder):
+    repo = make_repo(
+        {
+            "docs/ok.md": "# Fine\n\nThe heron nests by the river.\n",
+            "docs/bad.md": "# Bad\n\nThe basilisk stares back.\n",
+            "docs/nan.md": "# NaN\n\nThe chimera has three heads.\n",
+        }
+    )
+    config = write_config([{"name": "m", "type": "git", "repo": str(repo)}])
+    ctx = IngestContext(load_settings(config), url=database_url, embedder=FaultyModel(embedder))
+    stats = ingest_source(ctx, "m")
+    assert indexed_keys(database_url) == {"m:docs/ok.md"}
+    failed = failures_in_store(database_url, "m")
+    assert {f.key for f in stats.failures} == set(failed) == {"m:docs/bad.md", "m:docs/nan.md"}
+    assert failed["m:docs/bad.md"] == ("embed", "RuntimeError: the model choked on a basilisk")
+    assert failed["m:docs/nan.md"][0] == "embed" and "not finite" in failed["m:docs/nan.md"][1]

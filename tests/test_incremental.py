@@ -24,7 +24,8 @@ def run(config, url, embedder, source="rfcs"):
 
 def index(url):
     with psycopg.connect(url) as conn:
-        return conn.execute("SELECT c.id, c.doc_key, c.text, c.embedding::text FROM chunks c ORDER BY id").fetchall()
+        return conn.execute("SELECT c.id, c.doc_key, c.text, v.embedding::text FROM chunks c "
+                            "LEFT JOIN vectors_1 v ON v.seq = c.seq ORDER BY c.id").fetchall()  # generation 1
 
 
 def chunk_counts(url, *keys):
@@ -129,8 +130,9 @@ def _store_at_0003(url: str, filled_by: str, embedder) -> None:
         ("SELECT key, source, type, uri, url, title, tags, meta::text, content_hash, version, mtime_ns, status "
          "FROM documents", "INSERT INTO sources (key, partition, type, uri, url, title, tags, meta, content_hash, "
          "version, mtime_ns, status) VALUES (%s, %s, %s, %s, %s, %s, %s, %s::jsonb, %s, %s, %s, %s)"),
-        ("SELECT id, doc_key, ordinal, heading_path, section, text, token_count, text_hash, model, embedding "
-         "FROM chunks", "INSERT INTO chunks (id, source_key, ordinal, heading_path, section, text, token_count, "
+        ("SELECT c.id, c.doc_key, c.ordinal, c.heading_path, c.section, c.text, c.token_count, c.text_hash, "
+         "g.model, v.embedding FROM chunks c JOIN vectors_1 v ON v.seq = c.seq JOIN generations g ON g.id = 1",
+         "INSERT INTO chunks (id, source_key, ordinal, heading_path, section, text, token_count, "
          "text_hash, model, embedding) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"),
         ("SELECT doc_key, source, mtime_ns, size, version, content_hash, chunker, model, chunk_count, run_id "
          "FROM ledger", "INSERT INTO ledger (source_key, partition, mtime_ns, size, version, content_hash, "
@@ -158,7 +160,8 @@ def test_a_store_from_before_the_vocabulary_migration_is_upgraded(make_repo, wri
         for mode in ("keyword", "dense", "hybrid"):
             assert [h.doc_key for h in s.search("vault secret rotation", limit=1, mode=mode)] == ["kb:docs/vault.md"]
         assert s.search("vault", limit=1)[0].source == "kb"
-        assert _df_mismatches(s.conn) == [] and _posting_mismatches(s.conn) == []
+        with s.connection() as conn:
+            assert _df_mismatches(conn) == [] and _posting_mismatches(conn) == []
     with psycopg.connect(database_url) as conn:
         assert conn.execute("SELECT to_regclass('sources')").fetchone()[0] is None
         old_names = conn.execute(  # columns, indexes, constraints or function bodies still naming the old words
@@ -180,4 +183,5 @@ def test_a_store_from_before_the_vocabulary_migration_is_upgraded(make_repo, wri
     with Searcher(load_settings(config), url=database_url, embedder=embedder, reranker=None) as s:
         assert [h.doc_key for h in s.search("spinnaker", mode="keyword")] == ["kb:docs/deploy.md"]
         assert s.search("argocd", mode="keyword") == []
-        assert _df_mismatches(s.conn) == [] and _posting_mismatches(s.conn) == []
+        with s.connection() as conn:
+            assert _df_mismatches(conn) == [] and _posting_mismatches(conn) == []

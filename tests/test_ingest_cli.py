@@ -112,17 +112,17 @@ def test_a_failing_check_fails_the_ingest(make_repo, write_config, database_url)
     repo = make_repo({"README.md": "# Solo\n\nOnly file.\n", "docs/b.md": "# B\n\nAnother file.\n"})
     config = write_config([{"name": "solo", "type": "git", "repo": str(repo)}])
     docforge("ingest", "-c", str(config))
-    with psycopg.connect(database_url) as conn:  # a vector from another model: the index is now wrong
-        conn.execute("UPDATE chunks SET model = 'some/other-model' WHERE id = (SELECT min(id) FROM chunks)")
+    with psycopg.connect(database_url) as conn:  # a chunk lost behind the ledger's back: the index is now wrong
+        conn.execute("DELETE FROM chunks WHERE id = (SELECT min(id) FROM chunks)")
     res = docforge("ingest", "-c", str(config), "--json", check=False)
     assert res.returncode == 1
     out = json.loads(res.stdout)
     assert out["failed"] == ["solo"] and out["sources"]["solo"]["files_unchanged"] == 2
     checks = {c["name"]: c for c in out["sources"]["solo"]["checks"]}
     assert set(checks) == CHECKS
-    bad = checks.pop("chunks_have_embeddings")
+    bad = checks.pop("ledger_matches_index")  # the ledger still counts the deleted chunk
     assert not bad["passed"] and bad["severity"] == "ERROR"
-    assert bad["description"].startswith("1 chunks without an embedding") and "'solo'" in bad["description"]
+    assert bad["description"].startswith("1 documents whose ledger row disagrees") and "'solo'" in bad["description"]
     assert all(c["passed"] for c in checks.values())
 
 

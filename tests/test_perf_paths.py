@@ -75,12 +75,13 @@ def test_queries_embed_with_onnx_on_a_cpu_or_fall_back_to_torch(embedder, monkey
 def _index_defs(url: str) -> set[str]:
     with psycopg.connect(url) as conn:
         return {r[0] for r in conn.execute(
-            "SELECT indexdef FROM pg_indexes WHERE tablename IN ('chunks', 'bm25_postings')")}
+            "SELECT indexdef FROM pg_indexes WHERE tablename IN ('chunks', 'bm25_postings', 'vectors_1')")}
 
 
 def _chunks(url: str) -> list[tuple]:
     with psycopg.connect(url) as conn:
-        return conn.execute("SELECT id, doc_key, text, embedding::text FROM chunks ORDER BY id").fetchall()
+        return conn.execute("SELECT c.id, c.doc_key, c.text, v.embedding::text FROM chunks c "
+                            "LEFT JOIN vectors_1 v ON v.seq = c.seq ORDER BY c.id").fetchall()  # generation 1
 
 
 def _new_database(pg_server, name: str) -> str:

@@ -69,12 +69,12 @@ def test_keyword_is_or_of_terms(searcher):
 def test_keyword_scores_are_okapi_bm25(searcher):
     """Scores equal a reference BM25 computed in Python from the same tsvectors."""
     query = "refund the payments charge"
-    conn = searcher.conn
-    terms = [r[0] for r in conn.execute("SELECT unnest(tsvector_to_array(to_tsvector('english', %s)))", (query,))]
-    docs: dict[str, dict[str, int]] = {}
-    for cid, lexeme, n in conn.execute(
-            "SELECT c.id, u.lexeme, coalesce(array_length(u.positions, 1), 1) FROM chunks c, unnest(c.tsv) u"):
-        docs.setdefault(cid, {})[lexeme] = n
+    with searcher.connection() as conn:
+        terms = [r[0] for r in conn.execute("SELECT unnest(tsvector_to_array(to_tsvector('english', %s)))", (query,))]
+        docs: dict[str, dict[str, int]] = {}
+        for cid, lexeme, n in conn.execute(
+                "SELECT c.id, u.lexeme, coalesce(array_length(u.positions, 1), 1) FROM chunks c, unnest(c.tsv) u"):
+            docs.setdefault(cid, {})[lexeme] = n
     n_docs, avgdl = len(docs), sum(sum(d.values()) for d in docs.values()) / len(docs)
     k1, b = 1.2, 0.75
     idf = {t: math.log(1 + (n_docs - (df := sum(t in d for d in docs.values())) + 0.5) / (df + 0.5)) for t in terms}
@@ -88,11 +88,12 @@ def test_keyword_scores_are_okapi_bm25(searcher):
 
 
 def test_bm25_statistics_match_the_chunks(searcher):
-    n, total = searcher.conn.execute("SELECT n, total_len FROM bm25_stats").fetchone()
-    assert n == searcher.conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
-    assert total == searcher.conn.execute("SELECT sum(docforge_tsv_length(tsv)) FROM chunks").fetchone()[0]
-    assert _df_mismatches(searcher.conn) == []
-    assert _posting_mismatches(searcher.conn) == []
+    with searcher.connection() as conn:
+        n, total = conn.execute("SELECT n, total_len FROM bm25_stats").fetchone()
+        assert n == conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+        assert total == conn.execute("SELECT sum(docforge_tsv_length(tsv)) FROM chunks").fetchone()[0]
+        assert _df_mismatches(conn) == []
+        assert _posting_mismatches(conn) == []
 
 
 def _posting_mismatches(conn) -> list:
@@ -122,8 +123,9 @@ def test_statistics_follow_edits_and_deletes(database_url, embedder, make_repo, 
     (repo / "docs/b.md").unlink()
     ingest_source(ctx, "s")
     with Searcher(settings, url=database_url, embedder=embedder, reranker=None) as s:
-        assert s.conn.execute("SELECT n FROM bm25_stats").fetchone()[0] == 1
-        assert _df_mismatches(s.conn) == [] and _posting_mismatches(s.conn) == []
+        with s.connection() as conn:
+            assert conn.execute("SELECT n FROM bm25_stats").fetchone()[0] == 1
+            assert _df_mismatches(conn) == [] and _posting_mismatches(conn) == []
         assert [h.doc_key for h in s.search("delta beta", mode="keyword")] == []
         assert [h.doc_key for h in s.search("epsilon", mode="keyword")] == ["s:docs/a.md"]
 
@@ -196,31 +198,25 @@ def test_a_store_from_before_the_postings_is_upgraded(database_url, embedder):
                      (embedder.model_id, "[" + ",".join(map(str, vec.tolist())) + "]"))
     with Searcher(Settings(), url=database_url, embedder=embedder, reranker=None) as s:
         assert [h.chunk_id for h in s.search("vault secret rotation", mode="keyword")] == ["c1"]
-        assert _posting_mismatches(s.conn) == [] and _df_mismatches(s.conn) == []
+        with s.connection() as conn:
+            assert _posting_mismatches(conn) == [] and _df_mismatches(conn) == []
 
 
-def test_keyword_search_reads_the_impact_index(searcher):
-    """The ORDER BY must equal migration 0003's index expression, or every list is read and sorted;
-    both come from pipeline.store.bm25, whose constants must be those of the live index."""
+def test_keyword_search_reads_the_packed_lists(searcher):
+    """Candidates come from each term's first blocks (docforge_bm25_top), exact scores from one probe
+    of each candidate's term list (bm25_docs): no scan of every posting (migration 0009)."""
     from psycopg import sql
 
     from pipeline.query.search import _statement
     from pipeline.store import bm25
 
-    conn = searcher.conn
     params = searcher._params("refund the payments charge", "keyword", 10, None, None, None, ())
-    with conn.transaction():
+    with searcher.connection() as conn, conn.transaction():
         conn.execute("SET LOCAL enable_seqscan = off")  # a tiny table would not need any index
         plan = "\n".join(r[0] for r in conn.execute(
             sql.SQL("EXPLAIN ") + _statement("keyword", sql.SQL("TRUE"), params), params))
-    assert f"Index Only Scan using {bm25.IMPACT_INDEX}" in plan, plan
-    # An index built from bm25.impact_order is defined, as Postgres prints it, exactly as the migration's.
-    live = conn.execute("SELECT indexdef FROM pg_indexes WHERE indexname = %s", (bm25.IMPACT_INDEX,)).fetchone()[0]
-    with conn.transaction(force_rollback=True):
-        conn.execute(f"CREATE INDEX impact_probe ON bm25_postings (term_id, {bm25.impact_order()} DESC) "
-                     "INCLUDE (seq, tf, dl)")
-        probe = conn.execute("SELECT pg_get_indexdef('impact_probe'::regclass)").fetchone()[0]
-    assert probe.replace("impact_probe", bm25.IMPACT_INDEX) == live
+    assert f"Function Scan on {bm25.TOP_FUNCTION}" in plan, plan
+    assert "Index Scan using bm25_docs_pkey" in plan, plan
 
 
 def test_filtered_search_reads_deeper_until_the_filter_is_served(corpus, embedder):

@@ -80,3 +80,63 @@ def test_subset_keeps_judged_documents():
     c, q, r = retrieval.subset(corpus, queries, qrels, n_queries=2, n_docs=3)
     assert set(q) == {"1", "2"} and set(r) == {"1", "2"}
     assert {"7", "8"} <= set(c) and len(c) == 3
+
+
+def _tiny_data(root: Path, git) -> Path:
+    """The shape of bench/query.py's data folder, small: a rust-rfcs-like git bundle and a SciFact-like BEIR set."""
+    repo = root / "rfcs"
+    (repo / "text").mkdir(parents=True)
+    for i in range(4):
+        paras = [f"Paragraph {j} of RFC {i}: borrow checker, lifetimes and trait objects, case {i * j}."
+                 for j in range(6)]
+        (repo / "text" / f"000{i}-rfc.md").write_text(f"# RFC {i}\n\n" + "\n\n".join(paras) + "\n")
+    git(repo.parent, "init", "-q", "-b", "main", str(repo))
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "rfcs")
+    (root / "corpus").mkdir()
+    git(repo, "bundle", "create", "-q", str(root / "corpus" / "rust-rfcs-md.bundle"), "--all")
+    beir = root / "beir" / "scifact"
+    beir.mkdir(parents=True)
+    (beir / "corpus.jsonl").write_text("".join(
+        json.dumps({"_id": str(i), "title": f"Study {i}", "text": f"Vitamin {i} changes bone density in mice. "
+                    "A second sentence about cholesterol and sleep."}) + "\n" for i in range(12)))
+    (beir / "queries.jsonl").write_text("".join(
+        json.dumps({"_id": str(i), "text": f"does vitamin {i} change bone density {i}?"}) + "\n" for i in range(300)))
+    return root
+
+
+def test_query_bench_measures_each_size_side_by_side(pg_server, tmp_path, monkeypatch, capsys):
+    """bench/query.py --chunks A B: a store per size, each with build stages, bytes by table and index,
+    latency per mode and filter, and recall of the live (halfvec) and a float32 HNSW index."""
+    import query as bench
+
+    from conftest import git
+
+    data = _tiny_data(tmp_path / "data", git)
+    monkeypatch.setenv("DATABASE_URL", pg_server.get_uri())  # the bench makes a database per size there
+    monkeypatch.setattr(sys, "argv", [
+        "query.py", "--chunks", "60", "150", "--baseline", "0", "--vectors", "gaussian", "--real-sample", "20",
+        "--queries", "2", "--recall-queries", "8", "--ef-search", "10", "--compare-float32", "--json",
+        "--data", str(data)])
+    bench.main()
+    out = capsys.readouterr().out
+    report = json.loads(out.strip().splitlines()[-1])
+    assert set(report) == {"60", "150"}
+    for n, r in report.items():
+        assert {"rows_s", "vectors_s", "vacuum_analyze_s"} <= set(r["build"])
+        assert any(k.endswith("_hnsw_s") for k in r["build"]) and all(v >= 0 for v in r["build"].values())
+        tables = {k for k in r["bytes"] if "/" not in k}
+        assert {"chunks", "bm25_blocks", "bm25_docs", "vectors_1"} <= tables, tables
+        assert "bm25_postings" not in tables  # a view of the blocks since migration 0009
+        assert any(k.startswith("vectors_1/") and "hnsw" in k for k in r["bytes"])
+        for mode in ("dense", "keyword", "hybrid"):
+            assert set(r["latency"][mode]) == set(bench.FILTERS)
+            assert all(0 < cell["p50"] <= cell["p95"] for cell in r["latency"][mode].values())
+        assert r["recall"]["plan"] == "hnsw index"
+        for kind in ("halfvec", "vector"):  # the live index is halfvec; --compare-float32 adds a float32 one
+            assert set(r["recall"][kind]) == {"10", "100"}
+            assert 0.9 <= r["recall"][kind]["100"]["recall"] <= 1.0, (n, kind, r["recall"][kind])
+    assert report["150"]["bytes"]["chunks"] > report["60"]["bytes"]["chunks"]
+    assert "chunks" in out and "60" in out and "150" in out and "recall@10 halfvec" in out
+    with psycopg.connect(pg_server.get_uri()) as conn:  # the bench's databases are dropped
+        assert conn.execute("SELECT count(*) FROM pg_database WHERE datname LIKE 'docforge_query_%'").fetchone()[0] == 0

@@ -44,9 +44,9 @@ def main(verbose: int) -> None:
 
 
 def _register() -> None:
-    from docforge.cli import answers, ask, db, ingest, search, serve, sources, status, verify
+    from docforge.cli import answers, ask, db, ingest, reindex, search, serve, sources, status, verify
 
-    for mod in (ingest, search, ask, verify, answers, status, sources, db, serve):
+    for mod in (ingest, search, ask, verify, answers, status, sources, reindex, db, serve):
         main.add_command(mod.command)
 
 

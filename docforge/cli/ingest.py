@@ -18,7 +18,8 @@ if TYPE_CHECKING:  # the Dagster wiring costs seconds to import: only when a com
 
 # (label, IngestStats field): one line per non-zero count in the summary's cells.
 FILE_COUNTS = (("added", "files_added"), ("updated", "files_updated"), ("unchanged", "files_unchanged"),
-               ("deleted", "files_deleted"), ("failed", "files_failed"))
+               ("deleted", "files_deleted"), ("skipped", "files_skipped"), ("failed", "files_failed"))
+SKIPS_SHOWN = 10  # skipped files listed per source under the table (--json lists them all)
 CHUNK_COUNTS = (("indexed", "chunks_indexed"), ("embedded", "chunks_embedded"), ("reused", "chunks_reused"),
                 ("deleted", "chunks_deleted"))
 
@@ -28,20 +29,32 @@ CHUNK_COUNTS = (("indexed", "chunks_indexed"), ("embedded", "chunks_embedded"), 
 @click.option("--source", "-s", "names", multiple=True, metavar="NAME",
               help="Only this source (repeatable). Default: every source in the config.")
 @json_option
-def command(config: str, names: tuple[str, ...], as_json: bool) -> None:
+@click.argument("paths", nargs=-1, type=click.Path(exists=True, file_okay=True, dir_okay=True))
+def command(config: str, names: tuple[str, ...], as_json: bool, paths: tuple[str, ...]) -> None:
     """Crawl, chunk, embed, index and check sources through Dagster, in-process.
 
     Only what changed since the last run is re-read and re-embedded. Exits 1
     if any source failed, even partially (the others are still indexed), or
     if an ERROR-severity check failed.
 
+    PATHS (directories or files) are indexed as sources of their own, named
+    after them, without editing sources.yml: they are recorded in
+    $DOCFORGE_HOME/adhoc-sources.yml, and ingesting a path again updates its
+    source. Without sources.yml, only they are known.
+
     \b
     Examples:
       docforge ingest
       docforge ingest -s handbook --json
+      docforge ingest ~/notes ./design.pdf
     """
-    settings = load_settings(config)
-    wanted = list(names) or [s.name for s in settings.sources]
+    settings = _settings(config, paths)
+    if paths:
+        from pipeline.adhoc import register
+
+        names = (*names, *register(settings, paths))
+        settings = _settings(config, paths)
+    wanted = list(dict.fromkeys(names)) or [s.name for s in settings.sources]
     if not wanted:  # exit 1: an empty run that "succeeds" hides a config that indexes nothing
         raise ConfigError(f"{settings.config_path}: no sources configured, nothing to ingest "
                           "(add a `sources:` list, see README's 'Configure sources')")
@@ -66,6 +79,19 @@ def command(config: str, names: tuple[str, ...], as_json: bool) -> None:
         sys.exit(1)
 
 
+def _settings(config: str, paths: tuple[str, ...]):
+    """sources.yml's settings (with the ad-hoc sources); with PATHS and no sources.yml, the ad-hoc file's."""
+    from pathlib import Path
+
+    from pipeline.config import adhoc_file, env_settings
+
+    if paths and not Path(config).exists():
+        home = env_settings().home
+        f = adhoc_file(home)
+        return load_settings(f) if f.exists() else env_settings().model_copy(update={"config_path": f.resolve()})
+    return load_settings(config)
+
+
 def _source_report(run: SourceRun) -> dict:
     """One source's JSON: its IngestStats (or `error`), plus `checks`."""
     out = run.stats.as_dict() if run.stats is not None else {"error": run.error}
@@ -86,7 +112,8 @@ def _counts(r: dict, counts: tuple[tuple[str, str], ...]):
     """A cell: `N label` per non-zero count, one per line (`none` if all are zero); failures in red."""
     from rich.text import Text
 
-    lines = [Text(f"{r[key]} {label}", style="red" if label == "failed" else "") for label, key in counts if r[key]]
+    lines = [Text(f"{r[key]} {label}", style="red" if label == "failed" else "") for label, key in counts
+             if r.get(key)]
     return Text("\n").join(lines) if lines else Text("none", style="dim")
 
 
@@ -123,6 +150,13 @@ def print_report(console, report: dict) -> None:
     for name, r in report.items():
         if "error" in r:
             console.print(Text.assemble(("✗ ", "red"), (name, "red bold"), (f": {r['error']}", "red")))
+        if langs := r.get("languages"):
+            console.print(Text(f"{name}: " + ", ".join(f"{n} {lang}" for lang, n in langs.items()), style="dim"))
+        skipped = r.get("skipped_files", [])
+        for s in skipped[:SKIPS_SHOWN]:
+            console.print(Text(f"- {name}:{s['path']} skipped: {s['reason']}", style="dim"))
+        if (more := r.get("files_skipped", len(skipped)) - min(len(skipped), SKIPS_SHOWN)) > 0:
+            console.print(Text(f"- … {more} more skipped in {name} (--json lists them)", style="dim"))
         for f in r.get("failures", []):
             console.print(Text(f"! {f['key']} ({f['stage']}): {f['error']}", style="yellow"))
         for c in r["checks"]:

@@ -80,7 +80,8 @@ def _print(query: str, hits, explain: bool) -> None:
         extra = [f"{h.rerank_score:.3f}" if h.rerank_score is not None else "-"] if reranked else []
         if explain:
             extra += [str(h.dense_rank or "-"), str(h.keyword_rank or "-")]
-        table.add_row(str(i), f"{h.score:.3f}", *extra, Text(_where(h.title, h.section)), Text(excerpt), Text(h.url))
+        where = _where(h.title, h.section) + (f" (page {h.page})" if h.page is not None else "")
+        table.add_row(str(i), f"{h.score:.3f}", *extra, Text(where), Text(excerpt), Text(h.url))
     console.print(table)
 
 

@@ -1,4 +1,5 @@
-"""`docforge serve`: the MCP server (stdio), or the HTTP API with --api."""
+"""`docforge serve`: the MCP server (stdio), the HTTP API with --api, or a model sidecar
+(--embedder, --reranker: docforge.cli.sidecars)."""
 
 from __future__ import annotations
 
@@ -19,22 +20,48 @@ from docforge.cli import config_option
 @click.option("--remote-api", metavar="URL", envvar="DOCFORGE_REMOTE_API",
               help="Serve MCP as a proxy to a hosted docforge API; its token comes from DOCFORGE_API_TOKEN "
                    "[env: DOCFORGE_REMOTE_API].")
-def command(config: str, api: bool, host: str, port: int, remote_api: str | None) -> None:
+@click.option("--embedder", is_flag=True,
+              help="Serve the embedding model over HTTP (POST /embed; port 8001 unless --port); clients set "
+                   "EMBEDDER_URL. Needs EMBEDDER_TOKEN.")
+@click.option("--reranker", is_flag=True,
+              help="Serve a cross-encoder over HTTP (POST /rerank; port 8002 unless --port); clients set "
+                   "RERANKER_URL. Needs RERANKER_API_KEY and RERANKER_MODEL (or --model).")
+@click.option("--model", metavar="NAME", help="With --embedder/--reranker: the model (a local path or model id) "
+                                              "instead of embedding.model / RERANKER_MODEL.")
+@click.option("--dimensions", type=click.IntRange(1, 4000), help="With --embedder: Matryoshka truncation.")
+@click.option("--insecure-no-token", is_flag=True,
+              help="With --embedder/--reranker on a loopback --host only: serve without a token (local tests).")
+@click.pass_context
+def command(ctx: click.Context, config: str, api: bool, host: str, port: int, remote_api: str | None, embedder: bool,
+            reranker: bool, model: str | None, dimensions: int | None, insecure_no_token: bool) -> None:
     """Serve search to assistants (MCP over stdio) or over HTTP (--api).
 
-    The MCP server exposes one tool, search_documentation(query, user_name,
-    team_name, area_name=None, limit=10), and logs who asked on stderr.
+    The MCP server exposes search_documentation(query, user_name, team_name,
+    area_name=None, limit=10) and ask_documentation(question, user_name,
+    team_name, area_name=None, filters=None), and logs who asked on stderr.
     The HTTP API needs DOCFORGE_API_TOKENS and/or DOCFORGE_JWT_JWKS_URL +
     DOCFORGE_JWT_AUDIENCE; only GET /health is open.
 
     \b
     Examples:
       docforge serve                                   # MCP over stdio, local index
+      EMBEDDER_TOKEN=s3cret docforge serve --embedder --host 0.0.0.0
       DOCFORGE_API_TOKENS=s3cret docforge serve --api --port 8080
       DOCFORGE_API_TOKEN=s3cret docforge serve --remote-api https://docs.example.com
     """
-    if api and remote_api:
-        raise click.UsageError("--api and --remote-api cannot be combined: --remote-api serves MCP, --api serves HTTP")
+    if sum(map(bool, (api, remote_api, embedder, reranker))) > 1:
+        raise click.UsageError("--api, --remote-api, --embedder and --reranker each serve something else: pick one")
+    if embedder or reranker:
+        from docforge.cli import sidecars
+
+        kind = "embedder" if embedder else "reranker"
+        if ctx.get_parameter_source("port") == click.core.ParameterSource.DEFAULT:
+            port = sidecars.PORTS[kind]
+        if embedder:
+            sidecars.serve_embedder(config, host, port, model, dimensions, insecure_no_token)
+        else:
+            sidecars.serve_reranker(config, host, port, model, insecure_no_token)
+        return
     logging.getLogger("docforge.servers").setLevel(logging.INFO)  # the who-asked log, on stderr
     from pipeline.config import AuthConfig, env_section, load_settings
 
@@ -52,7 +79,7 @@ def command(config: str, api: bool, host: str, port: int, remote_api: str | None
         from docforge.servers.auth import Authenticator
 
         auth = Authenticator(settings.auth)  # before anything heavy: no auth configured → ConfigError, exit 1
-        _serve_api(_local(settings), auth, host, port)
+        _serve_api(_local(settings), auth, host, port, settings.api)
     else:
         from docforge.servers.mcp import build_mcp
 
@@ -74,12 +101,12 @@ def _local_ask(search):
     return LocalAsk(Answerer(search.searcher.settings, searcher=search.searcher))
 
 
-def _serve_api(search, auth, host: str, port: int) -> None:
+def _serve_api(search, auth, host: str, port: int, limits) -> None:
     import uvicorn
 
-    from docforge.servers.api import create_app
+    from docforge.servers.api import create_app, server_config
 
-    app = create_app(search, auth, health=search.health, ask=_local_ask(search))
+    app = create_app(search, auth, health=search.health, ask=_local_ask(search), limits=limits)
     search.warm()
     click.echo(f"docforge API on http://{host}:{port} (docs: /docs, needs a token)", err=True)
-    uvicorn.run(app, host=host, port=port, log_level="info")  # uvicorn logs to stderr
+    uvicorn.Server(server_config(app, host, port, limits, log_level="info")).run()  # uvicorn logs to stderr

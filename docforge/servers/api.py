@@ -5,13 +5,23 @@ the OpenAPI document and its Swagger page are behind it too, so /docs embeds
 the spec instead of fetching it unauthenticated. Swagger UI's own script and
 stylesheet (public vendor files, no data) are served open from /docs/assets,
 out of the `fastapi-offline` package: the page works without internet.
+
+Limits (`Settings.api`, docforge.servers.gate): headers, the token, then the
+body's size are checked before a body is read. Status codes: 400 a bad filter
+or one over the complexity budget, 401 no valid token, 413 a body over
+DOCFORGE_API_MAX_BODY_BYTES, 422 a malformed body (text that is not valid
+Unicode included), 431 headers over DOCFORGE_API_MAX_HEADER_BYTES, 503 the
+store does not answer (or a search ran past its statement time limit).
 """
 
 import json
 from importlib.resources import files
-from typing import Annotated
+from typing import Annotated, Any
 
+import psycopg
 from fastapi import Depends, FastAPI, HTTPException, Request
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from fastapi.staticfiles import StaticFiles
@@ -19,8 +29,10 @@ from fastapi.staticfiles import StaticFiles
 from docforge.servers import Citation, SearchFn, SearchRequest, SearchResponse, log_request
 from docforge.servers.ask import AskFn, AskRequest, log_ask
 from docforge.servers.auth import Authenticator, Principal
+from docforge.servers.gate import PRINCIPAL, RequestGate
 from pipeline import __version__
 from pipeline.answers import Answer
+from pipeline.config import ApiConfig
 from pipeline.errors import AnswerError, DocforgeError, LLMError, QueryError
 
 _bearer = HTTPBearer(auto_error=False, description="An API token or a JWT from the configured identity provider.")
@@ -31,13 +43,41 @@ _SWAGGER = """<!doctype html><html><head><title>docforge API</title>
 <script>SwaggerUIBundle({spec: SPEC, dom_id: "#ui"});</script></body></html>"""
 
 
-def create_app(search: SearchFn, auth: Authenticator, health=None, ask: AskFn | None = None) -> FastAPI:
+class _AsciiJSON(JSONResponse):
+    """JSON with every non-ASCII character escaped: an error may quote text that has no UTF-8 form
+    (a lone surrogate from a JSON "\\ud800" escape), which must not turn a 422 into a 500."""
+
+    def render(self, content: Any) -> bytes:
+        return json.dumps(content, ensure_ascii=True, allow_nan=False, separators=(",", ":")).encode("ascii")
+
+
+def is_open(path: str) -> bool:
+    """The routes served without a token: the health probe and Swagger UI's vendor files."""
+    return path == "/health" or path.startswith(DOCS_ASSETS + "/")
+
+
+def create_app(search: SearchFn, auth: Authenticator, health=None, ask: AskFn | None = None,
+               limits: ApiConfig | None = None) -> FastAPI:
     """The API over `search` (and `ask`: POST /ask); `health()` (optional) reports whether the store answers."""
+    limits = limits or ApiConfig()
     app = FastAPI(title="docforge", version=__version__, docs_url=None, redoc_url=None, openapi_url=None,
                   description="Search the indexed documentation, with citations.")
+    app.add_middleware(RequestGate, authenticate=auth.authenticate, is_open=is_open,
+                       max_body_bytes=limits.max_body_bytes, max_header_bytes=limits.max_header_bytes)
 
-    def principal(creds: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]) -> Principal:
-        who = auth.authenticate(creds.credentials if creds else None)
+    @app.exception_handler(RequestValidationError)
+    async def invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
+        return _AsciiJSON({"detail": jsonable_encoder(exc.errors())}, status_code=422)
+
+    @app.exception_handler(psycopg.OperationalError)
+    async def store_lost(request: Request, exc: psycopg.OperationalError) -> JSONResponse:
+        # A safety net: the search path says so itself (StoreError); anything else that meets a lost store too.
+        return JSONResponse({"detail": "the store is unavailable; try again shortly"}, status_code=503)
+
+    def principal(request: Request,
+                  creds: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]) -> Principal:
+        # The gate authenticated the caller before the body was read; the scheme stays declared for OpenAPI.
+        who = request.scope.get("state", {}).get(PRINCIPAL) or auth.authenticate(creds.credentials if creds else None)
         if who is None:
             raise HTTPException(401, "missing or invalid bearer token", headers={"WWW-Authenticate": "Bearer"})
         return who
@@ -89,3 +129,13 @@ def create_app(search: SearchFn, auth: Authenticator, health=None, ask: AskFn | 
     app.mount(DOCS_ASSETS, StaticFiles(directory=str(files("fastapi_offline") / "static")), name="docs-assets")
 
     return app
+
+
+def server_config(app: FastAPI, host: str, port: int, limits: ApiConfig | None = None, **kw: Any):
+    """uvicorn's configuration for the API: h11, whose parser holds at most twice `max_header_bytes` of an
+    unfinished header block (the gate refuses a complete one over the limit with 431)."""
+    import uvicorn
+
+    limits = limits or ApiConfig()
+    return uvicorn.Config(app, host=host, port=port, http="h11",
+                          h11_max_incomplete_event_size=2 * limits.max_header_bytes, **kw)

@@ -14,12 +14,12 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import ValidationError
 
-from pipeline import __version__
-from pipeline.errors import DocforgeError
-from pipeline.redact import redact, register
 from docforge.servers import Citation, SearchFn, SearchRequest, SearchResponse, log_request
 from docforge.servers.ask import AskFn, AskRequest, log_ask
+from pipeline import __version__
 from pipeline.answers import Answer
+from pipeline.errors import DocforgeError
+from pipeline.redact import redact, register
 
 INSTRUCTIONS = ("Search the organisation's indexed documentation (git repositories, Confluence). "
                 "Cite the `url`, `title` and `section` of the hits you use.")

@@ -13,6 +13,6 @@
 
 from pipeline.answers.loop import Answerer
 from pipeline.answers.model import Answer, Claim, Evidence, Verdict
-from pipeline.answers.verify import verify
 
-__all__ = ["Answer", "Answerer", "Claim", "Evidence", "Verdict", "verify"]
+# (`verify` stays the module: pipeline.answers.verify.verify is the verifier's entry point.)
+__all__ = ["Answer", "Answerer", "Claim", "Evidence", "Verdict"]

@@ -3,7 +3,7 @@
 The key is sha256 over canonical JSON of:
 
 - the state of the indexed sources in scope: a digest of (document key, content hash) of every
-  document of those sources, so an ingest that changes a document changes it and a no-op ingest
+  document of those sources (count, and XOR and sum of two seeded 64-bit hashes), so an ingest that changes a document changes it and a no-op ingest
   does not; plus the chunking fingerprints of the ledger and the store's embedding model;
 - the question in its canonical form (`canonical_question`, mode `strict` or `equivalence`);
 - the model profile (base_url, model, temperature, max_tokens, prompts' version; or the extractive
@@ -30,10 +30,13 @@ KEY_VERSION = "1"
 _FILLER = frozenset("""please pls kindly can could would you tell me explain know i we want wanted like to
 hey hi hello thanks thank quick question""".split())
 
+# The documents' digest: XOR and sum of two differently seeded 64-bit hashes of (key, content hash):
+# order-free, so no sort, and one pass (0.3-0.5 ms at 650 documents where an md5 over the sorted
+# rows took 3); keys are unique, so no two rows cancel out in the XOR.
 _STATE = """
-SELECT (SELECT md5(coalesce(string_agg(d.key || ':' || d.content_hash, ',' ORDER BY d.key), ''))
+SELECT (SELECT count(*) || ':' || coalesce(bit_xor(hashtextextended(d.key || ':' || d.content_hash, 0)), 0)
+               || ':' || coalesce(sum(hashtextextended(d.key || ':' || d.content_hash, 1)::numeric), 0)
           FROM documents d WHERE %(all)s OR d.source = ANY(%(sources)s)),
-       (SELECT count(*) FROM documents d WHERE %(all)s OR d.source = ANY(%(sources)s)),
        (SELECT coalesce(string_agg(DISTINCT chunker, ',' ORDER BY chunker), '') FROM ledger),
        (SELECT max(version) FROM schema_migrations),
        (SELECT coalesce(string_agg(key || '=' || value, ',' ORDER BY key), '') FROM docforge_meta)
@@ -87,8 +90,8 @@ def scope_sources(filters: dict | None) -> list[str] | None:
 def store_state(conn: psycopg.Connection, sources: list[str] | None) -> dict[str, Any]:
     """What the answer depends on in the store (one round trip)."""
     row = conn.execute(_STATE, {"all": sources is None, "sources": sources or []}).fetchone()
-    return {"documents": row[0], "count": row[1], "chunkers": row[2], "schema": row[3], "meta": row[4],
-            "sources": sources}
+    assert row is not None  # an aggregate always returns a row
+    return {"documents": row[0], "chunkers": row[1], "schema": row[2], "meta": row[3], "sources": sources}
 
 
 def cache_key(parts: dict[str, Any]) -> str:
@@ -142,7 +145,7 @@ def store(conn: psycopg.Connection, *, answer_id: str, key: str, question: str, 
 
 def purge(conn: psycopg.Connection) -> int:
     """Delete every stored answer; returns how many there were."""
-    if not conn.execute("SELECT to_regclass('answers')").fetchone()[0]:
+    if not (conn.execute("SELECT to_regclass('answers')").fetchone() or [None])[0]:
         return 0
     return conn.execute("DELETE FROM answers").rowcount
 

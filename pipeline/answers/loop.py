@@ -23,7 +23,7 @@ from typing import Any
 
 from pipeline.answers import cache, extractive, prompts, provenance, render, retrieve, verify
 from pipeline.answers.llm import ChatClient
-from pipeline.answers.model import NOT_FOUND, Answer, Citation, Claim, Evidence, Step
+from pipeline.answers.model import Answer, Citation, Claim, Evidence, Step
 from pipeline.config import Settings
 from pipeline.errors import AnswerError, StoreError
 from pipeline.query import Searcher
@@ -70,8 +70,8 @@ class _Run:
 
 
 class Answerer:
-    """Answers questions over one store. Thread-safe: searches are serialised by the Searcher,
-    cache statements by a lock of its own; LLM calls of concurrent asks overlap."""
+    """Answers questions over one store. Thread-safe: searches run on the Searcher's pooled connections,
+    cache statements under a lock of its own; LLM calls of concurrent asks overlap."""
 
     def __init__(self, settings: Settings, *, searcher: Searcher | None = None, llm: ChatClient | None = _UNSET,
                  url: str | None = None, embedder=None):
@@ -89,7 +89,7 @@ class Answerer:
 
     @property
     def model_name(self) -> str:
-        return self.llm.cfg.model if self.llm else "extractive"
+        return (self.llm.cfg.model or "") if self.llm else "extractive"
 
     def close(self) -> None:
         if self._own_searcher:
@@ -108,8 +108,11 @@ class Answerer:
     # --- the store -------------------------------------------------------------------------------------
 
     def conn(self):
-        if self._conn is None:
+        if self._conn is None or self._conn.closed or self._conn.broken:  # a dropped one (a restart): anew
             self._conn = connect(store_url(self.settings, self._url), vector=False)
+            # A crash may lose the last recorded answer or hit count, never corrupt one; a cache hit
+            # then does not wait for the WAL flush (milliseconds, against a 10 ms budget).
+            self._conn.execute("SET synchronous_commit = off")
         return self._conn
 
     def _store_ready(self) -> bool:

@@ -76,7 +76,7 @@ def check(dag_root: str, answer: dict[str, Any], stages: list[dict[str, Any]],
     missing = [n for n in STAGES if n not in by]
     if missing:
         return Check(False, missing[0], "stage missing from the stored record")
-    p = {n: by[n].get("payload") for n in STAGES}
+    p: dict[str, Any] = {n: by[n].get("payload") for n in STAGES}
     prev = ""
     for n in STAGES:
         prev = stage_hash(n, prev, p[n])
@@ -89,9 +89,9 @@ def check(dag_root: str, answer: dict[str, Any], stages: list[dict[str, Any]],
         return Check(False, "question", "the stored answer's question differs from the question stage")
     try:
         evidence = evidence_from(p["evidence"])
-    except TypeError as e:
-        return Check(False, "evidence", f"malformed evidence: {e}")
-    for e, d in zip(evidence, p["evidence"]):
+    except TypeError as err:
+        return Check(False, "evidence", f"malformed evidence: {err}")
+    for e, d in zip(evidence, p["evidence"], strict=False):
         if text_hash(e.text) != d.get("text_hash") or e.evidence_id != d.get("text_hash"):
             return Check(False, "evidence", f"{e.pointer}: its text does not match its hash")
         now = current_chunks.get(e.chunk_id)

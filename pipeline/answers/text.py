@@ -49,6 +49,8 @@ _QUOTES = str.maketrans({"“": '"', "”": '"', "„": '"', "«": '"', "»": '"
 @lru_cache(maxsize=8192)
 def fold(text: str) -> str:
     """Unicode-fold: NFKC, typographic quotes and dashes to ASCII, diacritics dropped, casefolded."""
+    if text.isascii():
+        return text.lower()
     text = unicodedata.normalize("NFKC", text).translate(_QUOTES)
     text = "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
     return text.casefold()

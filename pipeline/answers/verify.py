@@ -7,9 +7,9 @@
                           the quotes (attribution aside) occur there too;
               span        the whole claim, normalised for case/whitespace/punctuation, is a substring of a
                           cited block (and not one that a negation right before it turns around);
-              entity      its anchors (multi-word proper nouns, numbers, identifiers; at least two, or one
-                          with most other words) all occur in one cited block within WINDOW tokens, and at
-                          least half its other content words occur in that block;
+              entity      its anchors (multi-word proper nouns, numbers, identifiers) all occur in one cited
+                          block within WINDOW tokens (names in one sentence), and ≥ 80 % of its other content
+                          words (≥ 85 % with a single anchor) occur in the sentences that hold them;
               paraphrase  ≥ 85 % of its content words (stemmed; numbers in digit or word form) occur in
                           one cited block.
     anchors   on top, whatever passed: a date (month + year, day) must occur as such in a cited block; a
@@ -34,8 +34,8 @@ from pipeline.answers.model import STRATEGIES, STRICT_STRATEGIES, Claim, Verdict
 
 POLICY_VERSION = "1"
 PARAPHRASE_MIN = 0.85
-ENTITY_OTHER_MIN = 0.75
-ENTITY_SINGLE_MIN = 0.8  # an entity claim with a single anchor needs this much of its other words
+ENTITY_OTHER_MIN = 0.8
+ENTITY_SINGLE_MIN = 0.85  # an entity claim with a single anchor needs this much of its other words
 WINDOW = 40  # "near each other", in tokens
 TIGHT = 12  # names outside one sentence must be this close
 POLICY = {"version": POLICY_VERSION, "paraphrase_min": PARAPHRASE_MIN, "entity_other_min": ENTITY_OTHER_MIN,
@@ -361,8 +361,9 @@ def _entity(s: str, anc: Anchors, cited: list[Block]) -> str | None:
         if not _near(spots, b) or not _together(anc.proper, anc, b):
             continue
         known = [p for ps in spots for p in ps if p >= 0]
-        # the other words must be found around the anchors, not anywhere in the block
-        near = set(b.keys[max(0, min(known) - WINDOW):max(known) + WINDOW]) if known else b.keyset
+        # the other words must be found in the sentences that hold the anchors, not anywhere in the block
+        near = {k for lo, hi in b.sentences if any(lo <= p < hi for p in known) for k in b.keys[lo:hi]} \
+            if known else b.keyset
         if other and sum(k in near for k in other) / len(other) < need:
             continue
         return "entity"
@@ -418,7 +419,8 @@ def _anchor_problems(anc: Anchors, cited: list[Block]) -> list[str]:
     for d in anc.dates:
         if not any(_date_in(d, b) for b in cited):
             month = list(tx.MONTHS)[d[0] - 1].title()
-            problems.append(f"date {month} {'' if d[1] is None else str(d[1]) + ' '}{d[2]} is not in the cited evidence")
+            day = "" if d[1] is None else f"{d[1]} "
+            problems.append(f"date {month} {day}{d[2]} is not in the cited evidence")
     for n in anc.numbers:
         if not any(n in b.keyset for b in cited):
             problems.append(f"number {n[1:]} is not in the cited evidence")
@@ -491,8 +493,9 @@ def _swapped(s: str, named: list[str], anc: Anchors, b: Block, lo: int, hi: int)
                 continue
             c_lo, c_hi = sorted((cx[0], cy[0]))
             e_lo, e_hi = sorted((ex[0], ey[0]))
-            rel_c = {k for k, w in zip(claim.keys[c_lo + 1:c_hi], claim.words[c_lo + 1:c_hi]) if tx.is_content(w)}
-            rel_e = {k for k, w in zip(b.keys[e_lo + 1:e_hi], b.words[e_lo + 1:e_hi]) if tx.is_content(w)}
+            rel_c = {k for k, w in zip(claim.keys[c_lo + 1:c_hi], claim.words[c_lo + 1:c_hi], strict=False)
+                     if tx.is_content(w)}
+            rel_e = {k for k, w in zip(b.keys[e_lo + 1:e_hi], b.words[e_lo + 1:e_hi], strict=False) if tx.is_content(w)}
             rel_c -= set(claim.keys[cx[0]:cx[0] + len(x.split())]) | set(claim.keys[cy[0]:cy[0] + len(y.split())])
             if rel_c and rel_c <= rel_e:
                 return True

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from psycopg.rows import class_row
 
-from pipeline.ingest import IngestContext, IngestStats, record_failures
+from pipeline.ingest.context import IngestContext, IngestStats, record_failures
 from pipeline.ingest.faults import failure, store_lost
 from pipeline.parse import parse_document
 from pipeline.records import DocRef, Document, Failure
@@ -58,7 +58,7 @@ def stage_chunks(ctx: IngestContext, name: str) -> IngestStats:
             key, doc = row.doc_key, row.document()
             try:  # any fault of one document (parser, chunker, its rows) is recorded against it alone
                 parsed = parse_document(doc)
-                chunks = chunker.chunk(parsed.title, parsed.sections)
+                chunks = chunker.chunk(parsed.title, parsed.sections, parsed.pack)
                 with conn.transaction(), conn.cursor() as cur:
                     cur.execute("DELETE FROM staged_chunks WHERE doc_key = %s", (key,))
                     with cur.copy("COPY staged_chunks (doc_key, ordinal, id, heading_path, text, embed_text, "

@@ -15,7 +15,8 @@ from dataclasses import replace
 
 import psycopg
 
-from pipeline.ingest import IngestContext, IngestStats, ledger, record_failures
+from pipeline.ingest import ledger
+from pipeline.ingest.context import IngestContext, IngestStats, record_failures
 from pipeline.ingest.faults import failure, store_lost, unstorable
 from pipeline.ingest.ledger import LedgerRow, Plan, Verdict
 from pipeline.records import DocRef, Document, Failure

@@ -1,7 +1,8 @@
 """Stage 3: give every staged chunk a vector, then swap documents in atomically.
 
-Vectors are reused by (model, text hash) from anywhere in the index or the
-staging area; only texts never embedded before reach the model, longest first
+Vectors are the store's live generation's (pipeline.store.generations), reused
+by text hash from its table or the staging area; only texts never embedded
+before reach the model, longest first
 (uniform batches waste no padding), each block committed as it lands so an
 interrupted run resumes at the next block. A writer thread with its own
 connection commits each block while the model encodes the next (a bounded
@@ -14,6 +15,10 @@ vectors had their chance to be reused. Into an empty `chunks` table (a cold
 load) all documents go in one transaction instead, with the HNSW/GIN indexes
 dropped and rebuilt inside it: a bulk build costs a fraction of row-by-row
 graph inserts, and a crash anywhere rolls back to the empty, indexed table.
+
+Each swap holds the live generation's row (`lock_for_write`): a reindex that
+switches models waits for it, and a swap after the switch finds its vectors
+made for a retired generation, so the stage embeds again for the new one.
 """
 
 from __future__ import annotations
@@ -27,27 +32,36 @@ import numpy as np
 import psycopg
 from psycopg.rows import class_row, dict_row
 
-from pipeline.embed import Embedder
-from pipeline.ingest import IngestContext, IngestStats, ledger, record_failures
+from pipeline.embed import TextEmbedder
+from pipeline.ingest import ledger
+from pipeline.ingest.context import IngestContext, IngestStats, record_failures
 from pipeline.ingest.faults import failure
 from pipeline.records import Failure
-from pipeline.store import bm25
+from pipeline.store import generations
 from pipeline.store.db import connect, scalar
+from pipeline.store.generations import Generation, GenerationChanged
 
 BLOCK = 512  # texts per encode call / commit
 _ASYNC_COMMIT = "SET synchronous_commit = off"  # as IngestContext.store() sets it (see there why)
 
 _MINE = "SELECT doc_key FROM staged_documents WHERE source = %(source)s"
+# Staged vectors made for a generation no longer live (a reindex switched mid-run) are redone.
+_STALE_STAGED = f"""
+UPDATE staged_chunks SET embedding = NULL, generation = NULL
+WHERE embedding IS NOT NULL AND generation IS DISTINCT FROM %(gen)s AND doc_key IN ({_MINE})
+"""
 _REUSE_INDEX = f"""
-UPDATE staged_chunks s SET embedding = c.embedding
-FROM (SELECT DISTINCT ON (text_hash) text_hash, embedding FROM chunks
-      WHERE model = %(model)s AND text_hash IN (
+UPDATE staged_chunks s SET embedding = c.embedding, generation = %(gen)s
+FROM (SELECT DISTINCT ON (c.text_hash) c.text_hash, v.embedding::vector AS embedding
+      FROM chunks c JOIN {{vectors}} v ON v.seq = c.seq
+      WHERE c.text_hash IN (
           SELECT text_hash FROM staged_chunks WHERE embedding IS NULL AND doc_key IN ({_MINE}))) c
 WHERE s.text_hash = c.text_hash AND s.embedding IS NULL AND s.doc_key IN ({_MINE})
 """
 _REUSE_STAGED = f"""
-UPDATE staged_chunks s SET embedding = o.embedding
-FROM (SELECT DISTINCT ON (text_hash) text_hash, embedding FROM staged_chunks WHERE embedding IS NOT NULL) o
+UPDATE staged_chunks s SET embedding = o.embedding, generation = %(gen)s
+FROM (SELECT DISTINCT ON (text_hash) text_hash, embedding FROM staged_chunks
+      WHERE embedding IS NOT NULL AND generation = %(gen)s) o
 WHERE s.text_hash = o.text_hash AND s.embedding IS NULL AND s.doc_key IN ({_MINE})
 """
 _PENDING = """
@@ -70,37 +84,58 @@ DELETE FROM chunks c WHERE c.doc_key = ANY(%(keys)s)
 AND NOT EXISTS (SELECT 1 FROM staged_chunks s WHERE s.doc_key = c.doc_key AND s.id = c.id)
 """
 _INSERT_NEW = """
-INSERT INTO chunks (id, doc_key, ordinal, heading_path, section, text, token_count, text_hash, model, embedding,
-                    page)
+INSERT INTO chunks (id, doc_key, ordinal, heading_path, section, text, token_count, text_hash, page, embed_prefix)
 SELECT id, doc_key, ordinal, heading_path, array_to_string(heading_path, ' > '), text, token_count,
-       text_hash, %(model)s, embedding, page
+       text_hash, page, CASE WHEN right(embed_text, length(text)) = text
+                             THEN left(embed_text, length(embed_text) - length(text)) END
 FROM staged_chunks WHERE doc_key = ANY(%(keys)s)
 ON CONFLICT (id) DO UPDATE SET page = excluded.page WHERE chunks.page IS DISTINCT FROM excluded.page
 """  # the same text at the same place may have moved to another page
-# Indexes whose bulk build beats row-by-row inserts: pgvector graphs, GIN, and the
-# postings' impact order (random inserts; the primary key appends in seq order).
-BULK_INDEXES = f"""
+# The live generation's vectors of the chunks just swapped in (a chunk kept as it was keeps its own).
+_INSERT_VECTORS = """
+INSERT INTO {vectors} (seq, embedding)
+SELECT c.seq, s.embedding::{type} FROM staged_chunks s JOIN chunks c ON c.id = s.id
+WHERE s.doc_key = ANY(%(keys)s)
+ON CONFLICT (seq) DO NOTHING
+"""
+# Indexes whose bulk build beats row-by-row inserts: pgvector graphs and GIN. (The keyword
+# postings, migration 0009, are packed by their trigger in one pass: nothing to rebuild.)
+BULK_INDEXES = """
 SELECT indexname, indexdef FROM pg_indexes
-WHERE schemaname = current_schema() AND (tablename = 'chunks' AND indexdef ~* ' USING (hnsw|ivfflat|gin) '
-                                         OR indexname = '{bm25.IMPACT_INDEX}')
+WHERE schemaname = current_schema() AND (tablename = 'chunks' OR tablename ~ '^vectors_[0-9]+$')
+                                    AND indexdef ~* ' USING (hnsw|ivfflat|gin) '
 """
 
 
 def stage_embeddings(ctx: IngestContext, name: str) -> IngestStats:
     t0 = time.perf_counter()
-    model = ctx.embedder.model_id
+    stats = IngestStats()
+    for attempt in range(3):
+        try:
+            stats += _embed_and_swap(ctx, name)
+            break
+        except GenerationChanged:
+            if attempt == 2:
+                raise
+            ctx.follow_switch()  # documents swapped in so far are done; the rest are embedded again
+    return stats.timed("embeddings", time.perf_counter() - t0)
+
+
+def _embed_and_swap(ctx: IngestContext, name: str) -> IngestStats:
+    gen = ctx.generation
+    p = {"gen": gen.id, "source": name}
     with ctx.store(name) as conn:
-        reused = conn.execute(_REUSE_INDEX, {"model": model, "source": name}).rowcount
-        reused += conn.execute(_REUSE_STAGED, {"source": name}).rowcount
-        embedded, t_embed, unembeddable = _embed_pending(ctx, conn, name)
+        conn.execute(_STALE_STAGED, p)
+        reused = conn.execute(_REUSE_INDEX.format(vectors=f'"{gen.table_name}"'), p).rowcount
+        reused += conn.execute(_REUSE_STAGED, p).rowcount
+        embedded, t_embed, unembeddable = _embed_pending(ctx, conn, name, gen)
         failures = _drop_unembeddable(ctx, conn, name, unembeddable)
         t1 = time.perf_counter()
-        indexed, deleted = _swap_in(ctx, conn, name)
+        indexed, deleted = _swap_in(ctx, conn, name, gen)
         t_write = time.perf_counter() - t1
     stats = IngestStats(chunks_indexed=indexed, chunks_reused=reused, chunks_deleted=deleted, chunks_embedded=embedded,
                         files_failed=len(failures), failures=tuple(failures))
-    return stats.timed("embed", t_embed).timed("write", t_write).timed(
-        "embeddings", time.perf_counter() - t0)
+    return stats.timed("embed", t_embed).timed("write", t_write)
 
 
 @dataclass(frozen=True)
@@ -112,8 +147,8 @@ class _Pending:
     token_count: int
 
 
-def _embed_pending(ctx: IngestContext, conn: psycopg.Connection,
-                   name: str) -> tuple[int, float, dict[str, BaseException]]:
+def _embed_pending(ctx: IngestContext, conn: psycopg.Connection, name: str,
+                   gen: Generation) -> tuple[int, float, dict[str, BaseException]]:
     """Vectors for every pending text; the texts the model fails on (text hash → error) are left out."""
     with conn.cursor(row_factory=class_row(_Pending)) as cur:
         pending = cur.execute(_PENDING, (name,)).fetchall()
@@ -122,7 +157,7 @@ def _embed_pending(ctx: IngestContext, conn: psycopg.Connection,
     unembeddable: dict[str, BaseException] = {}
     pending.sort(key=lambda r: -r.token_count)  # longest first: uniform batches, no padding waste
     t_embed = 0.0
-    writer = _VectorWriter(ctx.url)
+    writer = _VectorWriter(ctx.url, gen.id)
     try:
         for start in range(0, len(pending), BLOCK):
             block = pending[start : start + BLOCK]
@@ -137,7 +172,7 @@ def _embed_pending(ctx: IngestContext, conn: psycopg.Connection,
     return len(pending) - len(unembeddable), t_embed, unembeddable
 
 
-def _encode(embedder: Embedder, block: list[_Pending],
+def _encode(embedder: TextEmbedder, block: list[_Pending],
             unembeddable: dict[str, BaseException]) -> tuple[list[_Pending], np.ndarray]:
     """The block's vectors; on an error, text by text, so that only the texts at fault are left out.
 
@@ -185,8 +220,9 @@ def _drop_unembeddable(ctx: IngestContext, conn: psycopg.Connection, name: str,
 class _VectorWriter:
     """Commits encoded blocks on its own connection, in order, one block behind the encoder."""
 
-    def __init__(self, url: str):
+    def __init__(self, url: str, generation: int | None = None):
         self._queue: queue.Queue = queue.Queue(maxsize=2)  # bounded: at most two blocks in memory
+        self.generation = generation
         self._error: BaseException | None = None
         self.committed = 0  # texts whose vectors are committed (written by the writer thread only)
         self._thread = threading.Thread(target=self._run, args=(url,), name="docforge-vector-writer", daemon=True)
@@ -208,7 +244,7 @@ class _VectorWriter:
             with connect(url) as conn:
                 conn.execute(_ASYNC_COMMIT)
                 while (item := self._queue.get()) is not None:
-                    _store_vectors(conn, *item)
+                    _store_vectors(conn, *item, generation=self.generation)
                     self.committed += len(item[0])
         except BaseException as e:  # handed to the encoder thread, which raises it
             self._error = e
@@ -216,7 +252,7 @@ class _VectorWriter:
                 pass
 
 
-def _store_vectors(conn: psycopg.Connection, hashes: list[str], vectors: np.ndarray) -> None:
+def _store_vectors(conn: psycopg.Connection, hashes: list[str], vectors: np.ndarray, generation: int | None) -> None:
     with conn.transaction(), conn.cursor() as cur:
         cur.execute("CREATE TEMP TABLE IF NOT EXISTS new_vectors (text_hash text, embedding vector) "
                     "ON COMMIT DELETE ROWS")
@@ -224,11 +260,11 @@ def _store_vectors(conn: psycopg.Connection, hashes: list[str], vectors: np.ndar
             copy.set_types(["text", "vector"])
             for h, v in zip(hashes, vectors, strict=True):
                 copy.write_row((h, v))
-        cur.execute("UPDATE staged_chunks s SET embedding = n.embedding FROM new_vectors n "
-                    "WHERE s.text_hash = n.text_hash AND s.embedding IS NULL")
+        cur.execute("UPDATE staged_chunks s SET embedding = n.embedding, generation = %s FROM new_vectors n "
+                    "WHERE s.text_hash = n.text_hash AND s.embedding IS NULL", (generation,))
 
 
-def _swap_in(ctx: IngestContext, conn: psycopg.Connection, name: str) -> tuple[int, int]:
+def _swap_in(ctx: IngestContext, conn: psycopg.Connection, name: str, gen: Generation) -> tuple[int, int]:
     """Commit every fully embedded staged document, then staged deletions."""
     ready = [k for (k,) in conn.execute(
         "SELECT d.doc_key FROM staged_documents d WHERE d.source = %s AND d.action = 'upsert' AND d.chunked "
@@ -236,8 +272,9 @@ def _swap_in(ctx: IngestContext, conn: psycopg.Connection, name: str) -> tuple[i
         "ORDER BY d.doc_key", (name,)).fetchall()]
     gone = [k for (k,) in conn.execute(
         "SELECT doc_key FROM staged_documents WHERE source = %s AND action = 'delete'", (name,)).fetchall()]
-    args = ledger.record_params(ctx.fingerprint, ctx.run_id)
-    indexed = _bulk_load(conn, {**args, "keys": ready}) if ready else None
+    now = ledger.Fingerprint(ctx.fingerprint.chunker, gen.model)  # the chunks' chunker, the vectors' model
+    args = ledger.record_params(now, ctx.run_id)
+    indexed = _bulk_load(conn, gen, {**args, "keys": ready}) if ready else None
     deleted = 0
     if indexed is not None:
         ctx.progress("write", len(ready), len(ready))
@@ -245,7 +282,7 @@ def _swap_in(ctx: IngestContext, conn: psycopg.Connection, name: str) -> tuple[i
         indexed = 0
         for i, key in enumerate(ready, 1):
             with conn.transaction():
-                n_in, n_out = _swap(conn, {**args, "keys": [key]})
+                n_in, n_out = _swap(conn, gen, {**args, "keys": [key]})
             indexed, deleted = indexed + n_in, deleted + n_out
             ctx.progress("write", i, len(ready))
     for key in gone:
@@ -257,22 +294,27 @@ def _swap_in(ctx: IngestContext, conn: psycopg.Connection, name: str) -> tuple[i
     return indexed, deleted
 
 
-def _swap(conn: psycopg.Connection, p: dict) -> tuple[int, int]:
-    """Replace the chunks of documents p["keys"] by their staged ones (caller holds the transaction)."""
+def _swap(conn: psycopg.Connection, gen: Generation, p: dict) -> tuple[int, int]:
+    """Replace the chunks of documents p["keys"] by their staged ones, with `gen`'s vectors (caller holds
+    the transaction); GenerationChanged when `gen` is no longer live."""
+    generations.lock_for_write(conn, gen)
     with conn.cursor() as cur:
         cur.execute(_UPSERT_DOCUMENT, p)
         deleted = cur.execute(_DELETE_OLD, p).rowcount
         indexed = cur.execute(_INSERT_NEW, p).rowcount
+        cur.execute(_INSERT_VECTORS.format(vectors=f'"{gen.table_name}"', type=f"{gen.vector_type}({gen.dimension})"),
+                    p)
         cur.execute(ledger.RECORD, p)
         cur.execute("DELETE FROM staged_documents WHERE doc_key = ANY(%(keys)s)", p)
     return indexed, deleted
 
 
-def _bulk_load(conn: psycopg.Connection, p: dict) -> int | None:
+def _bulk_load(conn: psycopg.Connection, gen: Generation, p: dict) -> int | None:
     """Swap every ready document into an empty `chunks` in one transaction; None if it is not empty."""
     if scalar(conn, "SELECT EXISTS (SELECT 1 FROM chunks)"):
         return None  # cheap unlocked check first: incremental runs never take the table lock
     with conn.transaction():
+        generations.lock_for_write(conn, gen)  # before the table lock: the order a reindex's switch takes them
         # Readers wait (a moment) rather than see the table without its indexes; a concurrent
         # cold load of another source waits here, then finds rows and goes row by row.
         conn.execute("LOCK TABLE chunks IN ACCESS EXCLUSIVE MODE")
@@ -282,9 +324,10 @@ def _bulk_load(conn: psycopg.Connection, p: dict) -> int | None:
             indexes = cur.execute(BULK_INDEXES).fetchall()
         for index in indexes:
             conn.execute(f'DROP INDEX "{index["indexname"]}"')
-        indexed, _ = _swap(conn, p)
+        indexed, _ = _swap(conn, gen, p)
         conn.execute("SET LOCAL maintenance_work_mem = '512MB'")  # HNSW builds fast only in memory
         for index in indexes:
             conn.execute(index["indexdef"])  # as the migrations wrote it: same name, parameters, opclass
-        conn.execute("ANALYZE chunks, bm25_postings")  # first searches plan with real statistics
+        conn.execute("ANALYZE chunks, bm25_docs, bm25_blocks")  # first searches plan with real statistics
+        conn.execute(f'ANALYZE "{gen.table_name}"')
     return indexed

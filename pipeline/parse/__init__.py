@@ -1,24 +1,17 @@
-"""Documents → sections. One parser per document kind, chosen by `Document.kind`."""
+"""Documents → sections. One parser per document kind, chosen by `Document.kind`.
+
+Each parser is its own module, imported when its kind first comes; they return
+`Parsed` (pipeline.parse.parsed, a leaf: no module imports this package back).
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from pipeline.errors import ParseError
+from pipeline.parse.parsed import Parsed
 from pipeline.parse.text import scrub
 from pipeline.records import Document, Section
 
-
-@dataclass(frozen=True)
-class Parsed:
-    """Sections plus the title the content itself declares ("" if none).
-
-    Only this title is embedded with each chunk: a title taken from a file name
-    would make a renamed file's vectors unreusable.
-    """
-
-    title: str
-    sections: list[Section]
+__all__ = ["Parsed", "parse_document"]
 
 
 def parse_document(doc: Document) -> Parsed:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 
 from pipeline.errors import ParseError
-from pipeline.parse import Parsed
+from pipeline.parse.parsed import Parsed
 from pipeline.records import Section
 
 FORMAT_VERSION = 1  # of the JSON below; bump it with CHUNKER_VERSION if its meaning changes

@@ -7,9 +7,11 @@ Classes, impl blocks, namespaces and traits are containers: their members are
 sections of their own, and the lines between members (fields, a class's
 docstring) a section of the container. Lines outside any symbol (imports,
 constants) are sections of the module. Comments just above a symbol go with it.
-The chunker packs small neighbours and cuts a long function at blank lines, then
-lines, so no chunk is over the window. A language without a grammar here, or a
-file whose tree holds no symbol, is split by blank lines and lines alone.
+A chunk never holds two symbols (`Parsed.pack` is off), so its heading path names
+what it holds; the chunker cuts a long function at blank lines, then lines, so no
+chunk is over the window. A container's closing bracket joins the member before
+it. A language without a grammar here, or a file whose tree holds no symbol, is
+split by blank lines and lines alone.
 """
 
 from __future__ import annotations
@@ -18,8 +20,9 @@ import importlib
 import re
 from functools import cache
 from pathlib import PurePosixPath
+from typing import Any
 
-from pipeline.parse import Parsed
+from pipeline.parse.parsed import Parsed
 from pipeline.parse.plain import paragraphs
 from pipeline.parse.text import scrub
 from pipeline.records import Section
@@ -55,6 +58,7 @@ _COMMENTS = {"comment", "line_comment", "block_comment"}
 _FUNCTION_VALUES = {"arrow_function", "function_expression", "function", "generator_function", "class"}
 _BODIES = {"class_body", "block", "declaration_list", "field_declaration_list", "statement_block",
            "interface_body", "enum_body"}
+_CLOSING = re.compile(r"[\s})\];,]*")  # only closing brackets: no section of its own
 _DECLARATOR_NAMES = {"identifier", "field_identifier", "qualified_identifier", "operator_name", "destructor_name",
                      "type_identifier"}
 
@@ -84,15 +88,21 @@ def parse_code(text: str, fmt: str, path: str) -> Parsed:
     text = scrub(text).replace("\r\n", "\n").replace("\r", "\n")
     module = (module_name(path, fmt),)
     if fmt not in GRAMMARS:
-        return Parsed("", paragraphs(text, module) if text.strip() else [])
+        return Parsed("", paragraphs(text, module) if text.strip() else [], pack=False)
     tree = _parser(fmt).parse(text.encode("utf-8"))
     lines = text.split("\n")
     walker = _Walker(fmt, lines)
     spans = walker.scope(tree.root_node, module, 0, len(lines), 0)
     if not walker.symbols:  # a script of plain statements: blank lines are its only structure
-        return Parsed("", paragraphs(text, module) if text.strip() else [])
-    sections = [Section(path, "\n".join(lines[a:b])) for path, a, b in spans]
-    return Parsed("", [s for s in sections if s.text.strip()])
+        return Parsed("", paragraphs(text, module) if text.strip() else [], pack=False)
+    sections: list[Section] = []
+    for symbol_path, a, b in spans:
+        body = "\n".join(lines[a:b])
+        if sections and _CLOSING.fullmatch(body):  # a container's closing `};` goes with the member before it
+            sections[-1] = Section(sections[-1].heading_path, f"{sections[-1].text}\n{body}")
+        elif body.strip():
+            sections.append(Section(symbol_path, body))
+    return Parsed("", sections, pack=False)  # a chunk holds one symbol: its path names it
 
 
 class _Walker:
@@ -135,7 +145,7 @@ class _Walker:
             prev = prev.prev_sibling
         return row
 
-    def symbol(self, node) -> tuple[tuple[str, ...], object, object | None] | None:
+    def symbol(self, node) -> tuple[tuple[str, ...], Any, Any | None] | None:
         """(name parts, the symbol's node, its body if a container) for a symbol node, else None."""
         inner = node
         for _ in range(4):  # export default, decorators, templates wrap a declaration
@@ -191,7 +201,7 @@ class _Walker:
             name = "default"
         return (name,) if name else ()
 
-    def _sql(self, node) -> tuple[tuple[str, ...], object, None] | None:
+    def _sql(self, node) -> tuple[tuple[str, ...], Any, None] | None:
         stmt = node.named_children[0] if node.type == "statement" and node.named_children else node
         kind = stmt.type
         if not kind.startswith(("create_", "alter_")):

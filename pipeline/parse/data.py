@@ -13,13 +13,14 @@ import json
 import re
 from pathlib import PurePosixPath
 
-from pipeline.parse import Parsed
+from pipeline.parse.parsed import Parsed
 from pipeline.parse.plain import paragraphs
 from pipeline.parse.text import scrub
 from pipeline.records import Section
 
-_YAML_KEY = re.compile(r"""^(?:"((?:[^"\\]|\\.)*)"|'([^']*)'|([^\s#\-?:'"!&*|>%@`{}\[\],][^:#]*?))[ \t]*:(?:[ \t]|$)""")
-_TOML_TABLE = re.compile(r"^[ \t]*\[\[?[ \t]*([^\]]+?)[ \t]*\]\]?[ \t]*(?:#.*)?$")
+# Linear on any line (no two quantifiers compete for the same characters): a hostile file cannot stall them.
+_YAML_KEY = re.compile(r"""^(?:"((?:[^"\\]|\\.)*)"|'([^']*)'|([^\s#\-?:'"!&*|>%@`{}\[\],][^:#]*)):(?:[ \t]|$)""")
+_TOML_TABLE = re.compile(r"^[ \t]*\[\[?([^\]\n]+)\]\]?[ \t]*(?:#.*)?$")
 _COMMENT = re.compile(r"^[ \t]*#")
 
 
@@ -32,15 +33,16 @@ def parse_data(text: str, fmt: str, path: str) -> Parsed:
         lines = text.split("\n")
         starts = [(i, _key(fmt, line)) for i, line in enumerate(lines)]
         sections = _split(lines, [(i, k) for i, k in starts if k], file)
-    return Parsed("", sections or (paragraphs(text, file) if text.strip() else []))
+    return Parsed("", sections or (paragraphs(text, file) if text.strip() else []), pack=False)  # a chunk per key
 
 
 def _key(fmt: str, line: str) -> str | None:
     if fmt == "yaml":
         m = _YAML_KEY.match(line)
-        return next((g for g in m.groups() if g is not None), None) if m else None
+        key = next((g for g in m.groups() if g is not None), None) if m else None
+        return key.strip() if key else None
     m = _TOML_TABLE.match(line)
-    return m.group(1).replace('"', "").replace(" ", "") if m else None
+    return m.group(1).replace('"', "").replace(" ", "").replace("\t", "") if m else None
 
 
 def _split(lines: list[str], keys: list[tuple[int, str]], file: tuple[str, ...]) -> list[Section]:

@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import io
 import re
+import zipfile
 
 from pipeline.errors import ParseError
-from pipeline.parse import Parsed
+from pipeline.parse.parsed import Parsed
 from pipeline.parse.text import scrub
 from pipeline.records import Section
 
 _HEADING = re.compile(r"^heading (\d)$", re.I)
+MAX_INFLATED_BYTES = 200 * 2**20  # a .docx's parts, uncompressed (a big manual is a few MB)
 _OLE_MAGIC = b"\xd0\xcf\x11\xe0"  # encrypted Office files (and old .doc) are OLE compound files
 
 
@@ -27,9 +29,14 @@ def parse_docx(data: bytes) -> Parsed:
     if data.startswith(_OLE_MAGIC):
         raise ParseError("the Word file is encrypted (password-protected) or an old binary .doc: skipped")
     try:
+        with zipfile.ZipFile(io.BytesIO(data)) as z:  # a zip bomb is refused before anything is inflated
+            if (inflated := sum(i.file_size for i in z.infolist())) > MAX_INFLATED_BYTES:
+                raise ParseError(f"the Word file inflates to {inflated} bytes (at most {MAX_INFLATED_BYTES} are read)")
         doc = open_docx(io.BytesIO(data))
         title = scrub(doc.core_properties.title or "").strip()
         events = list(_events(doc))
+    except ParseError:
+        raise
     except Exception as e:  # zipfile, lxml and python-docx errors on a broken file: this file's alone
         raise ParseError(f"not a readable Word .docx ({type(e).__name__}: {str(e)[:200]})") from None
     sections: list[Section] = []

@@ -16,8 +16,8 @@ from bs4 import BeautifulSoup, Tag
 from lxml import etree, html
 
 from pipeline.errors import ParseError
-from pipeline.parse import Parsed
 from pipeline.parse.confluence import MAX_DEPTH, _depth, _sections, _walk
+from pipeline.parse.parsed import Parsed
 from pipeline.parse.text import scrub
 
 _DROPPED = ["script", "style", "noscript", "template", "nav", "svg", "canvas", "iframe", "object", "form", "button"]

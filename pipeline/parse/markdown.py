@@ -12,7 +12,7 @@ import re
 import yaml
 from markdown_it import MarkdownIt
 
-from pipeline.parse import Parsed
+from pipeline.parse.parsed import Parsed
 from pipeline.parse.text import scrub
 from pipeline.records import Section
 

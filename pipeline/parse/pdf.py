@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import io
 import logging
+import re
 
 from pipeline.errors import ParseError
-from pipeline.parse import Parsed
+from pipeline.parse.parsed import Parsed
 from pipeline.parse.text import scrub
 from pipeline.records import Section
 
@@ -32,7 +33,8 @@ def parse_pdf(data: bytes) -> Parsed:
         if reader.is_encrypted and not reader.decrypt(""):
             raise ParseError("the PDF is encrypted (it needs a password): skipped")
         pages = [scrub(page.extract_text() or "") for page in reader.pages]
-        title = scrub(str((reader.metadata or {}).get("/Title") or "")).strip()
+        meta = reader.metadata
+        title = scrub(str(meta.get("/Title") or "")).strip() if meta is not None else ""
         outline = _outline(reader)
     except ParseError:
         raise
@@ -79,16 +81,16 @@ def _sections(pages: list[str], outline: list[tuple[int, int, str]]) -> list[Sec
         path = tuple(t for _, t in stack)
         while nxt is not None and nxt[0] <= index:
             _, level, title = nxt
-            found = text.find(title, pos) if nxt[0] == index else -1
-            start = found if found >= 0 else pos
+            # The heading as a line of its own on its page; a mere mention in the text is no heading.
+            found = re.compile(rf"^[ \t]*{re.escape(title)}[ \t]*$", re.M).search(text, pos) \
+                if nxt[0] == index else None
+            start = found.start() if found else pos
             if text[pos:start].strip():
                 sections.append(Section(path, text[pos:start], index + 1))
             while stack and stack[-1][0] >= level:
                 stack.pop()
             stack.append((level, title))
-            path, pos = tuple(t for _, t in stack), start
-            if found >= 0:
-                pos = found + len(title)  # the heading is in the path, not the text
+            path, pos = tuple(t for _, t in stack), found.end() if found else start  # the heading is in the path
             nxt = next(entries, None)
         if text[pos:].strip():
             sections.append(Section(path, text[pos:], index + 1))

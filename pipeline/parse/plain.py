@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from pipeline.parse import Parsed
+from pipeline.parse.parsed import Parsed
 from pipeline.parse.text import scrub
 from pipeline.records import Section
 

@@ -108,7 +108,8 @@ class _Compiler:
         for op, value in spec.items():
             self.spend(terms=1, values=len(value) if isinstance(value, list) else 1)
             if op not in OPERATORS:
-                raise QueryError(f"unknown operator {_shown(op)} on field {_shown(name)}: use one of {', '.join(OPERATORS)}")
+                raise QueryError(f"unknown operator {_shown(op)} on field {_shown(name)}: "
+                                 f"use one of {', '.join(OPERATORS)}")
             build = _BUILDERS[kind].get(op)
             if build is None:
                 raise QueryError(f"operator {op} does not apply to {kind} field {_shown(name)}")

@@ -11,10 +11,17 @@ one SQL statement. Scores are in [0, 1] for every mode:
 
 Keyword ranking is Okapi BM25 (k1, b) with Lucene's non-negative IDF, computed in
 Postgres from posting lists and corpus statistics that triggers keep exact
-(`bm25_postings`, `bm25_terms`, `bm25_stats`; migrations 0002 and 0003). Query
+(`bm25_blocks`, `bm25_docs`, `bm25_terms`, `bm25_stats`; migrations 0002, 0003, 0009). Query
 terms are ORed: a question need not share every word with its answer.
 Optional reranking (`pipeline.query.rerank`) reorders the fused candidates and sets
 `rerank_score`; `score` stays the mode's score.
+
+Dense ranking reads the live model generation's vectors (`vectors_<id>`,
+pipeline.store.generations) with a query embedded by that generation's model.
+Each statement also returns which generation is live in its snapshot: when a
+reindex has switched (or the old table is already dropped), the query is
+embedded again by the new model and the statement re-run, so a search never
+mixes generations and never fails for a switch.
 """
 
 from __future__ import annotations
@@ -31,15 +38,17 @@ from pgvector.psycopg import register_vector
 from psycopg import sql
 from psycopg.rows import dict_row
 
+from pipeline import embedders
 from pipeline.config import SearchConfig, Settings
-from pipeline.embed import Embedder, query_embedder
+from pipeline.embed import TextEmbedder
 from pipeline.errors import QueryError, StoreError
+from pipeline.parse.text import first_surrogate
 from pipeline.query.filters import compile_filter
 from pipeline.query.hits import Hit
 from pipeline.query.rerank import Reranker, load_reranker, rerank_or_keep
-from pipeline.store.bm25 import impact_order
-from pipeline.parse.text import first_surrogate
+from pipeline.store import generations
 from pipeline.store.db import connect, store_url
+from pipeline.store.generations import Generation
 from pipeline.store.pool import checkout, open_pool
 from pipeline.store.schema import is_current, open_built, store_model
 
@@ -56,10 +65,12 @@ _HIT_FIELDS = ("chunk_id", "doc_key", "source", "type", "url", "title", "section
 _CHUNK_DOCUMENT = "JOIN documents doc ON doc.key = c.doc_key"  # `doc`: what filters.py compiles against
 _JOIN = "JOIN chunks c ON c.id = {alias}.id " + _CHUNK_DOCUMENT
 _DENSE = f"""dense AS (
-    SELECT c.id, 1 - (c.embedding <=> %(vec)s) / 2 AS score,
-           row_number() OVER (ORDER BY c.embedding <=> %(vec)s) AS rank
-    FROM chunks c {_CHUNK_DOCUMENT} WHERE {{filter}}
-    ORDER BY c.embedding <=> %(vec)s LIMIT {{k}})"""
+    SELECT c.id, 1 - (v.embedding <=> %(vec)s::{{vtype}}) / 2 AS score,
+           row_number() OVER (ORDER BY v.embedding <=> %(vec)s::{{vtype}}) AS rank
+    FROM {{vectors}} v JOIN chunks c ON c.seq = v.seq {_CHUNK_DOCUMENT} WHERE {{filter}}
+    ORDER BY v.embedding <=> %(vec)s::{{vtype}} LIMIT {{k}})"""
+# Which generation is live in the statement's own snapshot (pipeline.store.generations).
+_LIVE = "(SELECT id FROM generations WHERE state = 'live') AS live_generation"
 _TERMS = """terms AS (
     SELECT t.term, b.id, coalesce(b.df, 0) AS df,
            ln(1 + (st.n - coalesce(b.df, 0) + 0.5) / (coalesce(b.df, 0) + 0.5)) AS idf, st.avgdl
@@ -68,18 +79,25 @@ _TERMS = """terms AS (
     LEFT JOIN bm25_terms b ON b.term = t.term)"""
 _WEIGHT = "t.idf * p.tf * (%(k1)s + 1) / (p.tf + %(k1)s * (1 - %(b)s + %(b)s * p.dl / t.avgdl))"
 # Candidates come from each query term's posting list, best postings first (the
-# impact index of migration 0003), at most `per_term` of them, summed: exact for
-# every term with fewer postings than that. A very common term (in more than
-# prune_df chunks, IDF under prune_idf) adds no candidates when the query has
-# rarer ones: its chunks could only score its small IDF. The best `pool` are then
-# scored exactly, every query term counted, from the (seq, term) index.
-_LIST_CANDIDATES = f"""candidates AS (
-    SELECT p.seq FROM terms t CROSS JOIN LATERAL (
-        SELECT p.seq, p.tf, p.dl FROM bm25_postings p WHERE p.term_id = t.id
-        ORDER BY {impact_order("p")} DESC  -- the impact index's own expression (pipeline.store.bm25)
-        LIMIT {{per_term}}) p {{join}}
-    WHERE (t.df <= %(prune_df)s OR t.idf >= (SELECT least(max(idf), %(prune_idf)s) FROM terms)) AND {{filter}}
-    GROUP BY p.seq ORDER BY sum({_WEIGHT}) DESC LIMIT {{pool}})"""
+# impact order of migration 0003, read from 0009's blocks by docforge_bm25_top), at
+# most `per_term` of them, summed: exact for every term with fewer postings than
+# that. A very common term (in more than prune_df chunks, IDF under prune_idf) adds
+# no candidates when the query has rarer ones: its chunks could only score its small
+# IDF. The best `pool` are then scored exactly, every query term counted, from each
+# chunk's own term list (bm25_docs). A filter is tested on the listed chunks best
+# first, until `pool` pass: a broad one stops after about `pool` probes, not one per
+# posting read (a chunk's postings all pass it or all fail, so the sums are the same).
+_LISTED = f"""listed AS (
+    SELECT p.seq, sum({_WEIGHT}) AS w FROM terms t CROSS JOIN LATERAL docforge_bm25_top(t.id, {{per_term}}) p
+    WHERE t.df <= %(prune_df)s OR t.idf >= (SELECT least(max(idf), %(prune_idf)s) FROM terms)
+    GROUP BY p.seq)"""
+_LIST_CANDIDATES = f"""{_LISTED},
+candidates AS (SELECT seq FROM listed ORDER BY w DESC LIMIT {{pool}})"""
+_FILTERED_LIST_CANDIDATES = f"""{_LISTED},
+candidates AS (
+    SELECT x.seq FROM (SELECT seq, w FROM listed ORDER BY w DESC) x CROSS JOIN LATERAL (
+        SELECT FROM chunks c {_CHUNK_DOCUMENT} WHERE c.seq = x.seq AND {{filter}} LIMIT 1) kept
+    ORDER BY x.w DESC LIMIT {{pool}})"""
 # The last resort of a filter that keeps few chunks: every chunk it keeps that holds
 # a query term is scored. The filter runs first (MATERIALIZED: not a GIN scan of
 # every chunk holding a common query term); lexemes are quoted for tsquery syntax.
@@ -91,8 +109,9 @@ candidates AS (
 _KEYWORD = f"""{{candidates}},
 scored AS (
     SELECT x.seq, sum({_WEIGHT}) AS bm25
-    FROM candidates x CROSS JOIN terms t CROSS JOIN LATERAL (  -- LIMIT 1: a (seq, term) probe, not a scan
-        SELECT p.tf, p.dl FROM bm25_postings p WHERE p.seq = x.seq AND p.term_id = t.id LIMIT 1) p
+    FROM candidates x JOIN bm25_docs d ON d.seq = x.seq CROSS JOIN terms t
+    CROSS JOIN LATERAL (VALUES (d.tfs[array_position(d.terms, t.id)], d.dl)) p(tf, dl)
+    WHERE p.tf IS NOT NULL
     GROUP BY x.seq),
 keyword AS (
     SELECT id, score, row_number() OVER (ORDER BY score DESC, id) AS rank FROM (
@@ -112,12 +131,13 @@ _BOOSTED = """f.rrf * (CASE WHEN EXISTS (SELECT 1 FROM unnest(doc.tags) g WHERE 
     THEN 1 + %(boost)s ELSE 1 END) / %(best)s"""
 _STATEMENTS = {
     "dense": f"WITH {_DENSE} SELECT {_COLS}, d.score, d.rank AS dense_rank, NULL::bigint AS keyword_rank, "
-             f"0 AS found, false AS cut FROM dense d {_JOIN.format(alias='d')} ORDER BY d.rank LIMIT {{limit}}",
+             f"0 AS found, false AS cut, {_LIVE} FROM dense d {_JOIN.format(alias='d')} ORDER BY d.rank "
+             "LIMIT {limit}",
     "keyword": f"WITH {_TERMS}, {_KEYWORD} SELECT {_COLS}, k.score, NULL::bigint AS dense_rank, "
                f"k.rank AS keyword_rank, {_FOUND} FROM keyword k {_JOIN.format(alias='k')} "
                "ORDER BY k.rank LIMIT {limit}",
     "hybrid": f"WITH {_DENSE}, {_TERMS}, {_KEYWORD}, {_FUSED} SELECT {_COLS}, {_BOOSTED} AS score, f.dense_rank, "
-              f"f.keyword_rank, {_FOUND} FROM fused f {_JOIN.format(alias='f')} "
+              f"f.keyword_rank, {_FOUND}, {_LIVE} FROM fused f {_JOIN.format(alias='f')} "
               "ORDER BY score DESC, f.dense_rank NULLS LAST, c.id LIMIT {limit}",
 }
 
@@ -129,7 +149,7 @@ class Searcher:
     a connection the database dropped is replaced on the next search (pipeline.store.pool).
     """
 
-    def __init__(self, settings: Settings, url: str | None = None, embedder: Embedder | None = None,
+    def __init__(self, settings: Settings, url: str | None = None, embedder: TextEmbedder | None = None,
                  reranker: Reranker | None | object = _UNSET, config: SearchConfig | None = None):
         self.settings = settings
         self.config = config or settings.search
@@ -140,24 +160,34 @@ class Searcher:
         self._loaded: dict[str, object] = {}  # embedder, reranker: loaded once, by whichever thread asks first
         self._once = threading.Lock()
         self._checked = False
-        self._vectors: dict[str, object] = {}
+        self._vectors: dict[tuple[int, str], object] = {}
         self._vectors_lock = threading.Lock()
+        self._live: Generation | None = None  # the live generation, as the last statement saw it
+        self._embedders: dict[int, TextEmbedder] = {}  # by generation: the query embedder follows the live one
         self._ef_search: weakref.WeakKeyDictionary[psycopg.Connection, int] = weakref.WeakKeyDictionary()
         self.pool = open_pool(self.url, name="docforge-search", max_size=self.config.pool_size,
                               timeout_s=self.config.pool_timeout_s, configure=self._configure)
 
     @property
-    def embedder(self) -> Embedder:
-        return self._load("embedder", self._load_embedder)  # type: ignore[return-value]
+    def embedder(self) -> TextEmbedder:
+        """The live generation's query embedder (loaded once per generation)."""
+        gen = self._generation()
+        if gen is None:
+            raise QueryError("the store is empty: nothing is indexed yet, so there is no model to embed with")
+        return self._embedder_for(gen)
 
-    def _load_embedder(self) -> Embedder:
-        emb = self._embedder or query_embedder(self.settings.embedding)
-        with self.connection() as conn:
-            built = store_model(conn)
-        if built and built[0] != emb.model_id:
-            raise QueryError(f"the index was built with {built[0]!r} but the configured model is "
-                             f"{emb.model_id!r}; queries must use the index's model")
-        return emb
+    def _embedder_for(self, gen: Generation) -> TextEmbedder:
+        def load() -> TextEmbedder:
+            return embedders.for_generation(self.settings.embedding, gen, "query", self._embedder)
+
+        return self._load(f"embedder:{gen.id}", load)  # type: ignore[return-value]
+
+    def _generation(self, refresh: bool = False) -> Generation | None:
+        """The live generation: as the last statement saw it, else read from the store."""
+        if self._live is None or refresh:
+            with self.connection() as conn:
+                self._live = generations.live(conn)
+        return self._live
 
     @property
     def reranker(self) -> Reranker | None:
@@ -214,17 +244,32 @@ class Searcher:
         if not query.strip() or not self._ready():
             return []
         n = max(limit, cfg.rerank_candidates) if reranker else limit
-        params = self._params(query, mode, n, fetch_k, rrf_k, weights, boost_tags)  # embeds: no connection held
+        for _ in range(_SWITCHES):  # a reindex switching generations mid-search: embed again, search again
+            gen = None if mode == "keyword" else self._generation()
+            params = self._params(query, mode, n, fetch_k, rrf_k, weights, boost_tags, gen)  # embeds: no connection
+            try:
+                hits = self._search(mode, where, params, fparams, bool(filters), gen)
+            except _Switched:
+                self._generation(refresh=True)
+                continue
+            return rerank_or_keep(reranker, query, hits, limit) if reranker else hits
+        raise StoreError(f"the live model generation changed {_SWITCHES} times during one search; try again")
+
+    def _search(self, mode: str, where: sql.Composable, params: dict, fparams: dict, filtered: bool,
+                gen: Generation | None) -> list[Hit]:
+        """One search on one connection; _Switched when `gen` was not live in the statement's snapshot."""
         with self.connection() as conn:
             depth: int | None = 1
             while True:
-                stmt = _statement(mode, where, params, depth, bool(filters))
-                hits, found, cut = self._run(conn, stmt, {**params, **fparams}, mode)
-                if not filters or mode == "dense" or depth is None or not cut or found >= params["pool"]:
+                stmt = _statement(mode, where, params, depth, filtered, gen)
+                hits, found, cut, live = self._run(conn, stmt, {**params, **fparams}, mode)
+                if gen is not None and (live if hits else _live_id(conn)) != gen.id:
+                    raise _Switched
+                if not filtered or mode == "dense" or depth is None or not cut or found >= params["pool"]:
                     break  # one pass, unless a filter dropped most of what the cut lists held:
                 # then lists ten times deeper if that should do, else every chunk the filter keeps.
                 depth = 10 if depth == 1 and found * 10 >= params["pool"] else None
-        return rerank_or_keep(reranker, query, hits, limit) if reranker else hits
+        return hits
 
     def _pick_reranker(self, rerank: bool | None) -> Reranker | None:
         if rerank is False:
@@ -250,7 +295,7 @@ class Searcher:
         return True
 
     def _params(self, query: str, mode: str, n: int, fetch_k: int | None, rrf_k: int | None,
-                weights: tuple[float, float] | None, boost_tags) -> dict:
+                weights: tuple[float, float] | None, boost_tags, gen: Generation | None = None) -> dict:
         cfg = self.config
         k = max(fetch_k or cfg.fetch_k, n) if mode == "hybrid" else n
         wd, wk = weights or (cfg.dense_weight, cfg.keyword_weight)
@@ -260,8 +305,8 @@ class Searcher:
              "per_term": cfg.bm25_per_term, "pool": max(cfg.bm25_pool, k),
              "wd": float(wd), "wk": float(wk), "rrf_k": rrf, "best": (float(wd) + float(wk)) / (rrf + 1) or 1.0,
              "boost": cfg.tag_boost, "tags": sorted(_boost_tags(query, boost_tags))}
-        if mode != "keyword":
-            p["vec"] = self._vector(query)
+        if gen is not None:
+            p["vec"] = self._vector(query, gen)
         return p
 
     def _configure(self, conn: psycopg.Connection) -> None:
@@ -280,26 +325,30 @@ class Searcher:
             conn.execute("SELECT set_config('hnsw.ef_search', %s, false)", (str(ef),))
             self._ef_search[conn] = ef
 
-    def _vector(self, query: str):
-        """The query's embedding; the last few are kept, as callers often repeat a query."""
+    def _vector(self, query: str, gen: Generation):
+        """The query's embedding by `gen`'s model; the last few are kept, as callers often repeat a query."""
+        key = (gen.id, query)
         with self._vectors_lock:
-            vec = self._vectors.get(query)
+            vec = self._vectors.get(key)
         if vec is None:
-            vec = self.embedder.encode([query])[0]
+            vec = self._embedder_for(gen).encode([query], kind="query")[0]
             with self._vectors_lock:
                 if len(self._vectors) >= 64:
                     self._vectors.pop(next(iter(self._vectors)))
-                self._vectors[query] = vec
+                self._vectors[key] = vec
         return vec
 
     def _run(self, conn: psycopg.Connection, stmt: sql.Composed, params: dict,
-             mode: str) -> tuple[list[Hit], int, bool]:
-        """The hits, the keyword candidates that passed the filter, and whether a list was cut."""
+             mode: str) -> tuple[list[Hit], int, bool, int | None]:
+        """The hits, the keyword candidates that passed the filter, whether a list was cut, and the
+        generation live in the statement's snapshot (None without hits)."""
         try:
             if mode != "keyword":  # exact enough candidates, even when a filter drops most of them
                 self._set_ef_search(conn, min(1000, max(self.config.ef_search, params["k"])))
             with conn.cursor(row_factory=dict_row) as cur:
                 rows = cur.execute(stmt, params).fetchall()
+        except psycopg.errors.UndefinedTable:
+            raise _Switched from None  # the generation's table was dropped after a switch
         except psycopg.errors.DataError as e:
             raise QueryError(f"invalid filter value: {e.diag.message_primary or e}") from None
         except psycopg.errors.QueryCanceled:
@@ -308,11 +357,25 @@ class Searcher:
                              "or raise DOCFORGE_SEARCH_STATEMENT_TIMEOUT_MS") from None
         hits = [Hit(**{f: r[f] for f in _HIT_FIELDS}, score=round(min(1.0, float(r["score"] or 0.0)), 6),
                     dense_rank=r["dense_rank"], keyword_rank=r["keyword_rank"]) for r in rows]
-        return (hits, rows[0]["found"], rows[0]["cut"]) if rows else (hits, 0, True)
+        if not rows:
+            return hits, 0, True, None
+        return hits, rows[0]["found"], rows[0]["cut"], rows[0].get("live_generation")
+
+
+_SWITCHES = 5  # generation switches one search follows before it gives up (one is already rare)
+
+
+class _Switched(Exception):
+    """The statement read a generation that is no longer live."""
+
+
+def _live_id(conn: psycopg.Connection) -> int | None:
+    gen = generations.live(conn)
+    return gen.id if gen else None
 
 
 def _statement(mode: str, where: sql.Composable, params: dict, depth: int | None = 1,
-               filtered: bool = False) -> sql.Composed:
+               filtered: bool = False, gen: Generation | None = None) -> sql.Composed:
     """The statement for `mode`; `depth` multiplies the posting lists read, None scores the filter's chunks."""
     # Limits are literals, not parameters: a cached generic plan then still knows them.
     per_term, pool = (params["per_term"] * depth, params["pool"]) if depth else (None, None)
@@ -321,9 +384,10 @@ def _statement(mode: str, where: sql.Composable, params: dict, depth: int | None
     if depth is None:
         candidates = sql.SQL(_FILTER_CANDIDATES).format(filter=where)
     else:  # join chunks and documents only when there is a filter to test
-        join = sql.SQL(f"JOIN chunks c ON c.seq = p.seq {_CHUNK_DOCUMENT}" if filtered else "")
-        candidates = sql.SQL(_LIST_CANDIDATES).format(filter=where, join=join, **limits)
-    return sql.SQL(_STATEMENTS[mode]).format(filter=where, candidates=candidates, **limits)
+        listed = _FILTERED_LIST_CANDIDATES if filtered else _LIST_CANDIDATES
+        candidates = sql.SQL(listed).format(filter=where, **limits)
+    vectors = {"vectors": gen.table, "vtype": gen.column_type} if gen is not None else {}
+    return sql.SQL(_STATEMENTS[mode]).format(filter=where, candidates=candidates, **limits, **vectors)
 
 
 def _boost_tags(query: str, extra) -> set[str]:

@@ -16,10 +16,11 @@ from dataclasses import replace
 
 from pipeline.config import ConfluenceCredentials, ConfluenceSourceConfig
 from pipeline.errors import ConfluenceError
-from pipeline.records import DocRef, Document, Failure
+from pipeline.parse import formats
+from pipeline.records import DocRef, Document, Failure, Skipped
 from pipeline.redact import redact
-from pipeline.sources import sha256_text
 from pipeline.sources.confluence_client import Clock, ConfluenceClient
+from pipeline.sources.content import file_document, sha256_text
 
 log = logging.getLogger(__name__)
 MAX_IDS = 250  # the v2 API's cap on `id=` / `ids=` lists
@@ -37,6 +38,7 @@ class ConfluenceSource:
         self.name, self.cfg, self.tags = cfg.name, cfg, list(cfg.tags)
         self.api = ConfluenceClient(cfg, creds, clock)  # None: from the environment; the system clock
         self._titles: dict[str, str] = {}  # page id → title, for breadcrumbs
+        self.skipped: list[Skipped] = []  # attachments over max_attachment_bytes, from the last listing
         self._space_keys: dict[str, str] = {}  # space id → key
 
     def close(self) -> None:
@@ -58,12 +60,15 @@ class ConfluenceSource:
         self._resolve_space_keys({str(p.get("spaceId")) for p in pages.values() if p.get("spaceId")})
         refs = self._filter_labels([self._ref(p) for p in pages.values() if p.get("status", "current") == "current"])
         log.info("source %r: %d pages listed (%.1fs spent waiting on retries)", self.name, len(refs), self.api.waited)
+        self.skipped = []
+        if self.cfg.attachments:
+            refs += [a for page in refs for a in self._attachment_refs(page)]
         return sorted(refs, key=lambda r: r.key)
 
     def fetch(self, refs: Sequence[DocRef]) -> Iterator[Document | Failure]:
         for ref in refs:
             try:
-                yield self._fetch_page(ref)
+                yield self._fetch_attachment(ref) if "attachment_id" in ref.meta else self._fetch_page(ref)
             except ConfluenceError as e:  # this page only: the rest of the source goes on
                 yield Failure(ref.key, "fetch", str(e))
             except Exception as e:  # an odd answer for this page (a body that is no JSON object ...): it alone
@@ -150,6 +155,41 @@ class ConfluenceSource:
                 "labels": self._page_labels(pid, data, ref.meta.get("labels")), "breadcrumb": self._breadcrumb(pid)}
         ref = replace(ref, version=ref.version if version is None else str(version), meta=meta)
         return Document(ref, "confluence", title, url, body, sha256_text(body))
+
+    def _attachment_refs(self, page: DocRef) -> list[DocRef]:
+        """The page's PDF and Word attachments, as documents of their own: key `<source>:<page id>/attachments/
+        <attachment id>`, version the attachment's. Only listed with their page, so they go when it goes."""
+        pid, out = page.path, []
+        for a in self.api.paginate(f"/pages/{pid}/attachments", {"limit": MAX_IDS}):
+            name, aid = str(a.get("title") or ""), str(a.get("id") or "")
+            fmt = formats.detect(name)
+            if not aid or fmt not in formats.BINARY_DOCUMENTS or a.get("status", "current") != "current":
+                continue  # images and other files: not documents here
+            where = f"{page.meta.get('title') or pid}/{name}"
+            size = a.get("fileSize")
+            if isinstance(size, int) and size > self.cfg.max_attachment_bytes:
+                self.skipped.append(Skipped(where, f"attachment of {size} bytes, over max_attachment_bytes "
+                                                   f"({self.cfg.max_attachment_bytes}): not downloaded"))
+                continue
+            link = a.get("downloadLink") or (a.get("_links") or {}).get("download")
+            if not link:
+                self.skipped.append(Skipped(where, "attachment without a download link"))
+                continue
+            version = (a.get("version") or {}).get("number")
+            webui = a.get("webuiLink") or (a.get("_links") or {}).get("webui")
+            meta = {"page_id": pid, "page_title": page.meta.get("title", ""), "attachment_id": aid,
+                    "title": name, "format": fmt, "space": page.meta.get("space", ""), "version": version,
+                    "download": link, "url": self.api.base + webui if webui else page.meta.get("url", "")}
+            out.append(DocRef(f"{self.name}:{pid}/attachments/{aid}", f"{pid}/attachments/{aid}",
+                              None if version is None else str(version), size=size if isinstance(size, int) else None,
+                              meta=meta))
+        return out
+
+    def _fetch_attachment(self, ref: DocRef) -> Document | Failure:
+        data = self.api.download(ref.meta["download"], self.cfg.max_attachment_bytes)
+        meta = {k: v for k, v in ref.meta.items() if k != "download"}  # a download link may carry a token
+        title = f"{ref.meta['page_title']} › {ref.meta['title']}" if ref.meta.get("page_title") else ref.meta["title"]
+        return file_document(replace(ref, meta=meta), data, ref.meta["format"], title, ref.meta["url"])
 
     def _page_labels(self, pid: str, data: dict, listed: list[str] | None) -> list[str]:
         labels = data.get("labels") or {}

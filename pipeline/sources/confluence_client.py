@@ -153,6 +153,30 @@ class ConfluenceClient:
             if url is not None and str(url) in seen:
                 raise ConfluenceError(f"GET {_show(url)}: pagination returned a page already read")
 
+    def download(self, link: str, max_bytes: int) -> bytes:
+        """An attachment's bytes from its `downloadLink`; ConfluenceError past `max_bytes` or on failure.
+
+        Confluence Cloud answers a download with a redirect to its media service, whose URL carries
+        its own token: followed once, without our credentials (they never go to another host).
+        """
+        url = self._resolve(link)
+        resp = self._get(url, redirect_ok=True)
+        if resp.is_redirect and (location := resp.headers.get("location")):
+            target = resp.url.join(location)
+            if f"{target.scheme}://{target.netloc.decode()}" == self.origin:
+                resp = self._get(target)
+            else:
+                try:
+                    resp = httpx.get(target, timeout=self.cfg.timeout_s, follow_redirects=False,
+                                     headers={"User-Agent": "docforge"})
+                except httpx.HTTPError as e:
+                    raise ConfluenceError(f"GET {_show(target)}: {type(e).__name__}") from None
+                self._check(resp, target)
+        if len(resp.content) > max_bytes:
+            raise ConfluenceError(f"GET {_show(url)}: {len(resp.content)} bytes, over max_attachment_bytes "
+                                  f"({max_bytes}): skipped")
+        return resp.content
+
     def _resolve(self, link: str) -> httpx.URL:
         """A next link: relative to the host ("/wiki/api/v2/...") or, if it lacks the base path, to the site."""
         parts = urlsplit(link)
@@ -168,7 +192,7 @@ class ConfluenceClient:
             return httpx.URL(self.base + link)
         return httpx.URL(self.origin + link)
 
-    def _get(self, url: httpx.URL, listing: bool = False) -> httpx.Response:
+    def _get(self, url: httpx.URL, listing: bool = False, redirect_ok: bool = False) -> httpx.Response:
         fives = 0
 
         def attempt() -> httpx.Response:
@@ -191,7 +215,7 @@ class ConfluenceClient:
             raise ConfluenceError(redact(
                 f"GET {_show(url)}: {str(e) or type(e).__name__} after {n} attempt(s); "
                 f"{self.waited:.1f}s of the {self.cfg.retry_budget_s:g}s retry budget used")) from None
-        return self._check(resp, url)
+        return resp if redirect_ok and resp.is_redirect else self._check(resp, url)
 
     def _retrying(self, where: Callable[[], str]) -> Retrying:
         def log_retry(rs: RetryCallState) -> None:

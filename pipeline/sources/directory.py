@@ -31,7 +31,7 @@ from pipeline.config import DirectorySourceConfig
 from pipeline.errors import SourceError
 from pipeline.parse import formats
 from pipeline.records import DocRef, Document, Failure, Skipped
-from pipeline.sources import file_document
+from pipeline.sources.content import file_document
 from pipeline.sources.files import UnreadableFile, read_file, shown_path
 
 MAX_SKIPPED_LISTED = 1000  # skips kept with their path per run; `files_skipped` counts them all

@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import pathspec
@@ -27,7 +27,7 @@ from pipeline.config import GitSourceConfig
 from pipeline.errors import GitSourceError
 from pipeline.parse import formats
 from pipeline.records import DocRef, Document, Failure
-from pipeline.sources import file_document
+from pipeline.sources.content import file_document
 from pipeline.sources.files import UnreadableFile, read_file, shown_path, too_large
 
 
@@ -84,9 +84,13 @@ def _worktree_commit(repo: Path) -> str | None:
 class GitSource:
     type = "git"
 
-    def __init__(self, cfg: GitSourceConfig, repo: Path | str):
+    def __init__(self, cfg: GitSourceConfig, repo: Path | str, origin: str | None = None,
+                 prefetch: Callable[[list[str]], None] | None = None):
+        """A remote's partial clone (pipeline.sources.remote) gives `origin`, the URL shown as the repo,
+        and `prefetch`, which fetches the blobs a run reads in one request."""
         self.name, self.cfg, self.tags = cfg.name, cfg, list(cfg.tags)
         self.repo = Path(repo)
+        self.origin, self.prefetch = origin, prefetch
         if not self.repo.is_dir():
             why = "is not a directory" if self.repo.exists() else "does not exist"
             raise GitSourceError(f"source {cfg.name!r}: repo path {self.repo} {why}")
@@ -108,7 +112,8 @@ class GitSource:
         return (self.repo / path).as_uri()
 
     def _meta(self, path: str) -> dict:
-        return {"repo": str(self.repo), "commit": self.commit, "path": path, "url": self._url(path)}
+        return {"repo": self.origin or str(self.repo), "commit": self.commit, "path": path, "url": self._url(path),
+                "format": formats.detect(path) or "text"}
 
     def list_refs(self) -> list[DocRef]:
         return self._list_tree() if self.cfg.branch else self._list_worktree()
@@ -136,15 +141,18 @@ class GitSource:
 
     def _list_tree(self) -> list[DocRef]:
         assert self.commit is not None  # a branch always resolves to a commit
-        out = run_git(self.repo, "ls-tree", "-r", "-z", "--long", self.commit)
+        # A partial clone (prefetch set) has no blob to size before fetching it: no --long there.
+        sized = ["--long"] if self.prefetch is None else []
+        out = run_git(self.repo, "ls-tree", "-r", "-z", *sized, self.commit)
         refs = []
         for entry in out.decode("utf-8", "surrogateescape").split("\0"):
             if not entry:
                 continue
             info, path = entry.split("\t", 1)
-            mode, kind, blob, size = info.split()
+            mode, kind, blob, *size = info.split()
             if kind == "blob" and self.spec.match_file(path):
-                refs.append(DocRef(self._key(path), path, blob, None, int(size), self._meta(path)))
+                refs.append(DocRef(self._key(path), path, blob, None, int(size[0]) if size else None,
+                                   self._meta(path)))
         return sorted(refs, key=lambda r: r.path)
 
     def _read(self, refs: Sequence[DocRef]) -> Iterator[tuple[DocRef, bytes | Failure]]:
@@ -157,13 +165,19 @@ class GitSource:
             return
         if not refs:
             return
+        if self.prefetch is not None:
+            self.prefetch([r.version for r in refs if r.version])
         # One `git cat-file --batch` for all blobs: one process, not one per file.
         out = run_git(self.repo, "cat-file", "--batch", input="".join(f"{r.version}\n" for r in refs).encode())
         pos = 0
         for ref in refs:
             nl = out.index(b"\n", pos)
             size = int(out[pos:nl].split()[2])
-            yield ref, out[nl + 1 : nl + 1 + size]
+            if size > self.cfg.max_file_bytes:  # unsized in the listing (a partial clone): checked here
+                why = too_large(size, self.cfg.max_file_bytes)
+                yield ref, Failure(ref.key, "fetch", f"{shown_path(ref.path)}: {why}")
+            else:
+                yield ref, out[nl + 1 : nl + 1 + size]
             pos = nl + 1 + size + 1
 
     def fetch(self, refs: Sequence[DocRef]) -> Iterator[Document | Failure]:

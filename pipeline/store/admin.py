@@ -11,9 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import psycopg
+from psycopg import sql
 from psycopg.rows import dict_row
 
 from pipeline.errors import StoreError
+from pipeline.store import generations
 from pipeline.store.db import lock_id, scalar, source_lock
 from pipeline.store.schema import open_built
 
@@ -108,14 +110,13 @@ _IN_SOURCE = "(%(p)s::text IS NULL OR d.source = %(p)s)"
 
 
 def chunks_without_embedding(conn: psycopg.Connection, source: str | None) -> Finding:
-    """Chunks whose vector is missing, of another dimension, or from another model than the store's."""
-    model = open_built(conn)
-    if model is None:
+    """Chunks without a vector of the live generation (the model search embeds queries with)."""
+    if open_built(conn) is None or (gen := generations.live(conn)) is None:
         return Finding()
-    return _finding(conn, f"""
+    return _finding(conn, sql.SQL(f"""
         SELECT c.id FROM chunks c JOIN documents d ON d.key = c.doc_key WHERE {_IN_SOURCE}
-        AND (c.embedding IS NULL OR vector_dims(c.embedding) <> %(dim)s OR c.model <> %(model)s)""",
-                    {"p": source, "dim": model[1], "model": model[0]})
+        AND NOT EXISTS (SELECT 1 FROM {{}} v WHERE v.seq = c.seq)""").format(gen.table).as_string(conn),
+                    {"p": source})
 
 
 def orphan_chunks(conn: psycopg.Connection, source: str | None) -> Finding:

@@ -1,14 +1,18 @@
-"""The keyword index's impact order: BM25 with fixed parameters, as migration 0003 built it.
+"""The keyword index's layout and impact order (migrations 0003 and 0009).
 
-Migration 0003 orders each term's posting list by a BM25 term weight whose
-constants are written into the index (`bm25_postings_impact`): k1 and b, the
-search configuration's defaults (BM25's usual values), and a nominal chunk
-length standing in for the corpus average (which changes with every ingest; an
-index expression cannot). The keyword query reads candidates in that order, so
-its ORDER BY must be the index's expression exactly, or Postgres reads and
-sorts whole lists: `impact_order` writes it, and tests/test_query.py checks it
-against the live index. Exact scores use the configured k1 and b; changing
-their defaults (or the length) means a migration that rebuilds the index.
+Each term's posting list is kept in impact order: a BM25 term weight with fixed
+parameters, k1 and b at the search configuration's defaults (BM25's usual
+values) and a nominal chunk length standing in for the corpus average (which
+changes with every ingest; a stored order cannot). A query reads the best
+`per_term` postings of each term in that order, so every reader and writer of the
+lists must use the same expression: migration 0009 defines it once, in SQL, as
+`docforge_bm25_impact(tf, dl)` (the expression 0003 indexed, so the order did not
+change), and tests/test_query.py checks it against the constants here. Exact
+scores use the configured k1 and b; changing the defaults below (or the length)
+means a migration that rebuilds the lists.
+
+Migration 0009 stores the lists packed, `BLOCK` postings at most per row of
+`bm25_blocks`; `docforge_bm25_top(term, k)` returns a term's best k postings.
 """
 
 from __future__ import annotations
@@ -18,10 +22,11 @@ from pipeline.config import SearchConfig
 K1: float = SearchConfig.model_fields["bm25_k1"].default  # term-frequency saturation
 B: float = SearchConfig.model_fields["bm25_b"].default  # length normalisation
 IMPACT_LENGTH = 100  # nominal chunk length, in lexeme occurrences
-IMPACT_INDEX = "bm25_postings_impact"
+IMPACT_FUNCTION = "docforge_bm25_impact"
+BLOCK = 128  # postings per bm25_blocks row at most: 1.3 kB of arrays, under Postgres's 2 kB TOAST threshold
+TOP_FUNCTION = "docforge_bm25_top"
 
 
-def impact_order(alias: str = "") -> str:
-    """The impact index's ordering expression over bm25_postings' tf and dl, qualified by `alias`."""
-    p = f"{alias}." if alias else ""
-    return f"({p}tf::real / ({p}tf + {K1} * ({1 - B} + {B} * {p}dl / {IMPACT_LENGTH:.1f})))"
+def impact(tf: int, dl: int) -> float:
+    """The list order's weight of a posting (term frequency tf in a chunk of length dl), in Python."""
+    return tf / (tf + K1 * (1 - B + B * dl / IMPACT_LENGTH))

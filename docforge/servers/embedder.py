@@ -1,0 +1,163 @@
+"""The embedder service, `docforge serve --embedder`: one model, loaded once, for every API replica.
+
+    GET  /health     open: {"status": "ok", "model"}
+    GET  /info       model id, dimension, window, normalisation, prompts, limits (pipeline.embed.Embedder.info)
+    GET  /tokenizer  the model's tokenizer.json (remote ingest chunks with it)
+    POST /embed      {"texts": [...], "kind": "query" | "document", "encoding": "float" | "base64"}
+                     → {"model", "dimension", "count", "vectors": [[...]]} or {..., "base64": "<float32 LE>"}
+
+Every route but /health needs `Authorization: Bearer $EMBEDDER_TOKEN`
+(docforge.servers.sidecar). Limits (`Settings.service`): a body over
+`max_body_bytes` gets 413; more than `max_items` texts, or a text over
+`max_item_chars`, gets 422 naming the limit. Concurrent requests are merged:
+one worker thread owns the model and takes whatever is queued (waiting
+`batch_wait_ms` for company, up to `max_batch` texts), encodes each kind in one
+call and hands every request its rows, so N small requests cost about one
+forward pass, not N. The client is pipeline.embed_remote.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import logging
+import queue
+import threading
+import time
+from collections.abc import AsyncIterator
+from concurrent.futures import Future
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+from fastapi import FastAPI, HTTPException
+from fastapi.responses import JSONResponse, PlainTextResponse
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.types import ASGIApp
+
+from docforge.servers.sidecar import SidecarGate
+from pipeline import __version__
+from pipeline.config import ServiceConfig
+from pipeline.embed import Embedder, Kind
+
+log = logging.getLogger("docforge.servers.embedder")
+
+
+class EmbedRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    texts: list[str] = Field(min_length=1, description="Texts to embed, in order.")
+    kind: Literal["query", "document"] = Field(default="document",
+                                               description="Which side's prompt the model puts before each text.")
+    encoding: Literal["float", "base64"] = Field(default="float",
+                                                 description="base64: count × dimension little-endian float32.")
+
+
+@dataclass
+class _Job:
+    texts: list[str]
+    kind: Kind
+    future: Future = field(default_factory=Future)
+
+
+class Batcher:
+    """One thread owns the model; concurrent requests are encoded together (see module doc)."""
+
+    def __init__(self, embedder: Embedder, max_batch: int, wait_s: float):
+        self.embedder, self.max_batch, self.wait_s = embedder, max_batch, wait_s
+        self._queue: queue.Queue[_Job | None] = queue.Queue()
+        self.batches = 0  # forward passes, for /info (and the tests' proof that requests were merged)
+        self._thread = threading.Thread(target=self._run, name="docforge-embedder", daemon=True)
+        self._thread.start()
+
+    def submit(self, texts: list[str], kind: Kind) -> Future:
+        job = _Job(texts, kind)
+        self._queue.put(job)
+        return job.future
+
+    def close(self) -> None:
+        self._queue.put(None)
+
+    def _run(self) -> None:
+        while (first := self._queue.get()) is not None:
+            jobs, n = [first], len(first.texts)
+            deadline = time.monotonic() + self.wait_s
+            while n < self.max_batch:
+                try:
+                    job = self._queue.get(timeout=max(0.0, deadline - time.monotonic()))
+                except queue.Empty:
+                    break
+                if job is None:
+                    self._queue.put(None)  # stop after this batch
+                    break
+                jobs.append(job)
+                n += len(job.texts)
+            for kind in ("query", "document"):
+                self._encode([j for j in jobs if j.kind == kind], kind)
+
+    def _encode(self, jobs: list[_Job], kind: Kind) -> None:
+        if not jobs:
+            return
+        try:
+            vectors = self.embedder.encode([t for j in jobs for t in j.texts], kind=kind)
+        except Exception as e:  # noqa: BLE001 (handed to every request of the batch)
+            for j in jobs:
+                j.future.set_exception(e)
+            return
+        self.batches += 1
+        start = 0
+        for j in jobs:
+            j.future.set_result(vectors[start : start + len(j.texts)])
+            start += len(j.texts)
+
+
+def create_app(embedder: Embedder, token: str | None, limits: ServiceConfig) -> ASGIApp:
+    """The service over a loaded `embedder`; `token` None only where `require_token` allowed it."""
+    batcher = Batcher(embedder, limits.max_batch or embedder.batch_size, limits.batch_wait_ms / 1000)
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        yield
+        batcher.close()
+
+    app = FastAPI(title="docforge embedder", version=__version__, docs_url=None, redoc_url=None, openapi_url=None,
+                  lifespan=lifespan)
+    info = {**embedder.info(), "device": embedder.device,
+            "limits": {"max_items": limits.max_items, "max_item_chars": limits.max_item_chars,
+                       "max_body_bytes": limits.max_body_bytes}}
+
+    @app.get("/health")
+    def health() -> dict:
+        return {"status": "ok", "model": embedder.model_id}
+
+    @app.get("/info")
+    def get_info() -> dict:
+        return {**info, "batches": batcher.batches}
+
+    @app.get("/tokenizer")
+    def tokenizer() -> PlainTextResponse:
+        return PlainTextResponse(embedder.tokenizer.to_str(), media_type="application/json")
+
+    @app.post("/embed")
+    async def embed(req: EmbedRequest) -> JSONResponse:
+        if len(req.texts) > limits.max_items:
+            raise HTTPException(422, f"{len(req.texts)} texts in one request; the limit is {limits.max_items} "
+                                "(DOCFORGE_SERVICE_MAX_ITEMS): send them in several requests")
+        for i, t in enumerate(req.texts):
+            if len(t) > limits.max_item_chars:
+                raise HTTPException(422, f"texts[{i}] has {len(t)} characters; the limit is "
+                                    f"{limits.max_item_chars} (DOCFORGE_SERVICE_MAX_ITEM_CHARS)")
+        try:
+            vectors = await asyncio.wrap_future(batcher.submit(req.texts, req.kind))
+        except Exception as e:  # noqa: BLE001 (the model's fault: a 500 the client may retry)
+            log.exception("embedding failed")
+            raise HTTPException(500, f"the model failed: {type(e).__name__}: {e}") from None
+        out = {"model": embedder.model_id, "dimension": int(vectors.shape[1]), "count": len(req.texts)}
+        if req.encoding == "base64":
+            out["base64"] = base64.b64encode(np.ascontiguousarray(vectors, dtype="<f4").tobytes()).decode()
+        else:
+            out["vectors"] = vectors.tolist()
+        return JSONResponse(out)
+
+    return SidecarGate(app, token=token, max_body_bytes=limits.max_body_bytes, service="embedder")

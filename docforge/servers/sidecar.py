@@ -1,0 +1,111 @@
+"""What the model sidecars (`serve --embedder`, `serve --reranker`) share: a bearer token and body limits.
+
+One ASGI middleware, before any route runs:
+- 401 when a route other than /health gets no bearer token equal to the
+  service's (compared in constant time): its body is never read;
+- 413 when the declared Content-Length passes `max_body_bytes`, or when a body
+  sent without one (chunked) grows past it as it streams.
+
+A sidecar refuses to start without a token unless it listens on loopback only
+and `--insecure-no-token` says so: a model server on a network answers anyone.
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+
+from starlette.responses import JSONResponse
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from pipeline.errors import ConfigError
+
+OPEN_PATHS = frozenset({"/health"})
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def require_token(token: str | None, host: str, insecure_no_token: bool, env_name: str) -> str | None:
+    """The token the sidecar checks; ConfigError when there is none and running open is not allowed here."""
+    if token:
+        return token
+    if not insecure_no_token:
+        raise ConfigError(f"set {env_name} (the bearer token clients send): a model service never runs open; "
+                          "for a local test on 127.0.0.1 only, pass --insecure-no-token")
+    if not is_loopback(host):
+        raise ConfigError(f"--insecure-no-token only with a loopback --host (127.0.0.1, ::1), not {host!r}: "
+                          f"set {env_name} to serve on a network")
+    return None
+
+
+class _TooLarge(Exception):
+    pass
+
+
+class SidecarGate:
+    """Token check and body limit, before routing (see module doc)."""
+
+    def __init__(self, app: ASGIApp, *, token: str | None, max_body_bytes: int, service: str):
+        self.app = app
+        self.token = token.encode() if token else None
+        self.max_body_bytes = max_body_bytes
+        self.service = service  # names the limit's setting in the 413's message
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = {k.decode("latin-1").lower(): v for k, v in scope["headers"]}
+        if self.token is not None and scope["path"] not in OPEN_PATHS:
+            scheme, _, given = headers.get("authorization", b"").partition(b" ")
+            if scheme.lower() != b"bearer" or not hmac.compare_digest(given.strip(), self.token):
+                await _refuse(scope, receive, send, 401, "missing or invalid bearer token",
+                              {"WWW-Authenticate": "Bearer"})
+                return
+        length = headers.get("content-length")
+        if length is not None:
+            if not length.strip().isdigit():
+                await _refuse(scope, receive, send, 400, "Content-Length is not a number")
+                return
+            if int(length) > self.max_body_bytes:
+                await _refuse(scope, receive, send, 413, self._too_large(int(length)))
+                return
+        seen = 0
+        started = False
+
+        async def counted() -> Message:
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.max_body_bytes:
+                    raise _TooLarge
+            return message
+
+        async def tracked(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, counted, tracked)
+        except _TooLarge:
+            if not started:
+                await _refuse(scope, receive, send, 413, self._too_large(None))
+
+    def _too_large(self, n: int | None) -> str:
+        size = f"{n} bytes" if n is not None else "more bytes than allowed"
+        return (f"request body too large: {size}, the limit is {self.max_body_bytes} "
+                f"(DOCFORGE_SERVICE_MAX_BODY_BYTES on the {self.service} service)")
+
+
+async def _refuse(scope: Scope, receive: Receive, send: Send, status: int, detail: str,
+                  headers: dict[str, str] | None = None) -> None:
+    await JSONResponse({"detail": detail}, status_code=status, headers=headers)(scope, receive, send)

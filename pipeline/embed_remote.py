@@ -1,0 +1,199 @@
+"""The embedder service's client: vectors over HTTP, for processes that load no model.
+
+With `EMBEDDER_URL` set (`embedding.url`), search embeds its queries through
+`docforge serve --embedder` (and ingest its chunks, with `remote_ingest`), so
+an API replica never imports torch, transformers or onnxruntime. The protocol:
+
+    GET  /info       {"model", "dimension", "max_seq_length", "document_window", "prompts", "limits", ...}
+    GET  /tokenizer  the model's tokenizer.json (ingest chunks with the service's own tokenizer)
+    POST /embed      {"texts": [...], "kind": "query" | "document", "encoding": "base64" | "float"}
+                     → {"model", "dimension", "count", "base64": <count × dimension little-endian float32>}
+                       (or "vectors": [[...]] for "float")
+
+Every call but /health carries `Authorization: Bearer $EMBEDDER_TOKEN`.
+Connection errors, 429 and 5xx are retried (`max_retries`, backoff, Retry-After
+honoured up to a cap); every attempt is bounded by `timeout_s`, so a dead
+service is a clear EmbedError within a known time, never a hang. `connect`
+checks the service's model against the one the store's vectors came from.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import threading
+import time
+from collections.abc import Sequence
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+import httpx
+
+from pipeline.config import EmbeddingConfig
+from pipeline.errors import EmbedError
+from pipeline.redact import redact, register
+
+if TYPE_CHECKING:
+    import numpy as np
+    from tokenizers import Tokenizer
+
+log = logging.getLogger(__name__)
+_RETRIED = {429, 500, 502, 503, 504}
+_MAX_WAIT_S = 4.0  # one backoff wait at most (Retry-After included)
+
+
+class RemoteEmbedder:
+    """One embedder service (`docforge serve --embedder`): the `TextEmbedder` an API replica uses."""
+
+    def __init__(self, url: str, token: str | None = None, *, timeout_s: float = 30.0, max_retries: int = 2):
+        self.url = url.rstrip("/")
+        register(token)  # an error quoting a request back never shows it
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self.timeout = httpx.Timeout(timeout_s, connect=min(5.0, timeout_s))
+        self.max_retries = max_retries
+        self.client = httpx.Client(headers=headers, timeout=self.timeout)
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"RemoteEmbedder({self.url!r})"
+
+    # --- what the service serves ---------------------------------------------------------------------
+
+    @cached_property
+    def info(self) -> dict[str, Any]:
+        data = self._call("GET", "/info").json()
+        if not isinstance(data, dict) or not {"model", "dimension", "max_seq_length"} <= data.keys():
+            raise EmbedError(f"the embedder service at {self.url} answered /info without model, dimension "
+                             "and max_seq_length: is it a docforge embedder service?")
+        return data
+
+    @property
+    def model_id(self) -> str:
+        return str(self.info["model"])
+
+    @property
+    def name(self) -> str:
+        """The model as the service was configured with it (a hub id or the service's local path)."""
+        return str(self.info.get("name") or self.model_id)
+
+    @property
+    def dimension(self) -> int:
+        return int(self.info["dimension"])
+
+    @property
+    def max_seq_length(self) -> int:
+        return int(self.info["max_seq_length"])
+
+    @property
+    def document_window(self) -> int:
+        return int(self.info.get("document_window") or self.max_seq_length)
+
+    @property
+    def prompts(self) -> dict[str, str]:
+        return dict(self.info.get("prompts") or {})
+
+    @cached_property
+    def tokenizer(self) -> Tokenizer:
+        """The service's tokenizer (ingest chunks by the model's own token counts)."""
+        from tokenizers import Tokenizer
+
+        return Tokenizer.from_str(self._call("GET", "/tokenizer").text)
+
+    @property
+    def _limits(self) -> tuple[int, int]:
+        limits = self.info.get("limits") or {}
+        return int(limits.get("max_items") or 64), int(limits.get("max_item_chars") or 100_000)
+
+    # --- vectors -------------------------------------------------------------------------------------
+
+    def encode(self, texts: Sequence[str], kind: str = "document") -> np.ndarray:
+        """Unit vectors for texts, in order: requests of at most the service's `max_items` texts."""
+        import numpy as np
+
+        max_items, max_chars = self._limits
+        for t in texts:
+            if len(t) > max_chars:
+                raise EmbedError(f"a text of {len(t)} characters is over the embedder service's limit "
+                                 f"({max_chars}, DOCFORGE_SERVICE_MAX_ITEM_CHARS on the service)")
+        out = np.empty((len(texts), self.dimension), dtype=np.float32)
+        for start in range(0, len(texts), max_items):
+            batch = list(texts[start : start + max_items])
+            out[start : start + len(batch)] = self._embed(batch, kind)
+        return out
+
+    def _embed(self, texts: list[str], kind: str) -> np.ndarray:
+        import numpy as np
+
+        data = self._call("POST", "/embed", {"texts": texts, "kind": kind, "encoding": "base64"}).json()
+        if data.get("model") != self.model_id or int(data.get("dimension", -1)) != self.dimension:
+            raise EmbedError(f"the embedder service at {self.url} now serves {data.get('model')!r} "
+                             f"(dimension {data.get('dimension')}), not {self.model_id!r} (dimension "
+                             f"{self.dimension}): it was restarted with another model")
+        vecs = np.frombuffer(base64.b64decode(data["base64"]), dtype="<f4")
+        if vecs.size != len(texts) * self.dimension:
+            raise EmbedError(f"the embedder service at {self.url} sent {vecs.size} numbers for "
+                             f"{len(texts)} texts of dimension {self.dimension}")
+        return vecs.reshape(len(texts), self.dimension)
+
+    def _call(self, method: str, path: str, body: dict | None = None) -> httpx.Response:
+        """One request, retried on connection errors, 429 and 5xx; EmbedError saying why when it fails."""
+        url = self.url + path
+        for attempt in range(self.max_retries + 1):
+            wait = min(_MAX_WAIT_S, 0.25 * 2**attempt)
+            try:
+                resp = self.client.request(method, url, json=body)
+            except httpx.HTTPError as e:
+                problem = f"unreachable ({type(e).__name__}: {redact(str(e), 200) or 'no answer'})"
+            else:
+                if resp.status_code < 400:
+                    return resp
+                if resp.status_code == 401:
+                    raise EmbedError(f"the embedder service at {url} refused the token (401): set EMBEDDER_TOKEN "
+                                     "to the service's token")
+                detail = _detail(resp)
+                if resp.status_code not in _RETRIED:
+                    raise EmbedError(f"the embedder service at {url} answered {resp.status_code}: {detail}")
+                problem = f"answered {resp.status_code}: {detail}"
+                wait = min(_MAX_WAIT_S, max(wait, _retry_after(resp)))
+            if attempt < self.max_retries:
+                log.warning("embedder service at %s %s; retrying in %.2f s", url, problem, wait)
+                time.sleep(wait)
+        raise EmbedError(f"the embedder service at {url} {problem}, after {self.max_retries + 1} attempt(s) "
+                         f"(EMBEDDER_URL; timeout {self.timeout.read} s each)")
+
+    def close(self) -> None:
+        self.client.close()
+
+
+def _detail(resp: httpx.Response) -> str:
+    try:
+        data = resp.json()
+        return redact(str(data.get("detail", data)) if isinstance(data, dict) else str(data), 300)
+    except ValueError:
+        return redact(resp.text, 300)
+
+
+def _retry_after(resp: httpx.Response) -> float:
+    try:
+        return float(resp.headers.get("retry-after", 0))
+    except ValueError:
+        return 0.0
+
+
+def connect(cfg: EmbeddingConfig, model: str | None = None, dimension: int | None = None) -> RemoteEmbedder:
+    """The service of `cfg.url` (comma-separated: one per model) that serves `model` at `dimension`;
+    without a model, the first one. EmbedError naming both sides when none does."""
+    if not cfg.urls:
+        raise EmbedError("no embedder service configured: set EMBEDDER_URL")
+    token = cfg.token.get_secret_value() if cfg.token else None
+    served = []
+    for url in cfg.urls:
+        remote = RemoteEmbedder(url, token, timeout_s=cfg.timeout_s, max_retries=cfg.max_retries)
+        if model is None or (remote.model_id == model and (dimension is None or remote.dimension == dimension)):
+            return remote
+        served.append(f"{remote.model_id!r} (dimension {remote.dimension}) at {url}")
+        remote.close()
+    raise EmbedError(f"the store's vectors come from {model!r} (dimension {dimension}), but the embedder "
+                     f"service serves {', '.join(served)}: run a service with that model and add its URL to "
+                     "EMBEDDER_URL (comma-separated), or reindex the store to the service's model "
+                     "(`docforge reindex --model ...`)")

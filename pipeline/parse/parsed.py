@@ -1,0 +1,20 @@
+"""What a parser returns: a leaf, so the parsers and the package dispatching to them never import each other."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pipeline.records import Section
+
+
+@dataclass(frozen=True)
+class Parsed:
+    """Sections plus the title the content itself declares ("" if none).
+
+    Only this title is embedded with each chunk: a title taken from a file name
+    would make a renamed file's vectors unreusable.
+    """
+
+    title: str
+    sections: list[Section]
+    pack: bool = True  # False (code, data files): only sections of one heading path share a chunk

@@ -1,0 +1,222 @@
+-- A smaller index: half-precision live vectors, and compact keyword postings.
+--
+-- 1. Vectors. The live generation's vectors become halfvec (2 bytes a dimension, not
+-- 4), table and HNSW index both: recall@10 on real vectors moves by less than the
+-- graph's own randomness (docs/performance.md). pipeline.store.generations.vector_type
+-- makes every new generation halfvec; this converts the live one an older store has.
+-- The index is rebuilt with the parameters it had.
+DO $$
+DECLARE
+    g record;
+    opts text;
+BEGIN
+    FOR g IN SELECT id, dimension FROM generations WHERE state = 'live' AND vector_type = 'vector' LOOP
+        SELECT array_to_string(c.reloptions, ', ') INTO opts FROM pg_index x JOIN pg_class c ON c.oid = x.indexrelid
+        JOIN pg_am a ON a.oid = c.relam WHERE x.indrelid = format('vectors_%s', g.id)::regclass AND a.amname = 'hnsw';
+        EXECUTE format('DROP INDEX IF EXISTS %I', format('vectors_%s_hnsw', g.id));
+        EXECUTE format('ALTER TABLE %I ALTER COLUMN embedding TYPE halfvec(%s)', format('vectors_%s', g.id), g.dimension);
+        SET LOCAL maintenance_work_mem = '512MB';
+        EXECUTE format('CREATE INDEX %I ON %I USING hnsw (embedding halfvec_cosine_ops) WITH (%s)',
+                       format('vectors_%s_hnsw', g.id), format('vectors_%s', g.id),
+                       coalesce(opts, 'm = 16, ef_construction = 64'));
+        UPDATE generations SET vector_type = 'halfvec' WHERE id = g.id;
+    END LOOP;
+END $$;
+
+-- 2. Keyword postings. Migration 0003 kept one row per (term, chunk) and two
+-- btree indexes over them: ~130 bytes a posting, 687 MB per 100k chunks, more than
+-- the chunks themselves. The same information now lives in two packed tables:
+--
+--   bm25_blocks  each term's posting list in impact order (best first), cut into
+--                blocks of at most 128 postings, one row each: parallel arrays of
+--                chunk seq, tf and chunk length (10 bytes a posting). A block is
+--                keyed by its lowest posting (imp, seq): a posting belongs to the
+--                block with the greatest key at or below its own, so one index
+--                probe finds it, to add or to remove. A query reads a term's first
+--                blocks until it has its best `per_term` (docforge_bm25_top).
+--   bm25_docs    per chunk: its length and its terms with their frequencies
+--                (sorted term ids, parallel tf array): exact scores for the chosen
+--                candidates (one probe per chunk, not one per chunk and term), and
+--                where a deleted chunk's postings are.
+--
+-- List order is migration 0003's impact order, (imp DESC, seq DESC) with imp =
+-- docforge_bm25_impact(tf, dl), the same expression and type as its index, so
+-- searches read the same postings as before and scores stay exact BM25.
+-- `bm25_postings` becomes a view of the blocks, one row per posting as before.
+-- Triggers keep everything exact, as 0003's did; they still run after 0002's
+-- (chunks_bm25_* < chunks_postings_*: name order), whose stats-row lock serialises writers.
+
+-- BM25 term weight with k1 1.2, b 0.75 and a nominal chunk length of 100: the list
+-- order. Constants as in pipeline/store/bm25.py (a test compares them).
+CREATE OR REPLACE FUNCTION docforge_bm25_impact(tf int, dl int) RETURNS float8
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS
+$$ SELECT tf::real / (tf + 1.2 * (0.25 + 0.75 * dl / 100.0)) $$;
+
+CREATE TABLE bm25_docs (
+    seq   bigint PRIMARY KEY,       -- chunks.seq
+    dl    int NOT NULL,             -- the chunk's length in lexeme occurrences
+    terms int[] NOT NULL,           -- bm25_terms.id, ascending
+    tfs   smallint[] NOT NULL       -- occurrences of each (a tsvector keeps at most 256 positions)
+);
+
+CREATE TABLE bm25_blocks (
+    term_id int NOT NULL,           -- bm25_terms.id
+    imp     float8 NOT NULL,        -- the block's key: its lowest posting's impact ...
+    seq     int NOT NULL,           -- ... and seq
+    seqs    int[] NOT NULL,         -- chunks.seq, in list order (seqs past 2^31 fail the insert, loudly)
+    tfs     smallint[] NOT NULL,
+    dls     int[] NOT NULL
+);
+CREATE INDEX bm25_blocks_list ON bm25_blocks (term_id, imp, seq);
+
+-- The postings of bm25_docs rows `seqs` (NULL: all), merged into the blocks.
+-- A posting goes to its block (below every block: the last one); each block that
+-- gains postings is rewritten, split in even parts of at most 128. Terms without
+-- blocks (all of them in a cold load) skip the probes and are cut straight.
+CREATE OR REPLACE FUNCTION docforge_bm25_merge(seqs bigint[]) RETURNS void
+LANGUAGE sql SET work_mem = '64MB' AS $$
+WITH p AS MATERIALIZED (
+    SELECT u.term_id, d.seq::int AS seq, u.tf, d.dl, docforge_bm25_impact(u.tf, d.dl) AS imp
+    FROM bm25_docs d, unnest(d.terms, d.tfs) u(term_id, tf)
+    WHERE d.seq = ANY (seqs)),
+known AS MATERIALIZED (
+    SELECT t.term_id FROM (SELECT DISTINCT term_id FROM p) t
+    WHERE EXISTS (SELECT FROM bm25_blocks b WHERE b.term_id = t.term_id)),
+placed AS MATERIALIZED (
+    SELECT p.*, b.imp AS bimp, b.seq AS bseq FROM p JOIN known USING (term_id) CROSS JOIN LATERAL (
+        (SELECT b.imp, b.seq FROM bm25_blocks b WHERE b.term_id = p.term_id AND (b.imp, b.seq) <= (p.imp, p.seq)
+         ORDER BY b.imp DESC, b.seq DESC LIMIT 1)
+        UNION ALL
+        (SELECT b.imp, b.seq FROM bm25_blocks b WHERE b.term_id = p.term_id ORDER BY b.imp, b.seq LIMIT 1)
+        LIMIT 1) b
+    UNION ALL
+    SELECT p.*, NULL, NULL FROM p WHERE p.term_id NOT IN (SELECT term_id FROM known)),
+old AS (
+    DELETE FROM bm25_blocks b USING (SELECT DISTINCT term_id, bimp, bseq FROM placed WHERE bimp IS NOT NULL) x
+    WHERE b.term_id = x.term_id AND b.imp = x.bimp AND b.seq = x.bseq
+    RETURNING b.*),
+merged AS (
+    SELECT term_id, seq, tf, dl, imp, bimp, bseq FROM placed
+    UNION ALL
+    SELECT o.term_id, u.seq, u.tf, u.dl, docforge_bm25_impact(u.tf, u.dl), o.imp, o.seq
+    FROM old o, unnest(o.seqs, o.tfs, o.dls) u(seq, tf, dl)),
+ranked AS (
+    SELECT m.*, row_number() OVER w - 1 AS i, count(*) OVER (PARTITION BY term_id, bimp, bseq) AS n
+    FROM merged m WINDOW w AS (PARTITION BY term_id, bimp, bseq ORDER BY imp DESC, seq DESC))
+INSERT INTO bm25_blocks (term_id, imp, seq, seqs, tfs, dls)
+SELECT term_id, min(imp), (array_agg(seq ORDER BY i DESC))[1],
+       array_agg(seq ORDER BY i), array_agg(tf ORDER BY i), array_agg(dl ORDER BY i)
+FROM ranked
+GROUP BY term_id, bimp, bseq, i * ceil(n / 128.0)::bigint / n
+$$;
+
+-- The postings of chunks `seqs`, taken out of the blocks (a block left empty goes), and their bm25_docs rows.
+CREATE OR REPLACE FUNCTION docforge_bm25_remove(seqs bigint[]) RETURNS void
+LANGUAGE sql SET work_mem = '64MB' AS $$
+WITH gone AS MATERIALIZED (
+    DELETE FROM bm25_docs d WHERE d.seq = ANY (seqs) RETURNING d.*),
+p AS (
+    SELECT u.term_id, d.seq::int AS seq, docforge_bm25_impact(u.tf, d.dl) AS imp
+    FROM gone d, unnest(d.terms, d.tfs) u(term_id, tf)),
+placed AS MATERIALIZED (
+    SELECT DISTINCT p.term_id, b.imp, b.seq FROM p CROSS JOIN LATERAL (
+        SELECT b.imp, b.seq FROM bm25_blocks b WHERE b.term_id = p.term_id AND (b.imp, b.seq) <= (p.imp, p.seq)
+        ORDER BY b.imp DESC, b.seq DESC LIMIT 1) b),
+old AS (
+    DELETE FROM bm25_blocks b USING placed x WHERE b.term_id = x.term_id AND b.imp = x.imp AND b.seq = x.seq
+    RETURNING b.*),
+kept AS (
+    SELECT o.term_id, o.imp AS bimp, o.seq AS bseq, u.* FROM old o,
+           unnest(o.seqs, o.tfs, o.dls) WITH ORDINALITY u(seq, tf, dl, i)
+    WHERE NOT EXISTS (SELECT FROM gone g WHERE g.seq = u.seq))
+INSERT INTO bm25_blocks (term_id, imp, seq, seqs, tfs, dls)
+SELECT term_id, docforge_bm25_impact((array_agg(tf ORDER BY i DESC))[1], (array_agg(dl ORDER BY i DESC))[1]),
+       (array_agg(seq ORDER BY i DESC))[1], array_agg(seq ORDER BY i), array_agg(tf ORDER BY i),
+       array_agg(dl ORDER BY i)
+FROM kept GROUP BY term_id, bimp, bseq
+$$;
+
+-- A term's best k postings, best first: its first blocks, read until they hold k.
+CREATE OR REPLACE FUNCTION docforge_bm25_top(term int, k int) RETURNS TABLE (seq int, tf smallint, dl int)
+LANGUAGE plpgsql STABLE STRICT PARALLEL SAFE ROWS 300 AS $$
+DECLARE
+    b record;
+    got int := 0;
+BEGIN
+    FOR b IN SELECT x.seqs, x.tfs, x.dls FROM bm25_blocks x WHERE x.term_id = term
+             ORDER BY x.imp DESC, x.seq DESC LOOP
+        RETURN QUERY SELECT * FROM unnest(b.seqs, b.tfs, b.dls) LIMIT k - got;
+        got := got + cardinality(b.seqs);
+        EXIT WHEN got >= k;
+    END LOOP;
+END $$;
+
+-- bm25_docs rows for chunks (seq, tsv); their terms are in bm25_terms already (0002's triggers ran first).
+CREATE OR REPLACE FUNCTION docforge_bm25_docs(seqs bigint[], tsvs tsvector[]) RETURNS void
+LANGUAGE sql SET work_mem = '64MB' AS $$
+    WITH r AS MATERIALIZED (  -- each chunk's length once, not once per lexeme
+        SELECT seq, tsv, docforge_tsv_length(tsv) AS dl FROM unnest(seqs, tsvs) x(seq, tsv))
+    INSERT INTO bm25_docs (seq, dl, terms, tfs)
+    SELECT r.seq, min(r.dl), array_agg(t.id ORDER BY t.id),
+           array_agg(coalesce(array_length(u.positions, 1), 1)::smallint ORDER BY t.id)
+    FROM r, unnest(r.tsv) u JOIN bm25_terms t ON t.term = u.lexeme
+    GROUP BY r.seq
+$$;
+
+-- One trigger function for every change (transition tables are visible to it, not to what it calls).
+CREATE OR REPLACE FUNCTION docforge_postings_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    gone bigint[];
+    added bigint[];
+    tsvs tsvector[];
+BEGIN
+    IF TG_OP = 'UPDATE' THEN
+        IF NOT EXISTS (SELECT seq, tsv FROM old_rows EXCEPT ALL SELECT seq, tsv FROM new_rows) THEN
+            RETURN NULL;  -- embeddings or other columns only: nothing BM25 sees
+        END IF;
+        SELECT array_agg(seq) INTO gone FROM old_rows;
+        SELECT array_agg(seq), array_agg(tsv) INTO added, tsvs FROM new_rows;
+    ELSIF TG_OP = 'DELETE' THEN
+        SELECT array_agg(seq) INTO gone FROM old_rows;
+    ELSE
+        SELECT array_agg(seq), array_agg(tsv) INTO added, tsvs FROM new_rows;
+    END IF;
+    IF gone IS NOT NULL THEN
+        PERFORM docforge_bm25_remove(gone);
+    END IF;
+    IF added IS NOT NULL THEN
+        PERFORM docforge_bm25_docs(added, tsvs);
+        PERFORM docforge_bm25_merge(added);
+    END IF;
+    RETURN NULL;
+END $$;
+
+CREATE OR REPLACE FUNCTION docforge_postings_truncated() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    TRUNCATE bm25_blocks, bm25_docs;
+    RETURN NULL;
+END $$;
+
+DROP TRIGGER chunks_postings_insert ON chunks;
+DROP TRIGGER chunks_postings_delete ON chunks;
+DROP TRIGGER chunks_postings_update ON chunks;
+CREATE TRIGGER chunks_postings_insert AFTER INSERT ON chunks REFERENCING NEW TABLE AS new_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION docforge_postings_changed();
+CREATE TRIGGER chunks_postings_delete AFTER DELETE ON chunks REFERENCING OLD TABLE AS old_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION docforge_postings_changed();
+CREATE TRIGGER chunks_postings_update AFTER UPDATE ON chunks REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION docforge_postings_changed();
+DROP FUNCTION docforge_postings_inserted(), docforge_postings_deleted(), docforge_postings_updated(),
+    docforge_postings_insert(bigint[], tsvector[]);
+
+-- Backfill from 0003's postings (same terms, tf and lengths), then drop them.
+INSERT INTO bm25_docs (seq, dl, terms, tfs)
+SELECT seq, min(dl), array_agg(term_id ORDER BY term_id), array_agg(tf::smallint ORDER BY term_id)
+FROM bm25_postings GROUP BY seq;
+DROP TABLE bm25_postings;
+SELECT docforge_bm25_merge(ARRAY(SELECT seq FROM bm25_docs));
+
+CREATE VIEW bm25_postings AS  -- one row per posting, as migration 0003's table had them
+SELECT b.term_id, u.seq::bigint AS seq, u.tf::int AS tf, u.dl
+FROM bm25_blocks b, unnest(b.seqs, b.tfs, b.dls) u(seq, tf, dl);
+ANALYZE bm25_docs, bm25_blocks;
