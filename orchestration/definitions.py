@@ -70,10 +70,6 @@ class SourceRun:
     error: str | None = None
     checks: tuple[CheckOutcome, ...] = ()
 
-    @property
-    def failed_checks(self) -> tuple[CheckOutcome, ...]:
-        return tuple(c for c in self.checks if not c.passed and c.severity == "ERROR")
-
 
 def materialize_sources(config_path: str, names: list[str], log_level: str = "CRITICAL") -> dict[str, SourceRun]:
     """Run the ingest assets and their asset checks for each source in-process, one run per source.
@@ -91,6 +87,7 @@ def materialize_sources(config_path: str, names: list[str], log_level: str = "CR
     known = set(instance.get_dynamic_partitions(source_partitions.name))
     instance.add_dynamic_partitions(source_partitions.name, [n for n in names if n not in known])
     asset_steps = {a.op.name for a in ingest_assets}
+    check_names = {c.op.name: key.name for c in ingest_checks for key in c.check_keys}  # step → check
     out: dict[str, SourceRun] = {}
     for name in names:
         begin_source(name)
@@ -103,7 +100,7 @@ def materialize_sources(config_path: str, names: list[str], log_level: str = "CR
             step_errors[e.step_key or ""] = _root_cause(err) if err else "step failed"
         checks = tuple(CheckOutcome(c.check_name, c.passed, c.severity.value, c.description or "")
                        for c in res.get_asset_check_evaluations())
-        checks += tuple(CheckOutcome(step, False, "ERROR", f"check raised: {msg}")
+        checks += tuple(CheckOutcome(check_names.get(step, step), False, "ERROR", f"check raised: {msg}")
                         for step, msg in step_errors.items() if step not in asset_steps)
         ingest_errors = [msg for step, msg in step_errors.items() if step in asset_steps]
         if ingest_errors or (not res.success and not step_errors):

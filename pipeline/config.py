@@ -337,6 +337,8 @@ class ApiConfig(_Section):
 
     max_body_bytes: int = Field(default=2**20, ge=1)  # larger: 413 (by Content-Length, or counted as it streams)
     max_header_bytes: int = Field(default=16 * 2**10, ge=1024)  # request line + headers; larger: 431
+    # The Dagster UI the page's Sources tab links each source's partition to (docs/web.md).
+    dagster_url: str = "http://127.0.0.1:3000"
 
 
 class RerankConfig(_Section):

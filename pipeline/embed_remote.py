@@ -158,7 +158,7 @@ class RemoteEmbedder:
             if attempt < self.max_retries:
                 log.warning("embedder service at %s %s; retrying in %.2f s", url, problem, wait)
                 time.sleep(wait)
-        raise EmbedError(f"the embedder service at {url} {problem}, after {self.max_retries + 1} attempt(s) "
+        raise EmbedError(f"the embedder service at {url}: {problem}, after {self.max_retries + 1} attempt(s) "
                          f"(EMBEDDER_URL; timeout {self.timeout.read} s each)")
 
     def close(self) -> None:

@@ -4,8 +4,8 @@ cited with the page, the attachment and the PDF page; incremental by attachment 
 from __future__ import annotations
 
 import pytest
-
 from doc_files import make_docx, make_pdf
+
 from pipeline.config import load_settings
 from pipeline.ingest import IngestContext, ingest_source
 from pipeline.query import Searcher

@@ -116,7 +116,7 @@ def test_query_bench_measures_each_size_side_by_side(pg_server, tmp_path, monkey
     monkeypatch.setenv("DATABASE_URL", pg_server.get_uri())  # the bench makes a database per size there
     monkeypatch.setattr(sys, "argv", [
         "query.py", "--chunks", "60", "150", "--baseline", "0", "--vectors", "gaussian", "--real-sample", "20",
-        "--queries", "2", "--recall-queries", "8", "--ef-search", "10", "--compare-float32", "--json",
+        "--queries", "1", "--recall-queries", "5", "--ef-search", "10", "--compare-float32", "--json",
         "--data", str(data)])
     bench.main()
     out = capsys.readouterr().out

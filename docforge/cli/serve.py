@@ -105,8 +105,12 @@ def _serve_api(search, auth, host: str, port: int, limits) -> None:
     import uvicorn
 
     from docforge.servers.api import create_app, server_config
+    from docforge.servers.web import LocalStore
 
-    app = create_app(search, auth, health=search.health, ask=_local_ask(search), limits=limits)
+    app = create_app(search, auth, health=search.health, ask=_local_ask(search), limits=limits,
+                     store=LocalStore(search.searcher))
     search.warm()
+    shown = f"[{host}]" if ":" in host else ("127.0.0.1" if host in ("0.0.0.0", "") else host)
     click.echo(f"docforge API on http://{host}:{port} (docs: /docs, needs a token)", err=True)
+    click.echo(f"Open http://{shown}:{port}/ in a browser and log in with one of DOCFORGE_API_TOKENS", err=True)
     uvicorn.Server(server_config(app, host, port, limits, log_level="info")).run()  # uvicorn logs to stderr

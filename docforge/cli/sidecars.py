@@ -33,6 +33,7 @@ def serve_embedder(config: str, host: str, port: int, model: str | None, dimensi
     from pipeline.embed import load_embedder
 
     embedder = load_embedder(cfg)  # model, else the fallbacks in order, each failure logged with its reason
+    embedder.encode(["warm up"], kind="query")  # the first forward pass is slow: not on a client's clock
     from docforge.servers.embedder import create_app
 
     click.echo(f"docforge embedder on http://{host}:{port}: {embedder.model_id} ({embedder.dimension} dimensions, "

@@ -1,4 +1,5 @@
-"""The HTTP API (FastAPI): `POST /search`, `GET /health`, OpenAPI at /openapi.json and /docs.
+"""The HTTP API (FastAPI): `POST /search`, `POST /ask`, `GET /health`, OpenAPI at /openapi.json and /docs,
+and a page for people at `/` (docforge.servers.web, docs/web.md).
 
 Every route but /health needs `Authorization: Bearer <token>` (see `auth`);
 the OpenAPI document and its Swagger page are behind it too, so /docs embeds
@@ -30,6 +31,7 @@ from docforge.servers import Citation, SearchFn, SearchRequest, SearchResponse, 
 from docforge.servers.ask import AskFn, AskRequest, log_ask
 from docforge.servers.auth import Authenticator, Principal
 from docforge.servers.gate import PRINCIPAL, RequestGate
+from docforge.servers.web import PageStore, add_page, is_page
 from pipeline import __version__
 from pipeline.answers import Answer
 from pipeline.config import ApiConfig
@@ -52,13 +54,15 @@ class _AsciiJSON(JSONResponse):
 
 
 def is_open(path: str) -> bool:
-    """The routes served without a token: the health probe and Swagger UI's vendor files."""
-    return path == "/health" or path.startswith(DOCS_ASSETS + "/")
+    """The routes served without a token: the health probe, Swagger UI's vendor files, and the page's
+    shell and assets (docforge.servers.web: the login view until a token authenticates)."""
+    return path == "/health" or path.startswith(DOCS_ASSETS + "/") or is_page(path)
 
 
 def create_app(search: SearchFn, auth: Authenticator, health=None, ask: AskFn | None = None,
-               limits: ApiConfig | None = None) -> FastAPI:
-    """The API over `search` (and `ask`: POST /ask); `health()` (optional) reports whether the store answers."""
+               limits: ApiConfig | None = None, store: PageStore | None = None) -> FastAPI:
+    """The API over `search` (and `ask`: POST /ask); `health()` (optional) reports whether the store answers;
+    the page at `/`, with GET /sources and GET /chunks/{id} when given a `store`."""
     limits = limits or ApiConfig()
     app = FastAPI(title="docforge", version=__version__, docs_url=None, redoc_url=None, openapi_url=None,
                   description="Search the indexed documentation, with citations.")
@@ -127,6 +131,7 @@ def create_app(search: SearchFn, auth: Authenticator, health=None, ask: AskFn | 
         return HTMLResponse(_SWAGGER.replace("ASSETS", assets).replace("SPEC", spec))
 
     app.mount(DOCS_ASSETS, StaticFiles(directory=str(files("fastapi_offline") / "static")), name="docs-assets")
+    add_page(app, principal, store, limits.dagster_url)
 
     return app
 

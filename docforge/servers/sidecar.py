@@ -45,10 +45,6 @@ def require_token(token: str | None, host: str, insecure_no_token: bool, env_nam
     return None
 
 
-class _TooLarge(Exception):
-    pass
-
-
 class SidecarGate:
     """Token check and body limit, before routing (see module doc)."""
 
@@ -77,28 +73,29 @@ class SidecarGate:
             if int(length) > self.max_body_bytes:
                 await _refuse(scope, receive, send, 413, self._too_large(int(length)))
                 return
-        seen = 0
-        started = False
-
-        async def counted() -> Message:
-            nonlocal seen
+        # The body is read here, against the limit, before the app sees a byte of it (a body sent
+        # without Content-Length is counted as it streams), then handed on whole.
+        body = bytearray()
+        while True:
             message = await receive()
-            if message["type"] == "http.request":
-                seen += len(message.get("body", b""))
-                if seen > self.max_body_bytes:
-                    raise _TooLarge
-            return message
-
-        async def tracked(message: Message) -> None:
-            nonlocal started
-            started = started or message["type"] == "http.response.start"
-            await send(message)
-
-        try:
-            await self.app(scope, counted, tracked)
-        except _TooLarge:
-            if not started:
+            if message["type"] == "http.disconnect":
+                return
+            body += message.get("body", b"")
+            if len(body) > self.max_body_bytes:
                 await _refuse(scope, receive, send, 413, self._too_large(None))
+                return
+            if not message.get("more_body"):
+                break
+        handed = False
+
+        async def replay() -> Message:
+            nonlocal handed
+            if not handed:
+                handed = True
+                return {"type": "http.request", "body": bytes(body), "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
 
     def _too_large(self, n: int | None) -> str:
         size = f"{n} bytes" if n is not None else "more bytes than allowed"

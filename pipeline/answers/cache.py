@@ -3,13 +3,14 @@
 The key is sha256 over canonical JSON of:
 
 - the state of the indexed sources in scope: a digest of (document key, content hash) of every
-  document of those sources (count, and XOR and sum of two seeded 64-bit hashes), so an ingest that changes a document changes it and a no-op ingest
-  does not; plus the chunking fingerprints of the ledger and the store's embedding model;
+  document of those sources (count, and XOR and sum of two seeded 64-bit hashes), so an ingest
+  that changes a document changes it and a no-op ingest does not; plus the chunking fingerprints
+  of the ledger and the store's embedding model;
 - the question in its canonical form (`canonical_question`, mode `strict` or `equivalence`);
 - the model profile (base_url, model, temperature, max_tokens, prompts' version; or the extractive
   answerer's version), the conversation's prior turns, the request's scope (filters, filter_repo,
-  mode, rerank, boost tags), the search settings, the schema version, CANON_VERSION and the
-  verifier's policy.
+  mode, rerank, boost tags; max_iterations with an LLM), the search and answers settings, the
+  schema version, CANON_VERSION and the verifier's policy.
 """
 
 from __future__ import annotations

@@ -73,7 +73,7 @@ def candidates(evidence: list[Evidence]) -> list[Sentence]:
 
 
 def _markup_heavy(s: str) -> bool:
-    letters = sum(c.isalpha() for c in s)
+    letters = sum(map(str.isalpha, s))
     return letters < 0.5 * len(s) or s.rstrip().endswith(":") or "http" in s and letters < 0.7 * len(s)
 
 

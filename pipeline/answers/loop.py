@@ -58,6 +58,7 @@ class _Run:
     question: str
     scope: retrieve.Scope
     history: list[dict[str, str]] | None
+    max_iterations: int
     trace: list[Step] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
     retrieval: list[dict[str, Any]] = field(default_factory=list)
@@ -141,9 +142,9 @@ class Answerer:
         if len(question) > MAX_QUESTION:
             raise AnswerError(f"the question is longer than {MAX_QUESTION} characters")
         scope = retrieve.Scope(filters, filter_repo, mode, rerank, tuple(t for t in boost_tags if t))
-        run = _Run(question, scope, history or None)
-        use_cache = self.cfg.cache if use_cache is None else use_cache
         max_iterations = max_iterations or self.cfg.max_iterations
+        run = _Run(question, scope, history or None, max_iterations)
+        use_cache = self.cfg.cache if use_cache is None else use_cache
 
         with self._lock:
             t = time.perf_counter()
@@ -192,6 +193,7 @@ class Answerer:
             "model": self._profile(),
             "history": run.history,
             "scope": run.scope.as_dict(),
+            "max_iterations": run.max_iterations if self.llm else None,
             "search": self.searcher.config.model_dump(mode="json", exclude=set(self.searcher.config.limits)),
             "answers": self.cfg.model_dump(mode="json", exclude={"cache", "cache_mode"}),
             "verifier": verify.POLICY,

@@ -156,3 +156,23 @@ def oversized_chunks(conn: psycopg.Connection, source: str | None, window: int) 
     return _finding(conn, f"""
         SELECT c.id FROM chunks c JOIN documents d ON d.key = c.doc_key
         WHERE {_IN_SOURCE} AND c.token_count > %(window)s""", {"p": source, "window": window})
+
+
+_PER_SOURCE = """
+SELECT d.source, count(DISTINCT d.key) AS documents, count(c.id) AS chunks, max(d.last_crawled_at) AS last_indexed
+FROM documents d LEFT JOIN chunks c ON c.doc_key = d.key GROUP BY d.source
+"""
+
+
+def per_source(conn: psycopg.Connection, configured: list[str], built: bool = True) -> list[dict]:
+    """Each source's documents, chunks, last ingest and failures: the configured ones first, then any the
+    store still holds (`docforge status`, the HTTP API's GET /sources)."""
+    with conn.cursor(row_factory=dict_row) as cur:
+        rows = {r["source"]: r for r in cur.execute(_PER_SOURCE)} if built else {}
+    fails = dict(conn.execute("SELECT source, count(*) FROM failures GROUP BY source").fetchall()) if built else {}
+    names = list(dict.fromkeys(configured + list(rows)))
+    none = {"documents": 0, "chunks": 0, "last_indexed": None}
+    return [{"name": n, "configured": n in configured,
+             "documents": rows.get(n, none)["documents"], "chunks": rows.get(n, none)["chunks"],
+             "last_indexed": last.isoformat() if (last := rows.get(n, none)["last_indexed"]) else None,
+             "failures": fails.get(n, 0)} for n in names]

@@ -69,16 +69,16 @@ CREATE TABLE bm25_blocks (
 );
 CREATE INDEX bm25_blocks_list ON bm25_blocks (term_id, imp, seq);
 
--- The postings of bm25_docs rows `seqs` (NULL: all), merged into the blocks.
+-- The postings of bm25_docs rows `chunk_seqs`, merged into the blocks.
 -- A posting goes to its block (below every block: the last one); each block that
 -- gains postings is rewritten, split in even parts of at most 128. Terms without
 -- blocks (all of them in a cold load) skip the probes and are cut straight.
-CREATE OR REPLACE FUNCTION docforge_bm25_merge(seqs bigint[]) RETURNS void
+CREATE OR REPLACE FUNCTION docforge_bm25_merge(chunk_seqs bigint[]) RETURNS void
 LANGUAGE sql SET work_mem = '64MB' AS $$
 WITH p AS MATERIALIZED (
     SELECT u.term_id, d.seq::int AS seq, u.tf, d.dl, docforge_bm25_impact(u.tf, d.dl) AS imp
     FROM bm25_docs d, unnest(d.terms, d.tfs) u(term_id, tf)
-    WHERE d.seq = ANY (seqs)),
+    WHERE d.seq = ANY (chunk_seqs)),
 known AS MATERIALIZED (
     SELECT t.term_id FROM (SELECT DISTINCT term_id FROM p) t
     WHERE EXISTS (SELECT FROM bm25_blocks b WHERE b.term_id = t.term_id)),
@@ -110,11 +110,11 @@ FROM ranked
 GROUP BY term_id, bimp, bseq, i * ceil(n / 128.0)::bigint / n
 $$;
 
--- The postings of chunks `seqs`, taken out of the blocks (a block left empty goes), and their bm25_docs rows.
-CREATE OR REPLACE FUNCTION docforge_bm25_remove(seqs bigint[]) RETURNS void
+-- The postings of chunks `chunk_seqs`, taken out of the blocks (a block left empty goes), and their bm25_docs rows.
+CREATE OR REPLACE FUNCTION docforge_bm25_remove(chunk_seqs bigint[]) RETURNS void
 LANGUAGE sql SET work_mem = '64MB' AS $$
 WITH gone AS MATERIALIZED (
-    DELETE FROM bm25_docs d WHERE d.seq = ANY (seqs) RETURNING d.*),
+    DELETE FROM bm25_docs d WHERE d.seq = ANY (chunk_seqs) RETURNING d.*),
 p AS (
     SELECT u.term_id, d.seq::int AS seq, docforge_bm25_impact(u.tf, d.dl) AS imp
     FROM gone d, unnest(d.terms, d.tfs) u(term_id, tf)),
@@ -152,10 +152,10 @@ BEGIN
 END $$;
 
 -- bm25_docs rows for chunks (seq, tsv); their terms are in bm25_terms already (0002's triggers ran first).
-CREATE OR REPLACE FUNCTION docforge_bm25_docs(seqs bigint[], tsvs tsvector[]) RETURNS void
+CREATE OR REPLACE FUNCTION docforge_bm25_docs(chunk_seqs bigint[], chunk_tsvs tsvector[]) RETURNS void
 LANGUAGE sql SET work_mem = '64MB' AS $$
     WITH r AS MATERIALIZED (  -- each chunk's length once, not once per lexeme
-        SELECT seq, tsv, docforge_tsv_length(tsv) AS dl FROM unnest(seqs, tsvs) x(seq, tsv))
+        SELECT seq, tsv, docforge_tsv_length(tsv) AS dl FROM unnest(chunk_seqs, chunk_tsvs) x(seq, tsv))
     INSERT INTO bm25_docs (seq, dl, terms, tfs)
     SELECT r.seq, min(r.dl), array_agg(t.id ORDER BY t.id),
            array_agg(coalesce(array_length(u.positions, 1), 1)::smallint ORDER BY t.id)

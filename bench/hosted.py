@@ -1,0 +1,174 @@
+"""The hosted shape, measured: an API replica that embeds its queries through the embedder service.
+
+    python bench/hosted.py                 # embedder service + API (EMBEDDER_URL), real processes
+    python bench/hosted.py --compare       # and the API with the model in process, for comparison
+    python bench/hosted.py --json
+
+Builds a small real store first (this repository's docs, chunked and embedded by
+the packaged all-MiniLM-L6-v2 into an embedded Postgres under a temp folder),
+then starts, on 127.0.0.1, `docforge serve --embedder` and, once it answers,
+`docforge serve --api` with EMBEDDER_URL set. Reports for the API process:
+
+- time from its start (the exec) to its first answered POST /search (the
+  process imports, connects, warms the query path and serves);
+- peak RSS (VmHWM in /proc) after that search and 50 more, distinct queries;
+- whether torch, transformers, sentence-transformers or onnxruntime got into it
+  (shared libraries mapped; pure-Python packages cannot load without torch's).
+
+Targets (issue 15): at most 250 MB and 3 s on a small CPU machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+DOCFORGE = str(Path(sys.executable).parent / "docforge")
+TOKEN, API_TOKEN = "bench-embedder-token", "bench-api-token"
+HEAVY = ("torch", "transformers", "sentence_transformers", "onnxruntime")
+QUERIES = ["how do I deploy docforge?", "what does the embedder service do?", "keyword search BM25",
+           "incremental ingest ledger", "rotate the API token", "how are chunks sized?"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def build_store(work: Path) -> Path:
+    """A git repository of this project's docs, indexed: returns its sources.yml."""
+    from pipeline.config import load_settings
+    from pipeline.ingest import IngestContext, ingest_source
+
+    repo = work / "docs-repo"
+    shutil.copytree(ROOT / "docs", repo / "docs", ignore=shutil.ignore_patterns("*.py"))
+    shutil.copy(ROOT / "README.md", repo / "README.md")
+    env = {**os.environ, "GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@example.com",
+           "GIT_COMMITTER_NAME": "b", "GIT_COMMITTER_EMAIL": "b@example.com"}
+    for cmd in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-qm", "docs"]):
+        subprocess.run(["git", "-C", str(repo), *cmd], check=True, env=env)
+    config = work / "sources.yml"
+    config.write_text(f"sources:\n  - name: docs\n    type: git\n    repo: {repo}\n")
+    stats = ingest_source(IngestContext(load_settings(config)), "docs")
+    print(f"[hosted] store: {stats.chunks_indexed} chunks of {stats.files_added} files", file=sys.stderr)
+    return config
+
+
+def wait_health(url: str, proc: subprocess.Popen, timeout_s: float = 300) -> None:
+    import httpx
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"{url}: the process exited with {proc.returncode}")
+        try:
+            if httpx.get(f"{url}/health", timeout=1).status_code == 200:
+                return
+        except Exception:  # noqa: BLE001 (not listening yet)
+            pass
+        time.sleep(0.05)
+    raise RuntimeError(f"{url} did not start in {timeout_s} s")
+
+
+def start(args: list[str], env: dict) -> subprocess.Popen:
+    return subprocess.Popen([DOCFORGE, *args], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+
+def status_kb(pid: int, key: str) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(key + ":"):
+            return int(line.split()[1])
+    raise KeyError(key)
+
+
+def heavy_libraries(pid: int) -> list[str]:
+    """Which of HEAVY have a shared library mapped into the process."""
+    maps = Path(f"/proc/{pid}/maps").read_text()
+    marks = {"torch": "libtorch", "transformers": "libtorch", "sentence_transformers": "libtorch",
+             "onnxruntime": "onnxruntime"}
+    return sorted({m for m, lib in marks.items() if lib in maps})
+
+
+def measure_api(config: Path, env: dict, searches: int = 50) -> dict:
+    """Start `docforge serve --api`, time it to the first answered search, then read its peak RSS."""
+    import httpx
+
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    body = {"query": QUERIES[0], "user_name": "bench", "team_name": "bench", "limit": 5}
+    headers = {"Authorization": f"Bearer {API_TOKEN}"}
+    t0 = time.monotonic()
+    api = start(["serve", "--api", "--port", str(port), "-c", str(config)], env)
+    try:
+        while True:
+            if api.poll() is not None:
+                raise RuntimeError(f"the API exited with {api.returncode}: {api.stderr.read().decode()[-2000:]}")
+            try:
+                resp = httpx.post(f"{url}/search", json=body, headers=headers, timeout=30)
+                if resp.status_code == 200:
+                    break
+            except httpx.TransportError:
+                time.sleep(0.02)
+        first_s = time.monotonic() - t0
+        hits = len(resp.json()["hits"])
+        for i in range(searches):
+            q = f"{QUERIES[i % len(QUERIES)]} ({i})"
+            httpx.post(f"{url}/search", json={**body, "query": q}, headers=headers, timeout=30).raise_for_status()
+        return {"first_search_s": round(first_s, 2), "peak_rss_mb": round(status_kb(api.pid, "VmHWM") / 1024, 1),
+                "rss_mb": round(status_kb(api.pid, "VmRSS") / 1024, 1), "hits": hits,
+                "heavy_libraries": heavy_libraries(api.pid)}
+    finally:
+        api.terminate()
+        api.wait(30)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--compare", action="store_true", help="also measure the API with the model in process")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory(prefix="docforge-hosted-") as tmp:
+        work = Path(tmp)
+        env = {**os.environ, "DOCFORGE_HOME": str(work / "home"), "EMBEDDER_TOKEN": TOKEN,
+               "DOCFORGE_API_TOKENS": API_TOKEN, "TOKENIZERS_PARALLELISM": "false"}
+        env.pop("DATABASE_URL", None)
+        os.environ.update({k: env[k] for k in ("DOCFORGE_HOME", "TOKENIZERS_PARALLELISM")})
+        config = build_store(work)
+        port = free_port()
+        service = start(["serve", "--embedder", "--port", str(port), "-c", str(config)], env)
+        try:
+            wait_health(f"http://127.0.0.1:{port}", service)
+            out = {"hosted": measure_api(config, {**env, "EMBEDDER_URL": f"http://127.0.0.1:{port}"})}
+            out["embedder_service_peak_rss_mb"] = round(status_kb(service.pid, "VmHWM") / 1024, 1)
+        finally:
+            service.terminate()
+            service.wait(30)
+        if args.compare:
+            out["in_process"] = measure_api(config, env)
+    out["targets"] = {"peak_rss_mb": 250, "first_search_s": 3.0}
+    if args.json:
+        print(json.dumps(out))
+        return
+    for name in ("hosted", "in_process"):
+        if name in out:
+            r = out[name]
+            print(f"{name:<10} first /search after {r['first_search_s']:.2f} s, peak RSS {r['peak_rss_mb']:.0f} MB, "
+                  f"heavy libraries: {', '.join(r['heavy_libraries']) or 'none'}")
+    print(f"embedder service peak RSS {out['embedder_service_peak_rss_mb']:.0f} MB; targets for the API: "
+          "≤ 250 MB, ≤ 3 s")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,294 @@
+// docforge's page: vanilla JS, no dependencies (docs/web.md). Every string from the server reaches the DOM
+// through textContent or a text node, never innerHTML; links are kept only when they are http(s).
+"use strict";
+
+const TOKEN_KEY = "docforge.token";
+const $ = (id) => document.getElementById(id);
+
+function el(tag, props, ...children) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(props || {})) {
+    if (v === null || v === undefined || v === false) continue;
+    if (k === "class") node.className = v;
+    else if (k === "text") node.textContent = v;
+    else if (k.startsWith("on")) node.addEventListener(k.slice(2), v);
+    else node.setAttribute(k, v === true ? "" : String(v));
+  }
+  for (const c of children) if (c !== null && c !== undefined) node.append(c);
+  return node;
+}
+
+function safeUrl(url) {
+  try {
+    const u = new URL(String(url), location.href);
+    return u.protocol === "http:" || u.protocol === "https:" ? u.href : null;
+  } catch { return null; }
+}
+
+function link(url, label) {
+  const href = safeUrl(url);
+  return href ? el("a", { href, rel: "noopener noreferrer", target: "_blank", text: label })
+              : el("span", { text: label });
+}
+
+// --- auth ----------------------------------------------------------------------------------------------
+
+class Unauthorized extends Error {}
+
+async function api(path, body) {
+  const token = sessionStorage.getItem(TOKEN_KEY);
+  const init = { headers: { Authorization: "Bearer " + token }, cache: "no-store" };
+  if (body !== undefined) {
+    init.method = "POST";
+    init.headers["Content-Type"] = "application/json";
+    init.body = JSON.stringify(body);
+  }
+  const resp = await fetch(path, init);
+  if (resp.status === 401) throw new Unauthorized("the token was refused");
+  const data = await resp.json().catch(() => ({}));
+  if (!resp.ok) {
+    const detail = typeof data.detail === "string" ? data.detail : JSON.stringify(data.detail || resp.statusText);
+    throw new Error(`${resp.status}: ${detail}`);
+  }
+  return data;
+}
+
+function showLogin(message) {
+  sessionStorage.removeItem(TOKEN_KEY);
+  $("app-view").hidden = true;
+  $("logout").hidden = true;
+  $("login-view").hidden = false;
+  $("login-error").textContent = message || "";
+  $("token").value = "";
+  $("token").focus();
+}
+
+async function enter() {
+  const sources = await api("sources");  // proves the token; fills the source filter
+  $("login-view").hidden = true;
+  $("app-view").hidden = false;
+  $("logout").hidden = false;
+  fillSourceFilter(sources.sources);
+  renderSources(sources.sources);
+  selectTab("tab-search");
+  $("q").focus();
+}
+
+function failed(err, statusId) {
+  if (err instanceof Unauthorized) showLogin("Your token was refused; log in again.");
+  else $(statusId).textContent = "Error: " + err.message;
+}
+
+// --- tabs (arrow keys move between them, as in the ARIA tabs pattern) -----------------------------------
+
+const TABS = ["tab-search", "tab-ask", "tab-sources"];
+
+function selectTab(id) {
+  for (const t of TABS) {
+    const on = t === id;
+    $(t).setAttribute("aria-selected", on ? "true" : "false");
+    $(t).tabIndex = on ? 0 : -1;
+    $($(t).getAttribute("aria-controls")).hidden = !on;
+  }
+  if (id === "tab-sources") loadSources();
+}
+
+// --- search --------------------------------------------------------------------------------------------
+
+function terms(query) {
+  const words = String(query).toLowerCase().match(/[\p{L}\p{N}_]{2,}/gu) || [];
+  return [...new Set(words)].sort((a, b) => b.length - a.length);
+}
+
+function escapeRegExp(s) { return s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"); }
+
+// `text` as text nodes with each query term wrapped in <mark>: the text itself is never parsed as HTML.
+function marked(text, words) {
+  const frag = document.createDocumentFragment();
+  if (!words.length) { frag.append(text); return frag; }
+  const re = new RegExp(words.map(escapeRegExp).join("|"), "giu");
+  let last = 0;
+  for (const m of text.matchAll(re)) {
+    if (m.index > last) frag.append(text.slice(last, m.index));
+    frag.append(el("mark", { text: m[0] }));
+    last = m.index + m[0].length;
+  }
+  if (last < text.length) frag.append(text.slice(last));
+  return frag;
+}
+
+// A window of the text around its first matched term.
+function excerpt(text, words, size = 320) {
+  const lower = text.toLowerCase();
+  const hits = words.map((w) => lower.indexOf(w)).filter((i) => i >= 0);
+  const first = hits.length ? Math.min(...hits) : 0;
+  const start = Math.max(0, Math.min(first - 80, text.length - size));
+  const end = Math.min(text.length, start + size);
+  return (start > 0 ? "… " : "") + text.slice(start, end) + (end < text.length ? " …" : "");
+}
+
+function searchFilters() {
+  const parts = [];
+  if ($("search-source").value) parts.push({ source: $("search-source").value });
+  if ($("search-type").value) parts.push({ type: $("search-type").value });
+  const tag = $("search-tag").value.trim();
+  if (tag) parts.push({ tags: { $in: [tag] } });
+  if (!parts.length) return null;
+  return parts.length === 1 ? parts[0] : { $and: parts };
+}
+
+async function runSearch(event) {
+  event.preventDefault();
+  const query = $("q").value.trim();
+  if (!query) return;
+  const list = $("results");
+  list.replaceChildren();
+  $("search-status").textContent = "Searching…";
+  const body = { query, mode: $("search-mode").value, limit: 10 };
+  const filters = searchFilters();
+  if (filters) body.filters = filters;
+  try {
+    const data = await api("search", body);
+    const words = terms(query);
+    $("search-status").textContent = `${data.hits.length} result${data.hits.length === 1 ? "" : "s"}`;
+    for (const h of data.hits) {
+      const title = h.section ? `${h.title} › ${h.section}` : h.title;
+      const meta = [`score ${Number(h.score).toFixed(3)}`, h.source, h.type];
+      if (h.page !== null && h.page !== undefined) meta.push(`page ${h.page}`);
+      list.append(el("li", { class: "result card" },
+        el("h3", {}, link(h.url, title)),
+        el("p", { class: "meta", text: meta.join(" · ") }),
+        el("p", { class: "excerpt" }, marked(excerpt(h.text, words), words))));
+    }
+  } catch (err) { failed(err, "search-status"); }
+}
+
+// --- ask -----------------------------------------------------------------------------------------------
+
+function claimItem(c) {
+  const ok = Boolean(c.verified);
+  const badge = el("span", { class: ok ? "badge ok" : "badge warn",
+                             text: ok ? `verified${c.strategy ? " · " + c.strategy : ""}` : "unverified" });
+  const refs = (c.pointers || []).map((p) => el("button", {
+    type: "button", class: "pointer", "aria-label": `Open citation ${p}`, text: p,
+    onclick: () => openCitation(p) }));
+  return el("li", { class: ok ? "claim verified" : "claim unverified" }, badge, " ", el("span", { text: c.text }),
+            " ", ...refs);
+}
+
+function citationCard(c) {
+  const title = c.section ? `${c.title} › ${c.section}` : c.title;
+  const evidence = el("blockquote", { class: "evidence", text: "Loading the evidence…" });
+  const where = [c.source, `chunk ${c.chunk_index}`];
+  if (c.page !== null && c.page !== undefined) where.push(`page ${c.page}`);
+  const card = el("details", { class: "citation card", id: "cite-" + c.pointer },
+    el("summary", {}, el("span", { class: "pointer-label", text: `[${c.pointer}]` }), " ", el("span", { text: title })),
+    el("p", { class: "meta" }, link(c.url, "Open the source"), " · " + where.join(" · ")),
+    evidence);
+  let loaded = false;
+  card.addEventListener("toggle", async () => {
+    if (!card.open || loaded) return;
+    loaded = true;
+    try {
+      const chunk = await api("chunks/" + encodeURIComponent(c.chunk_id));
+      evidence.textContent = chunk.text;
+    } catch (err) {
+      loaded = false;
+      if (err instanceof Unauthorized) showLogin("Your token was refused; log in again.");
+      else evidence.textContent = "The evidence could not be loaded: " + err.message;
+    }
+  });
+  return card;
+}
+
+function openCitation(pointer) {
+  const card = $("cite-" + pointer);
+  if (!card) return;
+  card.open = true;
+  card.querySelector("summary").focus();
+}
+
+async function runAsk(event) {
+  event.preventDefault();
+  const question = $("question").value.trim();
+  if (!question) return;
+  const out = $("answer");
+  out.hidden = true;
+  out.replaceChildren();
+  $("ask-status").textContent = "Thinking…";
+  try {
+    const a = await api("ask", { question, mode: $("ask-mode").value, trace: $("ask-trace").checked });
+    $("ask-status").textContent = "";
+    const head = el("p", { class: "answer-head" },
+      el("span", { class: "badge audit audit-" + String(a.audit_mode).toLowerCase(), text: `audit ${a.audit_mode}` }),
+      " ", el("span", { class: "meta", text: `confidence ${Number(a.confidence).toFixed(2)} · ${a.model} · cache ${a.cache}` }));
+    out.append(head);
+    if (a.abstained) out.append(el("p", { class: "warn-text", text: "No answer: the sources do not support one." }));
+    out.append(el("p", { class: "answer-text", text: a.answer }));
+    if (a.claims && a.claims.length) {
+      out.append(el("h3", { text: "Claims" }), el("ul", { class: "claims" }, ...a.claims.map(claimItem)));
+    }
+    if (a.citations && a.citations.length) {
+      out.append(el("h3", { text: "Citations" }), el("div", { class: "citations" }, ...a.citations.map(citationCard)));
+    }
+    if (a.trace) {
+      out.append(el("details", { class: "trace card" }, el("summary", { text: "Trace" }),
+                    el("pre", { text: JSON.stringify(a.trace, null, 2) })));
+    }
+    out.hidden = false;
+  } catch (err) { failed(err, "ask-status"); }
+}
+
+// --- sources -------------------------------------------------------------------------------------------
+
+function fillSourceFilter(sources) {
+  const select = $("search-source");
+  select.replaceChildren(el("option", { value: "", text: "any" }),
+                         ...sources.map((s) => el("option", { value: s.name, text: s.name })));
+}
+
+function renderSources(sources) {
+  const body = $("sources").tBodies[0];
+  body.replaceChildren(...sources.map((s) => el("tr", {},
+    el("th", { scope: "row", text: s.name + (s.configured ? "" : " (not in config)") }),
+    el("td", { text: String(s.documents) }),
+    el("td", { text: String(s.chunks) }),
+    el("td", {}, s.last_indexed ? el("time", { datetime: s.last_indexed,
+                                               text: new Date(s.last_indexed).toLocaleString() }) : "never"),
+    el("td", { class: s.failures ? "warn-text" : "", text: String(s.failures) }),
+    el("td", {}, link(s.dagster_url, "partition")))));
+  $("sources-status").textContent = `${sources.length} source${sources.length === 1 ? "" : "s"}`;
+}
+
+async function loadSources() {
+  try { renderSources((await api("sources")).sources); } catch (err) { failed(err, "sources-status"); }
+}
+
+// --- wiring --------------------------------------------------------------------------------------------
+
+document.addEventListener("DOMContentLoaded", () => {
+  $("login-form").addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const token = $("token").value.trim();
+    if (!token) return;
+    sessionStorage.setItem(TOKEN_KEY, token);
+    try { await enter(); } catch (err) {
+      showLogin(err instanceof Unauthorized ? "That token was refused." : "Error: " + err.message);
+    }
+  });
+  $("logout").addEventListener("click", () => showLogin(""));
+  $("search-form").addEventListener("submit", runSearch);
+  $("ask-form").addEventListener("submit", runAsk);
+  for (const t of TABS) {
+    $(t).addEventListener("click", () => selectTab(t));
+    $(t).addEventListener("keydown", (e) => {
+      const step = e.key === "ArrowRight" ? 1 : e.key === "ArrowLeft" ? -1 : 0;
+      if (!step) return;
+      const next = TABS[(TABS.indexOf(t) + step + TABS.length) % TABS.length];
+      selectTab(next);
+      $(next).focus();
+    });
+  }
+  if (sessionStorage.getItem(TOKEN_KEY)) enter().catch(() => showLogin("Your session ended; log in again."));
+  else showLogin("");
+});

@@ -1,0 +1,174 @@
+"""The page at `/` (docforge.servers.web) on a real API server over a real ingested corpus: its open shell
+and guarded reads over HTTP, then the whole flow in Debian's headless Chromium driven by Selenium through
+the system chromedriver (nothing downloaded): log in, search, ask, open a citation, see the sources."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import httpx
+import pytest
+from pydantic import SecretStr
+from query_corpus import ServerThread, build_corpus
+
+from docforge.servers import LocalSearch
+from docforge.servers.api import create_app
+from docforge.servers.ask import LocalAsk
+from docforge.servers.auth import AuthConfig, Authenticator
+from docforge.servers.web import CSP, LocalStore
+from pipeline.answers import Answerer
+from pipeline.query import Searcher
+
+TOKEN = "web-test-token"
+CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
+
+
+@pytest.fixture(scope="module")
+def site(pg_server, embedder, tmp_path_factory):
+    """The API over its own corpus (asking writes the answer cache: the shared corpus stays read-only)."""
+    corpus = build_corpus(pg_server, embedder, tmp_path_factory.mktemp("web-corpus"))
+    searcher = Searcher(corpus.settings, url=corpus.url, embedder=embedder, reranker=None)
+    answerer = Answerer(corpus.settings, searcher=searcher, url=corpus.url, llm=None)  # extractive
+    app = create_app(LocalSearch(searcher), Authenticator(AuthConfig(api_tokens=SecretStr(TOKEN))),
+                     ask=LocalAsk(answerer), store=LocalStore(searcher))
+    with ServerThread(app) as srv:
+        yield srv
+    answerer.close()
+    searcher.close()
+
+
+def test_page_is_open_and_everything_it_reads_is_guarded(site):
+    page = httpx.get(f"{site.url}/")
+    assert page.status_code == 200 and 'id="login-view"' in page.text
+    assert page.headers["content-security-policy"] == CSP and TOKEN not in page.text
+    for asset in ("web/app.js", "web/app.css"):
+        assert httpx.get(f"{site.url}/{asset}").status_code == 200
+    assert "http" not in httpx.get(f"{site.url}/web/app.css").text  # no external asset
+    for path in ("sources", "chunks/x"):
+        assert httpx.get(f"{site.url}/{path}").status_code == 401
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    sources = httpx.get(f"{site.url}/sources", headers=auth).json()["sources"]
+    handbook = next(s for s in sources if s["name"] == "handbook")
+    assert handbook["documents"] > 0 and handbook["chunks"] >= handbook["documents"] and handbook["failures"] == 0
+    assert handbook["last_indexed"] and handbook["dagster_url"].endswith("partition=handbook")
+    assert httpx.get(f"{site.url}/chunks/no-such-chunk", headers=auth).status_code == 404
+
+
+@pytest.fixture
+def browser(tmp_path, monkeypatch):
+    if not (CHROMIUM and CHROMEDRIVER):
+        pytest.skip("no Chromium: install Debian's chromium and chromium-driver (apt-get install -y chromium "
+                    "chromium-driver; .ci/run does) to run the browser tests")
+    webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed (pip install -e '.[dev]')")
+    from selenium.webdriver.chrome.service import Service
+
+    monkeypatch.setenv("SE_OFFLINE", "true")  # Selenium Manager must never fetch a browser or a driver
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = CHROMIUM
+    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", "--no-first-run",
+                "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                "--disable-default-apps", "--window-size=1100,900", f"--user-data-dir={tmp_path / 'profile'}"):
+        opts.add_argument(arg)
+    opts.set_capability("goog:loggingPrefs", {"performance": "ALL"})
+    driver = webdriver.Chrome(options=opts, service=Service(executable_path=CHROMEDRIVER))
+    driver.implicitly_wait(0)
+    yield driver
+    driver.quit()
+
+
+def requested_urls(driver) -> list[str]:
+    """Every URL the page asked for, from the DevTools performance log."""
+    urls = []
+    for entry in driver.get_log("performance"):
+        msg = json.loads(entry["message"])["message"]
+        if msg["method"] == "Network.requestWillBeSent":
+            urls.append(msg["params"]["request"]["url"])
+    return urls
+
+
+def test_the_page_in_headless_chromium(site, browser, tmp_path):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    shots = Path(os.environ.get("DOCFORGE_TEST_ARTIFACTS") or tmp_path / "artifacts")
+    shots.mkdir(parents=True, exist_ok=True)
+    wait = WebDriverWait(browser, 60)
+    find = browser.find_element
+    visible = lambda id_: wait.until(ec.visibility_of_element_located((By.ID, id_)))  # noqa: E731
+    urls: list[str] = []
+
+    # Without a token: the login view only.
+    browser.get(site.url + "/")
+    visible("login-view")
+    assert not find(By.ID, "app-view").is_displayed() and not find(By.ID, "logout").is_displayed()
+    browser.save_screenshot(str(shots / "1-login.png"))
+
+    # A wrong token is refused; the right one opens the app.
+    find(By.ID, "token").send_keys("not-the-token")
+    find(By.CSS_SELECTOR, "#login-form button").click()
+    wait.until(lambda d: "refused" in find(By.ID, "login-error").text)
+    assert not find(By.ID, "app-view").is_displayed()
+    find(By.ID, "token").send_keys(TOKEN)
+    find(By.CSS_SELECTOR, "#login-form button").click()
+    visible("app-view")
+    assert browser.execute_script("return sessionStorage.getItem('docforge.token')") == TOKEN
+
+    # Search: the term is marked in an excerpt, under title › section, with a score and a link.
+    find(By.ID, "q").send_keys("vault")
+    find(By.CSS_SELECTOR, "#search-form button").click()
+    wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#results .excerpt mark"))
+    marks = [m.text.lower() for m in browser.find_elements(By.CSS_SELECTOR, "#results .excerpt mark")]
+    assert marks and set(marks) == {"vault"}
+    first = find(By.CSS_SELECTOR, "#results .result")
+    assert "›" in first.find_element(By.CSS_SELECTOR, "h3").text and "score" in first.text
+    assert first.find_element(By.CSS_SELECTOR, "h3 a").get_attribute("href")
+    browser.save_screenshot(str(shots / "2-search.png"))
+
+    # Ask (extractive): verified claims, the audit badge, a citation that expands to its evidence.
+    find(By.ID, "tab-ask").click()
+    visible("panel-ask")
+    find(By.ID, "question").send_keys("How often is the Postgres password rotated?")
+    find(By.ID, "ask-trace").click()
+    find(By.CSS_SELECTOR, "#ask-form button").click()
+    visible("answer")
+    assert "audit STRICT" in find(By.CSS_SELECTOR, "#answer .audit").text
+    claims = browser.find_elements(By.CSS_SELECTOR, "#answer .claim.verified")
+    assert claims and "verified" in claims[0].find_element(By.CSS_SELECTOR, ".badge").text
+    card = find(By.CSS_SELECTOR, "#answer details.citation")
+    assert card.get_attribute("open") is None
+    claims[0].find_element(By.CSS_SELECTOR, "button.pointer").click()  # the claim's pointer opens its card
+    wait.until(lambda d: card.get_attribute("open") is not None)
+    evidence = card.find_element(By.CSS_SELECTOR, ".evidence")
+    wait.until(lambda d: "90 days" in evidence.text)
+    find(By.CSS_SELECTOR, "#answer details.trace summary").click()
+    assert "retrieve" in find(By.CSS_SELECTOR, "#answer details.trace pre").text
+    browser.save_screenshot(str(shots / "3-ask.png"))
+
+    # Sources: both sources, with counts and a link to the Dagster partition.
+    find(By.ID, "tab-sources").click()
+    wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#sources tbody tr")) == 2)
+    row = next(r for r in browser.find_elements(By.CSS_SELECTOR, "#sources tbody tr") if "handbook" in r.text)
+    assert "partition=handbook" in row.find_element(By.CSS_SELECTOR, "a").get_attribute("href")
+    browser.save_screenshot(str(shots / "4-sources.png"))
+
+    # Readable on a narrow window: nothing wider than the viewport.
+    browser.set_window_size(380, 800)
+    assert browser.execute_script("return document.documentElement.scrollWidth <= window.innerWidth")
+    browser.save_screenshot(str(shots / "5-narrow.png"))
+
+    # Logging out forgets the token.
+    find(By.ID, "logout").click()
+    visible("login-view")
+    assert browser.execute_script("return sessionStorage.getItem('docforge.token')") is None
+
+    urls += requested_urls(browser)
+    assert urls, "the DevTools log recorded no request"
+    outside = [u for u in urls if urlsplit(u).scheme in ("http", "https", "ws", "wss")
+               and urlsplit(u).hostname != "127.0.0.1"]
+    assert not outside, outside
+    assert all(p.stat().st_size > 0 for p in shots.glob("*.png")) and len(list(shots.glob("*.png"))) == 5
