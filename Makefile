@@ -26,6 +26,9 @@ $(STAMP): pyproject.toml
 demo: install
 	$(VENV)/bin/docforge ingest
 	$(VENV)/bin/docforge search "$(QUERY)" --limit 3
+	@echo
+	@echo "To search and ask in a browser: DOCFORGE_API_TOKENS=<a token> $(VENV)/bin/docforge serve --api"
+	@echo "then open http://127.0.0.1:8000/ and log in with that token (docs/web.md)."
 
 # Style, types of the core, and the one-way layers (import-linter contracts in pyproject.toml).
 lint: install
@@ -34,6 +37,7 @@ lint: install
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 
+# The browser tests need Debian's chromium + chromium-driver (.ci/run installs them); else they skip.
 test: lint
 	$(PY) -m pytest
 

@@ -273,6 +273,12 @@ class Embedder:
         if self.cfg.backend != "torch":
             from pipeline.onnx import OnnxRunner, model_file
 
+            extra = [m.get("type", "?") for m in self._modules
+                     if not str(m.get("type", "")).endswith(("Transformer", "Pooling", "Normalize"))]
+            if extra:  # the export is the bare encoder + pooling: a Dense head (any other module) is not in it
+                raise EmbedError(f"the ONNX backend runs encoder + pooling only; {self.model_id} also has "
+                                 f"{', '.join(extra)}: use embedding.backend torch")
+
             return OnnxRunner(model_file(self.onnx_model(), self.cfg.backend == "onnx-int8"), self.pooling)
         names = self._pretokenised_inputs()
         return _torch_runner(self.model, self.device, names) if names else None

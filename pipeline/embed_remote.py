@@ -189,9 +189,14 @@ def connect(cfg: EmbeddingConfig, model: str | None = None, dimension: int | Non
     served = []
     for url in cfg.urls:
         remote = RemoteEmbedder(url, token, timeout_s=cfg.timeout_s, max_retries=cfg.max_retries)
-        if model is None or (remote.model_id == model and (dimension is None or remote.dimension == dimension)):
-            return remote
-        served.append(f"{remote.model_id!r} (dimension {remote.dimension}) at {url}")
+        try:
+            if model is None or (remote.model_id == model and dimension in (None, remote.dimension)):
+                return remote
+            served.append(f"{remote.model_id!r} (dimension {remote.dimension}) at {url}")
+        except EmbedError as e:
+            if len(cfg.urls) == 1:
+                raise
+            served.append(f"nothing at {url} ({e})")  # another of the list may serve the model
         remote.close()
     raise EmbedError(f"the store's vectors come from {model!r} (dimension {dimension}), but the embedder "
                      f"service serves {', '.join(served)}: run a service with that model and add its URL to "

@@ -17,7 +17,7 @@ import logging
 from typing import Literal
 
 from pipeline.config import EmbeddingConfig
-from pipeline.embed import Embedder, TextEmbedder, candidates, locate, query_embedder
+from pipeline.embed import Embedder, TextEmbedder, candidates, load_embedder, locate, query_embedder
 from pipeline.embed_remote import connect
 from pipeline.errors import EmbedError
 from pipeline.store.generations import Generation
@@ -61,6 +61,13 @@ def for_generation(cfg: EmbeddingConfig, gen: Generation, purpose: Purpose,
     return emb
 
 
+def for_config(cfg: EmbeddingConfig, purpose: Purpose) -> TextEmbedder:
+    """The configured model's embedder, before any generation exists (an empty store)."""
+    if remote(cfg, purpose):
+        return connect(cfg)
+    return query_embedder(cfg) if purpose == "query" else Embedder(cfg)
+
+
 def for_new_store(cfg: EmbeddingConfig, given: Embedder | None = None) -> TextEmbedder:
     """The embedder a store without generations is built with: the service's (remote ingest), `given`
     if it loads, else the first of model + fallbacks that loads."""
@@ -73,6 +80,4 @@ def for_new_store(cfg: EmbeddingConfig, given: Embedder | None = None) -> TextEm
             if not [n for n in candidates(cfg) if n != given.name]:
                 raise
             log.warning("embedding model %r failed to load, trying the fallbacks: %s", given.name, e)
-    from pipeline.embed import load_embedder
-
     return load_embedder(cfg, skip=[given.name] if given is not None else [])

@@ -6,7 +6,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
+import socket
+import subprocess
+import sys
+import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -36,6 +41,7 @@ def site(pg_server, embedder, tmp_path_factory):
     app = create_app(LocalSearch(searcher), Authenticator(AuthConfig(api_tokens=SecretStr(TOKEN))),
                      ask=LocalAsk(answerer), store=LocalStore(searcher))
     with ServerThread(app) as srv:
+        srv.corpus = corpus
         yield srv
     answerer.close()
     searcher.close()
@@ -56,6 +62,34 @@ def test_page_is_open_and_everything_it_reads_is_guarded(site):
     assert handbook["documents"] > 0 and handbook["chunks"] >= handbook["documents"] and handbook["failures"] == 0
     assert handbook["last_indexed"] and handbook["dagster_url"].endswith("partition=handbook")
     assert httpx.get(f"{site.url}/chunks/no-such-chunk", headers=auth).status_code == 404
+
+
+def test_serve_api_prints_the_page_url_and_serves_it(site, tmp_path):
+    """The real CLI path: `docforge serve --api` tells the user where the page is, and serves it with /sources."""
+    with socket.socket() as s:  # a free port, so the printed URL is the real one
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {**os.environ, "DATABASE_URL": site.corpus.url, "DOCFORGE_API_TOKENS": TOKEN,
+           "DOCFORGE_HOME": str(tmp_path / "home"), "HF_HUB_OFFLINE": "1"}
+    log = tmp_path / "stderr.log"
+    with open(log, "wb") as err:
+        proc = subprocess.Popen([str(Path(sys.executable).with_name("docforge")), "serve", "--api", "--port", str(port),
+                                 "--config", str(site.corpus.config)], env=env, stdout=subprocess.DEVNULL, stderr=err)
+    try:
+        for _ in range(600):  # the model loads first: at most 600 looks, 0.25 s apart
+            if "Uvicorn running" in log.read_text(errors="replace"):
+                break
+            assert proc.poll() is None, log.read_text(errors="replace")
+            time.sleep(0.25)
+        m = re.search(r"Open (http://127\.0\.0\.1:\d+/) in a browser", log.read_text(errors="replace"))
+        assert m and m.group(1) == f"http://127.0.0.1:{port}/"
+        assert 'id="login-view"' in httpx.get(m.group(1)).text
+        sources = httpx.get(m.group(1) + "sources", headers={"Authorization": f"Bearer {TOKEN}"}).json()["sources"]
+        assert {s["name"] for s in sources} == {"handbook", "payments"}
+        assert TOKEN not in log.read_text(errors="replace")
+    finally:
+        proc.terminate()
+        proc.wait(20)
 
 
 @pytest.fixture
@@ -126,7 +160,8 @@ def test_the_page_in_headless_chromium(site, browser, tmp_path):
     assert marks and set(marks) == {"vault"}
     first = find(By.CSS_SELECTOR, "#results .result")
     assert "›" in first.find_element(By.CSS_SELECTOR, "h3").text and "score" in first.text
-    assert first.find_element(By.CSS_SELECTOR, "h3 a").get_attribute("href")
+    ref = first.find_element(By.CSS_SELECTOR, "h3 .source-ref")  # file:// (a local repo): shown, not linked
+    assert (ref.get_attribute("href") or ref.get_attribute("data-url")).endswith(".md")
     browser.save_screenshot(str(shots / "2-search.png"))
 
     # Ask (extractive): verified claims, the audit badge, a citation that expands to its evidence.

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from pipeline.errors import DocforgeError
 from pipeline.query import Hit, Searcher
+from pipeline.query.filters import with_repo
 
 log = logging.getLogger("docforge.servers")
 HEALTH_TIMEOUT_S = 2.0  # a health probe's wait for a store connection (Kubernetes probes time out at 1-5 s)
@@ -84,10 +85,7 @@ class LocalSearch:
         self.searcher = searcher
 
     def __call__(self, req: SearchRequest) -> list[dict]:
-        filters = req.filters
-        if req.filter_repo:
-            repo = {"$or": [{"repo": {"$contains": req.filter_repo}}, {"url": {"$contains": req.filter_repo}}]}
-            filters = {"$and": [filters, repo]} if filters else repo
+        filters = with_repo(req.filters, req.filter_repo)
         boost = [t for t in (req.team_name, req.area_name) if t]
         hits = self.searcher.search(req.query, req.limit, req.mode, filters=filters, boost_tags=boost,
                                     rerank=req.rerank)

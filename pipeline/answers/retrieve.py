@@ -8,6 +8,7 @@ from typing import Any
 
 from pipeline.answers.model import Evidence, text_hash
 from pipeline.query import Hit, Searcher
+from pipeline.query.filters import with_repo
 
 
 @dataclass(frozen=True)
@@ -22,10 +23,7 @@ class Scope:
 
     def search_filters(self) -> dict[str, Any] | None:
         """`filters`, ANDed with "repository path or URL contains filter_repo"."""
-        if not self.filter_repo:
-            return self.filters
-        repo = {"$or": [{"repo": {"$contains": self.filter_repo}}, {"url": {"$contains": self.filter_repo}}]}
-        return {"$and": [self.filters, repo]} if self.filters else repo
+        return with_repo(self.filters, self.filter_repo)
 
     def as_dict(self) -> dict[str, Any]:
         return {"filters": self.filters, "filter_repo": self.filter_repo, "mode": self.mode, "rerank": self.rerank,

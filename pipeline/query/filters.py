@@ -125,6 +125,14 @@ class _Compiler:
         raise QueryError(f"unknown filter field {_shown(name)}: use one of {', '.join(FIELDS)} or meta.<key>")
 
 
+def with_repo(filters: dict | None, repo: str | None) -> dict | None:
+    """`filters` ANDed with "the repository's path or URL contains `repo`" (the surfaces' `filter_repo`)."""
+    if not repo:
+        return filters
+    match = {"$or": [{"repo": {"$contains": repo}}, {"url": {"$contains": repo}}]}
+    return {"$and": [filters, match]} if filters else match
+
+
 def compile_filter(expr: dict | None, *, max_values: int = MAX_VALUES, max_depth: int = MAX_DEPTH,
                    max_terms: int = MAX_TERMS) -> tuple[sql.Composable, dict[str, Any]]:
     """(SQL condition, bind parameters); TRUE for no filter. Raises QueryError on a bad expression, or one

@@ -170,10 +170,12 @@ class Searcher:
 
     @property
     def embedder(self) -> TextEmbedder:
-        """The live generation's query embedder (loaded once per generation)."""
+        """The live generation's query embedder (loaded once per generation); for an empty store, the
+        configured model's (the one its first ingest would build with)."""
         gen = self._generation()
         if gen is None:
-            raise QueryError("the store is empty: nothing is indexed yet, so there is no model to embed with")
+            return self._load("embedder:configured",  # type: ignore[return-value]
+                              lambda: self._embedder or embedders.for_config(self.settings.embedding, "query"))
         return self._embedder_for(gen)
 
     def _embedder_for(self, gen: Generation) -> TextEmbedder:
@@ -187,6 +189,10 @@ class Searcher:
         if self._live is None or refresh:
             with self.connection() as conn:
                 self._live = generations.live(conn)
+            if refresh and self._live is not None:  # a switch: the old model's embedder is let go
+                live = f"embedder:{self._live.id}"
+                for key in [k for k in self._loaded if k.startswith("embedder:") and k != live]:
+                    self._loaded.pop(key, None)
         return self._live
 
     @property

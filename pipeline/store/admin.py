@@ -169,7 +169,9 @@ def per_source(conn: psycopg.Connection, configured: list[str], built: bool = Tr
     store still holds (`docforge status`, the HTTP API's GET /sources)."""
     with conn.cursor(row_factory=dict_row) as cur:
         rows = {r["source"]: r for r in cur.execute(_PER_SOURCE)} if built else {}
-    fails = dict(conn.execute("SELECT source, count(*) FROM failures GROUP BY source").fetchall()) if built else {}
+    fails: dict[str, int] = {}
+    if built:
+        fails = dict(conn.execute("SELECT source, count(*) FROM failures GROUP BY source").fetchall())
     names = list(dict.fromkeys(configured + list(rows)))
     none = {"documents": 0, "chunks": 0, "last_indexed": None}
     return [{"name": n, "configured": n in configured,

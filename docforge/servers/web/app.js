@@ -20,15 +20,17 @@ function el(tag, props, ...children) {
 
 function safeUrl(url) {
   try {
-    const u = new URL(String(url), location.href);
+    const u = new URL(String(url));  // absolute only: a relative path must not become a link into this API
     return u.protocol === "http:" || u.protocol === "https:" ? u.href : null;
   } catch { return null; }
 }
 
+// A link for an http(s) URL; anything else (a local git checkout's file:// URI, which a page served over
+// http may not open) as text, the URL in its title and class "source-ref".
 function link(url, label) {
   const href = safeUrl(url);
-  return href ? el("a", { href, rel: "noopener noreferrer", target: "_blank", text: label })
-              : el("span", { text: label });
+  return href ? el("a", { href, rel: "noopener noreferrer", target: "_blank", class: "source-ref", text: label })
+              : el("span", { class: "source-ref", title: String(url), "data-url": String(url), text: label });
 }
 
 // --- auth ----------------------------------------------------------------------------------------------
@@ -158,6 +160,7 @@ async function runSearch(event) {
       list.append(el("li", { class: "result card" },
         el("h3", {}, link(h.url, title)),
         el("p", { class: "meta", text: meta.join(" · ") }),
+        safeUrl(h.url) ? null : el("p", { class: "meta url", text: h.url }),
         el("p", { class: "excerpt" }, marked(excerpt(h.text, words), words))));
     }
   } catch (err) { failed(err, "search-status"); }
@@ -183,7 +186,7 @@ function citationCard(c) {
   if (c.page !== null && c.page !== undefined) where.push(`page ${c.page}`);
   const card = el("details", { class: "citation card", id: "cite-" + c.pointer },
     el("summary", {}, el("span", { class: "pointer-label", text: `[${c.pointer}]` }), " ", el("span", { text: title })),
-    el("p", { class: "meta" }, link(c.url, "Open the source"), " · " + where.join(" · ")),
+    el("p", { class: "meta" }, link(c.url, safeUrl(c.url) ? "Open the source" : c.url), " · " + where.join(" · ")),
     evidence);
   let loaded = false;
   card.addEventListener("toggle", async () => {
@@ -251,16 +254,18 @@ function renderSources(sources) {
   const body = $("sources").tBodies[0];
   body.replaceChildren(...sources.map((s) => el("tr", {},
     el("th", { scope: "row", text: s.name + (s.configured ? "" : " (not in config)") }),
-    el("td", { text: String(s.documents) }),
-    el("td", { text: String(s.chunks) }),
-    el("td", {}, s.last_indexed ? el("time", { datetime: s.last_indexed,
-                                               text: new Date(s.last_indexed).toLocaleString() }) : "never"),
-    el("td", { class: s.failures ? "warn-text" : "", text: String(s.failures) }),
-    el("td", {}, link(s.dagster_url, "partition")))));
+    el("td", { "data-label": "Documents", text: String(s.documents) }),
+    el("td", { "data-label": "Chunks", text: String(s.chunks) }),
+    el("td", { "data-label": "Last ingest" }, s.last_indexed
+      ? el("time", { datetime: s.last_indexed, text: new Date(s.last_indexed).toLocaleString() }) : "never"),
+    el("td", { "data-label": "Failures", class: s.failures ? "warn-text" : "", text: String(s.failures) }),
+    el("td", { "data-label": "Dagster" }, link(s.dagster_url, "partition")))));
   $("sources-status").textContent = `${sources.length} source${sources.length === 1 ? "" : "s"}`;
 }
 
 async function loadSources() {
+  $("sources").tBodies[0].replaceChildren();  // no stale rows while the fresh ones load
+  $("sources-status").textContent = "Loading…";
   try { renderSources((await api("sources")).sources); } catch (err) { failed(err, "sources-status"); }
 }
 

@@ -1,0 +1,60 @@
+"""deploy/compose.yaml (docs/deploy.md, section 5) stays true: every docforge command in it is one the CLI
+accepts, every variable it sets is one docforge or Dagster reads, and every file it names exists."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import click
+import pytest
+import yaml
+
+from docforge.cli import main
+from pipeline.config import _sections
+
+ROOT = Path(__file__).resolve().parents[1]
+COMPOSE = yaml.safe_load((ROOT / "deploy" / "compose.yaml").read_text())
+SERVICES = COMPOSE["services"]
+DOCFORGE_SERVICES = [n for n, s in SERVICES.items() if s.get("command", [""])[0] == "docforge"]
+DAGSTER_NAMES = {"DAGSTER_HOME", "DAGSTER_PG_URL"}
+
+
+def known_names() -> set[str]:
+    names = {"DATABASE_URL", "DOCFORGE_CONFIG", "DOCFORGE_HOME", *DAGSTER_NAMES}
+    for cls in _sections().values():
+        for key in cls.model_fields:
+            names.update(cls.env_names(key))
+    return names
+
+
+def test_the_layout_is_complete():
+    assert {"postgres", "embedder", "reranker", "api", "dagster-webserver", "dagster-daemon"} <= SERVICES.keys()
+    assert sorted(DOCFORGE_SERVICES) == ["api", "embedder", "reranker"]
+
+
+@pytest.mark.parametrize("name", DOCFORGE_SERVICES)
+def test_each_docforge_command_is_one_the_cli_accepts(name):
+    args = SERVICES[name]["command"][1:]
+    ctx = main.make_context("docforge", list(args), resilient_parsing=False)
+    sub = main.get_command(ctx, args[0])
+    assert isinstance(sub, click.Command)
+    sub.make_context(args[0], list(args[1:]))  # raises on an unknown option or a bad value
+
+
+@pytest.mark.parametrize("name", sorted(SERVICES))
+def test_every_variable_is_one_something_reads(name):
+    env = SERVICES[name].get("environment") or {}
+    if name == "postgres":
+        return  # the postgres image's own
+    unknown = sorted(set(env) - known_names())
+    assert unknown == [], f"{name}: {unknown}"
+
+
+def test_the_files_it_names_exist():
+    assert (ROOT / "deploy" / "initdb" / "dagster.sql").is_file()
+    dagster_home = SERVICES["dagster-daemon"]["environment"]["DAGSTER_HOME"].removeprefix("/app/")
+    assert (ROOT / dagster_home / "dagster.yaml").is_file()
+    for copied in re.findall(r"^COPY (.+) \S+$", (ROOT / "deploy" / "Dockerfile").read_text(), re.M):
+        for path in copied.split():
+            assert (ROOT / path).exists(), path
