@@ -20,7 +20,8 @@ from dagster import (
 )
 
 from assets.ingest import chunk_embeddings
-from pipeline.store import admin
+from pipeline import embedders
+from pipeline.store import admin, generations
 from pipeline.store.db import connect
 from resources import EmbedderResource, PostgresResource, SourcesResource
 
@@ -78,5 +79,13 @@ ingest_checks = [
     _make_check("no_orphan_chunks", lambda c, p, e, s: admin.orphan_chunks(c, p)),
     _make_check("ledger_matches_index", lambda c, p, e, s: admin.ledger_mismatches(c, p)),
     _make_check("chunks_fit_model_window",
-                lambda c, p, e, s: admin.oversized_chunks(c, p, e.get(s).max_seq_length)),
+                lambda c, p, e, s: admin.oversized_chunks(c, p, _window(c, e, s))),
 ]
+
+
+def _window(conn: psycopg.Connection, embedder: EmbedderResource, settings) -> int:
+    """The window of the model the store's vectors come from: the live generation's (the embedder
+    service's, with EMBEDDER_INGEST), not necessarily sources.yml's (docs/generations.md)."""
+    emb = embedder.get(settings)
+    gen = generations.live(conn)
+    return (embedders.for_generation(settings.embedding, gen, "ingest", emb) if gen else emb).max_seq_length

@@ -56,10 +56,17 @@ class TextEmbedder(Protocol):
     """What ingest and search need of a model: in this process (`Embedder`) or a service's
     (`pipeline.embed_remote.RemoteEmbedder`)."""
 
-    model_id: str
-    dimension: int
-    max_seq_length: int  # the model's window, special tokens included
-    document_window: int  # what a chunk may hold: the window less the document prompt
+    @property
+    def model_id(self) -> str: ...
+
+    @property
+    def dimension(self) -> int: ...
+
+    @property
+    def max_seq_length(self) -> int: ...  # the model's window, special tokens included
+
+    @property
+    def document_window(self) -> int: ...  # what a chunk may hold: the window less the document prompt
 
     @property
     def tokenizer(self) -> Tokenizer: ...

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import base64
 import logging
-import threading
 import time
 from collections.abc import Sequence
 from functools import cached_property
@@ -52,7 +51,6 @@ class RemoteEmbedder:
         self.timeout = httpx.Timeout(timeout_s, connect=min(5.0, timeout_s))
         self.max_retries = max_retries
         self.client = httpx.Client(headers=headers, timeout=self.timeout)
-        self._lock = threading.Lock()
 
     def __repr__(self) -> str:
         return f"RemoteEmbedder({self.url!r})"

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from typing import TextIO
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
-UNITS = {"documents": "files", "chunks": "docs", "embeddings": "chunks", "write": "docs"}
+UNITS = {"documents": "files", "chunks": "docs", "embeddings": "chunks", "write": "docs", "reindex": "chunks"}
 _display: Progress | None = None
 
 

@@ -57,7 +57,7 @@ def same_index(a, b):
     assert [r[:4] for r in ca] == [r[:4] for r in cb]
     va = np.array([np.fromstring(r[4][1:-1], sep=",") for r in ca])
     vb = np.array([np.fromstring(r[4][1:-1], sep=",") for r in cb])
-    assert np.allclose(va, vb, atol=1e-5)
+    assert np.allclose(va, vb, atol=1e-3)  # halfvec storage: batch-level float noise can move one half-ulp
     assert la == lb and sa == sb
 
 

@@ -17,9 +17,12 @@ from tiny_models import embedding_model
 
 from docforge.cli import main
 from docforge.servers import LocalSearch
+from docforge.servers import embedder as embedder_service
 from docforge.servers.api import create_app
 from docforge.servers.auth import AuthConfig, Authenticator
-from pipeline.config import load_settings
+from pipeline.config import EmbeddingConfig, ServiceConfig, load_settings
+from pipeline.embed import Embedder
+from pipeline.embed_remote import RemoteEmbedder
 from pipeline.errors import StoreError
 from pipeline.ingest import IngestContext, ingest_source, reindex
 from pipeline.query import Searcher
@@ -191,3 +194,21 @@ def test_a_text_is_embedded_once_and_cancel_drops_a_build(store, database_url, n
     assert result.generation == 3 and result.embedded == distinct and result.chunks == chunks
     again = reindex.reindex(settings, database_url, target)
     assert not again.switched  # already live: nothing to do
+
+
+def test_reindex_through_the_embedder_service(store, database_url, new_model, monkeypatch):
+    """The hosted model change: the new model runs in an embedder service; reindex and search use it."""
+    _, config, _ = store
+    tiny = Embedder(EmbeddingConfig(model=str(new_model), device="cpu"))
+    with ServerThread(embedder_service.create_app(tiny, TOKEN, ServiceConfig(max_items=4))) as svc:
+        monkeypatch.setenv("EMBEDDER_URL", svc.url)
+        monkeypatch.setenv("EMBEDDER_TOKEN", TOKEN)
+        monkeypatch.setenv("EMBEDDER_INGEST", "true")
+        settings = load_settings(config)
+        target = reindex.target_embedder(settings, str(new_model), None)
+        assert isinstance(target, RemoteEmbedder) and target.model_id == "tiny-48"
+        result = reindex.reindex(settings, database_url, target)
+        assert result.switched and (result.model, result.dimension) == ("tiny-48", 48)
+        with Searcher(settings, url=database_url, reranker=None) as s:
+            assert isinstance(s.embedder, RemoteEmbedder) and s.embedder.model_id == "tiny-48"
+            assert len(s.search("refund a customer", mode="dense", limit=3)) == 3

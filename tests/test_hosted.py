@@ -90,3 +90,27 @@ def test_a_dead_embedder_service_fails_the_api_start_clearly(corpus, tmp_path):
                           str(free_port()), "-c", str(corpus.config)], env=env, capture_output=True, text=True,
                          timeout=300)
     assert res.returncode == 1 and "embedder service" in res.stderr and "unreachable" in res.stderr
+
+
+def test_the_embedder_cli_serves_its_model(tmp_path):
+    """`docforge serve --embedder` as a real process: the model loads once, /info tells its shape."""
+    import httpx
+
+    port = free_port()
+    env = {**os.environ, "HOME": str(tmp_path)}
+    env.pop("EMBEDDER_TOKEN", None)
+    proc = subprocess.Popen([str(Path(sys.executable).parent / "docforge"), "serve", "--embedder", "--port",
+                             str(port), "--dimensions", "128", "--insecure-no-token", "-c", str(tmp_path / "none.yml")],
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        from bench.hosted import wait_health
+
+        wait_health(f"http://127.0.0.1:{port}", proc)
+        info = httpx.get(f"http://127.0.0.1:{port}/info", timeout=10).json()
+        got = httpx.post(f"http://127.0.0.1:{port}/embed", json={"texts": ["a", "b"], "kind": "query"}, timeout=30)
+    finally:
+        proc.terminate()
+        proc.wait(30)
+    assert (info["model"], info["dimension"], info["native_dimension"]) == (
+        "sentence-transformers/all-MiniLM-L6-v2", 128, 384)
+    assert got.status_code == 200 and len(got.json()["vectors"][0]) == 128

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from conftest import git
 from rich.console import Console
 
 from docforge.cli.ingest import print_report
@@ -186,7 +187,9 @@ def test_embedded_store_under_docforge_home(make_repo, write_config, docforge_ho
         docforge("db", "stop", "-c", str(config), check=False)
 
 
-def test_model_mismatch_is_refused(make_repo, write_config, database_url, tmp_path):
+def test_another_configured_model_follows_the_store(make_repo, write_config, database_url, tmp_path):
+    """The store's live generation decides the model (docs/generations.md): configuring another one
+    neither mixes vectors nor stops ingest; status names both and how to switch (`docforge reindex`)."""
     repo = make_repo({"README.md": "# A\n\ntext\n"})
     config = write_config([{"name": "a", "type": "git", "repo": str(repo)}])
     docforge("ingest", "-c", str(config))
@@ -196,11 +199,13 @@ def test_model_mismatch_is_refused(make_repo, write_config, database_url, tmp_pa
     from pipeline.embed import locate
 
     shutil.copytree(locate("all-MiniLM-L6-v2")[1], other)
-    res = docforge("ingest", "-c", str(config), "--json", env={"DOCFORGE_EMBEDDING__MODEL": str(other)},
-                   check=False)
-    assert res.returncode == 1
-    err = json.loads(res.stdout)["sources"]["a"]["error"]
-    assert "sentence-transformers/all-MiniLM-L6-v2" in err and "other-model" in err
+    (repo / "README.md").write_text("# A\n\nnew text\n")
+    git(repo, "commit", "-qam", "edit")
+    res = docforge("ingest", "-c", str(config), "--json", env={"DOCFORGE_EMBEDDING__MODEL": str(other)})
+    assert json.loads(res.stdout)["sources"]["a"]["files_updated"] == 1
+    status = json.loads(docforge("status", "-c", str(config), "--json",
+                                 env={"DOCFORGE_EMBEDDING__MODEL": str(other)}).stdout)
+    assert (status["model"], status["configured_model"]) == ("sentence-transformers/all-MiniLM-L6-v2", "other-model")
 
 
 def test_progress_bars_print_source_names_as_typed():

@@ -114,7 +114,8 @@ def test_chunks_are_capped_below_a_long_window(tmp_path, make_repo, write_config
     long_window = embedding_model(tmp_path / "long-window", window=2048, seed=5)
     body = "\n\n".join(f"Paragraph {i}: " + "the deployment pipeline promotes a release candidate " * 12
                        for i in range(30))
-    config = write_config([{"name": "docs", "type": "git", "repo": str(make_repo({"docs/big.md": f"# Big\n\n{body}\n"}))}],
+    repo = make_repo({"docs/big.md": f"# Big\n\n{body}\n"})
+    config = write_config([{"name": "docs", "type": "git", "repo": str(repo)}],
                           embedding={"model": str(long_window), "device": "cpu"})
     ctx = IngestContext(load_settings(config), url=database_url)
     assert ChunkingConfig().max_tokens == 512 and ctx.embedder.max_seq_length == 2048

@@ -254,3 +254,41 @@ def test_the_reranker_sidecar_guards_itself(rerank_sidecar):
     many = httpx.post(rerank_sidecar.url + "/rerank", json={"query": "q", "documents": ["d"] * 9},
                       headers={"Authorization": f"Bearer {KEY}"})
     assert many.status_code == 422 and "DOCFORGE_SERVICE_MAX_ITEMS" in many.json()["detail"]
+
+
+# --- ingest through the service ----------------------------------------------------------------------
+
+def _rows(url):
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        return conn.execute("SELECT c.id, c.token_count, v.embedding::vector::text FROM chunks c "
+                            "JOIN vectors_1 v ON v.seq = c.seq ORDER BY c.id").fetchall()  # generation 1
+
+
+def test_ingest_embeds_through_the_service_with_its_tokenizer(service, embedder, make_repo, write_config,
+                                                              database_url, pg_server, monkeypatch):
+    import psycopg
+
+    from pipeline.ingest import IngestContext, ingest_source
+
+    docs = {f"docs/page{i}.md": f"# Page {i}\n\nHow team {i} deploys, rolls back and rotates." for i in range(12)}
+    repo = make_repo({"README.md": "# Handbook\n\n" + "How the platform team deploys and rolls back. " * 60, **docs})
+    config = write_config([{"name": "docs", "type": "git", "repo": str(repo)}])
+    local_url = pg_server.get_uri("remote_ingest_local")
+    with psycopg.connect(pg_server.get_uri(), autocommit=True) as conn:
+        conn.execute('DROP DATABASE IF EXISTS "remote_ingest_local"')
+        conn.execute('CREATE DATABASE "remote_ingest_local"')
+    ingest_source(IngestContext(load_settings(config), url=local_url, embedder=embedder), "docs")
+
+    monkeypatch.setenv("EMBEDDER_URL", service.url)
+    monkeypatch.setenv("EMBEDDER_TOKEN", TOKEN)
+    monkeypatch.setenv("EMBEDDER_INGEST", "true")
+    ctx = IngestContext(load_settings(config), url=database_url)
+    stats = ingest_source(ctx, "docs")
+    assert isinstance(ctx.embedder, RemoteEmbedder) and stats.chunks_embedded > LIMITS.max_items  # several requests
+    remote, local = _rows(database_url), _rows(local_url)
+    assert [(i, n) for i, n, _ in remote] == [(i, n) for i, n, _ in local]  # the same chunks, token for token
+    for (_, _, a), (_, _, b) in zip(remote, local, strict=True):
+        np.testing.assert_allclose(np.array(a.strip("[]").split(","), dtype=np.float32),
+                                   np.array(b.strip("[]").split(","), dtype=np.float32), atol=2e-3)

@@ -27,6 +27,8 @@ def command(config: str, as_json: bool) -> None:
     report = {"model": built[0] if built else None, "dimension": built[1] if built else None,
               "documents": sum(s["documents"] for s in sources), "chunks": sum(s["chunks"] for s in sources),
               "generations": gens, "sources": sources}
+    if built and (configured := _configured(settings)) != built[0]:
+        report["configured_model"] = configured  # sources.yml names another model than the store's
     if as_json:
         click.echo(json.dumps(report, indent=2))
         return
@@ -41,6 +43,10 @@ def command(config: str, as_json: bool) -> None:
                       str(s["chunks"]), str(s["failures"]), s["last_indexed"] or "never")
     console = Console()
     console.print(table)
+    if "configured_model" in report:
+        console.print(Text(f"embedding.model is {report['configured_model']}, but the store's vectors come from "
+                           f"{report['model']}: search and ingest follow the store; `docforge reindex --model "
+                           f"{settings.embedding.model}` switches it"))
     for g in gens:
         line = f"generation {g['id']} · {g['state']} · {g['model']} · dim {g['dimension']} ({g['vector_type']})"
         if g["state"] == "building":
@@ -55,3 +61,10 @@ def _generation(conn, gen: generations.Generation) -> dict:
     if gen.state == "building":
         row["vectors"], row["chunks"] = generations.coverage(conn, gen)
     return row
+
+
+def _configured(settings) -> str:
+    """The model id sources.yml's embedding.model resolves to (no model loaded)."""
+    from pipeline.embed import locate
+
+    return locate(settings.embedding.model)[0]

@@ -41,6 +41,7 @@ SELECT (SELECT count(*) || ':' || coalesce(bit_xor(hashtextextended(d.key || ':'
        (SELECT coalesce(string_agg(DISTINCT chunker, ',' ORDER BY chunker), '') FROM ledger),
        (SELECT max(version) FROM schema_migrations),
        (SELECT coalesce(string_agg(key || '=' || value, ',' ORDER BY key), '') FROM docforge_meta)
+           || ';generation=' || coalesce((SELECT id::text FROM generations WHERE state = 'live'), '')  -- 0008
 """
 
 

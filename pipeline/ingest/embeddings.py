@@ -244,8 +244,9 @@ class _VectorWriter:
             with connect(url) as conn:
                 conn.execute(_ASYNC_COMMIT)
                 while (item := self._queue.get()) is not None:
-                    _store_vectors(conn, *item, generation=self.generation)
-                    self.committed += len(item[0])
+                    hashes, vectors = item
+                    _store_vectors(conn, hashes, vectors, self.generation)
+                    self.committed += len(hashes)
         except BaseException as e:  # handed to the encoder thread, which raises it
             self._error = e
             while self._queue.get() is not None:  # keep draining so the encoder never blocks

@@ -132,18 +132,21 @@ def lock_for_write(conn: psycopg.Connection, gen: Generation) -> None:
                                 "models while this run embedded")
 
 
+def _count(conn: psycopg.Connection, query: sql.Composed | sql.SQL) -> int:
+    row = conn.execute(query).fetchone()
+    return int(row[0]) if row else 0
+
+
 def missing(conn: psycopg.Connection, gen: Generation) -> int:
     """Chunks without a vector of `gen`."""
-    return scalar(conn, sql.SQL("SELECT count(*) FROM chunks c WHERE NOT EXISTS "
+    return _count(conn, sql.SQL("SELECT count(*) FROM chunks c WHERE NOT EXISTS "
                                 "(SELECT 1 FROM {} v WHERE v.seq = c.seq)").format(gen.table))
 
 
 def coverage(conn: psycopg.Connection, gen: Generation) -> tuple[int, int]:
     """(chunks with a vector of `gen`, chunks): a building generation's progress."""
-    if gen.state == "dropped":
-        return 0, scalar(conn, "SELECT count(*) FROM chunks")
-    done = scalar(conn, sql.SQL("SELECT count(*) FROM {}").format(gen.table))
-    return done, scalar(conn, "SELECT count(*) FROM chunks")
+    chunks = _count(conn, sql.SQL("SELECT count(*) FROM chunks"))
+    return (0 if gen.state == "dropped" else _count(conn, sql.SQL("SELECT count(*) FROM {}").format(gen.table))), chunks
 
 
 class _Incomplete(Exception):
