@@ -67,23 +67,31 @@ def result(stats: IngestStats) -> MaterializeResult:
 
 
 @asset(**_common, description="Documents listed and hashed; changed ones staged in Postgres.")
-def documents(context: AssetExecutionContext, sources: SourcesResource, store: PostgresResource,
-              embedder: EmbedderResource) -> MaterializeResult:
+def documents(
+    context: AssetExecutionContext, sources: SourcesResource, store: PostgresResource, embedder: EmbedderResource
+) -> MaterializeResult:
     ctx = ingest_context(sources, store, embedder, context.run_id)
     return result(stage_documents(ctx, context.partition_key))
 
 
 @asset(**_common, deps=[documents], description="Staged documents parsed into sections and chunked.")
-def chunks(context: AssetExecutionContext, sources: SourcesResource, store: PostgresResource,
-           embedder: EmbedderResource) -> MaterializeResult:
+def chunks(
+    context: AssetExecutionContext, sources: SourcesResource, store: PostgresResource, embedder: EmbedderResource
+) -> MaterializeResult:
     ctx = ingest_context(sources, store, embedder, context.run_id)
     return result(stage_chunks(ctx, context.partition_key))
 
 
-@asset(**_common, deps=[chunks], pool=EMBED_POOL, op_tags=embed_op_tags(_ORCHESTRATION),
-       description="Chunks embedded (reusing known vectors) and swapped into the index.")
-def chunk_embeddings(context: AssetExecutionContext, sources: SourcesResource, store: PostgresResource,
-                     embedder: EmbedderResource) -> MaterializeResult:
+@asset(
+    **_common,
+    deps=[chunks],
+    pool=EMBED_POOL,
+    op_tags=embed_op_tags(_ORCHESTRATION),
+    description="Chunks embedded (reusing known vectors) and swapped into the index.",
+)
+def chunk_embeddings(
+    context: AssetExecutionContext, sources: SourcesResource, store: PostgresResource, embedder: EmbedderResource
+) -> MaterializeResult:
     ctx = ingest_context(sources, store, embedder, context.run_id)
     return result(stage_embeddings(ctx, context.partition_key))
 
@@ -102,7 +110,11 @@ def stats_from_metadata(metas: list[dict]) -> IngestStats:
         fails = tuple(Failure(**f) for f in (vals.get("failures") or []))
         skipped = tuple(Skipped(**s) for s in (vals.get("skipped_files") or []))
         secs = {k.removeprefix("seconds_"): float(v) for k, v in vals.items() if k.startswith("seconds_")}
-        total = total + IngestStats(**{k: int(v) for k, v in vals.items() if k in counters},
-                                    failures=fails, seconds=secs, languages=dict(vals.get("languages") or {}),
-                                    skipped_files=skipped)
+        total = total + IngestStats(
+            **{k: int(v) for k, v in vals.items() if k in counters},
+            failures=fails,
+            seconds=secs,
+            languages=dict(vals.get("languages") or {}),
+            skipped_files=skipped,
+        )
     return total

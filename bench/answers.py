@@ -61,8 +61,10 @@ QUESTIONS = [
     ("Can I write true and false directly inside a cfg attribute?", "3695-cfg-boolean-literals"),
     ("When can lifetimes be left out of function signatures?", "0141-lifetime-elision"),
     ("How are changes to the language proposed and accepted through RFCs?", "0002-rfc-process"),
-    ("How can a crate declare which of its dependencies are public and which private?",
-     "1977-public-private-dependencies"),
+    (
+        "How can a crate declare which of its dependencies are public and which private?",
+        "1977-public-private-dependencies",
+    ),
     ("Can I bound an associated type inline, like T: Iterator<Item: Debug>?", "2289-associated-type-bounds"),
     ("Why was the green threading runtime taken out of the standard library?", "0230-remove-runtime"),
     ("How can someone delete a crate they published on crates.io?", "3660-crates-io-crate-deletions"),
@@ -87,22 +89,42 @@ QUESTIONS = [
 
 CATEGORIES = ("true_quote", "paraphrase", "fabricated", "negated", "wrong_pointer", "wrong_number", "one_word_edit")
 TRUE = {"true_quote", "paraphrase"}
-_ADVERBS = {"also", "currently", "simply", "just", "really", "actually", "generally", "usually", "typically",
-            "basically", "still", "already", "only", "very"}
+_ADVERBS = {
+    "also",
+    "currently",
+    "simply",
+    "just",
+    "really",
+    "actually",
+    "generally",
+    "usually",
+    "typically",
+    "basically",
+    "still",
+    "already",
+    "only",
+    "very",
+}
 _NEGATABLE = re.compile(r"\b(is|are|was|were|can|will|should|must|does|do)\b(?! not)")
-_NEGATED = re.compile(r"\b(is|are|was|were|can|will|should|must|does|do) not\b|\b(isn't|aren't|can't|cannot|"
-                      r"won't|doesn't|don't)\b")
+_NEGATED = re.compile(
+    r"\b(is|are|was|were|can|will|should|must|does|do) not\b|\b(isn't|aren't|can't|cannot|"
+    r"won't|doesn't|don't)\b"
+)
 _NUMBER_WORDS = {"two": "three", "three": "four", "four": "five", "five": "two", "six": "seven", "ten": "eleven"}
 
 
 # --- the labelled claim set -------------------------------------------------------------------------------
 
+
 def rfc_paragraphs(repo: Path) -> dict[str, list[str]]:
     """Prose paragraphs of every RFC, with at least three sentences each."""
     out = {}
     for f in sorted((repo / "text").glob("*.md")):
-        paras = [p for p in tx.prose_blocks(f.read_text(encoding="utf-8"))
-                 if len(tx.split_sentences(p)) >= 3 and "[E" not in p]
+        paras = [
+            p
+            for p in tx.prose_blocks(f.read_text(encoding="utf-8"))
+            if len(tx.split_sentences(p)) >= 3 and "[E" not in p
+        ]
         if paras:
             out[f.stem] = paras
     return out
@@ -157,7 +179,7 @@ def _paraphrase(s: str, rng: random.Random) -> str | None:
     out = " ".join(w for w in out.split() if w.lower().strip(",") not in _ADVERBS)
     m = re.search(r"\b(\w+) and (\w+)\b", out)
     if m and rng.random() < 0.5:
-        out = out[:m.start()] + f"{m.group(2)} and {m.group(1)}" + out[m.end():]
+        out = out[: m.start()] + f"{m.group(2)} and {m.group(1)}" + out[m.end() :]
     words = out.split()
     idx = [i for i, w in enumerate(words) if re.fullmatch(r"[a-z]{4,}[^s]s", w)]
     if idx and rng.random() < 0.5:
@@ -185,14 +207,27 @@ def _splice(s: str, foreign: str) -> str | None:
     a, b = s.split(), foreign.split()
     if len(a) < 6 or len(b) < 6:
         return None
-    return " ".join(a[: len(a) // 2] + b[len(b) // 2:])
+    return " ".join(a[: len(a) // 2] + b[len(b) // 2 :])
 
 
 def _negate(s: str) -> str | None:
     if _NEGATED.search(s):
-        return _NEGATED.sub(lambda m: (m.group(1) or {"isn't": "is", "aren't": "are", "can't": "can",
-                                                      "cannot": "can", "won't": "will", "doesn't": "does",
-                                                      "don't": "do"}[m.group(2).lower()]), s, count=1)
+        return _NEGATED.sub(
+            lambda m: (
+                m.group(1)
+                or {
+                    "isn't": "is",
+                    "aren't": "are",
+                    "can't": "can",
+                    "cannot": "can",
+                    "won't": "will",
+                    "doesn't": "does",
+                    "don't": "do",
+                }[m.group(2).lower()]
+            ),
+            s,
+            count=1,
+        )
     if _NEGATABLE.search(s):
         return _NEGATABLE.sub(lambda m: m.group(1) + " not", s, count=1)
     return None
@@ -201,13 +236,13 @@ def _negate(s: str) -> str | None:
 def _change_number(s: str, rng: random.Random) -> str | None:
     m = re.search(r"\b(\d{4})-(\d{2})-(\d{2})\b", s)
     if m:
-        return s[:m.start()] + f"{int(m.group(1)) + rng.randint(1, 3)}-{m.group(2)}-{m.group(3)}" + s[m.end():]
+        return s[: m.start()] + f"{int(m.group(1)) + rng.randint(1, 3)}-{m.group(2)}-{m.group(3)}" + s[m.end() :]
     m = re.search(r"\b\d+\b", s)
     if m:
-        return s[:m.start()] + str(int(m.group(0)) + rng.randint(1, 9)) + s[m.end():]
+        return s[: m.start()] + str(int(m.group(0)) + rng.randint(1, 9)) + s[m.end() :]
     m = re.search(r"\b(" + "|".join(_NUMBER_WORDS) + r")\b", s)
     if m:
-        return s[:m.start()] + _NUMBER_WORDS[m.group(1)] + s[m.end():]
+        return s[: m.start()] + _NUMBER_WORDS[m.group(1)] + s[m.end() :]
     return None
 
 
@@ -242,22 +277,31 @@ def bench_verifier(repo: Path, claims_out: Path | None) -> None:
         print(f"  {cat:<14} {n:>5}  {ok:>7} ({ok / n:6.1%})  {b:>8} ({b / n:6.1%})   should {want}")
     subtle = [(i, ok) for i, ok in zip(items, verdicts, strict=False) if i["label"] != "one_word_edit"]
     ours_x = sum(ok == (i["label"] in TRUE) for i, ok in subtle)
-    base_x = sum(bare_rule(i["answer"], {k: v for k, v in i["evidence"].items() if f"[{k}]" in i["answer"]})
-                 == (i["label"] in TRUE) for i, _ in subtle)
-    print(f"  accuracy: verifier {ours / len(items):.1%}, bare rule {base / len(items):.1%}; without one_word_edit: "
-          f"verifier {ours_x / len(subtle):.1%}, bare rule {base_x / len(subtle):.1%}; "
-          f"{per_claim_ms:.2f} ms per claim in process")
+    base_x = sum(
+        bare_rule(i["answer"], {k: v for k, v in i["evidence"].items() if f"[{k}]" in i["answer"]})
+        == (i["label"] in TRUE)
+        for i, _ in subtle
+    )
+    print(
+        f"  accuracy: verifier {ours / len(items):.1%}, bare rule {base / len(items):.1%}; without one_word_edit: "
+        f"verifier {ours_x / len(subtle):.1%}, bare rule {base_x / len(subtle):.1%}; "
+        f"{per_claim_ms:.2f} ms per claim in process"
+    )
     if claims_out:
         claims_out.write_text("".join(json.dumps(i) + "\n" for i in items))
         t = time.perf_counter()
-        res = subprocess.run([str(Path(sys.executable).parent / "docforge"), "verify", str(claims_out)],
-                             capture_output=True, text=True)
+        res = subprocess.run(
+            [str(Path(sys.executable).parent / "docforge"), "verify", str(claims_out)], capture_output=True, text=True
+        )
         s = time.perf_counter() - t
-        print(f"  `docforge verify {claims_out.name}`: {len(items)} lines in {s:.2f} s "
-              f"({len(items) / s:,.0f} lines/s, process start included), exit {res.returncode}")
+        print(
+            f"  `docforge verify {claims_out.name}`: {len(items)} lines in {s:.2f} s "
+            f"({len(items) / s:,.0f} lines/s, process start included), exit {res.returncode}"
+        )
 
 
 # --- ask latency -------------------------------------------------------------------------------------------
+
 
 def pct(xs: list[float], p: float) -> float:
     xs = sorted(xs)
@@ -275,14 +319,22 @@ def bench_ask(args, repo: Path) -> None:
     from pipeline.query import Searcher
 
     cfg = args.home / "sources.yml"
-    cfg.write_text(json.dumps({"sources": [{"name": "rfcs", "type": "git", "repo": str(repo), "globs": ["**/*.md"]}],
-                               "embedding": {"backend": args.backend}}))
+    cfg.write_text(
+        json.dumps(
+            {
+                "sources": [{"name": "rfcs", "type": "git", "repo": str(repo), "globs": ["**/*.md"]}],
+                "embedding": {"backend": args.backend},
+            }
+        )
+    )
     os.environ["DOCFORGE_HOME"] = str(args.home / "home")
     settings = load_settings(cfg)
     t = time.perf_counter()
     stats = ingest_source(IngestContext(settings), "rfcs")
-    print(f"index: {stats.files_added + stats.files_updated + stats.files_unchanged} documents, "
-          f"{stats.chunks_indexed + stats.chunks_reused} chunks ({time.perf_counter() - t:.1f} s to ingest or check)")
+    print(
+        f"index: {stats.files_added + stats.files_updated + stats.files_unchanged} documents, "
+        f"{stats.chunks_indexed + stats.chunks_reused} chunks ({time.perf_counter() - t:.1f} s to ingest or check)"
+    )
     searcher = Searcher(settings)
     searcher.search("warm up the model", 1)
 
@@ -305,8 +357,9 @@ def bench_ask(args, repo: Path) -> None:
                 print(f"  {k:<13} p50 {pct(stage[k], 50):7.2f} ms   p95 {pct(stage[k], 95):7.2f} ms")
         print(f"  ask total     p50 {pct(total, 50):7.2f} ms   p95 {pct(total, 95):7.2f} ms")
         if llm_ms_known:
-            print(f"  ask minus LLM p50 {pct(overhead, 50):7.2f} ms   p95 {pct(overhead, 95):7.2f} ms"
-                  "  (target p50 ≤ 60)")
+            print(
+                f"  ask minus LLM p50 {pct(overhead, 50):7.2f} ms   p95 {pct(overhead, 95):7.2f} ms  (target p50 ≤ 60)"
+            )
         print(f"  cache hit     p50 {pct(hits, 50):7.2f} ms   p95 {pct(hits, 95):7.2f} ms  (target p50 ≤ 10)")
 
     with Answerer(settings, searcher=searcher, llm=None) as a:
@@ -319,8 +372,10 @@ def bench_ask(args, repo: Path) -> None:
             right += r.audit_mode == "STRICT" and ok
             if args.verbose:
                 print(f"  {'OK ' if ok else 'MISS'} {r.audit_mode:<10} {rfc:<45} {q}\n      cites {cited}")
-        print(f"extractive dev questions: {strict}/{len(QUESTIONS)} STRICT, {right}/{len(QUESTIONS)} STRICT and "
-              f"citing the expected RFC (target ≥ 90 %)")
+        print(
+            f"extractive dev questions: {strict}/{len(QUESTIONS)} STRICT, {right}/{len(QUESTIONS)} STRICT and "
+            f"citing the expected RFC (target ≥ 90 %)"
+        )
         run(a, "extractive (no LLM)", QUESTIONS, llm_ms_known=False)
     with LLMDouble() as llm:
         client = ChatClient(LLMConfig(base_url=llm.base_url, model="scripted", api_key=SecretStr("bench")))
@@ -343,8 +398,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="docforge-answers-") as tmp:
         repo = args.repo or Path(tmp) / "rfcs"
         if not args.repo:
-            subprocess.run(["git", "clone", "-q", str(args.data / "corpus/rust-rfcs-md.bundle"), str(repo)],
-                           check=True)
+            subprocess.run(["git", "clone", "-q", str(args.data / "corpus/rust-rfcs-md.bundle"), str(repo)], check=True)
         if not args.skip_verifier:
             bench_verifier(repo, args.claims_out or Path(tmp) / "claims.jsonl")
         if not args.verifier_only:

@@ -39,8 +39,14 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 DOCFORGE = str(Path(sys.executable).parent / "docforge")
 TOKEN, API_TOKEN = "bench-embedder-token", "bench-api-token"
 HEAVY = ("torch", "transformers", "sentence_transformers", "onnxruntime")
-QUERIES = ["how do I deploy docforge?", "what does the embedder service do?", "keyword search BM25",
-           "incremental ingest ledger", "rotate the API token", "how are chunks sized?"]
+QUERIES = [
+    "how do I deploy docforge?",
+    "what does the embedder service do?",
+    "keyword search BM25",
+    "incremental ingest ledger",
+    "rotate the API token",
+    "how are chunks sized?",
+]
 
 
 def free_port() -> int:
@@ -57,8 +63,13 @@ def build_store(work: Path) -> Path:
     repo = work / "docs-repo"
     shutil.copytree(ROOT / "docs", repo / "docs", ignore=shutil.ignore_patterns("*.py"))
     shutil.copy(ROOT / "README.md", repo / "README.md")
-    env = {**os.environ, "GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@example.com",
-           "GIT_COMMITTER_NAME": "b", "GIT_COMMITTER_EMAIL": "b@example.com"}
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "b",
+        "GIT_AUTHOR_EMAIL": "b@example.com",
+        "GIT_COMMITTER_NAME": "b",
+        "GIT_COMMITTER_EMAIL": "b@example.com",
+    }
     for cmd in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-qm", "docs"]):
         subprocess.run(["git", "-C", str(repo), *cmd], check=True, env=env)
     config = work / "sources.yml"
@@ -104,8 +115,12 @@ def cpu_seconds(pid: int) -> float:
 def heavy_libraries(pid: int) -> list[str]:
     """Which of HEAVY have a shared library mapped into the process."""
     maps = Path(f"/proc/{pid}/maps").read_text()
-    marks = {"torch": "libtorch", "transformers": "libtorch", "sentence_transformers": "libtorch",
-             "onnxruntime": "onnxruntime"}
+    marks = {
+        "torch": "libtorch",
+        "transformers": "libtorch",
+        "sentence_transformers": "libtorch",
+        "onnxruntime": "onnxruntime",
+    }
     return sorted({m for m, lib in marks.items() if lib in maps})
 
 
@@ -135,11 +150,15 @@ def measure_api(config: Path, env: dict, searches: int = 50) -> dict:
         for i in range(searches):
             q = f"{QUERIES[i % len(QUERIES)]} ({i})"
             httpx.post(f"{url}/search", json={**body, "query": q}, headers=headers, timeout=30).raise_for_status()
-        return {"first_search_s": round(first_s, 2), "cpu_to_first_search_s": round(cpu_s, 2),
-                "load_average": round(os.getloadavg()[0], 1),
-                "peak_rss_mb": round(status_kb(api.pid, "VmHWM") / 1024, 1),
-                "rss_mb": round(status_kb(api.pid, "VmRSS") / 1024, 1), "hits": hits,
-                "heavy_libraries": heavy_libraries(api.pid)}
+        return {
+            "first_search_s": round(first_s, 2),
+            "cpu_to_first_search_s": round(cpu_s, 2),
+            "load_average": round(os.getloadavg()[0], 1),
+            "peak_rss_mb": round(status_kb(api.pid, "VmHWM") / 1024, 1),
+            "rss_mb": round(status_kb(api.pid, "VmRSS") / 1024, 1),
+            "hits": hits,
+            "heavy_libraries": heavy_libraries(api.pid),
+        }
     finally:
         api.terminate()
         api.wait(30)
@@ -168,8 +187,13 @@ def main() -> None:
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="docforge-hosted-") as tmp:
         work = Path(tmp)
-        env = {**os.environ, "DOCFORGE_HOME": str(work / "home"), "EMBEDDER_TOKEN": TOKEN,
-               "DOCFORGE_API_TOKENS": API_TOKEN, "TOKENIZERS_PARALLELISM": "false"}
+        env = {
+            **os.environ,
+            "DOCFORGE_HOME": str(work / "home"),
+            "EMBEDDER_TOKEN": TOKEN,
+            "DOCFORGE_API_TOKENS": API_TOKEN,
+            "TOKENIZERS_PARALLELISM": "false",
+        }
         env.pop("DATABASE_URL", None)
         os.environ.update({k: env[k] for k in ("DOCFORGE_HOME", "TOKENIZERS_PARALLELISM")})
         config = build_store(work)
@@ -186,12 +210,15 @@ def main() -> None:
     for name in ("hosted", "in_process"):
         if name in out:
             r = out[name]
-            print(f"{name:<10} first /search after {r['first_search_s']:.2f} s "
-                  f"({r['cpu_to_first_search_s']:.2f} s of CPU; load average {r['load_average']}), "
-                  f"peak RSS {r['peak_rss_mb']:.0f} MB, "
-                  f"heavy libraries: {', '.join(r['heavy_libraries']) or 'none'}")
-    print(f"embedder service peak RSS {out['embedder_service_peak_rss_mb']:.0f} MB; targets for the API: "
-          "≤ 250 MB, ≤ 3 s")
+            print(
+                f"{name:<10} first /search after {r['first_search_s']:.2f} s "
+                f"({r['cpu_to_first_search_s']:.2f} s of CPU; load average {r['load_average']}), "
+                f"peak RSS {r['peak_rss_mb']:.0f} MB, "
+                f"heavy libraries: {', '.join(r['heavy_libraries']) or 'none'}"
+            )
+    print(
+        f"embedder service peak RSS {out['embedder_service_peak_rss_mb']:.0f} MB; targets for the API: ≤ 250 MB, ≤ 3 s"
+    )
 
 
 if __name__ == "__main__":

@@ -44,8 +44,9 @@ def main() -> None:
         subprocess.run(["git", "clone", "-q", str(bundle), str(repo)], check=True)
         subprocess.run(["git", "-C", str(repo), "checkout", "-q", "snapshot-1"], check=True)
         config = tmp / "sources.yml"
-        config.write_text(yaml.safe_dump({"sources": [
-            {"name": "rfcs", "type": "git", "repo": str(repo), "globs": args.globs}]}))
+        config.write_text(
+            yaml.safe_dump({"sources": [{"name": "rfcs", "type": "git", "repo": str(repo), "globs": args.globs}]})
+        )
         os.environ["DOCFORGE_HOME"] = str(tmp / "home")
         settings = load_settings(config)
         embedder = Embedder(settings.embedding)
@@ -67,17 +68,25 @@ def timed(settings, embedder, fresh_embedder=False):
 def run_steps(settings, embedder, repo: Path) -> None:
     cold, t_cold, _ = timed(settings, embedder)
     noop, t_noop, loaded = timed(settings, embedder, fresh_embedder=True)
-    print(f"cold ingest   : {t_cold:8.2f} s  {cold.files_added} files, {cold.chunks_embedded} chunks embedded "
-          f"({cold.chunks_embedded / t_cold:.1f} chunks/s)")
-    print(f"no-op re-run  : {t_noop:8.3f} s  ratio {t_noop / t_cold:.4f} of cold; "
-          f"{noop.chunks_embedded} embedded; model loaded: {loaded}")
-    print(f"\n{'step':<6} {'added':>5} {'upd':>4} {'del':>4} {'unch':>5} {'embedded':>9} {'reused':>7} "
-          f"{'indexed':>8} {'deleted':>8} {'seconds':>8}")
+    print(
+        f"cold ingest   : {t_cold:8.2f} s  {cold.files_added} files, {cold.chunks_embedded} chunks embedded "
+        f"({cold.chunks_embedded / t_cold:.1f} chunks/s)"
+    )
+    print(
+        f"no-op re-run  : {t_noop:8.3f} s  ratio {t_noop / t_cold:.4f} of cold; "
+        f"{noop.chunks_embedded} embedded; model loaded: {loaded}"
+    )
+    print(
+        f"\n{'step':<6} {'added':>5} {'upd':>4} {'del':>4} {'unch':>5} {'embedded':>9} {'reused':>7} "
+        f"{'indexed':>8} {'deleted':>8} {'seconds':>8}"
+    )
     for n in range(2, 6):
         subprocess.run(["git", "-C", str(repo), "checkout", "-q", f"snapshot-{n}"], check=True)
         s, t, _ = timed(settings, embedder)
-        print(f"{n - 1}→{n:<4} {s.files_added:>5} {s.files_updated:>4} {s.files_deleted:>4} {s.files_unchanged:>5} "
-              f"{s.chunks_embedded:>9} {s.chunks_reused:>7} {s.chunks_indexed:>8} {s.chunks_deleted:>8} {t:>8.2f}")
+        print(
+            f"{n - 1}→{n:<4} {s.files_added:>5} {s.files_updated:>4} {s.files_deleted:>4} {s.files_unchanged:>5} "
+            f"{s.chunks_embedded:>9} {s.chunks_reused:>7} {s.chunks_indexed:>8} {s.chunks_deleted:>8} {t:>8.2f}"
+        )
 
 
 if __name__ == "__main__":

@@ -99,8 +99,14 @@ def _setup(args: argparse.Namespace, tmp: Path) -> Path:
     if args.model:
         embedding.update(model=args.model, fallbacks=[args.model])
     config = tmp / "sources.yml"
-    config.write_text(yaml.safe_dump({"sources": [{"name": SOURCE, "type": "git", "repo": str(repo),
-                                                   "globs": args.subset}], "embedding": embedding}))
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "sources": [{"name": SOURCE, "type": "git", "repo": str(repo), "globs": args.subset}],
+                "embedding": embedding,
+            }
+        )
+    )
     from pipeline.store.db import database_url
 
     if not os.environ.get("DATABASE_URL"):
@@ -139,14 +145,32 @@ def _chunk_texts(config: Path, out: Path) -> dict:
     out.write_text(json.dumps(texts))
     counts = ctx.chunker.count(texts)  # recounted from scratch, special tokens included
     window = ctx.embedder.max_seq_length
-    return {"files": len(docs), "chunks": len(texts), "distinct": len(set(texts)), "tokens": sum(counts),
-            "max_tokens": max(counts, default=0), "over_window": sum(n > window for n in counts),
-            "window": window, "parse_s": t_parse, "chunk_s": t_chunk}
+    return {
+        "files": len(docs),
+        "chunks": len(texts),
+        "distinct": len(set(texts)),
+        "tokens": sum(counts),
+        "max_tokens": max(counts, default=0),
+        "over_window": sum(n > window for n in counts),
+        "window": window,
+        "parse_s": t_parse,
+        "chunk_s": t_chunk,
+    }
 
 
 def _child(kind: str, config: Path, tmp: Path, part: int = 0) -> dict:
-    cmd = [sys.executable, __file__, "--child", kind, "--config", str(config), "--texts", str(tmp / "texts.json"),
-           "--part", str(part)]
+    cmd = [
+        sys.executable,
+        __file__,
+        "--child",
+        kind,
+        "--config",
+        str(config),
+        "--texts",
+        str(tmp / "texts.json"),
+        "--part",
+        str(part),
+    ]
     print(f"[bench] {kind} {part if kind == 'raw' else ''}...", file=sys.stderr, flush=True)
     res = subprocess.run(cmd, stdout=subprocess.PIPE, text=True)
     line = next((ln for ln in res.stdout.splitlines() if ln.startswith("RESULT ")), None)
@@ -197,11 +221,21 @@ def _child_pipeline(args: argparse.Namespace) -> dict:
     noop = ingest_source(ctx, SOURCE)
     noop_s = time.perf_counter() - t
     with ctx.store() as conn:
-        n, top, over = conn.execute("SELECT count(*), max(token_count), count(*) FILTER (WHERE token_count > %s) "
-                                    "FROM chunks", (ctx.embedder.max_seq_length,)).fetchone()
-    return {"cold": cold.as_dict(), "cold_s": cold_s, "rss_mb": rss_mb, "noop": noop.as_dict(), "noop_s": noop_s,
-            "noop_model_loaded": ctx.embedder.loaded, "store_chunks": n, "store_max_tokens": top,
-            "store_over_window": over}
+        n, top, over = conn.execute(
+            "SELECT count(*), max(token_count), count(*) FILTER (WHERE token_count > %s) FROM chunks",
+            (ctx.embedder.max_seq_length,),
+        ).fetchone()
+    return {
+        "cold": cold.as_dict(),
+        "cold_s": cold_s,
+        "rss_mb": rss_mb,
+        "noop": noop.as_dict(),
+        "noop_s": noop_s,
+        "noop_model_loaded": ctx.embedder.loaded,
+        "store_chunks": n,
+        "store_max_tokens": top,
+        "store_over_window": over,
+    }
 
 
 CHILDREN = {"raw": _child_raw, "pipeline": _child_pipeline}
@@ -234,12 +268,16 @@ def _cli(config: Path) -> dict:
 
 
 def _rerun_lines(pipe: dict, cli: dict | None) -> list[str]:
-    lines = [f"no-op     in-process {pipe['noop_s']:.3f} s = {pipe['noop_s'] / pipe['cold_s']:.5f} of cold; "
-             f"{pipe['noop']['chunks_embedded']} embedded; model loaded: {pipe['noop_model_loaded']}   "
-             f"(targets ≤ 0.4 s, 0, False)"]
+    lines = [
+        f"no-op     in-process {pipe['noop_s']:.3f} s = {pipe['noop_s'] / pipe['cold_s']:.5f} of cold; "
+        f"{pipe['noop']['chunks_embedded']} embedded; model loaded: {pipe['noop_model_loaded']}   "
+        f"(targets ≤ 0.4 s, 0, False)"
+    ]
     if cli:
-        lines.append(f"cli       `docforge ingest` (no-op) whole command: {cli['cli_s']:.2f} s, exit {cli['rc']}, "
-                     f"{cli['embedded']} embedded   (target ≤ 5 s)")
+        lines.append(
+            f"cli       `docforge ingest` (no-op) whole command: {cli['cli_s']:.2f} s, exit {cli['rc']}, "
+            f"{cli['embedded']} embedded   (target ≤ 5 s)"
+        )
         if cli["rc"]:
             lines.append("          stderr: " + cli["stderr"].replace("\n", " | "))
     return lines
@@ -248,32 +286,44 @@ def _rerun_lines(pipe: dict, cli: dict | None) -> list[str]:
 def _report(args: argparse.Namespace, texts: dict, raw: dict | None, pipe: dict, cli: dict | None) -> None:
     cold, secs = pipe["cold"], pipe["cold"]["seconds"]
     n = cold["chunks_indexed"]
-    lines = [f"corpus    {args.ref} {' '.join(args.subset)}: {texts['files']} files → {texts['chunks']} chunks "
-             f"({texts['distinct']} distinct), {texts['tokens']:,} tokens; backend {args.backend}"]
+    lines = [
+        f"corpus    {args.ref} {' '.join(args.subset)}: {texts['files']} files → {texts['chunks']} chunks "
+        f"({texts['distinct']} distinct), {texts['tokens']:,} tokens; backend {args.backend}"
+    ]
     pipe_rate = n / pipe["cold_s"]
     if raw:
         raw_rate = texts["chunks"] / raw["raw_s"]
         halves = " + ".join(f"{h:.1f}" for h in raw["halves_s"])
-        lines.append(f"(a) raw   SentenceTransformer.encode: {raw['raw_s']:.1f} s ({halves}: half before, half "
-                     f"after the pipeline), {raw_rate:.2f} chunks/s, {texts['tokens'] / raw['raw_s']:,.0f} tokens/s "
-                     f"(device {raw['device']}, batch {raw['batch_size']})")
-    lines.append(f"(b) pipe  cold ingest_source: {pipe['cold_s']:.1f} s, {pipe_rate:.2f} chunks/s "
-                 f"({n} chunks indexed, {cold['chunks_embedded']} embedded)")
+        lines.append(
+            f"(a) raw   SentenceTransformer.encode: {raw['raw_s']:.1f} s ({halves}: half before, half "
+            f"after the pipeline), {raw_rate:.2f} chunks/s, {texts['tokens'] / raw['raw_s']:,.0f} tokens/s "
+            f"(device {raw['device']}, batch {raw['batch_size']})"
+        )
+    lines.append(
+        f"(b) pipe  cold ingest_source: {pipe['cold_s']:.1f} s, {pipe_rate:.2f} chunks/s "
+        f"({n} chunks indexed, {cold['chunks_embedded']} embedded)"
+    )
     if raw:
         lines.append(f"(c) ratio pipeline/raw chunks/s: {pipe_rate / raw_rate:.3f}   (target ≥ 0.98)")
         if "backend_s" in raw:
-            lines.append(f"    {args.backend} encode of the same chunks: {raw['backend_s']:.1f} s → "
-                         f"{raw['raw_s'] / raw['backend_s']:.2f}× fp32 torch; cosine to fp32 min "
-                         f"{raw['cosine_min']:.4f} mean {raw['cosine_mean']:.4f} (export+warm-up "
-                         f"{raw['export_s']:.1f} s, excluded)")
+            lines.append(
+                f"    {args.backend} encode of the same chunks: {raw['backend_s']:.1f} s → "
+                f"{raw['raw_s'] / raw['backend_s']:.2f}× fp32 torch; cosine to fp32 min "
+                f"{raw['cosine_min']:.4f} mean {raw['cosine_mean']:.4f} (export+warm-up "
+                f"{raw['export_s']:.1f} s, excluded)"
+            )
     other = secs.get("embeddings", 0) - secs.get("embed", 0) - secs.get("write", 0)
-    lines.append(f"(d) stages crawl {secs.get('documents', 0):.1f} s | parse+chunk {secs.get('chunks', 0):.1f} s "
-                 f"(offline: parse {texts['parse_s']:.1f} + chunk {texts['chunk_s']:.1f}) | embed "
-                 f"{secs.get('embed', 0):.1f} s | write {secs.get('write', 0):.1f} s | other {other:.1f} s")
+    lines.append(
+        f"(d) stages crawl {secs.get('documents', 0):.1f} s | parse+chunk {secs.get('chunks', 0):.1f} s "
+        f"(offline: parse {texts['parse_s']:.1f} + chunk {texts['chunk_s']:.1f}) | embed "
+        f"{secs.get('embed', 0):.1f} s | write {secs.get('write', 0):.1f} s | other {other:.1f} s"
+    )
     lines.append(f"(e) peak RSS of the ingest process: {pipe['rss_mb']:.0f} MB   (target ≤ 1536)")
-    lines.append(f"(f) chunks over the {texts['window']}-token window: {texts['over_window']} recounted "
-                 f"(max {texts['max_tokens']}), {pipe['store_over_window']} in the store (max "
-                 f"{pipe['store_max_tokens']})   (must be 0)")
+    lines.append(
+        f"(f) chunks over the {texts['window']}-token window: {texts['over_window']} recounted "
+        f"(max {texts['max_tokens']}), {pipe['store_over_window']} in the store (max "
+        f"{pipe['store_max_tokens']})   (must be 0)"
+    )
     print("\n".join(lines + _rerun_lines(pipe, cli)))
     if args.json_out:
         args.json_out.write_text(json.dumps({"texts": texts, "raw": raw, "pipeline": pipe, "cli": cli}, indent=2))

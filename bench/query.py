@@ -70,7 +70,7 @@ def main() -> None:
             vectors = _vectors(args, emb, texts)
             queries = [json.loads(ln)["text"] for ln in (args.data / "beir/scifact/queries.jsonl").open()]
             random.Random(7).shuffle(queries)
-            qvecs = emb.encode(queries[-args.recall_queries:])
+            qvecs = emb.encode(queries[-args.recall_queries :])
             efs = sorted({*args.ef_search, Settings().search.ef_search})
             results = {}
             for n in sizes:
@@ -88,8 +88,13 @@ def main() -> None:
                 finally:
                     if not args.keep:
                         _drop_database(server, f"docforge_query_{n}")
-                results[n] = {"build": build, "bytes": sizes_by_rel, "latency": latency, "recall": recall,
-                              "backend": backend}
+                results[n] = {
+                    "build": build,
+                    "bytes": sizes_by_rel,
+                    "latency": latency,
+                    "recall": recall,
+                    "backend": backend,
+                }
             _report(args, results)
             if args.json:
                 print(json.dumps({str(n): r for n, r in results.items()}))
@@ -101,21 +106,37 @@ def main() -> None:
 def _parse() -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--chunks", type=int, nargs="+", default=[BASELINE], help="store sizes (default 100000)")
-    ap.add_argument("--baseline", type=int, default=BASELINE,
-                    help=f"also measured when a larger size is (default {BASELINE}; 0: never)")
+    ap.add_argument(
+        "--baseline",
+        type=int,
+        default=BASELINE,
+        help=f"also measured when a larger size is (default {BASELINE}; 0: never)",
+    )
     ap.add_argument("--m", type=int, default=None, help="HNSW m (default: as the schema builds it)")
     ap.add_argument("--ef-construction", type=int, default=None, help="HNSW ef_construction (default: the schema's)")
-    ap.add_argument("--ef-search", type=int, nargs="+", default=[20, 40, 100, 200],
-                    help="ef_search values for recall (the Searcher's default is always added)")
+    ap.add_argument(
+        "--ef-search",
+        type=int,
+        nargs="+",
+        default=[20, 40, 100, 200],
+        help="ef_search values for recall (the Searcher's default is always added)",
+    )
     ap.add_argument("--queries", type=int, default=150, help="timed searches per mode and filter")
     ap.add_argument("--modes", nargs="+", default=["dense", "keyword", "hybrid"], help="modes to time")
     ap.add_argument("--filters", nargs="+", default=list(FILTERS), choices=list(FILTERS), help="filters to time")
     ap.add_argument("--recall-queries", type=int, default=200)
-    ap.add_argument("--compare-float32", action="store_true",
-                    help="also build an HNSW index of the float32 vectors and report its recall beside")
-    ap.add_argument("--vectors", choices=["real", "gaussian"], default="real",
-                    help="document vectors: real = the model's (every distinct text, cached; ~10 min once on "
-                         "2 CPU cores), gaussian = fitted to --real-sample texts (no topics: pessimistic)")
+    ap.add_argument(
+        "--compare-float32",
+        action="store_true",
+        help="also build an HNSW index of the float32 vectors and report its recall beside",
+    )
+    ap.add_argument(
+        "--vectors",
+        choices=["real", "gaussian"],
+        default="real",
+        help="document vectors: real = the model's (every distinct text, cached; ~10 min once on "
+        "2 CPU cores), gaussian = fitted to --real-sample texts (no topics: pessimistic)",
+    )
     ap.add_argument("--real-sample", type=int, default=800, help="texts embedded for the Gaussian")
     ap.add_argument("--data", type=Path, default=DATA, help="the shared data folder")
     ap.add_argument("--keep", action="store_true", help="keep each size's database (docforge_query_<n>)")
@@ -135,12 +156,16 @@ def _texts(args: argparse.Namespace, emb, tmp: Path, n: int) -> list[tuple[str, 
     base: list[tuple[str, str, str]] = []
     for path in sorted(repo.rglob("*.md")):
         parsed = parse_markdown(path.read_text(encoding="utf-8"))
-        base += [(f"rfcs:{path.relative_to(repo)}", " > ".join(c.heading_path), c.text)
-                 for c in chunker.chunk(parsed.title, parsed.sections)]
+        base += [
+            (f"rfcs:{path.relative_to(repo)}", " > ".join(c.heading_path), c.text)
+            for c in chunker.chunk(parsed.title, parsed.sections)
+        ]
     for line in (args.data / "beir/scifact/corpus.jsonl").open():
         doc = json.loads(line)
-        base += [(f"scifact:{doc['_id']}", doc["title"], c.text)
-                 for c in chunker.chunk(doc["title"], [Section((doc["title"],), doc["text"])])]
+        base += [
+            (f"scifact:{doc['_id']}", doc["title"], c.text)
+            for c in chunker.chunk(doc["title"], [Section((doc["title"],), doc["text"])])
+        ]
     rng = random.Random(1)
     out = list(base[:n])
     while len(out) < n:
@@ -192,7 +217,8 @@ def _vectors(args: argparse.Namespace, emb, texts: list[tuple[str, str, str]]) -
         what = f"Gaussian fitted to {args.real_sample} real embeddings"
     else:
         what = f"real embeddings of {n_base} distinct texts" + (
-            f"; variants at mean cosine {target:.3f} to their base, as real variants are" if target else "")
+            f"; variants at mean cosine {target:.3f} to their base, as real variants are" if target else ""
+        )
     print(f"[query] vectors: {what}", file=sys.stderr)
     return vecs
 
@@ -297,8 +323,9 @@ def _copy_rows(conn, texts) -> dict[str, float]:
         out["rows_s"] = time.perf_counter() - t
         if tracked:  # 0002's statistics and terms, 0009's postings (chunk term lists, then packed lists)
             for name, ms in conn.execute(
-                    "SELECT funcname, total_time FROM pg_stat_xact_user_functions "
-                    "WHERE funcname IN ('docforge_bm25_inserted', 'docforge_bm25_docs', 'docforge_bm25_merge')"):
+                "SELECT funcname, total_time FROM pg_stat_xact_user_functions "
+                "WHERE funcname IN ('docforge_bm25_inserted', 'docforge_bm25_docs', 'docforge_bm25_merge')"
+            ):
                 out[f"trigger_{name.removeprefix('docforge_')}_s"] = ms / 1000
     return out
 
@@ -320,8 +347,11 @@ def _copy_vectors(conn, table: str, kind: str, vectors) -> None:
 
     seqs = dict(conn.execute("SELECT id, seq FROM chunks").fetchall())
     wrap = HalfVector if kind == "halfvec" else (lambda v: v)
-    with (conn.transaction(), conn.cursor() as cur,
-          cur.copy(f'COPY "{table}" (seq, embedding) FROM STDIN WITH (FORMAT BINARY)') as copy):
+    with (
+        conn.transaction(),
+        conn.cursor() as cur,
+        cur.copy(f'COPY "{table}" (seq, embedding) FROM STDIN WITH (FORMAT BINARY)') as copy,
+    ):
         copy.set_types(["int8", kind])
         for i, vec in enumerate(vectors):
             copy.write_row((seqs[f"c{i}"], wrap(vec)))
@@ -331,10 +361,11 @@ def _relation_bytes(conn) -> dict[str, int]:
     """Bytes of every table (heap and TOAST) and index that holds data: {"table": n, "table/index": n}."""
     out = {}
     for table, size, indexes in conn.execute(
-            "SELECT t.relname, pg_table_size(t.oid), coalesce(json_object_agg(i.relname, pg_relation_size(i.oid)) "
-            "       FILTER (WHERE i.oid IS NOT NULL), '{}') "
-            "FROM pg_class t LEFT JOIN pg_index x ON x.indrelid = t.oid LEFT JOIN pg_class i ON i.oid = x.indexrelid "
-            "WHERE t.relkind = 'r' AND t.relnamespace = current_schema()::regnamespace GROUP BY t.relname, t.oid"):
+        "SELECT t.relname, pg_table_size(t.oid), coalesce(json_object_agg(i.relname, pg_relation_size(i.oid)) "
+        "       FILTER (WHERE i.oid IS NOT NULL), '{}') "
+        "FROM pg_class t LEFT JOIN pg_index x ON x.indrelid = t.oid LEFT JOIN pg_class i ON i.oid = x.indexrelid "
+        "WHERE t.relkind = 'r' AND t.relnamespace = current_schema()::regnamespace GROUP BY t.relname, t.oid"
+    ):
         if size:  # not the empty work tables (staged rows, failures)
             out[table] = size
             out.update({f"{table}/{name}": n for name, n in indexes.items()})
@@ -366,8 +397,11 @@ def _latency(args, url: str, queries: list[str]) -> tuple[dict, str]:
             times[(mode, f)].append((time.perf_counter() - t) * 1000)
     out: dict[str, dict] = {}
     for (mode, f), ms in times.items():
-        out.setdefault(mode, {})[f] = {"p50": float(np.percentile(ms, 50)), "p95": float(np.percentile(ms, 95)),
-                                       "mean": float(np.mean(ms))}
+        out.setdefault(mode, {})[f] = {
+            "p50": float(np.percentile(ms, 50)),
+            "p95": float(np.percentile(ms, 95)),
+            "mean": float(np.mean(ms)),
+        }
     backend = searcher.embedder.cfg.backend
     searcher.close()
     return out, backend
@@ -389,22 +423,30 @@ def _recall(args, url: str, vectors: np.ndarray, qvecs: np.ndarray, efs: list[in
         tables = [(gen.vector_type, gen.table_name, str(gen.column_type.as_string(conn)))]
         if args.compare_float32 and gen.vector_type != "vector":
             t = time.perf_counter()
-            conn.execute(f"CREATE TABLE bench_float32 (seq bigint PRIMARY KEY, "
-                         f"embedding vector({vectors.shape[1]}) NOT NULL)")
+            conn.execute(
+                f"CREATE TABLE bench_float32 (seq bigint PRIMARY KEY, embedding vector({vectors.shape[1]}) NOT NULL)"
+            )
             _copy_vectors(conn, "bench_float32", "vector", vectors)
-            live = conn.execute("SELECT indexdef FROM pg_indexes WHERE tablename = %s AND indexdef ~ ' USING hnsw '",
-                                (gen.table_name,)).fetchone()[0]
+            live = conn.execute(
+                "SELECT indexdef FROM pg_indexes WHERE tablename = %s AND indexdef ~ ' USING hnsw '", (gen.table_name,)
+            ).fetchone()[0]
             conn.execute("SET maintenance_work_mem = '1GB'")
             t_build = time.perf_counter()
-            conn.execute(_hnsw_params(args, "CREATE INDEX bench_float32_hnsw ON bench_float32 USING hnsw "
-                                            "(embedding vector_cosine_ops) WITH (" + live.split(" WITH (")[1]))
+            conn.execute(
+                _hnsw_params(
+                    args,
+                    "CREATE INDEX bench_float32_hnsw ON bench_float32 USING hnsw "
+                    "(embedding vector_cosine_ops) WITH (" + live.split(" WITH (")[1],
+                )
+            )
             conn.execute("VACUUM ANALYZE bench_float32")
             out["float32_build_s"] = {"copy": t_build - t, "hnsw": time.perf_counter() - t_build}
             tables.append(("vector", "bench_float32", f"vector({vectors.shape[1]})"))
         knn = "SELECT seq FROM {table} ORDER BY embedding <=> %s::{type} LIMIT 10"
         conn.execute("SET enable_seqscan = off")  # the index even where a small table would be scanned
-        plan = " ".join(r[0] for r in conn.execute(
-            "EXPLAIN " + knn.format(table=gen.table_name, type=tables[0][2]), (qvecs[0],)))
+        plan = " ".join(
+            r[0] for r in conn.execute("EXPLAIN " + knn.format(table=gen.table_name, type=tables[0][2]), (qvecs[0],))
+        )
         out["plan"] = "hnsw index" if "Index Scan using" in plan and "hnsw" in plan else "NOT the index: " + plan[:200]
         for kind, table, cast in tables:
             for ef in efs:
@@ -413,12 +455,13 @@ def _recall(args, url: str, vectors: np.ndarray, qvecs: np.ndarray, efs: list[in
                     with conn.transaction():
                         conn.execute(f"SET LOCAL hnsw.ef_search = {int(ef)}")
                         t = time.perf_counter()
-                        got = {row[s] for (s,) in conn.execute(knn.format(table=table, type=cast), (v,),
-                                                               prepare=False)}
+                        got = {row[s] for (s,) in conn.execute(knn.format(table=table, type=cast), (v,), prepare=False)}
                         ms.append((time.perf_counter() - t) * 1000)
                     hits += len(got & want)
-                out.setdefault(kind, {})[ef] = {"recall": hits / (10 * len(qvecs)),
-                                                "p50_ms": float(np.percentile(ms, 50))}
+                out.setdefault(kind, {})[ef] = {
+                    "recall": hits / (10 * len(qvecs)),
+                    "p50_ms": float(np.percentile(ms, 50)),
+                }
     return out
 
 
@@ -432,15 +475,16 @@ def _report(args, results: dict) -> None:
         print(f"{label:<34}" + "".join(f"{c:>{width}}" for c in cells))
 
     first = results[sizes[0]]
-    print(f"stores: {', '.join(str(n) for n in sizes)} chunks, {args.vectors} vectors, "
-          f"query embedding ({first['backend']}) included in latency; {args.queries} searches per cell")
+    print(
+        f"stores: {', '.join(str(n) for n in sizes)} chunks, {args.vectors} vectors, "
+        f"query embedding ({first['backend']}) included in latency; {args.queries} searches per cell"
+    )
     line("chunks", [f"{n:,}" for n in sizes])
     print("build, seconds per stage")
     for stage in first["build"]:
         line(f"  {stage.removesuffix('_s')}", [f"{results[n]['build'].get(stage, float('nan')):.1f}" for n in sizes])
     print("bytes per chunk, by table (heap + TOAST) and index")
-    names = sorted({k for n in sizes for k in results[n]["bytes"]},
-                   key=lambda k: (k.split("/")[0], "/" in k, k))
+    names = sorted({k for n in sizes for k in results[n]["bytes"]}, key=lambda k: (k.split("/")[0], "/" in k, k))
     for name in names:
         if all(results[n]["bytes"].get(name, 0) < n for n in sizes):
             continue  # under a byte per chunk everywhere (a one-row table)
@@ -451,14 +495,20 @@ def _report(args, results: dict) -> None:
     print("Searcher.search p50 / p95 ms, limit 10")
     for mode in args.modes:
         for f in args.filters:
-            cells = [f"{results[n]['latency'][mode][f]['p50']:.1f} / {results[n]['latency'][mode][f]['p95']:.1f}"
-                     for n in sizes]
+            cells = [
+                f"{results[n]['latency'][mode][f]['p50']:.1f} / {results[n]['latency'][mode][f]['p95']:.1f}"
+                for n in sizes
+            ]
             line(f"  {mode:<8} {f}", cells)
         if len(args.filters) > 1:  # the cost of a broad filter, as a ratio of p50s
             for f in args.filters[1:]:
-                line(f"  {mode:<8} {f} / none", [
-                    f"{results[n]['latency'][mode][f]['p50'] / results[n]['latency'][mode]['none']['p50']:.2f}x"
-                    for n in sizes])
+                line(
+                    f"  {mode:<8} {f} / none",
+                    [
+                        f"{results[n]['latency'][mode][f]['p50'] / results[n]['latency'][mode]['none']['p50']:.2f}x"
+                        for n in sizes
+                    ],
+                )
         if mode in TARGETS:
             print(f"  ({mode}: {TARGETS[mode]})")
     print(f"dense SQL plan: {first['recall']['plan']}")
@@ -467,9 +517,13 @@ def _report(args, results: dict) -> None:
     for kind in kinds:
         for ef in first["recall"][kind]:
             mark = "   ← the Searcher's" if ef == chosen else ""
-            line(f"recall@10 {kind} ef_search={ef}", [
-                f"{results[n]['recall'][kind][ef]['recall']:.3f} ({results[n]['recall'][kind][ef]['p50_ms']:.1f} ms)"
-                for n in sizes])
+            line(
+                f"recall@10 {kind} ef_search={ef}",
+                [
+                    f"{results[n]['recall'][kind][ef]['recall']:.3f} ({results[n]['recall'][kind][ef]['p50_ms']:.1f} ms)"
+                    for n in sizes
+                ],
+            )
             if mark:
                 print(f"  {mark.strip()} ef_search; recall against exact float32 search, SQL p50 in brackets")
 

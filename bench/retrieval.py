@@ -29,8 +29,12 @@ from metrics import Qrels, mean_metric, ndcg_at_k, recall_at_k  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "beir" / "scifact"
-GIT_ENV = {"GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@example.com",
-           "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@example.com"}
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "bench",
+    "GIT_AUTHOR_EMAIL": "bench@example.com",
+    "GIT_COMMITTER_NAME": "bench",
+    "GIT_COMMITTER_EMAIL": "bench@example.com",
+}
 
 
 def load_beir(data: Path, split: str) -> tuple[dict[str, dict], dict[str, str], dict[str, dict[str, int]]]:
@@ -63,7 +67,7 @@ def subset(corpus: dict, queries: dict, qrels: Qrels, n_queries: int | None, n_d
         qrels = {q: qrels[q] for q in keep}
     if n_docs:
         wanted = [d for q in qrels for d in qrels[q] if d in corpus]
-        ids = list(dict.fromkeys(wanted + list(corpus)))[:max(n_docs, len(set(wanted)))]
+        ids = list(dict.fromkeys(wanted + list(corpus)))[: max(n_docs, len(set(wanted)))]
         corpus = {d: corpus[d] for d in ids}
     return corpus, queries, qrels
 
@@ -117,26 +121,56 @@ def evaluate(searcher, queries: dict, qrels: Qrels, mode: str, depth: int, reran
         hits = searcher.search(text, limit=depth, mode=mode, fetch_k=depth, rerank=rerank)
         run[q] = doc_ranking(hits)
     ms = (time.perf_counter() - t0) * 1000 / max(1, len(queries))
-    return {"ndcg@10": mean_metric(ndcg_at_k, run, qrels, 10), "recall@100": mean_metric(recall_at_k, run, qrels, 100),
-            "ms/query": ms}
+    return {
+        "ndcg@10": mean_metric(ndcg_at_k, run, qrels, 10),
+        "recall@100": mean_metric(recall_at_k, run, qrels, 100),
+        "ms/query": ms,
+    }
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--data", type=click.Path(exists=True, file_okay=False, path_type=Path), default=DEFAULT_DATA,
-              show_default=True, help="BEIR dataset folder (corpus.jsonl, queries.jsonl, qrels/).")
+@click.option(
+    "--data",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=DEFAULT_DATA,
+    show_default=True,
+    help="BEIR dataset folder (corpus.jsonl, queries.jsonl, qrels/).",
+)
 @click.option("--split", default="test", show_default=True, help="qrels split to evaluate.")
 @click.option("--limit-docs", type=int, default=None, help="Index only N documents (judged ones first).")
 @click.option("--queries", "n_queries", type=int, default=None, help="Evaluate only the first N queries.")
 @click.option("--modes", default="dense,keyword,hybrid", show_default=True, help="Comma-separated modes.")
-@click.option("--depth", type=int, default=300, show_default=True,
-              help="Chunks retrieved per query (and fetch_k per ranking) before grouping into documents.")
-@click.option("--workdir", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Where the repo and embedded store live [default: bench/results/<dataset>].")
-@click.option("--database-url", envvar="BENCH_DATABASE_URL", default=None,
-              help="Use this database instead of an embedded one [env: BENCH_DATABASE_URL].")
+@click.option(
+    "--depth",
+    type=int,
+    default=300,
+    show_default=True,
+    help="Chunks retrieved per query (and fetch_k per ranking) before grouping into documents.",
+)
+@click.option(
+    "--workdir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Where the repo and embedded store live [default: bench/results/<dataset>].",
+)
+@click.option(
+    "--database-url",
+    envvar="BENCH_DATABASE_URL",
+    default=None,
+    help="Use this database instead of an embedded one [env: BENCH_DATABASE_URL].",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
-def main(data: Path, split: str, limit_docs: int | None, n_queries: int | None, modes: str, depth: int,
-         workdir: Path | None, database_url: str | None, as_json: bool) -> None:
+def main(
+    data: Path,
+    split: str,
+    limit_docs: int | None,
+    n_queries: int | None,
+    modes: str,
+    depth: int,
+    workdir: Path | None,
+    database_url: str | None,
+    as_json: bool,
+) -> None:
     """Ingest a BEIR dataset and print nDCG@10 and recall@100 per search mode."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -149,8 +183,11 @@ def main(data: Path, split: str, limit_docs: int | None, n_queries: int | None, 
     print(f"{data.name}: {len(corpus)} documents, {len(queries)} queries ({split})", file=sys.stderr)
     t0 = time.perf_counter()
     settings, url, stats, embedder = ingest(workdir, corpus, database_url)
-    print(f"ingested in {time.perf_counter() - t0:.0f}s: {stats.chunks_embedded} chunks embedded, "
-          f"{stats.files_unchanged} documents unchanged", file=sys.stderr)
+    print(
+        f"ingested in {time.perf_counter() - t0:.0f}s: {stats.chunks_embedded} chunks embedded, "
+        f"{stats.files_unchanged} documents unchanged",
+        file=sys.stderr,
+    )
     results = {}
     with Searcher(settings, url=url, embedder=embedder) as searcher:
         runs = [(m, False) for m in modes.split(",")]

@@ -36,14 +36,33 @@ def answerer(config: str | Path | None = None) -> Answerer:
         return _answerers[path]
 
 
-def ask(question: str, *, config: str | Path | None = None, filters: dict | None = None,
-        filter_repo: str | None = None, mode: str = "hybrid", rerank: bool | None = None,
-        history: list[dict[str, str]] | None = None, max_iterations: int | None = None,
-        no_cache: bool = False, trace: bool = False, **kw: Any) -> Answer:
+def ask(
+    question: str,
+    *,
+    config: str | Path | None = None,
+    filters: dict | None = None,
+    filter_repo: str | None = None,
+    mode: str = "hybrid",
+    rerank: bool | None = None,
+    history: list[dict[str, str]] | None = None,
+    max_iterations: int | None = None,
+    no_cache: bool = False,
+    trace: bool = False,
+    **kw: Any,
+) -> Answer:
     """Answer `question` from the indexed documentation, with verified, cited claims."""
-    return answerer(config).ask(question, filters=filters, filter_repo=filter_repo, mode=mode, rerank=rerank,
-                                history=history, max_iterations=max_iterations, use_cache=False if no_cache else None,
-                                trace=trace, **kw)
+    return answerer(config).ask(
+        question,
+        filters=filters,
+        filter_repo=filter_repo,
+        mode=mode,
+        rerank=rerank,
+        history=history,
+        max_iterations=max_iterations,
+        use_cache=False if no_cache else None,
+        trace=trace,
+        **kw,
+    )
 
 
 async def aask(question: str, **kw: Any) -> Answer:

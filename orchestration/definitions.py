@@ -58,8 +58,7 @@ class CheckOutcome:
     description: str
 
     def as_dict(self) -> dict:
-        return {"name": self.name, "passed": self.passed, "severity": self.severity,
-                "description": self.description}
+        return {"name": self.name, "passed": self.passed, "severity": self.severity, "description": self.description}
 
 
 @dataclass(frozen=True)
@@ -91,17 +90,28 @@ def materialize_sources(config_path: str, names: list[str], log_level: str = "CR
     out: dict[str, SourceRun] = {}
     for name in names:
         begin_source(name)
-        res = materialize([*ingest_assets, *ingest_checks], partition_key=name, resources=resources(config_path),
-                          instance=instance, raise_on_error=False, tags={"docforge/trigger": "cli"},
-                          run_config={"loggers": {"console": {"config": {"log_level": log_level}}}})
+        res = materialize(
+            [*ingest_assets, *ingest_checks],
+            partition_key=name,
+            resources=resources(config_path),
+            instance=instance,
+            raise_on_error=False,
+            tags={"docforge/trigger": "cli"},
+            run_config={"loggers": {"console": {"config": {"log_level": log_level}}}},
+        )
         step_errors: dict[str, str] = {}
         for e in res.get_step_failure_events():
             err = e.step_failure_data.error if e.step_failure_data else None
             step_errors[e.step_key or ""] = _root_cause(err) if err else "step failed"
-        checks = tuple(CheckOutcome(c.check_name, c.passed, c.severity.value, c.description or "")
-                       for c in res.get_asset_check_evaluations())
-        checks += tuple(CheckOutcome(check_names.get(step, step), False, "ERROR", f"check raised: {msg}")
-                        for step, msg in step_errors.items() if step not in asset_steps)
+        checks = tuple(
+            CheckOutcome(c.check_name, c.passed, c.severity.value, c.description or "")
+            for c in res.get_asset_check_evaluations()
+        )
+        checks += tuple(
+            CheckOutcome(check_names.get(step, step), False, "ERROR", f"check raised: {msg}")
+            for step, msg in step_errors.items()
+            if step not in asset_steps
+        )
         ingest_errors = [msg for step, msg in step_errors.items() if step in asset_steps]
         if ingest_errors or (not res.success and not step_errors):
             out[name] = SourceRun(error="; ".join(ingest_errors) or "run failed", checks=checks)

@@ -10,9 +10,11 @@ from pipeline.config import OrchestrationConfig, env_section
 # Selecting the assets selects their asset checks too: they run after each materialisation.
 # Partitioned by `sources`, inferred from the assets.
 ingest_job = define_asset_job(
-    "ingest", selection=AssetSelection.assets(*ingest_assets),
+    "ingest",
+    selection=AssetSelection.assets(*ingest_assets),
     description="One source (partition): list and stage documents, chunk them, embed and swap them in.",
-    tags={"docforge/job": "ingest"})
+    tags={"docforge/job": "ingest"},
+)
 
 
 def executor(cfg: OrchestrationConfig | None = None) -> ExecutorDefinition | None:

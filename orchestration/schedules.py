@@ -9,7 +9,7 @@ bounds how many embedding steps run at once.
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from dagster import (
@@ -50,14 +50,20 @@ def build_nightly_schedule(job: UnresolvedAssetJobDefinition, cfg: ScheduleConfi
     try:
         return _nightly(job, cfg)
     except DagsterInvalidDefinitionError as e:
-        raise ConfigError(f"schedule in sources.yml (cron {cfg.cron!r}, timezone {cfg.timezone!r}) "
-                          f"is invalid: {e}") from None
+        raise ConfigError(
+            f"schedule in sources.yml (cron {cfg.cron!r}, timezone {cfg.timezone!r}) is invalid: {e}"
+        ) from None
 
 
 def _nightly(job: UnresolvedAssetJobDefinition, cfg: ScheduleConfig):
-    @schedule(name="docforge_nightly", job=job, cron_schedule=cfg.cron, execution_timezone=cfg.timezone,
-              default_status=DefaultScheduleStatus.RUNNING,
-              description="Re-ingest every source: one run per partition, run_key = source@tick time.")
+    @schedule(
+        name="docforge_nightly",
+        job=job,
+        cron_schedule=cfg.cron,
+        execution_timezone=cfg.timezone,
+        default_status=DefaultScheduleStatus.RUNNING,
+        description="Re-ingest every source: one run per partition, run_key = source@tick time.",
+    )
     def nightly(context: ScheduleEvaluationContext, sources: SourcesResource):
         try:
             settings = sources.settings()
@@ -70,8 +76,9 @@ def _nightly(job: UnresolvedAssetJobDefinition, cfg: ScheduleConfig):
             context.log.warning(f"sources without a partition yet, skipped: {', '.join(unregistered)}")
         if not names:
             return SkipReason("no source has a partition yet: turn on docforge_sources_sync or run `docforge ingest`")
-        tick = (context.scheduled_execution_time or datetime.now(timezone.utc)).isoformat()
-        return [RunRequest(partition_key=n, run_key=f"{n}@{tick}", tags={"docforge/trigger": "schedule"})
-                for n in names]
+        tick = (context.scheduled_execution_time or datetime.now(UTC)).isoformat()
+        return [
+            RunRequest(partition_key=n, run_key=f"{n}@{tick}", tags={"docforge/trigger": "schedule"}) for n in names
+        ]
 
     return nightly

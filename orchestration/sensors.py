@@ -63,9 +63,13 @@ def build_push_sensor(job: UnresolvedAssetJobDefinition, minimum_interval_second
     or the schedule), so turning the sensor on never floods the queue.
     """
 
-    @sensor(name="docforge_push", job=job, minimum_interval_seconds=minimum_interval_seconds,
-            default_status=DefaultSensorStatus.RUNNING,
-            description="Re-index a git source when its branch (or HEAD) moves; one run per new commit.")
+    @sensor(
+        name="docforge_push",
+        job=job,
+        minimum_interval_seconds=minimum_interval_seconds,
+        default_status=DefaultSensorStatus.RUNNING,
+        description="Re-index a git source when its branch (or HEAD) moves; one run per new commit.",
+    )
     def push_sensor(context: SensorEvaluationContext, sources: SourcesResource):
         try:
             settings = sources.settings()
@@ -78,19 +82,25 @@ def build_push_sensor(job: UnresolvedAssetJobDefinition, minimum_interval_second
         moved = [n for n, sha in heads.items() if n in seen and seen[n] != sha]
         names = {s.name for s in settings.sources}
         cursor = json.dumps({**{n: c for n, c in seen.items() if n in names}, **heads}, sort_keys=True)
-        requests = [RunRequest(partition_key=n, run_key=f"{n}@{heads[n]}",
-                               tags={"docforge/trigger": "push", "docforge/commit": heads[n]}) for n in moved]
+        requests = [
+            RunRequest(
+                partition_key=n,
+                run_key=f"{n}@{heads[n]}",
+                tags={"docforge/trigger": "push", "docforge/commit": heads[n]},
+            )
+            for n in moved
+        ]
         missing = [n for n in moved if not context.instance.has_dynamic_partition(source_partitions.name, n)]
         adds = [source_partitions.build_add_request(missing)] if missing else []
         skip = None if requests else "; ".join([f"no repository moved ({len(heads)} watched)", *problems])
-        return SensorResult(run_requests=requests, cursor=cursor, dynamic_partitions_requests=adds,
-                            skip_reason=skip)
+        return SensorResult(run_requests=requests, cursor=cursor, dynamic_partitions_requests=adds, skip_reason=skip)
 
     return push_sensor
 
 
-def _purge_removed(context: SensorEvaluationContext, settings: Settings, store: PostgresResource,
-                   registered: set[str]) -> list[str]:
+def _purge_removed(
+    context: SensorEvaluationContext, settings: Settings, store: PostgresResource, registered: set[str]
+) -> list[str]:
     """Purge the rows of every source no longer configured; the names fully purged."""
     wanted = {s.name for s in settings.sources}
     try:
@@ -119,9 +129,13 @@ def build_sources_sync_sensor(job: UnresolvedAssetJobDefinition, minimum_interva
     so a failed purge is retried on the next tick).
     """
 
-    @sensor(name="docforge_sources_sync", job=job, minimum_interval_seconds=minimum_interval_seconds,
-            default_status=DefaultSensorStatus.RUNNING,
-            description="Add partitions (and first runs) for new sources in sources.yml; purge removed ones.")
+    @sensor(
+        name="docforge_sources_sync",
+        job=job,
+        minimum_interval_seconds=minimum_interval_seconds,
+        default_status=DefaultSensorStatus.RUNNING,
+        description="Add partitions (and first runs) for new sources in sources.yml; purge removed ones.",
+    )
     def sources_sync(context: SensorEvaluationContext, sources: SourcesResource, store: PostgresResource):
         try:
             settings = sources.settings()
@@ -139,7 +153,10 @@ def build_sources_sync_sensor(job: UnresolvedAssetJobDefinition, minimum_interva
         runs = [RunRequest(partition_key=n, tags={"docforge/trigger": "sources-sync"}) for n in new]
         if not requests and not purged:
             return SkipReason(f"partitions match sources.yml ({len(registered)} sources)")
-        return SensorResult(run_requests=runs, dynamic_partitions_requests=requests,
-                            skip_reason=None if runs else f"purged {', '.join(purged)}")
+        return SensorResult(
+            run_requests=runs,
+            dynamic_partitions_requests=requests,
+            skip_reason=None if runs else f"purged {', '.join(purged)}",
+        )
 
     return sources_sync

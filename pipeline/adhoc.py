@@ -57,8 +57,11 @@ def register(settings: Settings, paths: Sequence[str | Path]) -> list[str]:
 def _configured(settings: Settings, real: Path) -> str | None:
     """The name of a sources.yml directory source for this very path, if there is one."""
     for s in settings.sources:
-        if isinstance(s, DirectorySourceConfig) and "adhoc" not in s.tags \
-                and Path(os.path.realpath(settings.resolve_path(s.path))) == real:
+        if (
+            isinstance(s, DirectorySourceConfig)
+            and "adhoc" not in s.tags
+            and Path(os.path.realpath(settings.resolve_path(s.path))) == real
+        ):
             return s.name
     return None
 
@@ -73,10 +76,15 @@ def _name_for(real: Path, taken: set[str]) -> str:
 def _write(path: Path, sources: list) -> None:
     """The whole file, replaced atomically: a reader sees the old list or the new one."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    data = {"sources": [s.model_dump(mode="json", exclude_defaults=True) | {"type": s.type, "name": s.name}
-                        for s in sources]}
-    text = ("# Sources made by `docforge ingest PATH…` (pipeline/adhoc.py); delete an entry to drop it\n"
-            + yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
+    data = {
+        "sources": [
+            s.model_dump(mode="json", exclude_defaults=True) | {"type": s.type, "name": s.name} for s in sources
+        ]
+    }
+    text = (
+        "# Sources made by `docforge ingest PATH…` (pipeline/adhoc.py); delete an entry to drop it\n"
+        + yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
+    )
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".adhoc-", suffix=".yml")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:

@@ -83,8 +83,9 @@ class _Unit:
 class Chunker:
     """Token-aware, section-respecting chunker for one tokenizer and window."""
 
-    def __init__(self, tokenizer: Tokenizer, max_seq_length: int, max_tokens: int | None = None,
-                 overlap_tokens: int = 0):
+    def __init__(
+        self, tokenizer: Tokenizer, max_seq_length: int, max_tokens: int | None = None, overlap_tokens: int = 0
+    ):
         self.tok = tokenizer
         self.tok.no_truncation()
         self.tok.no_padding()
@@ -185,8 +186,9 @@ class Chunker:
         parts += [_join(self._heading_line(u, path), u.text) for u in group[1:]]
         return path, "\n\n".join(parts)
 
-    def _split(self, body: str, offsets: list[tuple[int, int]], budget: int,
-               overlap: int | None = None) -> list[tuple[str, int]]:
+    def _split(
+        self, body: str, offsets: list[tuple[int, int]], budget: int, overlap: int | None = None
+    ) -> list[tuple[str, int]]:
         """Cut a body into stripped pieces of at most `budget` tokens (as offsets count them), with those counts."""
         overlap = self.overlap if overlap is None else overlap
         starts = [o[0] for o in offsets]

@@ -138,8 +138,10 @@ class GitSourceConfig(_SourceBase):
             from urllib.parse import urlsplit
 
             if urlsplit(v).password is not None:
-                raise ValueError("the repo URL holds a password: remove it, put it in an environment variable "
-                                 "and name that variable in `credentials_env`")
+                raise ValueError(
+                    "the repo URL holds a password: remove it, put it in an environment variable "
+                    "and name that variable in `credentials_env`"
+                )
         return v
 
     @field_validator("globs")
@@ -159,10 +161,39 @@ class GitSourceConfig(_SourceBase):
 # Directories a directory source never enters (fnmatch patterns on the name); `ignore_dirs` replaces
 # the list. A directory holding `pyvenv.cfg` (any virtualenv, whatever its name) is skipped too.
 DEFAULT_IGNORED_DIRS = [
-    ".git", ".hg", ".svn", ".bzr", "node_modules", "bower_components", "__pycache__", ".venv", "venv",
-    ".tox", ".nox", ".mypy_cache", ".pytest_cache", ".ruff_cache", ".hypothesis", ".cache", ".eggs", "*.egg-info",
-    "build", "dist", "target", "out", "_build", ".next", ".nuxt", ".svelte-kit", ".gradle", ".terraform",
-    ".idea", "coverage", "htmlcov", "site-packages", ".docforge",
+    ".git",
+    ".hg",
+    ".svn",
+    ".bzr",
+    "node_modules",
+    "bower_components",
+    "__pycache__",
+    ".venv",
+    "venv",
+    ".tox",
+    ".nox",
+    ".mypy_cache",
+    ".pytest_cache",
+    ".ruff_cache",
+    ".hypothesis",
+    ".cache",
+    ".eggs",
+    "*.egg-info",
+    "build",
+    "dist",
+    "target",
+    "out",
+    "_build",
+    ".next",
+    ".nuxt",
+    ".svelte-kit",
+    ".gradle",
+    ".terraform",
+    ".idea",
+    "coverage",
+    "htmlcov",
+    "site-packages",
+    ".docforge",
 ]
 
 
@@ -228,8 +259,7 @@ class ConfluenceSourceConfig(_SourceBase):
         return self
 
 
-SourceConfig = Annotated[GitSourceConfig | DirectorySourceConfig | ConfluenceSourceConfig,
-                         Field(discriminator="type")]
+SourceConfig = Annotated[GitSourceConfig | DirectorySourceConfig | ConfluenceSourceConfig, Field(discriminator="type")]
 
 
 # --- ingest -----------------------------------------------------------------------------------------
@@ -241,8 +271,11 @@ class EmbeddingConfig(_Section):
     (pipeline.embed_remote): always for search, for ingest too with `remote_ingest`."""
 
     env_aliases: ClassVar[dict[str, tuple[str, ...]]] = {
-        "cache_dir": ("DOCFORGE_MODEL_CACHE",), "url": ("EMBEDDER_URL",), "token": ("EMBEDDER_TOKEN",),
-        "remote_ingest": ("EMBEDDER_INGEST",)}
+        "cache_dir": ("DOCFORGE_MODEL_CACHE",),
+        "url": ("EMBEDDER_URL",),
+        "token": ("EMBEDDER_TOKEN",),
+        "remote_ingest": ("EMBEDDER_INGEST",),
+    }
 
     model: str = DEFAULT_MODEL
     fallbacks: list[str] = Field(default_factory=lambda: [DEFAULT_MODEL])
@@ -326,8 +359,16 @@ class SearchConfig(_Section):
     filter_max_depth: int = Field(default=8, ge=1)
     filter_max_terms: int = Field(default=64, ge=1)
     # The knobs above that bound a search's cost, never its results (the answer cache's key leaves them out).
-    limits: ClassVar[frozenset[str]] = frozenset({"pool_size", "pool_timeout_s", "statement_timeout_ms",
-                                                  "filter_max_values", "filter_max_depth", "filter_max_terms"})
+    limits: ClassVar[frozenset[str]] = frozenset(
+        {
+            "pool_size",
+            "pool_timeout_s",
+            "statement_timeout_ms",
+            "filter_max_values",
+            "filter_max_depth",
+            "filter_max_terms",
+        }
+    )
 
 
 class ApiConfig(_Section):
@@ -370,7 +411,6 @@ class ServiceConfig(_Section):
     # and passes at most max_batch texts at once (None: the model's batch size).
     batch_wait_ms: float = Field(default=2.0, ge=0, le=1000)
     max_batch: int | None = Field(default=None, ge=1)
-
 
 
 class AuthConfig(_Section):

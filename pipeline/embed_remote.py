@@ -61,8 +61,10 @@ class RemoteEmbedder:
     def info(self) -> dict[str, Any]:
         data = self._call("GET", "/info").json()
         if not isinstance(data, dict) or not {"model", "dimension", "max_seq_length"} <= data.keys():
-            raise EmbedError(f"the embedder service at {self.url} answered /info without model, dimension "
-                             "and max_seq_length: is it a docforge embedder service?")
+            raise EmbedError(
+                f"the embedder service at {self.url} answered /info without model, dimension "
+                "and max_seq_length: is it a docforge embedder service?"
+            )
         return data
 
     @property
@@ -111,8 +113,10 @@ class RemoteEmbedder:
         max_items, max_chars = self._limits
         for t in texts:
             if len(t) > max_chars:
-                raise EmbedError(f"a text of {len(t)} characters is over the embedder service's limit "
-                                 f"({max_chars}, DOCFORGE_SERVICE_MAX_ITEM_CHARS on the service)")
+                raise EmbedError(
+                    f"a text of {len(t)} characters is over the embedder service's limit "
+                    f"({max_chars}, DOCFORGE_SERVICE_MAX_ITEM_CHARS on the service)"
+                )
         out = np.empty((len(texts), self.dimension), dtype=np.float32)
         for start in range(0, len(texts), max_items):
             batch = list(texts[start : start + max_items])
@@ -124,13 +128,17 @@ class RemoteEmbedder:
 
         data = self._call("POST", "/embed", {"texts": texts, "kind": kind, "encoding": "base64"}).json()
         if data.get("model") != self.model_id or int(data.get("dimension", -1)) != self.dimension:
-            raise EmbedError(f"the embedder service at {self.url} now serves {data.get('model')!r} "
-                             f"(dimension {data.get('dimension')}), not {self.model_id!r} (dimension "
-                             f"{self.dimension}): it was restarted with another model")
+            raise EmbedError(
+                f"the embedder service at {self.url} now serves {data.get('model')!r} "
+                f"(dimension {data.get('dimension')}), not {self.model_id!r} (dimension "
+                f"{self.dimension}): it was restarted with another model"
+            )
         vecs = np.frombuffer(base64.b64decode(data["base64"]), dtype="<f4")
         if vecs.size != len(texts) * self.dimension:
-            raise EmbedError(f"the embedder service at {self.url} sent {vecs.size} numbers for "
-                             f"{len(texts)} texts of dimension {self.dimension}")
+            raise EmbedError(
+                f"the embedder service at {self.url} sent {vecs.size} numbers for "
+                f"{len(texts)} texts of dimension {self.dimension}"
+            )
         return vecs.reshape(len(texts), self.dimension)
 
     def _call(self, method: str, path: str, body: dict | None = None) -> httpx.Response:
@@ -146,8 +154,10 @@ class RemoteEmbedder:
                 if resp.status_code < 400:
                     return resp
                 if resp.status_code == 401:
-                    raise EmbedError(f"the embedder service at {url} refused the token (401): set EMBEDDER_TOKEN "
-                                     "to the service's token")
+                    raise EmbedError(
+                        f"the embedder service at {url} refused the token (401): set EMBEDDER_TOKEN "
+                        "to the service's token"
+                    )
                 detail = _detail(resp)
                 if resp.status_code not in _RETRIED:
                     raise EmbedError(f"the embedder service at {url} answered {resp.status_code}: {detail}")
@@ -156,8 +166,10 @@ class RemoteEmbedder:
             if attempt < self.max_retries:
                 log.warning("embedder service at %s %s; retrying in %.2f s", url, problem, wait)
                 time.sleep(wait)
-        raise EmbedError(f"the embedder service at {url}: {problem}, after {self.max_retries + 1} attempt(s) "
-                         f"(EMBEDDER_URL; timeout {self.timeout.read} s each)")
+        raise EmbedError(
+            f"the embedder service at {url}: {problem}, after {self.max_retries + 1} attempt(s) "
+            f"(EMBEDDER_URL; timeout {self.timeout.read} s each)"
+        )
 
     def close(self) -> None:
         self.client.close()
@@ -196,7 +208,9 @@ def connect(cfg: EmbeddingConfig, model: str | None = None, dimension: int | Non
                 raise
             served.append(f"nothing at {url} ({e})")  # another of the list may serve the model
         remote.close()
-    raise EmbedError(f"the store's vectors come from {model!r} (dimension {dimension}), but the embedder "
-                     f"service serves {', '.join(served)}: run a service with that model and add its URL to "
-                     "EMBEDDER_URL (comma-separated), or reindex the store to the service's model "
-                     "(`docforge reindex --model ...`)")
+    raise EmbedError(
+        f"the store's vectors come from {model!r} (dimension {dimension}), but the embedder "
+        f"service serves {', '.join(served)}: run a service with that model and add its URL to "
+        "EMBEDDER_URL (comma-separated), or reindex the store to the service's model "
+        "(`docforge reindex --model ...`)"
+    )

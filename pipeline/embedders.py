@@ -35,8 +35,14 @@ def config_for(cfg: EmbeddingConfig, gen: Generation) -> EmbeddingConfig:
     """`cfg` pointed at the generation's model and dimension (device, backend and the rest kept)."""
     name = next((n for n in candidates(cfg) if locate(n)[0] == gen.model), None)
     if name is None:
-        log.warning("the store's live generation %d uses %r; embedding.model is %r: following the store "
-                    "(`docforge reindex --model %s` switches it)", gen.id, gen.model, cfg.model, cfg.model)
+        log.warning(
+            "the store's live generation %d uses %r; embedding.model is %r: following the store "
+            "(`docforge reindex --model %s` switches it)",
+            gen.id,
+            gen.model,
+            cfg.model,
+            cfg.model,
+        )
         name = gen.name if locate(gen.name)[0] == gen.model else gen.model
     return cfg.model_copy(update={"model": name, "fallbacks": [], "dimensions": gen.dimension})
 
@@ -45,8 +51,9 @@ def matches(emb: TextEmbedder, gen: Generation) -> bool:
     return emb.model_id == gen.model and emb.dimension == gen.dimension
 
 
-def for_generation(cfg: EmbeddingConfig, gen: Generation, purpose: Purpose,
-                   given: TextEmbedder | None = None) -> TextEmbedder:
+def for_generation(
+    cfg: EmbeddingConfig, gen: Generation, purpose: Purpose, given: TextEmbedder | None = None
+) -> TextEmbedder:
     """The embedder of `gen`'s vectors: `given` when it is that model, else the service's or a local one."""
     if given is not None and matches(given, gen):
         return given
@@ -55,9 +62,11 @@ def for_generation(cfg: EmbeddingConfig, gen: Generation, purpose: Purpose,
     local = config_for(cfg, gen)
     emb = query_embedder(local) if purpose == "query" else Embedder(local)
     if emb.model_id != gen.model:
-        raise EmbedError(f"the store's live generation {gen.id} was built with {gen.model!r}, which is not "
-                         f"available here (found {emb.model_id!r} for {local.model!r}): set embedding.model "
-                         "to its local path, or EMBEDDER_URL to a service serving it")
+        raise EmbedError(
+            f"the store's live generation {gen.id} was built with {gen.model!r}, which is not "
+            f"available here (found {emb.model_id!r} for {local.model!r}): set embedding.model "
+            "to its local path, or EMBEDDER_URL to a service serving it"
+        )
     return emb
 
 

@@ -1,16 +1,16 @@
 """Every error docforge raises on purpose.
 
-    DocforgeError
-    ├── ConfigError          sources.yml or environment is wrong
-    ├── SourceError          a source could not be read
-    │   ├── GitSourceError
-    │   └── ConfluenceError
-    ├── ParseError           a document could not be parsed
-    ├── EmbedError           no embedding model could be loaded
-    ├── StoreError           the database refused or does not match
-    ├── QueryError           a search request is invalid
-    └── AnswerError          an answer could not be produced or checked
-        └── LLMError         the chat server is down or answered garbage
+DocforgeError
+├── ConfigError          sources.yml or environment is wrong
+├── SourceError          a source could not be read
+│   ├── GitSourceError
+│   └── ConfluenceError
+├── ParseError           a document could not be parsed
+├── EmbedError           no embedding model could be loaded
+├── StoreError           the database refused or does not match
+├── QueryError           a search request is invalid
+└── AnswerError          an answer could not be produced or checked
+    └── LLMError         the chat server is down or answered garbage
 """
 
 

@@ -33,8 +33,11 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 EXPORT_VERSION = "1"  # bump when the export or quantisation recipe changes
 INPUTS = ("input_ids", "attention_mask", "token_type_ids")
-_PROBES = ["short", "A longer probe sentence, with punctuation; and numbers 1234 – ünïcödé.",
-           "## Heading\n\n" + "Many words follow here to make a much longer sequence. " * 12]
+_PROBES = [
+    "short",
+    "A longer probe sentence, with punctuation; and numbers 1234 – ünïcödé.",
+    "## Heading\n\n" + "Many words follow here to make a much longer sequence. " * 12,
+]
 Batch = dict[str, "np.ndarray"]  # padded input arrays by input name
 Inputs = Callable[[Sequence[str]], Batch]  # texts → one padded batch, tokenised as the model's tokenizer does
 Vectors = Callable[[Sequence[str]], "np.ndarray"]  # texts → unit vectors from the reference (torch) model
@@ -57,8 +60,10 @@ def _require() -> Any:
         import onnx  # noqa: F401
         import onnxruntime
     except ImportError:
-        raise EmbedError("embedding.backend onnx/onnx-int8 needs onnxruntime and onnx: "
-                         "run `pip install 'docforge[onnx]'` or set embedding.backend: torch") from None
+        raise EmbedError(
+            "embedding.backend onnx/onnx-int8 needs onnxruntime and onnx: "
+            "run `pip install 'docforge[onnx]'` or set embedding.backend: torch"
+        ) from None
     return onnxruntime
 
 
@@ -112,17 +117,27 @@ def _export(model: OnnxModel, out: Path) -> None:
             super().__init__()
             self.m = network
 
-        def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
-                    token_type_ids: torch.Tensor) -> torch.Tensor:
-            return self.m(input_ids=input_ids, attention_mask=attention_mask,
-                          token_type_ids=token_type_ids).last_hidden_state
+        def forward(
+            self, input_ids: torch.Tensor, attention_mask: torch.Tensor, token_type_ids: torch.Tensor
+        ) -> torch.Tensor:
+            return self.m(
+                input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
+            ).last_hidden_state
 
     ids = torch.ones(2, 8, dtype=torch.long)
     axes = {k: {0: "batch", 1: "seq"} for k in (*INPUTS, "hidden")}
     with warnings.catch_warnings():  # tracer warnings about shape-dependent code: _check tests other shapes
         warnings.simplefilter("ignore")
-        torch.onnx.export(Encoder(), (ids, ids, torch.zeros_like(ids)), str(out), input_names=list(INPUTS),
-                          output_names=["hidden"], dynamic_axes=axes, opset_version=17, dynamo=False)
+        torch.onnx.export(
+            Encoder(),
+            (ids, ids, torch.zeros_like(ids)),
+            str(out),
+            input_names=list(INPUTS),
+            output_names=["hidden"],
+            dynamic_axes=axes,
+            opset_version=17,
+            dynamo=False,
+        )
 
 
 def _quantise(fp32: Path, out: Path) -> None:
@@ -136,8 +151,7 @@ def _quantise(fp32: Path, out: Path) -> None:
     level = root.level
     root.setLevel(max(level, logging.ERROR))  # the quantiser logs a line per tensor, and advice, on the root logger
     try:
-        quantize_dynamic(str(fp32), str(out), weight_type=QuantType.QInt8, per_channel=True,
-                         nodes_to_quantize=matmuls)
+        quantize_dynamic(str(fp32), str(out), weight_type=QuantType.QInt8, per_channel=True, nodes_to_quantize=matmuls)
     finally:
         root.setLevel(level)
 
@@ -151,8 +165,10 @@ def _check(model: OnnxModel, path: Path, tolerance: float) -> None:
     drift = float(1 - np.min(np.sum(ref * got, axis=1)))
     if drift > tolerance:
         path.unlink(missing_ok=True)
-        raise EmbedError(f"the ONNX export of {model.model_id} drifts from torch by {drift:.4f} cosine "
-                         f"(allowed {tolerance}); use embedding.backend: torch")
+        raise EmbedError(
+            f"the ONNX export of {model.model_id} drifts from torch by {drift:.4f} cosine "
+            f"(allowed {tolerance}); use embedding.backend: torch"
+        )
     log.info("checked %s: cosine drift %.5f", path.name, drift)
 
 
@@ -165,8 +181,7 @@ class OnnxRunner:
         opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         if threads:
             opts.intra_op_num_threads = threads
-        providers = [p for p in ("CUDAExecutionProvider", "CPUExecutionProvider")
-                     if p in ort.get_available_providers()]
+        providers = [p for p in ("CUDAExecutionProvider", "CPUExecutionProvider") if p in ort.get_available_providers()]
         self.session = ort.InferenceSession(str(path), opts, providers=providers)
         self.names = [i.name for i in self.session.get_inputs()]
         if pooling not in ("mean", "cls"):

@@ -13,7 +13,10 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
+
+if TYPE_CHECKING:
+    from rich.progress import TaskID
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
 UNITS = {"documents": "files", "chunks": "docs", "embeddings": "chunks", "write": "docs", "reindex": "chunks"}
@@ -97,11 +100,18 @@ class BarDisplay:
         )
 
         # markup=False: the description holds a source name, which is the user's text, not rich markup.
-        self.bars = Progress(TextColumn("{task.description:<24}", markup=False), BarColumn(), MofNCompleteColumn(),
-                             TextColumn("{task.fields[unit]}"), TextColumn("{task.fields[rate]}"),
-                             TimeElapsedColumn(), TimeRemainingColumn(),
-                             console=Console(file=stream), transient=False)
-        self.tasks: dict[str, int] = {}
+        self.bars = Progress(
+            TextColumn("{task.description:<24}", markup=False),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[unit]}"),
+            TextColumn("{task.fields[rate]}"),
+            TimeElapsedColumn(),
+            TimeRemainingColumn(),
+            console=Console(file=stream),
+            transient=False,
+        )
+        self.tasks: dict[str, TaskID] = {}
         self.source = ""
         self.bars.start()
 

@@ -25,8 +25,10 @@ MASK = "***"
 MIN_SECRET = 6  # shorter strings would blank ordinary words; no real token is this short
 # Secrets whatever they are: an Authorization header's credentials, a URL's password.
 _GENERIC = (
-    (re.compile(r"(?i)(authorization[\"']?\s*[:=]\s*[\"']?\s*(?:basic|bearer|token)\s+)[A-Za-z0-9+/=._~\\-]+"),
-     rf"\g<1>{MASK}"),
+    (
+        re.compile(r"(?i)(authorization[\"']?\s*[:=]\s*[\"']?\s*(?:basic|bearer|token)\s+)[A-Za-z0-9+/=._~\\-]+"),
+        rf"\g<1>{MASK}",
+    ),
     (re.compile(r"(://[^:/@\s]*:)[^@\s/]*@"), rf"\g<1>{MASK}@"),
 )
 _lock = threading.Lock()

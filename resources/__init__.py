@@ -43,8 +43,10 @@ class EmbedderResource(ConfigurableResource):
         return _embedder(settings.embedding.model_dump_json())
 
 
-def ingest_context(sources: SourcesResource, store: PostgresResource, embedder: EmbedderResource,
-                   run_id: str) -> IngestContext:
+def ingest_context(
+    sources: SourcesResource, store: PostgresResource, embedder: EmbedderResource, run_id: str
+) -> IngestContext:
     settings = sources.settings()
-    return IngestContext(settings, url=store.url(settings), embedder=embedder.get(settings), run_id=run_id,
-                         progress=report)  # a no-op unless the CLI installed a display
+    return IngestContext(
+        settings, url=store.url(settings), embedder=embedder.get(settings), run_id=run_id, progress=report
+    )  # a no-op unless the CLI installed a display

@@ -27,11 +27,19 @@ from urllib.parse import parse_qs, quote, urlencode, urlsplit
 
 CREATED = "2024-07-14T05:22:57.682Z"
 AUTHOR = "630c844a9796033b256b98a5"
-_ROUTES = [(name, re.compile(pattern)) for name, pattern in (  # endpoint name, path under /wiki/api/v2
-    ("spaces", r"/spaces"), ("space_pages", r"/spaces/(\d+)/pages"), ("pages", r"/pages"),
-    ("page", r"/pages/(\d+)"), ("children", r"/pages/(\d+)/children"),
-    ("ancestors", r"/pages/(\d+)/ancestors"), ("labels", r"/pages/(\d+)/labels"),
-    ("attachments", r"/pages/(\d+)/attachments"))]
+_ROUTES = [
+    (name, re.compile(pattern))
+    for name, pattern in (  # endpoint name, path under /wiki/api/v2
+        ("spaces", r"/spaces"),
+        ("space_pages", r"/spaces/(\d+)/pages"),
+        ("pages", r"/pages"),
+        ("page", r"/pages/(\d+)"),
+        ("children", r"/pages/(\d+)/children"),
+        ("ancestors", r"/pages/(\d+)/ancestors"),
+        ("labels", r"/pages/(\d+)/labels"),
+        ("attachments", r"/pages/(\d+)/attachments"),
+    )
+]
 _PAGE_ROUTES = {"page", "children", "ancestors", "labels", "attachments"}  # their path holds a page id
 _DOWNLOAD = re.compile(r"/wiki/download/attachments/(\d+)/([^?]+)")  # outside the v2 API, as on Cloud
 _BODY_FORMATS = {"storage", "atlas_doc_format", "view", "export_view", "anonymous_export_view", "styled_view", "editor"}
@@ -75,13 +83,22 @@ class _Invalid(Exception):
 
 
 class ConfluenceDouble:
-    def __init__(self, *, space_key: str = "DOCS", space_id: str = "98765", page_size: int = 3,
-                 email: str = "bot@example.com", token: str = "double-api-token-s3cr3t",
-                 bearer: str | None = None, link_header_only: bool = False):
+    def __init__(
+        self,
+        *,
+        space_key: str = "DOCS",
+        space_id: str = "98765",
+        page_size: int = 3,
+        email: str = "bot@example.com",
+        token: str = "double-api-token-s3cr3t",
+        bearer: str | None = None,
+        link_header_only: bool = False,
+    ):
         self.space_key, self.space_id, self.page_size = space_key, space_id, page_size
         self.link_header_only = link_header_only  # next links only in the Link header, as the spec allows
-        self.accepted = {f"Bearer {bearer}"} if bearer else {
-            "Basic " + base64.b64encode(f"{email}:{token}".encode()).decode()}
+        self.accepted = (
+            {f"Bearer {bearer}"} if bearer else {"Basic " + base64.b64encode(f"{email}:{token}".encode()).decode()}
+        )
         self.pages: dict[str, Page] = {}
         self.faults: deque[Fault] = deque()
         self.counts: Counter[str] = Counter()  # endpoint → requests, faults and rejections included
@@ -123,8 +140,15 @@ class ConfluenceDouble:
     def delete(self, pid: str) -> None:  # Confluence moves deleted pages to the trash
         self.pages[pid].status = "trashed"
 
-    def inject(self, status: int | None, times: int = 1, *, retry_after: str | None = None,
-               endpoint: str | None = None, delay: float = 0.0) -> None:
+    def inject(
+        self,
+        status: int | None,
+        times: int = 1,
+        *,
+        retry_after: str | None = None,
+        endpoint: str | None = None,
+        delay: float = 0.0,
+    ) -> None:
         with self.lock:
             self.faults.extend(Fault(status, retry_after, endpoint, delay) for _ in range(times))
 
@@ -245,36 +269,69 @@ class ConfluenceDouble:
                 raise _Invalid(f"invalid body-format {fmt!r}")
             out["body"] = {"storage": {"representation": "storage", "value": page.body}} if fmt == "storage" else {}
         if query.get("include-labels") == "true":
-            out["labels"] = {"results": [_label(n) for n in page.labels], "meta": {"hasMore": False, "cursor": ""},
-                             "_links": {"self": f"/wiki/api/v2/pages/{pid}/labels"}}
+            out["labels"] = {
+                "results": [_label(n) for n in page.labels],
+                "meta": {"hasMore": False, "cursor": ""},
+                "_links": {"self": f"/wiki/api/v2/pages/{pid}/labels"},
+            }
         out["_links"]["base"] = self.base_url
         return 200, {}, out
 
     def _children(self, path: str, query: dict, pid: str):
         kids = [p for p in self._visible({}) if p.parent_id == pid]
-        return self._list(path, query, [{"id": p.id, "status": p.status, "title": p.title, "spaceId": self.space_id,
-                                         "childPosition": int(p.id) % 10000} for p in kids])
+        return self._list(
+            path,
+            query,
+            [
+                {
+                    "id": p.id,
+                    "status": p.status,
+                    "title": p.title,
+                    "spaceId": self.space_id,
+                    "childPosition": int(p.id) % 10000,
+                }
+                for p in kids
+            ],
+        )
 
     def _ancestors(self, path: str, query: dict, pid: str):
         page, chain = self.pages[pid], []
         while page.parent_id and page.parent_id in self.pages and len(chain) < 50:
             chain.insert(0, {"id": page.parent_id, "type": "page"})
             page = self.pages[page.parent_id]
-        return 200, {}, {"results": chain[-_int(query.get("limit", "25"), "limit", 1, 250):],
-                         "_links": {"base": self.base_url}}
+        return (
+            200,
+            {},
+            {"results": chain[-_int(query.get("limit", "25"), "limit", 1, 250) :], "_links": {"base": self.base_url}},
+        )
 
     def _attachments(self, path: str, query: dict, pid: str):
         return self._list(path, query, [self._attachment_json(pid, a) for a in self.pages[pid].attachments])
 
     def _attachment_json(self, pid: str, a: Attachment) -> dict:
         download = f"/download/attachments/{pid}/{quote(a.title)}?version={a.version}&api=v2"
-        return {"id": a.id, "status": "current", "title": a.title, "createdAt": CREATED, "pageId": pid,
-                "mediaType": a.media_type, "mediaTypeDescription": "", "comment": "", "fileId": f"f-{a.id}",
-                "fileSize": len(a.data) if a.size is None else a.size, "downloadLink": download,
-                "webuiLink": f"/pages/viewpageattachments.action?pageId={pid}",
-                "version": {"number": a.version, "message": "", "minorEdit": False, "authorId": AUTHOR,
-                            "createdAt": CREATED},
-                "_links": {"webui": f"/pages/viewpageattachments.action?pageId={pid}", "download": download}}
+        return {
+            "id": a.id,
+            "status": "current",
+            "title": a.title,
+            "createdAt": CREATED,
+            "pageId": pid,
+            "mediaType": a.media_type,
+            "mediaTypeDescription": "",
+            "comment": "",
+            "fileId": f"f-{a.id}",
+            "fileSize": len(a.data) if a.size is None else a.size,
+            "downloadLink": download,
+            "webuiLink": f"/pages/viewpageattachments.action?pageId={pid}",
+            "version": {
+                "number": a.version,
+                "message": "",
+                "minorEdit": False,
+                "authorId": AUTHOR,
+                "createdAt": CREATED,
+            },
+            "_links": {"webui": f"/pages/viewpageattachments.action?pageId={pid}", "download": download},
+        }
 
     def download(self, raw_path: str, auth: str | None) -> tuple[int, bytes]:
         """The bytes of an attachment (`/wiki/download/attachments/<page>/<file name>`)."""
@@ -290,17 +347,42 @@ class ConfluenceDouble:
         return self._list(path, query, [_label(n) for n in self.pages[pid].labels])
 
     def _space_json(self) -> dict:
-        return {"id": self.space_id, "key": self.space_key, "name": f"{self.space_key} space", "type": "global",
-                "status": "current", "authorId": AUTHOR, "createdAt": CREATED,
-                "homepageId": min(self.pages, key=int, default="1"), "_links": {"webui": f"/spaces/{self.space_key}"}}
+        return {
+            "id": self.space_id,
+            "key": self.space_key,
+            "name": f"{self.space_key} space",
+            "type": "global",
+            "status": "current",
+            "authorId": AUTHOR,
+            "createdAt": CREATED,
+            "homepageId": min(self.pages, key=int, default="1"),
+            "_links": {"webui": f"/spaces/{self.space_key}"},
+        }
 
     def _page_json(self, p: Page) -> dict:
-        out = {"id": p.id, "status": p.status, "title": p.title, "spaceId": self.space_id,
-               "position": int(p.id) % 10000, "authorId": AUTHOR, "ownerId": AUTHOR, "lastOwnerId": None,
-               "createdAt": CREATED, "version": {"number": p.version, "message": "", "minorEdit": False,
-                                                 "authorId": AUTHOR, "createdAt": CREATED},
-               "_links": {"webui": f"/spaces/{self.space_key}/pages/{p.id}",
-                          "editui": f"/pages/resumedraft.action?draftId={p.id}", "tinyui": f"/x/{p.id}"}}
+        out = {
+            "id": p.id,
+            "status": p.status,
+            "title": p.title,
+            "spaceId": self.space_id,
+            "position": int(p.id) % 10000,
+            "authorId": AUTHOR,
+            "ownerId": AUTHOR,
+            "lastOwnerId": None,
+            "createdAt": CREATED,
+            "version": {
+                "number": p.version,
+                "message": "",
+                "minorEdit": False,
+                "authorId": AUTHOR,
+                "createdAt": CREATED,
+            },
+            "_links": {
+                "webui": f"/spaces/{self.space_key}/pages/{p.id}",
+                "editui": f"/pages/resumedraft.action?draftId={p.id}",
+                "tinyui": f"/x/{p.id}",
+            },
+        }
         if p.parent_id:
             out.update(parentId=p.parent_id, parentType="page")
         return out
@@ -356,8 +438,9 @@ def _echo_credentials(auth: str) -> dict:
     width = max(1, 180 - lead - len(f"Authorization: {scheme} "))
     pad = ("A header did not validate against the schema. " * 4)[: width - 1] + " "
     body = _error(400, "Bad Request")
-    body["errors"][0]["detail"] = (f"{pad}Authorization: {auth}; credentials {pair!r}, "
-                                   f"token={quote(secret, safe='')} raw={secret}")
+    body["errors"][0]["detail"] = (
+        f"{pad}Authorization: {auth}; credentials {pair!r}, token={quote(secret, safe='')} raw={secret}"
+    )
     return body
 
 

@@ -17,8 +17,12 @@ from pipeline.config import EmbeddingConfig, Settings, load_settings
 from pipeline.embed import Embedder
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
-GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
-           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com"}
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "t",
+    "GIT_AUTHOR_EMAIL": "t@example.com",
+    "GIT_COMMITTER_NAME": "t",
+    "GIT_COMMITTER_EMAIL": "t@example.com",
+}
 # The incremental-ingest subset of the rust-rfcs corpus (small enough for CI).
 RFC_GLOBS = ["text/000[1-3]*.md", "text/387*.md", "text/0000-*.md", "text/3931-*.md"]
 
@@ -100,8 +104,9 @@ def searcher(corpus, embedder):
 
 
 def git(repo: Path, *args: str) -> str:
-    res = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=True,
-                         env={**os.environ, **GIT_ENV})
+    res = subprocess.run(
+        ["git", "-C", str(repo), *args], capture_output=True, text=True, check=True, env={**os.environ, **GIT_ENV}
+    )
     return res.stdout.strip()
 
 

@@ -11,19 +11,27 @@ def _escape(text: str) -> str:
     return text.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)")
 
 
-def make_pdf(pages: Sequence[Sequence[str]], title: str | None = None,
-             outline: Sequence[tuple[str, int, int]] = (), password: str | None = None) -> bytes:
+def make_pdf(
+    pages: Sequence[Sequence[str]],
+    title: str | None = None,
+    outline: Sequence[tuple[str, int, int]] = (),
+    password: str | None = None,
+) -> bytes:
     """A PDF with one page per item (each a list of text lines, Helvetica); `outline`: (title, page index,
     level) bookmarks in order; `password`: encrypted with it (RC4, readable by pypdf alone)."""
     n = len(pages)
-    objects = ["<< /Type /Catalog /Pages 2 0 R >>",
-               "<< /Type /Pages /Kids [" + " ".join(f"{4 + 2 * i} 0 R" for i in range(n)) + f"] /Count {n} >>",
-               "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>"]
+    objects = [
+        "<< /Type /Catalog /Pages 2 0 R >>",
+        "<< /Type /Pages /Kids [" + " ".join(f"{4 + 2 * i} 0 R" for i in range(n)) + f"] /Count {n} >>",
+        "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>",
+    ]
     for i, lines in enumerate(pages):
         ops = "".join(f"({_escape(line)}) Tj T* " for line in lines)
         stream = f"BT /F1 12 Tf 16 TL 72 720 Td {ops}ET"
-        objects.append(f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 3 0 R >> >> "
-                       f"/Contents {5 + 2 * i} 0 R >>")
+        objects.append(
+            f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 3 0 R >> >> "
+            f"/Contents {5 + 2 * i} 0 R >>"
+        )
         objects.append(f"<< /Length {len(stream.encode('latin-1'))} >>\nstream\n{stream}\nendstream")
     out = io.BytesIO()
     out.write(b"%PDF-1.4\n")

@@ -39,12 +39,20 @@ class GitHTTPServer:
                     return
                 body = self._body()
                 path, _, query = self.path.partition("?")
-                env = {"GIT_PROJECT_ROOT": str(server.root), "GIT_HTTP_EXPORT_ALL": "1", "PATH_INFO": path,
-                       "QUERY_STRING": query, "REQUEST_METHOD": self.command, "REMOTE_USER": user,
-                       "REMOTE_ADDR": "127.0.0.1", "CONTENT_TYPE": self.headers.get("Content-Type", ""),
-                       "CONTENT_LENGTH": str(len(body)), "PATH": "/usr/bin:/bin",
-                       "GIT_PROTOCOL": self.headers.get("Git-Protocol", ""),
-                       "HTTP_CONTENT_ENCODING": self.headers.get("Content-Encoding", "")}
+                env = {
+                    "GIT_PROJECT_ROOT": str(server.root),
+                    "GIT_HTTP_EXPORT_ALL": "1",
+                    "PATH_INFO": path,
+                    "QUERY_STRING": query,
+                    "REQUEST_METHOD": self.command,
+                    "REMOTE_USER": user,
+                    "REMOTE_ADDR": "127.0.0.1",
+                    "CONTENT_TYPE": self.headers.get("Content-Type", ""),
+                    "CONTENT_LENGTH": str(len(body)),
+                    "PATH": "/usr/bin:/bin",
+                    "GIT_PROTOCOL": self.headers.get("Git-Protocol", ""),
+                    "HTTP_CONTENT_ENCODING": self.headers.get("Content-Encoding", ""),
+                }
                 out = subprocess.run(["git", "http-backend"], input=body, env=env, capture_output=True).stdout
                 head, _, payload = out.partition(b"\r\n\r\n")
                 status, headers = 200, []

@@ -61,8 +61,9 @@ class LLMDouble:
                 raw = self.rfile.read(int(self.headers.get("content-length") or 0))
                 body = json.loads(raw or b"{}")
                 with double._lock:
-                    double.requests.append({"path": self.path, "body": body,
-                                            "authorization": self.headers.get("authorization")})
+                    double.requests.append(
+                        {"path": self.path, "body": body, "authorization": self.headers.get("authorization")}
+                    )
                     failure = double.failures.pop(0) if double.failures else None
                 if failure == "garbage":
                     return self._send(200, b"<html>definitely not json</html>", "text/html")
@@ -70,14 +71,23 @@ class LLMDouble:
                     self.close_connection = True
                     return self.wfile.flush()
                 if isinstance(failure, int):
-                    return self._send(failure, json.dumps({"error": {"message": "scripted"}}).encode(),
-                                      headers={"Retry-After": "0"} if failure == 429 else {})
+                    return self._send(
+                        failure,
+                        json.dumps({"error": {"message": "scripted"}}).encode(),
+                        headers={"Retry-After": "0"} if failure == 429 else {},
+                    )
                 if not self.path.endswith("/chat/completions"):
                     return self._send(404, b'{"error": "not found"}')
                 content = double.reply(body["messages"])
-                out = {"id": "chatcmpl-1", "object": "chat.completion", "model": body.get("model"),
-                       "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
-                                    "finish_reason": "stop"}], "usage": double.usage}
+                out = {
+                    "id": "chatcmpl-1",
+                    "object": "chat.completion",
+                    "model": body.get("model"),
+                    "choices": [
+                        {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}
+                    ],
+                    "usage": double.usage,
+                }
                 self._send(200, json.dumps(out).encode())
 
             def _send(self, status: int, payload: bytes, ctype: str = "application/json", headers=None):

@@ -15,8 +15,12 @@ import yaml
 from pipeline.config import Settings, load_settings
 from pipeline.ingest import IngestContext, ingest_source
 
-GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
-           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com"}
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "t",
+    "GIT_AUTHOR_EMAIL": "t@example.com",
+    "GIT_COMMITTER_NAME": "t",
+    "GIT_COMMITTER_EMAIL": "t@example.com",
+}
 
 HANDBOOK = {
     "README.md": "# Platform handbook\n\nHow the platform team works: deploys, secrets, onboarding.\n",
@@ -24,25 +28,31 @@ HANDBOOK = {
         "# Deploying the service\n\n## Production rollout\n\nReleases go out with blue-green deployments through "
         "ArgoCD. Promote the green stack once the canary error rate stays under 0.1 percent.\n\n"
         "## Rolling back\n\nIf a release misbehaves, switch traffic back to the blue stack with "
-        "`argocd app rollback web` and open an incident ticket.\n"),
+        "`argocd app rollback web` and open an incident ticket.\n"
+    ),
     "docs/credentials.md": (
         "# Rotating credentials\n\nSecrets live in Vault. The Postgres password of each service is rotated "
         "every 90 days: run `vault write database/rotate-root/app` and restart the pods so they pick up "
-        "the new secret.\n"),
+        "the new secret.\n"
+    ),
     "docs/onboarding.md": (
         "# New hire onboarding\n\nOn your first day, collect your laptop from IT, join the #platform "
-        "channel and pair with your buddy on a starter ticket.\n"),
+        "channel and pair with your buddy on a starter ticket.\n"
+    ),
     "docs/testing.md": (
         "# Running the test suite\n\nRun `make test` from the repository root; it starts an embedded "
-        "database and runs pytest with coverage.\n"),
+        "database and runs pytest with coverage.\n"
+    ),
 }
 PAYMENTS = {
     "docs/refunds.md": (
         "# Issuing refunds\n\nA customer refund is issued from the payments console: find the charge, click "
-        "refund, and pick full or partial. Refunds settle in five to ten business days.\n"),
+        "refund, and pick full or partial. Refunds settle in five to ten business days.\n"
+    ),
     "docs/ledger.md": (
         "# The payments ledger\n\nEvery charge and refund is a double-entry ledger row; balances are "
-        "reconciled nightly against the bank statement.\n"),
+        "reconciled nightly against the bank statement.\n"
+    ),
 }
 
 
@@ -55,8 +65,15 @@ class Corpus:
 
 def make_repo(path: Path, files: dict[str, str]) -> Path:
     path.mkdir(parents=True)
-    run = lambda *a: subprocess.run(["git", "-C", str(path), *a], check=True, capture_output=True,  # noqa: E731
-                                    env={**os.environ, **GIT_ENV})
+
+    def run(*a):
+        return subprocess.run(
+            ["git", "-C", str(path), *a],
+            check=True,
+            capture_output=True,  # noqa: E731
+            env={**os.environ, **GIT_ENV},
+        )
+
     run("init", "-q", "-b", "main")
     for rel, text in files.items():
         (path / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -75,10 +92,16 @@ def build_corpus(pg_server, embedder, root: Path) -> Corpus:
     make_repo(root / "handbook", HANDBOOK)
     make_repo(root / "payments", PAYMENTS)
     config = root / "sources.yml"
-    config.write_text(yaml.safe_dump({"sources": [
-        {"name": "handbook", "type": "git", "repo": "handbook", "tags": ["platform", "handbook"]},
-        {"name": "payments", "type": "git", "repo": "payments", "tags": ["payments"]},
-    ]}))
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "sources": [
+                    {"name": "handbook", "type": "git", "repo": "handbook", "tags": ["platform", "handbook"]},
+                    {"name": "payments", "type": "git", "repo": "payments", "tags": ["payments"]},
+                ]
+            }
+        )
+    )
     settings = load_settings(config)
     ctx = IngestContext(settings, url=url, embedder=embedder)
     for source in ("handbook", "payments"):
@@ -95,8 +118,9 @@ class ServerThread:
 
         import uvicorn
 
-        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning",
-                                                       timeout_graceful_shutdown=1))
+        self.server = uvicorn.Server(
+            uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", timeout_graceful_shutdown=1)
+        )
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 
     def __enter__(self) -> ServerThread:

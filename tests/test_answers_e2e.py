@@ -25,13 +25,17 @@ from pipeline.query import Searcher
 
 KEY = "sk-test-DO-NOT-LEAK-4f9a2c"
 DOCS = {
-    "docs/deploy.md": ("# Deploying\n\nReleases go out with blue-green deployments through ArgoCD. The canary runs "
-                       "for 30 minutes before promotion.\n\n## Rollbacks\n\nRollbacks were introduced in March 2021. "
-                       "Switch traffic back to the blue stack to roll back.\n"),
-    "docs/credentials.md": ("# Credentials\n\nThe Postgres password of each service is rotated every 90 days. "
-                            "Secrets live in Vault.\n"),
-    "docs/oncall.md": ("# On-call\n\nThe on-call engineer does not deploy on Fridays. Three people share the "
-                       "rotation.\n"),
+    "docs/deploy.md": (
+        "# Deploying\n\nReleases go out with blue-green deployments through ArgoCD. The canary runs "
+        "for 30 minutes before promotion.\n\n## Rollbacks\n\nRollbacks were introduced in March 2021. "
+        "Switch traffic back to the blue stack to roll back.\n"
+    ),
+    "docs/credentials.md": (
+        "# Credentials\n\nThe Postgres password of each service is rotated every 90 days. Secrets live in Vault.\n"
+    ),
+    "docs/oncall.md": (
+        "# On-call\n\nThe on-call engineer does not deploy on Fridays. Three people share the rotation.\n"
+    ),
 }
 
 
@@ -49,8 +53,9 @@ class KB:
         searcher = Searcher(self.settings, url=self.url, embedder=self.embedder, reranker=None)
         client = None
         if llm is not None:
-            client = ChatClient(LLMConfig(base_url=llm.base_url, model="scripted", api_key=SecretStr(KEY),
-                                          max_backoff_s=0.05, **cfg))
+            client = ChatClient(
+                LLMConfig(base_url=llm.base_url, model="scripted", api_key=SecretStr(KEY), max_backoff_s=0.05, **cfg)
+            )
         return Answerer(self.settings, searcher=searcher, url=self.url, llm=client)
 
 
@@ -76,22 +81,30 @@ def block_with(blocks, needle: str) -> str:
 def test_audit_modes_and_per_claim_verdicts_of_a_scripted_model(kb, llm):
     def answer(blocks):
         p = block_with(blocks, "blue-green")
-        return "\n".join([
-            f"Releases go out with blue-green deployments through ArgoCD. [{p}]",  # verbatim
-            f"Blue-green deployments are how releases go out [{p}]",  # paraphrase
-            f"Releases go out with canary deployments through Spinnaker. [{p}]",  # fabricated
-            "The canary runs for 30 minutes. [E99]",  # pointer to no evidence
-            "Deploys happen every day",  # no pointer
-            f"Rollbacks were introduced in April 2021. [{p}]",  # wrong date
-        ])
+        return "\n".join(
+            [
+                f"Releases go out with blue-green deployments through ArgoCD. [{p}]",  # verbatim
+                f"Blue-green deployments are how releases go out [{p}]",  # paraphrase
+                f"Releases go out with canary deployments through Spinnaker. [{p}]",  # fabricated
+                "The canary runs for 30 minutes. [E99]",  # pointer to no evidence
+                "Deploys happen every day",  # no pointer
+                f"Rollbacks were introduced in April 2021. [{p}]",  # wrong date
+            ]
+        )
 
     llm.answer = answer
     with kb.answerer(llm) as a:
         res = a.ask("How do releases go out?")
     assert res.model == "scripted" and res.cache == "miss" and not res.abstained
     verdicts = [(c["verified"], c["strategy"]) for c in res.claims]
-    assert verdicts == [(True, "span"), (True, "paraphrase"), (False, None), (False, None), (False, None),
-                        (False, None)]
+    assert verdicts == [
+        (True, "span"),
+        (True, "paraphrase"),
+        (False, None),
+        (False, None),
+        (False, None),
+        (False, None),
+    ]
     assert res.audit_mode == "UNGROUNDED"
     assert "pointer E99 names no evidence block" in res.claims[3]["violations"]
     assert "no pointer" in res.claims[4]["violations"][0]
@@ -122,8 +135,16 @@ def test_garbage_and_a_dead_server_are_clear_errors_naming_the_url_not_the_key(k
         a.ask("How often is the Postgres password rotated?")
     assert llm.base_url in str(err.value) and "not a chat completion" in str(err.value) and KEY not in str(err.value)
 
-    dead = ChatClient(LLMConfig(base_url="http://127.0.0.1:9/v1", model="m", api_key=SecretStr(KEY),
-                                max_retries=1, max_backoff_s=0.01, timeout_s=2))
+    dead = ChatClient(
+        LLMConfig(
+            base_url="http://127.0.0.1:9/v1",
+            model="m",
+            api_key=SecretStr(KEY),
+            max_retries=1,
+            max_backoff_s=0.01,
+            timeout_s=2,
+        )
+    )
     with pytest.raises(LLMError) as err:
         dead.chat([{"role": "user", "content": "hi"}])
     assert "127.0.0.1:9" in str(err.value) and "unreachable" in str(err.value) and KEY not in str(err.value)
@@ -167,14 +188,18 @@ def test_answers_verify_passes_then_fails_after_an_edit(kb, llm):
     assert shown.exit_code == 0 and res.dag_root in shown.output and "raw_answer" in shown.output
 
     with psycopg.connect(kb.url, autocommit=True) as conn:
-        conn.execute("UPDATE answers SET answer = jsonb_set(answer, '{answer}', '\"✓ Everyone is on call.\"') "
-                     "WHERE id = %s", (res.answer_id,))
+        conn.execute(
+            "UPDATE answers SET answer = jsonb_set(answer, '{answer}', '\"✓ Everyone is on call.\"') WHERE id = %s",
+            (res.answer_id,),
+        )
     bad = runner.invoke(main, ["answers", "verify", res.answer_id, "-c", str(kb.config)])
     assert bad.exit_code == 1 and "stage 'rendered'" in bad.output
 
     with psycopg.connect(kb.url, autocommit=True) as conn:  # an edit deeper in the chain is named there
-        conn.execute("UPDATE answers SET stages = jsonb_set(stages, '{4,payload}', '\"Everyone. [E1]\"') "
-                     "WHERE id = %s", (res.answer_id,))
+        conn.execute(
+            "UPDATE answers SET stages = jsonb_set(stages, '{4,payload}', '\"Everyone. [E1]\"') WHERE id = %s",
+            (res.answer_id,),
+        )
     bad = runner.invoke(main, ["answers", "verify", res.answer_id, "-c", str(kb.config)])
     assert bad.exit_code == 1 and "stage 'raw_answer'" in bad.output
 
@@ -228,14 +253,19 @@ def test_extractive_answer_without_an_llm(kb):
 
 
 def test_refines_until_max_iterations_then_answers_with_capped_confidence(kb, llm):
-    llm.decisions = ["INSUFFICIENT: canary duration", "- INSUFFICIENT: \"vault secrets\"", "INSUFFICIENT: more"]
+    llm.decisions = ["INSUFFICIENT: canary duration", '- INSUFFICIENT: "vault secrets"', "INSUFFICIENT: more"]
     with kb.answerer(llm) as a:
         res = a.ask("How do releases go out?", trace=True, max_iterations=3)
     assert res.iterations == 3 and res.confidence <= 0.3
     steps = [(s["step"], s.get("query") or s.get("decision")) for s in res.trace if s["step"] in ("retrieve", "reason")]
-    assert steps == [("retrieve", "How do releases go out?"), ("reason", "INSUFFICIENT"),
-                     ("retrieve", "canary duration"), ("reason", "INSUFFICIENT"),
-                     ("retrieve", "vault secrets"), ("reason", "INSUFFICIENT")]
+    assert steps == [
+        ("retrieve", "How do releases go out?"),
+        ("reason", "INSUFFICIENT"),
+        ("retrieve", "canary duration"),
+        ("reason", "INSUFFICIENT"),
+        ("retrieve", "vault secrets"),
+        ("reason", "INSUFFICIENT"),
+    ]
     pointers = [c.pointer for c in res.citations]
     assert len(set(pointers)) == len(pointers)  # evidence deduplicated across iterations
 
@@ -257,8 +287,9 @@ def test_http_ask_is_behind_the_same_auth_as_search(kb, llm):
     from docforge.servers.auth import Authenticator
 
     with kb.answerer(llm) as a:
-        app = create_app(LocalSearch(a.searcher), Authenticator(AuthConfig(api_tokens=SecretStr("tok"))),
-                         ask=LocalAsk(a))
+        app = create_app(
+            LocalSearch(a.searcher), Authenticator(AuthConfig(api_tokens=SecretStr("tok"))), ask=LocalAsk(a)
+        )
         with ServerThread(app) as srv:
             body = {"question": "How often is the Postgres password rotated?", "user_name": "ada"}
             assert httpx.post(f"{srv.url}/ask", json=body).status_code == 401
@@ -266,8 +297,22 @@ def test_http_ask_is_behind_the_same_auth_as_search(kb, llm):
             assert r.status_code == 200, r.text
             out = r.json()
             assert out["audit_mode"] == "STRICT" and out["citations"][0]["title"] == "Credentials"
-            for k in ("answer", "claims", "citations", "sources", "confidence", "intent", "iterations", "model",
-                      "input_tokens", "output_tokens", "latency_ms", "cache", "answer_id", "dag_root"):
+            for k in (
+                "answer",
+                "claims",
+                "citations",
+                "sources",
+                "confidence",
+                "intent",
+                "iterations",
+                "model",
+                "input_tokens",
+                "output_tokens",
+                "latency_ms",
+                "cache",
+                "answer_id",
+                "dag_root",
+            ):
                 assert k in out
             bad = httpx.post(f"{srv.url}/ask", json={"question": ""}, headers={"Authorization": "Bearer tok"})
             assert bad.status_code == 422
@@ -297,8 +342,14 @@ def test_mcp_ask_documentation_over_stdio(corpus, tmp_path):
     import anyio
     from mcp import ClientSession, StdioServerParameters, stdio_client
 
-    env = {"DATABASE_URL": corpus.url, "DOCFORGE_CONFIG": str(corpus.config), "DOCFORGE_HOME": str(tmp_path),
-           "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+    env = {
+        "DATABASE_URL": corpus.url,
+        "DOCFORGE_CONFIG": str(corpus.config),
+        "DOCFORGE_HOME": str(tmp_path),
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "TOKENIZERS_PARALLELISM": "false",
+    }
     params = StdioServerParameters(command=str(Path(sys.executable).parent / "docforge"), args=["serve"], env=env)
 
     async def session():
@@ -306,9 +357,15 @@ def test_mcp_ask_documentation_over_stdio(corpus, tmp_path):
             async with stdio_client(params, errlog=errlog) as (r, w), ClientSession(r, w) as s:
                 await s.initialize()
                 tools = {t.name: t for t in (await s.list_tools()).tools}
-                res = await s.call_tool("ask_documentation", {
-                    "question": "How do I give a customer their money back?", "user_name": "ada",
-                    "team_name": "payments", "filters": {"source": "payments"}})
+                res = await s.call_tool(
+                    "ask_documentation",
+                    {
+                        "question": "How do I give a customer their money back?",
+                        "user_name": "ada",
+                        "team_name": "payments",
+                        "filters": {"source": "payments"},
+                    },
+                )
                 bad = await s.call_tool("ask_documentation", {"question": "", "user_name": "a", "team_name": "b"})
                 return tools, res, bad
 

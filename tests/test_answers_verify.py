@@ -13,10 +13,14 @@ from pipeline.answers.model import Evidence, text_hash
 from pipeline.answers.verify import anchors, parse_claims, verify, verify_request
 
 EV = {
-    "E1": ("RFC 2094 introduces non-lexical lifetimes. The borrow checker no longer ties a borrow to its "
-           "lexical scope. It was accepted in August 2017 after three rounds of review."),
-    "E2": ("Arthur's Magazine (1844–1846) was an American literary periodical published in Philadelphia. "
-           "First for Women is a woman's magazine published by Bauer Media Group in the USA."),
+    "E1": (
+        "RFC 2094 introduces non-lexical lifetimes. The borrow checker no longer ties a borrow to its "
+        "lexical scope. It was accepted in August 2017 after three rounds of review."
+    ),
+    "E2": (
+        "Arthur's Magazine (1844–1846) was an American literary periodical published in Philadelphia. "
+        "First for Women is a woman's magazine published by Bauer Media Group in the USA."
+    ),
     "E3": "The `cargo build -Zbuild-std` flag rebuilds the standard library. It does not support custom targets.",
 }
 
@@ -27,34 +31,40 @@ def one(line: str, evidence: dict = EV):
     return v.claims[0]
 
 
-@pytest.mark.parametrize("line, strategy", [
-    ("The borrow checker no longer ties a borrow to its lexical scope. [E1]", "span"),
-    ("the BORROW checker   no longer ties a borrow to its lexical scope [E1]", "span"),
-    ('The RFC says the checker "no longer ties a borrow to its lexical scope". [E1]', "quote"),
-    ("RFC 2094 was accepted in August 2017. [E1]", "entity"),
-    ("The borrow checker does not tie a borrow to its lexical scope any longer. [E1]", "paraphrase"),
-    ("Arthur's Magazine was published in Philadelphia. [E2]", "entity"),
-    ("It was accepted after 3 rounds of review [E1]", "entity"),
-])
+@pytest.mark.parametrize(
+    "line, strategy",
+    [
+        ("The borrow checker no longer ties a borrow to its lexical scope. [E1]", "span"),
+        ("the BORROW checker   no longer ties a borrow to its lexical scope [E1]", "span"),
+        ('The RFC says the checker "no longer ties a borrow to its lexical scope". [E1]', "quote"),
+        ("RFC 2094 was accepted in August 2017. [E1]", "entity"),
+        ("The borrow checker does not tie a borrow to its lexical scope any longer. [E1]", "paraphrase"),
+        ("Arthur's Magazine was published in Philadelphia. [E2]", "entity"),
+        ("It was accepted after 3 rounds of review [E1]", "entity"),
+    ],
+)
 def test_true_claims_pass_with_the_expected_strategy(line, strategy):
     c = one(line)
     assert c.verified, c.violations
     assert c.strategy == strategy
 
 
-@pytest.mark.parametrize("line, why", [
-    ("RFC 2094 was accepted in September 2017. [E1]", "september"),  # wrong date
-    ("RFC 2094 was accepted in August 2016. [E1]", "2016"),
-    ("It was accepted after four rounds of review. [E1]", "four"),  # wrong count
-    ("The borrow checker ties a borrow to its lexical scope. [E1]", "negation"),  # negation dropped
-    ("It supports custom targets. [E3]", "negation"),
-    ("Bauer Media Group publishes Arthur's Magazine in the USA. [E2]", "together"),  # swapped entity
-    ("First for Women was started first. [E2]", "started"),  # fabricated relation
-    ("RFC 2094 was written by Niko Matsakis in Rust 1.0. [E1]", "niko"),
-    ("The borrow checker no longer ties a borrow to its lexical scope. [E3]", "not supported"),  # wrong pointer
-    ("The borrow checker no longer ties a borrow to its lexical scope. [E9]", "names no evidence"),
-    ("The borrow checker no longer ties a borrow to its lexical scope.", "no pointer"),
-])
+@pytest.mark.parametrize(
+    "line, why",
+    [
+        ("RFC 2094 was accepted in September 2017. [E1]", "september"),  # wrong date
+        ("RFC 2094 was accepted in August 2016. [E1]", "2016"),
+        ("It was accepted after four rounds of review. [E1]", "four"),  # wrong count
+        ("The borrow checker ties a borrow to its lexical scope. [E1]", "negation"),  # negation dropped
+        ("It supports custom targets. [E3]", "negation"),
+        ("Bauer Media Group publishes Arthur's Magazine in the USA. [E2]", "together"),  # swapped entity
+        ("First for Women was started first. [E2]", "started"),  # fabricated relation
+        ("RFC 2094 was written by Niko Matsakis in Rust 1.0. [E1]", "niko"),
+        ("The borrow checker no longer ties a borrow to its lexical scope. [E3]", "not supported"),  # wrong pointer
+        ("The borrow checker no longer ties a borrow to its lexical scope. [E9]", "names no evidence"),
+        ("The borrow checker no longer ties a borrow to its lexical scope.", "no pointer"),
+    ],
+)
 def test_fabrications_wrong_pointers_and_anchors_fail(line, why):
     c = one(line)
     assert not c.verified and c.strategy is None
@@ -81,7 +91,10 @@ def test_a_pointer_to_nothing_fails_the_claim_even_beside_a_good_one():
 def test_parse_claims_collects_pointers_anywhere_and_strips_bullets():
     claims = parse_claims("Intro without pointer\n- First [E1] and second [E2, E3].\n2. Third (E4)\n\n[E5]\n")
     assert [(c.text, c.pointers) for c in claims] == [
-        ("Intro without pointer", ()), ("First and second.", ("E1", "E2", "E3")), ("Third", ("E4",))]
+        ("Intro without pointer", ()),
+        ("First and second.", ("E1", "E2", "E3")),
+        ("Third", ("E4",)),
+    ]
     # Rust error codes are not pointers
     assert parse_claims("It fails with error [E0502] here [E1]")[0].pointers == ("E1",)
 
@@ -105,9 +118,11 @@ def test_verify_request_shapes_and_the_implicit_single_block():
 
 
 def test_verify_command_reads_json_lines_and_reports_bad_ones(tmp_path):
-    lines = [json.dumps({"answer": "RFC 2094 introduces non-lexical lifetimes. [E1]", "evidence": EV}),
-             "not json",
-             json.dumps({"answer": "It was rejected in 2019. [E1]", "evidence": EV})]
+    lines = [
+        json.dumps({"answer": "RFC 2094 introduces non-lexical lifetimes. [E1]", "evidence": EV}),
+        "not json",
+        json.dumps({"answer": "It was rejected in 2019. [E1]", "evidence": EV}),
+    ]
     path = tmp_path / "in.jsonl"
     path.write_text("\n".join(lines) + "\n")
     res = CliRunner().invoke(main, ["verify", str(path)])
@@ -120,13 +135,17 @@ def test_verify_command_reads_json_lines_and_reports_bad_ones(tmp_path):
 
 # --- replies of the model ---------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("reply, expected", [
-    ("SUFFICIENT: 0.8", (True, 0.8, None)),
-    ("- **SUFFICIENT**: 85%", (True, 0.85, None)),
-    ('"SUFFICIENT"', (True, 0.7, None)),
-    ("[INSUFFICIENT: how are RFCs merged]", (False, None, "how are RFCs merged")),
-    ("insufficient - 'rfc process final comment period'", (False, None, "rfc process final comment period")),
-])
+
+@pytest.mark.parametrize(
+    "reply, expected",
+    [
+        ("SUFFICIENT: 0.8", (True, 0.8, None)),
+        ("- **SUFFICIENT**: 85%", (True, 0.85, None)),
+        ('"SUFFICIENT"', (True, 0.7, None)),
+        ("[INSUFFICIENT: how are RFCs merged]", (False, None, "how are RFCs merged")),
+        ("insufficient - 'rfc process final comment period'", (False, None, "rfc process final comment period")),
+    ],
+)
 def test_reason_replies_are_parsed_tolerantly(reply, expected):
     d = prompts.parse_decision(reply)
     assert (d.sufficient, d.confidence, d.query) == expected and d.parsed
@@ -156,24 +175,38 @@ def test_prompts_show_numbered_blocks():
 
 # --- cache key ---------------------------------------------------------------------------------------------
 
+
 def test_canonical_questions():
     assert cache.canonical_question("  How do I  Deploy?? ") == "how do i deploy"
     eq = "equivalence"
-    assert cache.canonical_question("How do I deploy the service?", eq) == \
-        cache.canonical_question("how to deploy service", eq) == \
-        cache.canonical_question("Can you tell me how to deploy the services, please?", eq)
+    assert (
+        cache.canonical_question("How do I deploy the service?", eq)
+        == cache.canonical_question("how to deploy service", eq)
+        == cache.canonical_question("Can you tell me how to deploy the services, please?", eq)
+    )
     assert cache.canonical_question("does A cause B", eq) != cache.canonical_question("does B cause A", eq)
     assert cache.canonical_question("why does it fail", eq) != cache.canonical_question("why does it not fail", eq)
 
 
 def test_cache_key_changes_with_every_part():
-    base = {"state": {"documents": "abc"}, "question": "q", "model": {"model": "m"}, "history": None,
-            "scope": {"filters": None}, "verifier": {"version": "1"}}
+    base = {
+        "state": {"documents": "abc"},
+        "question": "q",
+        "model": {"model": "m"},
+        "history": None,
+        "scope": {"filters": None},
+        "verifier": {"version": "1"},
+    }
     k = cache.cache_key(base)
     assert k == cache.cache_key(dict(base)) and len(k) == 64
-    for part, other in [("state", {"documents": "abd"}), ("question", "q2"), ("model", {"model": "n"}),
-                        ("history", [{"role": "user", "content": "hi"}]), ("scope", {"filters": {"a": 1}}),
-                        ("verifier", {"version": "2"})]:
+    for part, other in [
+        ("state", {"documents": "abd"}),
+        ("question", "q2"),
+        ("model", {"model": "n"}),
+        ("history", [{"role": "user", "content": "hi"}]),
+        ("scope", {"filters": {"a": 1}}),
+        ("verifier", {"version": "2"}),
+    ]:
         assert cache.cache_key({**base, part: other}) != k, part
 
 
@@ -187,15 +220,22 @@ def test_scope_sources():
 
 # --- extractive ----------------------------------------------------------------------------------------------
 
+
 def _evidence(pointer: str, text: str, title: str = "T", section: str = "T", doc: str | None = None) -> Evidence:
-    return Evidence(pointer, text_hash(text), f"c{pointer}", text, title, section, "file:///x", doc or pointer, "s",
-                    0, 0.5)
+    return Evidence(
+        pointer, text_hash(text), f"c{pointer}", text, title, section, "file:///x", doc or pointer, "s", 0, 0.5
+    )
 
 
 def test_extractive_picks_supported_sentences_verbatim_and_passes_strictly():
-    ev = [_evidence("E1", "# Deploys\n\nWe ship on Tuesdays. Releases go out with blue-green deployments "
-                          "through ArgoCD.\n\n```sh\nargocd app sync\n```\n"),
-          _evidence("E2", "Rollbacks switch traffic back to the blue stack within five minutes of a bad release.")]
+    ev = [
+        _evidence(
+            "E1",
+            "# Deploys\n\nWe ship on Tuesdays. Releases go out with blue-green deployments "
+            "through ArgoCD.\n\n```sh\nargocd app sync\n```\n",
+        ),
+        _evidence("E2", "Rollbacks switch traffic back to the blue stack within five minutes of a bad release."),
+    ]
     ex = extractive.extract("How do releases go out?", ev)
     assert ex.lines and ex.lines[0] == ("Releases go out with blue-green deployments through ArgoCD.", ev[0])
     raw = extractive.answer_text(ex.lines)
@@ -203,13 +243,16 @@ def test_extractive_picks_supported_sentences_verbatim_and_passes_strictly():
     assert extractive.extract("What is the airspeed of a swallow?", ev).lines == []
 
 
-@pytest.mark.parametrize("question, intent", [
-    ("What is the default timeout?", "factual"),
-    ("Why does the borrow checker reject this?", "conceptual"),
-    ("cargo build fails with error E0502", "debugging"),
-    ("async closures vs closures returning futures", "comparison"),
-    ("ideas for organising a large workspace", "exploratory"),
-])
+@pytest.mark.parametrize(
+    "question, intent",
+    [
+        ("What is the default timeout?", "factual"),
+        ("Why does the borrow checker reject this?", "conceptual"),
+        ("cargo build fails with error E0502", "debugging"),
+        ("async closures vs closures returning futures", "comparison"),
+        ("ideas for organising a large workspace", "exploratory"),
+    ],
+)
 def test_intent_without_an_llm(question, intent):
     from pipeline.answers.loop import heuristic_intent
 

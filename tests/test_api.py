@@ -17,11 +17,11 @@ from mcp import StdioServerParameters
 from query_corpus import ServerThread
 from test_mcp import DOCFORGE, session_calls
 
-from pipeline.errors import ConfigError
-from pipeline.query import Searcher
 from docforge.servers import LocalSearch
 from docforge.servers.api import create_app
 from docforge.servers.auth import AuthConfig, Authenticator
+from pipeline.errors import ConfigError
+from pipeline.query import Searcher
 
 AUDIENCE, ISSUER, TOKENS = "api://docforge", "https://idp.example.test/tenant/v2.0", ("tok-one", "tok-two")
 QUESTION = {"query": "how do I give a customer their money back?", "user_name": "ada", "team_name": "payments"}
@@ -32,8 +32,9 @@ def rsa_key():
 
 
 def pem(key) -> bytes:
-    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                             serialization.NoEncryption())
+    return key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
 
 
 @pytest.fixture(scope="module")
@@ -52,8 +53,9 @@ def jwks_url(signing_key):
 
 @pytest.fixture(scope="module")
 def api(corpus, embedder, jwks_url):
-    auth = Authenticator(AuthConfig(api_tokens=",".join(TOKENS), jwt_jwks_url=jwks_url, jwt_audience=AUDIENCE,
-                                    jwt_issuer=ISSUER))
+    auth = Authenticator(
+        AuthConfig(api_tokens=",".join(TOKENS), jwt_jwks_url=jwks_url, jwt_audience=AUDIENCE, jwt_issuer=ISSUER)
+    )
     search = LocalSearch(Searcher(corpus.settings, url=corpus.url, embedder=embedder, reranker=None))
     with ServerThread(create_app(search, auth, health=search.health)) as srv:
         srv.corpus = corpus
@@ -62,8 +64,15 @@ def api(corpus, embedder, jwks_url):
 
 
 def token(key, **overrides) -> str:
-    claims = {"sub": "u-1", "preferred_username": "ada@example.test", "aud": AUDIENCE, "iss": ISSUER,
-              "iat": int(time.time()), "exp": int(time.time()) + 300, **overrides}
+    claims = {
+        "sub": "u-1",
+        "preferred_username": "ada@example.test",
+        "aud": AUDIENCE,
+        "iss": ISSUER,
+        "iat": int(time.time()),
+        "exp": int(time.time()) + 300,
+        **overrides,
+    }
     return jwt.encode(claims, pem(key), algorithm="RS256", headers={"kid": "k1"})
 
 
@@ -89,7 +98,11 @@ def test_search_with_a_token(api, bearer):
     assert body["query"] == QUESTION["query"] and len(body["hits"]) == 2
     top = body["hits"][0]
     assert (top["doc_key"], top["source"], top["title"], top["section"]) == (
-        "payments:docs/refunds.md", "payments", "Issuing refunds", "Issuing refunds")
+        "payments:docs/refunds.md",
+        "payments",
+        "Issuing refunds",
+        "Issuing refunds",
+    )
     assert top["url"].endswith("/payments/docs/refunds.md") and 0 < top["score"] <= 1
 
 
@@ -103,32 +116,45 @@ def test_valid_jwt_is_accepted(api, signing_key, caplog):
     assert resp.status_code == 200 and resp.json()["hits"][0]["doc_key"] == "payments:docs/refunds.md"
 
 
-@pytest.mark.parametrize("claims", [
-    {"exp": int(time.time()) - 600},
-    {"aud": "api://someone-else"},
-    {"iss": "https://evil.example.test/"},
-    {"aud": None},
-])
+@pytest.mark.parametrize(
+    "claims",
+    [
+        {"exp": int(time.time()) - 600},
+        {"aud": "api://someone-else"},
+        {"iss": "https://evil.example.test/"},
+        {"aud": None},
+    ],
+)
 def test_invalid_jwts_are_refused(api, signing_key, claims):
     bad = token(signing_key, **claims)
     if claims == {"aud": None}:
-        bad = jwt.encode({"sub": "x", "iss": ISSUER, "exp": int(time.time()) + 300}, pem(signing_key),
-                         algorithm="RS256", headers={"kid": "k1"})
+        bad = jwt.encode(
+            {"sub": "x", "iss": ISSUER, "exp": int(time.time()) + 300},
+            pem(signing_key),
+            algorithm="RS256",
+            headers={"kid": "k1"},
+        )
     assert post(api, QUESTION, bad).status_code == 401
 
 
 def test_forged_jwts_are_refused(api, signing_key):
     other = token(rsa_key())  # right kid, wrong key
-    public = signing_key.public_key().public_bytes(serialization.Encoding.PEM,
-                                                   serialization.PublicFormat.SubjectPublicKeyInfo)
+    public = signing_key.public_key().public_bytes(
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
     claims = jwt.decode(token(signing_key), options={"verify_signature": False})
     unsigned = jwt.encode(claims, None, algorithm="none", headers={"kid": "k1"})
     assert post(api, QUESTION, other).status_code == 401
     assert post(api, QUESTION, unsigned).status_code == 401
-    import hmac, hashlib, base64, json  # noqa: E401 — HS256 keyed with the public key (algorithm confusion)
+    import base64
+    import hashlib
+    import hmac  # noqa: E401 — HS256 keyed with the public key (algorithm confusion)
+    import json
+
     b64 = lambda b: base64.urlsafe_b64encode(b).rstrip(b"=").decode()  # noqa: E731
-    head = b64(json.dumps({"alg": "HS256", "typ": "JWT", "kid": "k1"}).encode()) + "." \
-        + b64(json.dumps(claims).encode())
+    head = (
+        b64(json.dumps({"alg": "HS256", "typ": "JWT", "kid": "k1"}).encode()) + "." + b64(json.dumps(claims).encode())
+    )
     confused = head + "." + b64(hmac.new(public, head.encode(), hashlib.sha256).digest())
     assert post(api, QUESTION, confused).status_code == 401
 
@@ -139,7 +165,14 @@ def test_openapi_and_docs_behind_auth(api):
     assert "/search" in spec["paths"] and "/health" in spec["paths"]
     assert spec["components"]["securitySchemes"]["HTTPBearer"]["scheme"] == "bearer"
     assert set(spec["components"]["schemas"]["SearchRequest"]["properties"]) >= {
-        "query", "user_name", "team_name", "area_name", "limit", "filters", "filter_repo"}
+        "query",
+        "user_name",
+        "team_name",
+        "area_name",
+        "limit",
+        "filters",
+        "filter_repo",
+    }
     page = httpx.get(f"{api.url}/docs", headers=headers)
     assert page.status_code == 200 and "SwaggerUIBundle" in page.text and '"/search"' in page.text
 
@@ -154,7 +187,7 @@ def test_docs_page_assets_are_served_locally(api):
         assert url.startswith("/docs/assets/"), url  # a path on this server, not a CDN
         resp = httpx.get(f"{api.url}{url}")  # a browser loads them without the bearer header
         assert resp.status_code == 200, url
-        assert resp.headers["content-type"].split(";")[0] == types[url[url.rindex("."):]], url
+        assert resp.headers["content-type"].split(";")[0] == types[url[url.rindex(".") :]], url
     bundle = httpx.get(f"{api.url}/docs/assets/swagger-ui-bundle.js").text
     assert "SwaggerUIBundle" in bundle and "cdn." not in page.text
 
@@ -169,8 +202,11 @@ def test_bad_requests(api):
     assert resp.status_code == 200 and resp.json()["hits"] == []
     resp = post(api, {**QUESTION, "filter_repo": "handbook", "filters": {"path": {"$prefix": "docs/"}}}, auth)
     assert {h["doc_key"] for h in resp.json()["hits"]} == {
-        "handbook:docs/deploy.md", "handbook:docs/credentials.md", "handbook:docs/onboarding.md",
-        "handbook:docs/testing.md"}
+        "handbook:docs/deploy.md",
+        "handbook:docs/credentials.md",
+        "handbook:docs/onboarding.md",
+        "handbook:docs/testing.md",
+    }
 
 
 def test_authenticator_refuses_to_run_open():
@@ -184,18 +220,21 @@ def test_authenticator_refuses_to_run_open():
 
 def test_cli_api_without_auth_exits_1(tmp_path):
     env = {"PATH": "/usr/bin:/bin", "DOCFORGE_HOME": str(tmp_path), "HOME": str(tmp_path)}
-    res = subprocess.run([DOCFORGE, "serve", "--api", "--port", "0"], capture_output=True, text=True, env=env,
-                         timeout=120)
+    res = subprocess.run(
+        [DOCFORGE, "serve", "--api", "--port", "0"], capture_output=True, text=True, env=env, timeout=120
+    )
     assert res.returncode == 1 and "DOCFORGE_API_TOKENS" in res.stderr
 
 
 def test_mcp_proxy_to_the_hosted_api(api, tmp_path):
     """`docforge serve --remote-api URL`: the MCP tool answered by the API, with the token from env."""
     env = {"DOCFORGE_HOME": str(tmp_path), "HF_HUB_OFFLINE": "1"}
-    good = StdioServerParameters(command=DOCFORGE, args=["serve", "--remote-api", api.url],
-                                 env={**env, "DOCFORGE_API_TOKEN": TOKENS[1]})
-    bad = StdioServerParameters(command=DOCFORGE, args=["serve", "--remote-api", api.url],
-                                env={**env, "DOCFORGE_API_TOKEN": "wrong"})
+    good = StdioServerParameters(
+        command=DOCFORGE, args=["serve", "--remote-api", api.url], env={**env, "DOCFORGE_API_TOKEN": TOKENS[1]}
+    )
+    bad = StdioServerParameters(
+        command=DOCFORGE, args=["serve", "--remote-api", api.url], env={**env, "DOCFORGE_API_TOKEN": "wrong"}
+    )
     with open(tmp_path / "stderr.log", "w") as errlog:
         _, (ok,) = session_calls(good, errlog, [{**QUESTION, "area_name": "finance", "limit": 2}])
         _, (refused,) = session_calls(bad, errlog, [QUESTION])

@@ -72,13 +72,24 @@ def api(pg, embedder, tmp_path_factory):
     """`docforge serve --api` over the query corpus, in a subprocess; its stderr in a file."""
     corpus = build_corpus(pg.server, embedder, tmp_path_factory.mktemp("corpus"))
     home = tmp_path_factory.mktemp("home")
-    env = {**os.environ, "DATABASE_URL": corpus.url, "DOCFORGE_API_TOKENS": TOKEN, "DOCFORGE_HOME": str(home),
-           "HF_HUB_OFFLINE": "1", "DOCFORGE_SEARCH_POOL_TIMEOUT_S": "2", "DOCFORGE_SEARCH_STATEMENT_TIMEOUT_MS": "3000"}
+    env = {
+        **os.environ,
+        "DATABASE_URL": corpus.url,
+        "DOCFORGE_API_TOKENS": TOKEN,
+        "DOCFORGE_HOME": str(home),
+        "HF_HUB_OFFLINE": "1",
+        "DOCFORGE_SEARCH_POOL_TIMEOUT_S": "2",
+        "DOCFORGE_SEARCH_STATEMENT_TIMEOUT_MS": "3000",
+    }
     log = home / "stderr.log"
     exe = Path(sys.executable).with_name("docforge")
     with open(log, "wb") as err:
-        proc = subprocess.Popen([str(exe), "serve", "--api", "--host", "127.0.0.1", "--port", "0",
-                                 "--config", str(corpus.config)], env=env, stdout=subprocess.DEVNULL, stderr=err)
+        proc = subprocess.Popen(
+            [str(exe), "serve", "--api", "--host", "127.0.0.1", "--port", "0", "--config", str(corpus.config)],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+        )
     try:
         port = None
         for _ in range(600):  # the model loads first: at most 600 looks, 0.25 s apart
@@ -168,29 +179,54 @@ def test_unauthenticated_body_is_refused_unread(api):
     """A 50 MB body without a token: 401 from the head alone (no body byte sent), and, streamed, the
     401 arrives while the body is still going out; the server's memory does not grow with it."""
     rss = api.rss()
-    status, body = _head_only(api.port, ["POST /search HTTP/1.1", "Content-Type: application/json",
-                                         f"Content-Length: {BODY_BYTES}"])
+    status, body = _head_only(
+        api.port, ["POST /search HTTP/1.1", "Content-Type: application/json", f"Content-Length: {BODY_BYTES}"]
+    )
     assert status == 401 and b"bearer token" in body
-    status, body, sent = send_body(api.port, head(api.port, [
-        "POST /search HTTP/1.1", "Content-Type: application/json", f"Content-Length: {BODY_BYTES}"]),
-        BODY_BYTES, chunked=False)
+    status, body, sent = send_body(
+        api.port,
+        head(api.port, ["POST /search HTTP/1.1", "Content-Type: application/json", f"Content-Length: {BODY_BYTES}"]),
+        BODY_BYTES,
+        chunked=False,
+    )
     assert status == 401 and sent < BODY_BYTES, sent
-    status, body, sent = send_body(api.port, head(api.port, [
-        "POST /search HTTP/1.1", "Content-Type: application/json", "Transfer-Encoding: chunked"]),
-        BODY_BYTES, chunked=True)
+    status, body, sent = send_body(
+        api.port,
+        head(api.port, ["POST /search HTTP/1.1", "Content-Type: application/json", "Transfer-Encoding: chunked"]),
+        BODY_BYTES,
+        chunked=True,
+    )
     assert status == 401 and sent < BODY_BYTES, sent
     assert api.rss() - rss < RSS_GROWTH_BOUND
 
 
 def test_authenticated_oversized_body_is_413(api):
     rss = api.rss()
-    status, body = _head_only(api.port, ["POST /search HTTP/1.1", f"Authorization: Bearer {TOKEN}",
-                                         "Content-Type: application/json", f"Content-Length: {BODY_BYTES}"])
+    status, body = _head_only(
+        api.port,
+        [
+            "POST /search HTTP/1.1",
+            f"Authorization: Bearer {TOKEN}",
+            "Content-Type: application/json",
+            f"Content-Length: {BODY_BYTES}",
+        ],
+    )
     assert status == 413 and b"DOCFORGE_API_MAX_BODY_BYTES" in body
     # No length given: counted as it streams, refused at the first chunk past 1 MiB.
-    status, body, sent = send_body(api.port, head(api.port, [
-        "POST /search HTTP/1.1", f"Authorization: Bearer {TOKEN}", "Content-Type: application/json",
-        "Transfer-Encoding: chunked"]), BODY_BYTES, chunked=True)
+    status, body, sent = send_body(
+        api.port,
+        head(
+            api.port,
+            [
+                "POST /search HTTP/1.1",
+                f"Authorization: Bearer {TOKEN}",
+                "Content-Type: application/json",
+                "Transfer-Encoding: chunked",
+            ],
+        ),
+        BODY_BYTES,
+        chunked=True,
+    )
     assert status == 413 and sent < BODY_BYTES, sent
     assert api.rss() - rss < RSS_GROWTH_BOUND
     assert api.search({**QUESTION, "limit": 1}).status_code == 200
@@ -215,13 +251,16 @@ def nested(expr: dict, depth: int) -> dict:
     return expr
 
 
-@pytest.mark.parametrize("filters, status, message", [
-    (nested({"source": "payments"}, 50), 400, "nested deeper than 8 levels"),
-    ({f"meta.k{i}": {"$in": list(range(1000))} for i in range(16)}, 400, "more than 1000 values"),
-    ({f"meta.k{i}": {"$in": list(range(1000))} for i in range(40)}, 400, "more than 1000 values"),
-    ({"$or": [{"source": str(i)} for i in range(1000)]}, 400, "more than 64 conditions"),
-    ({"meta.k": {"$in": list(range(1000))}}, 200, None),  # within the budget
-])
+@pytest.mark.parametrize(
+    "filters, status, message",
+    [
+        (nested({"source": "payments"}, 50), 400, "nested deeper than 8 levels"),
+        ({f"meta.k{i}": {"$in": list(range(1000))} for i in range(16)}, 400, "more than 1000 values"),
+        ({f"meta.k{i}": {"$in": list(range(1000))} for i in range(40)}, 400, "more than 1000 values"),
+        ({"$or": [{"source": str(i)} for i in range(1000)]}, 400, "more than 64 conditions"),
+        ({"meta.k": {"$in": list(range(1000))}}, 200, None),  # within the budget
+    ],
+)
 def test_filter_budget(api, filters, status, message):
     resp = api.search({**QUESTION, "filters": filters})
     assert resp.status_code == status, resp.text
@@ -234,15 +273,18 @@ def test_json_nested_past_the_parser_is_refused(api):
     assert api.search(body).status_code in (400, 422)
 
 
-@pytest.mark.parametrize("body", [
-    rb'{"query": "refund \ud800"}',
-    rb'{"query": "refund", "user_name": "ada\udfff"}',
-    rb'{"query": "refund", "team_name": "\ud83d", "area_name": "x"}',
-    rb'{"query": "refund", "filter_repo": "\udc00"}',
-    rb'{"query": "refund", "filters": {"source": "pay\ud800"}}',
-    rb'{"query": "refund", "filters": {"meta.\ud800": 1}}',
-    rb'{"query": "refund", "filters": {"tags": {"$in": ["ok", "\udc00"]}}}',
-])
+@pytest.mark.parametrize(
+    "body",
+    [
+        rb'{"query": "refund \ud800"}',
+        rb'{"query": "refund", "user_name": "ada\udfff"}',
+        rb'{"query": "refund", "team_name": "\ud83d", "area_name": "x"}',
+        rb'{"query": "refund", "filter_repo": "\udc00"}',
+        rb'{"query": "refund", "filters": {"source": "pay\ud800"}}',
+        rb'{"query": "refund", "filters": {"meta.\ud800": 1}}',
+        rb'{"query": "refund", "filters": {"tags": {"$in": ["ok", "\udc00"]}}}',
+    ],
+)
 def test_lone_surrogates_are_4xx(api, body):
     resp = api.search(body)
     assert 400 <= resp.status_code < 500, resp.text

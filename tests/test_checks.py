@@ -14,16 +14,22 @@ from pipeline.store import admin
 from pipeline.store.db import lock_id, source_lock
 from resources import EmbedderResource, PostgresResource, SourcesResource
 
-DOCS = {"README.md": "# Widget\n\nWidgets turn cranks.\n",
-        "docs/setup.md": "# Setup\n\n## Install\n\nRun the installer.\n\n## Configure\n\nEdit widget.toml.\n"}
+DOCS = {
+    "README.md": "# Widget\n\nWidgets turn cranks.\n",
+    "docs/setup.md": "# Setup\n\n## Install\n\nRun the installer.\n\n## Configure\n\nEdit widget.toml.\n",
+}
 CHECKS = {key.name: c for c in ingest_checks for key in c.check_keys}
 
 
 @pytest.fixture
 def indexed(make_repo, write_config, database_url, embedder):
     """Two small sources, `alpha` and `beta`, ingested for real; returns the config path."""
-    cfg = write_config([{"name": "alpha", "type": "git", "repo": str(make_repo(DOCS, "alpha"))},
-                        {"name": "beta", "type": "git", "repo": str(make_repo(DOCS, "beta"))}])
+    cfg = write_config(
+        [
+            {"name": "alpha", "type": "git", "repo": str(make_repo(DOCS, "alpha"))},
+            {"name": "beta", "type": "git", "repo": str(make_repo(DOCS, "beta"))},
+        ]
+    )
     settings = load_settings(cfg)
     for name in ("alpha", "beta"):
         ingest_source(IngestContext(settings, url=database_url, embedder=embedder), name)
@@ -32,17 +38,26 @@ def indexed(make_repo, write_config, database_url, embedder):
 
 def run_check(name: str, cfg, url: str, source: str | None = "alpha"):
     """The check as a run of `source` (its partition) executes it, or unscoped for None."""
-    resources = {"sources": SourcesResource(config_path=str(cfg)), "store": PostgresResource(database_url=url),
-                 "embedder": EmbedderResource()}
-    ctx = (build_op_context(resources=resources, partition_key=source) if source
-           else build_asset_check_context(resources=resources))
+    resources = {
+        "sources": SourcesResource(config_path=str(cfg)),
+        "store": PostgresResource(database_url=url),
+        "embedder": EmbedderResource(),
+    }
+    ctx = (
+        build_op_context(resources=resources, partition_key=source)
+        if source
+        else build_asset_check_context(resources=resources)
+    )
     return CHECKS[name](ctx)
 
 
 def first_chunk(url: str, source: str = "alpha") -> tuple[str, str]:
     with psycopg.connect(url) as conn:
-        return conn.execute("SELECT c.id, c.doc_key FROM chunks c JOIN documents d ON d.key = c.doc_key "
-                            "WHERE d.source = %s ORDER BY c.id LIMIT 1", (source,)).fetchone()
+        return conn.execute(
+            "SELECT c.id, c.doc_key FROM chunks c JOIN documents d ON d.key = c.doc_key "
+            "WHERE d.source = %s ORDER BY c.id LIMIT 1",
+            (source,),
+        ).fetchone()
 
 
 def sql(url: str, *statements: str, params: tuple = ()) -> None:
@@ -77,13 +92,16 @@ def _oversized(url, cid, key):
     sql(url, "UPDATE chunks SET token_count = 100000 WHERE id = %s", params=(cid,))
 
 
-@pytest.mark.parametrize("break_rows, check, offender", [
-    (_null_embedding, "chunks_have_embeddings", "id"),
-    (_orphan, "no_orphan_chunks", "id"),
-    (_orphan, "ledger_matches_index", "key"),
-    (_ledger_count, "ledger_matches_index", "key"),
-    (_oversized, "chunks_fit_model_window", "id"),
-])
+@pytest.mark.parametrize(
+    "break_rows, check, offender",
+    [
+        (_null_embedding, "chunks_have_embeddings", "id"),
+        (_orphan, "no_orphan_chunks", "id"),
+        (_orphan, "ledger_matches_index", "key"),
+        (_ledger_count, "ledger_matches_index", "key"),
+        (_oversized, "chunks_fit_model_window", "id"),
+    ],
+)
 def test_check_fails_on_broken_rows(indexed, database_url, break_rows, check, offender):
     cid, key = first_chunk(database_url)
     break_rows(database_url, cid, key)
@@ -114,8 +132,7 @@ def test_purge_source_deletes_only_that_source(indexed, database_url):
     with psycopg.connect(database_url, autocommit=True) as conn:
         purged = admin.purge_source(conn, "beta")
         assert admin.stored_sources(conn) == {"alpha"}
-    assert (purged.documents, purged.chunks, purged.ledger) == (
-        before["documents"], before["chunks"], before["ledger"])
+    assert (purged.documents, purged.chunks, purged.ledger) == (before["documents"], before["chunks"], before["ledger"])
     assert purged.deleted > 0
     assert counts(database_url, "beta") == {"documents": 0, "ledger": 0, "failures": 0, "chunks": 0}
     assert counts(database_url, "alpha") == before  # same files, same counts

@@ -73,8 +73,11 @@ def test_random_documents_obey_the_contract(chunker, seed):
 
 
 def test_small_sections_pack_and_long_ones_split(chunker):
-    sections = [Section(("T", "a"), "alpha " * 10), Section(("T", "b"), "beta " * 10),
-                Section(("T", "c"), "gamma delta. " * 400)]
+    sections = [
+        Section(("T", "a"), "alpha " * 10),
+        Section(("T", "b"), "beta " * 10),
+        Section(("T", "c"), "gamma delta. " * 400),
+    ]
     chunks = chunker.chunk("T", sections)
     assert chunks[0].heading_path == ("T",) and "## b" in chunks[0].text  # a and b share a chunk
     assert len(chunks) >= 3
@@ -116,9 +119,11 @@ def test_cuts_inside_words_are_recounted_not_estimated(chunker, seed):
     import base64
 
     rng = random.Random(seed)
-    sections = [Section(("Ids",), " ".join(joined_identifiers(rng, rng.randint(50, 400)) for _ in range(3))),
-                Section(("Data",), "data:image/png;base64," + base64.b64encode(rng.randbytes(6000)).decode()),
-                Section(("한국어",), " ".join(rng.choices(KOREAN, k=900)))]
+    sections = [
+        Section(("Ids",), " ".join(joined_identifiers(rng, rng.randint(50, 400)) for _ in range(3))),
+        Section(("Data",), "data:image/png;base64," + base64.b64encode(rng.randbytes(6000)).decode()),
+        Section(("한국어",), " ".join(rng.choices(KOREAN, k=900))),
+    ]
     assert_contract(chunker, "Title", sections, chunker.chunk("Title", sections))
 
 
@@ -128,8 +133,10 @@ def test_small_windows_on_a_real_sample(chunker, max_tokens):
     small = Chunker(chunker.tok, 256, max_tokens=max_tokens)
     readme = shared("corpus", "README.md").read_text()
     korean = "한국어 텍스트 처리는 형태소 분석이 필요합니다. 데이터베이스 검색 색인 문서를 만듭니다. " * 60
-    for title, sections in [(parse_markdown(readme).title, parse_markdown(readme).sections),
-                            ("설치 안내서 제목이 아주 깁니다 " * 4, [Section(("설치", "방법"), korean)])]:
+    for title, sections in [
+        (parse_markdown(readme).title, parse_markdown(readme).sections),
+        ("설치 안내서 제목이 아주 깁니다 " * 4, [Section(("설치", "방법"), korean)]),
+    ]:
         chunks = small.chunk(title, sections)
         assert_contract(small, title, sections, chunks)
         assert all(c.token_count <= max_tokens for c in chunks)

@@ -46,9 +46,10 @@ OpenAPI30Validator = validators.extend(Draft4Validator, {"type": _type_or_null})
 
 
 def response_schema(operation: str, status: str = "200") -> dict:
-    pointer = "/".join(quote(p.replace("~", "~0").replace("/", "~1"), safe="")
-                       for p in ["paths", operation, "get", "responses", status, "content", "application/json",
-                                 "schema"])
+    pointer = "/".join(
+        quote(p.replace("~", "~0").replace("/", "~1"), safe="")
+        for p in ["paths", operation, "get", "responses", status, "content", "application/json", "schema"]
+    )
     return {"$ref": f"{SPEC_URI}#/{pointer}"}
 
 
@@ -82,8 +83,10 @@ def undeclared(instance, schemas: list[dict], registry: Registry, where: str = "
 
 def check(instance, operation: str, registry: Registry, strict: bool = True) -> None:
     schema = response_schema(operation)
-    errors = [f"{'/'.join(map(str, e.absolute_path))}: {e.message}"
-              for e in OpenAPI30Validator(schema, registry=registry).iter_errors(instance)]
+    errors = [
+        f"{'/'.join(map(str, e.absolute_path))}: {e.message}"
+        for e in OpenAPI30Validator(schema, registry=registry).iter_errors(instance)
+    ]
     assert not errors, f"{operation}: {errors}"
     if strict:
         assert not undeclared(instance, [schema], registry), f"{operation}: keys not in the spec"
@@ -157,11 +160,18 @@ def test_double_shapes_match_real_captured_responses(served, registry):
         assert all(set(child) == set(mine) for child in real["results"]), path.name
 
 
-@pytest.mark.parametrize("path, status", [
-    ("/spaces/98765/pages?limit=0", 400), ("/spaces/98765/pages?limit=251", 400),
-    ("/pages/1001?body-format=wiki", 400), ("/spaces/98765/pages?status=bogus", 400),
-    ("/pages/4242", 404), ("/spaces/1/pages", 404), ("/pages?id=abc", 400),
-])
+@pytest.mark.parametrize(
+    "path, status",
+    [
+        ("/spaces/98765/pages?limit=0", 400),
+        ("/spaces/98765/pages?limit=251", 400),
+        ("/pages/1001?body-format=wiki", 400),
+        ("/spaces/98765/pages?status=bogus", 400),
+        ("/pages/4242", 404),
+        ("/spaces/1/pages", 404),
+        ("/pages?id=abc", 400),
+    ],
+)
 def test_double_rejects_what_the_real_api_rejects(served, path, status):
     _, client = served
     assert client.get(path).status_code == status

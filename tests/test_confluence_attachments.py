@@ -12,8 +12,11 @@ from pipeline.query import Searcher
 from tests.confluence_double import ConfluenceDouble
 from tests.conftest_confluence import TOKEN, confluence_double, confluence_env  # noqa: F401
 
-RUNBOOK = [["Incident runbook."], ["Escalation", "Page the duty manager when the outage passes thirty minutes."],
-           ["Postmortem", "Write the postmortem within five working days."]]
+RUNBOOK = [
+    ["Incident runbook."],
+    ["Escalation", "Page the duty manager when the outage passes thirty minutes."],
+    ["Postmortem", "Write the postmortem within five working days."],
+]
 
 
 @pytest.fixture
@@ -24,11 +27,25 @@ def wiki(confluence_double: ConfluenceDouble, write_config):
     d.add_attachment("100", "runbook.pdf", make_pdf(RUNBOOK, outline=[("Escalation", 1, 1)]))
     d.add_attachment("100", "diagram.png", b"\x89PNG\x00", media_type="image/png")
     d.add_attachment("100", "huge.pdf", b"%PDF-1.4", size=10**9)
-    d.add_attachment("200", "leave.docx", make_docx([("h1", "Leave"), ("p", "Sabbaticals last three months.")]),
-                     media_type="application/vnd.openxmlformats-officedocument.wordprocessingml.document")
+    d.add_attachment(
+        "200",
+        "leave.docx",
+        make_docx([("h1", "Leave"), ("p", "Sabbaticals last three months.")]),
+        media_type="application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+    )
     d.add_attachment("200", "locked.pdf", make_pdf([["hidden"]], password="pw"))
-    cfg = write_config([{"name": "wiki", "type": "confluence", "base_url": d.base_url, "space": "DOCS",
-                         "attachments": True, "max_attachment_bytes": 10**6}])
+    cfg = write_config(
+        [
+            {
+                "name": "wiki",
+                "type": "confluence",
+                "base_url": d.base_url,
+                "space": "DOCS",
+                "attachments": True,
+                "max_attachment_bytes": 10**6,
+            }
+        ]
+    )
     return d, cfg
 
 
@@ -41,8 +58,9 @@ def test_attachments_are_child_documents_with_pages(wiki, database_url, embedder
     assert (first.files_added, first.files_failed) == (4, 1)
     assert [f.key for f in first.failures] == ["wiki:200/attachments/att20002"]
     assert "encrypted" in first.failures[0].error
-    assert [(s.path, "over max_attachment_bytes" in s.reason) for s in first.skipped_files] == \
-        [("Operations/huge.pdf", True)]
+    assert [(s.path, "over max_attachment_bytes" in s.reason) for s in first.skipped_files] == [
+        ("Operations/huge.pdf", True)
+    ]
     assert d.downloads() == 2 + 1  # runbook, leave, locked; never the image or the oversized file
     assert TOKEN not in str(first.as_dict())
 

@@ -20,8 +20,15 @@ from tests.confluence_double import ConfluenceDouble
 from tests.conftest_confluence import TOKEN, confluence_double, confluence_env, storage_dir  # noqa: F401
 from tests.test_ingest_cli import docforge
 
-PAGES = ["md2conf-code", "querypie-panels", "md2conf-collapsed", "md2conf-table", "mark-tasklists",
-         "md2conf-status", "querypie-544381877"]  # 7 pages; ids 910000.. for the generated ones
+PAGES = [
+    "md2conf-code",
+    "querypie-panels",
+    "md2conf-collapsed",
+    "md2conf-table",
+    "mark-tasklists",
+    "md2conf-status",
+    "querypie-544381877",
+]  # 7 pages; ids 910000.. for the generated ones
 SECRETS = [TOKEN]
 
 
@@ -32,8 +39,19 @@ def space(confluence_double: ConfluenceDouble, storage_dir, write_config, databa
     d.add_page("920001", "Locked", "<p>secret plans</p>", fail=403)
     d.add_page("920002", "Truncated", "<h2>Broken</h2><p>this body was cut off")
     d.add_page("920003", "Retired runbook", "<p>The zeppelin hangar procedure is obsolete.</p>")
-    cfg = write_config([{"name": "wiki", "type": "confluence", "base_url": d.base_url, "space": "DOCS",
-                         "tags": ["confluence"], "max_retry_after_s": 0.2, "retry_budget_s": 20}])
+    cfg = write_config(
+        [
+            {
+                "name": "wiki",
+                "type": "confluence",
+                "base_url": d.base_url,
+                "space": "DOCS",
+                "tags": ["confluence"],
+                "max_retry_after_s": 0.2,
+                "retry_budget_s": 20,
+            }
+        ]
+    )
     return d, pages, str(cfg)
 
 

@@ -16,13 +16,20 @@ from tests.conftest_confluence import STORAGE, storage_dir  # noqa: F401 (fixtur
 
 MANIFEST = json.loads((STORAGE / "manifest.json").read_text()) if (STORAGE / "manifest.json").is_file() else []
 _CODE = re.compile(r'ac:name="code".*?<ac:plain-text-body><!\[CDATA\[(.*?)\]\]></ac:plain-text-body>', re.S)
-_PANEL = re.compile(r'ac:name="(?:info|note|tip|warning|panel)".*?<ac:rich-text-body>\s*<p[^>]*>(.*?)</p>'
-                    r'|<ac:adf-content>\s*<p[^>]*>(.*?)</p>', re.S)
+_PANEL = re.compile(
+    r'ac:name="(?:info|note|tip|warning|panel)".*?<ac:rich-text-body>\s*<p[^>]*>(.*?)</p>'
+    r"|<ac:adf-content>\s*<p[^>]*>(.*?)</p>",
+    re.S,
+)
 
 # Short strings read from the files: what a search must be able to find in each.
 EXPECTED = {
-    "md2conf-code.xhtml": ["```py\ndef func(n: int) -> str:\n    return str(n)\n```", "```java\nclass Simple {",
-                           'System.out.println("Hello Java!");', "```json"],
+    "md2conf-code.xhtml": [
+        "```py\ndef func(n: int) -> str:\n    return str(n)\n```",
+        "```java\nclass Simple {",
+        'System.out.println("Hello Java!");',
+        "```json",
+    ],
     "md2conf-collapsed.xhtml": ["Tips for collapsed sections", '```ruby\nputs "Hello World"\n```'],
     "md2conf-admonition.xhtml": ["Tip:\nTip of the day", "This is a structured macro panel showing a warning."],
     "md2conf-panel.xhtml": ["Panel:\nTip of the day", "This is an information panel with an explicit title."],
@@ -32,11 +39,18 @@ EXPECTED = {
     "mark-tasklists.xhtml": ["[x] #739", "[ ] Add delight to the experience"],
     "mark-links.xhtml": ["Use page link with spaces", "Another [Link]", "Use https://example.com"],
     "mark-admonitions.xhtml": ["Warning:\nWarn", "Tip:\nTIP:", "This paragraph is a simple blockquote"],
-    "querypie-panels.xhtml": ["Info:\nThis is an info panel.", "Note:\nThis is a note panel.",
-                              "Panel:\nThis is a custom panel.", "Done."],
+    "querypie-panels.xhtml": [
+        "Info:\nThis is an info panel.",
+        "Note:\nThis is a note panel.",
+        "Panel:\nThis is a custom panel.",
+        "Done.",
+    ],
     "querypie-544381877.xhtml": ["generate_kubepie_sa.sh", "#!/bin/bash"],
-    "querypie-544382364.xhtml": ["apiVersion: kubernetes.rbac.querypie.com/v1", "[와일드카드 허용]",
-                                 "Info:\n해당 문서는 QueryPie Enterprise 9.20.0 기준으로 작성되었습니다."],
+    "querypie-544382364.xhtml": [
+        "apiVersion: kubernetes.rbac.querypie.com/v1",
+        "[와일드카드 허용]",
+        "Info:\n해당 문서는 QueryPie Enterprise 9.20.0 기준으로 작성되었습니다.",
+    ],
     "querypie-544379140.xhtml": ["‘Privilege Type’", "(1) 관련 메뉴 진입 → (2) 로그 추출 작업 생성"],
     "querypie-1454342158.xhtml": ["Okta → QueryPie로의 단방향 동기화를 지원합니다."],
     "querypie-544375741.xhtml": ["[file: 994_external.json]"],
@@ -88,8 +102,12 @@ def test_heading_paths(name, storage_dir):
 
 
 def test_pages_with_html_entities_parse(storage_dir):
-    with_entities = [e["file"] for e in MANIFEST if e["file"].startswith("querypie-")
-                     and re.search(r"&(nbsp|[lr][sd]quo|ndash|rarr|harr);", (storage_dir / e["file"]).read_text())]
+    with_entities = [
+        e["file"]
+        for e in MANIFEST
+        if e["file"].startswith("querypie-")
+        and re.search(r"&(nbsp|[lr][sd]quo|ndash|rarr|harr);", (storage_dir / e["file"]).read_text())
+    ]
     assert len(with_entities) == 6
     for name in with_entities:
         text = _text(name)
@@ -106,25 +124,44 @@ def test_toc_status_and_emoticons_reduce_to_text(storage_dir):
     assert ":check_mark:" not in _text("querypie-544113141.xhtml")
 
 
-@pytest.mark.parametrize("body, expected", [
-    ("<p>a&nbsp;b &rarr; c &amp; d &ldquo;q&rdquo;</p>", "a b → c & d “q”"),
-    ("<p>R&D and AT&T</p>", "R&D and AT&T"),
-    ("<p>&bogus; stays</p>", "&bogus; stays"),
-    ('<ac:structured-macro ac:name="code"><ac:parameter ac:name="language">html</ac:parameter>'
-     "<ac:plain-text-body><![CDATA[<b>&nbsp;</b> & <i>]]></ac:plain-text-body></ac:structured-macro>",
-     "```html\n<b>&nbsp;</b> & <i>\n```"),
-    ('<p>See <ac:link><ri:page ri:content-title="Setup Guide" /></ac:link> and '
-     '<ac:link><ri:attachment ri:filename="plan.pdf" /></ac:link>.</p>', "See Setup Guide and plan.pdf."),
-    ('<p>Ask <ac:link><ri:user ri:account-id="557058:abc" /></ac:link> <at:var at:name="x">v</at:var></p>', "Ask v"),
-    ('<ac:structured-macro ac:name="warning"><ac:parameter ac:name="title">Careful</ac:parameter>'
-     "<ac:rich-text-body><p>Back up first.</p></ac:rich-text-body></ac:structured-macro>",
-     "Warning: Careful\nBack up first."),
-    ('<ac:structured-macro ac:name="toc" /><p>x <ac:emoticon ac:name="smile" ac:emoji-fallback="🙂" /></p>', "x 🙂"),
-    ("<table><tr><td><p>a</p><table><tr><td>inner</td></tr></table></td><td>b</td></tr></table>", "a inner | b"),
-    ("<ol start=\"3\"><li><p>three</p><ul><li>sub</li></ul></li><li>four</li></ol>", "3. three\n   - sub\n4. four"),
-    ('<ac:layout><ac:layout-section ac:type="two_equal"><ac:layout-cell><p>left</p></ac:layout-cell>'
-     "<ac:layout-cell><p>right</p></ac:layout-cell></ac:layout-section></ac:layout>", "left\n\nright"),
-])
+@pytest.mark.parametrize(
+    "body, expected",
+    [
+        ("<p>a&nbsp;b &rarr; c &amp; d &ldquo;q&rdquo;</p>", "a b → c & d “q”"),
+        ("<p>R&D and AT&T</p>", "R&D and AT&T"),
+        ("<p>&bogus; stays</p>", "&bogus; stays"),
+        (
+            '<ac:structured-macro ac:name="code"><ac:parameter ac:name="language">html</ac:parameter>'
+            "<ac:plain-text-body><![CDATA[<b>&nbsp;</b> & <i>]]></ac:plain-text-body></ac:structured-macro>",
+            "```html\n<b>&nbsp;</b> & <i>\n```",
+        ),
+        (
+            '<p>See <ac:link><ri:page ri:content-title="Setup Guide" /></ac:link> and '
+            '<ac:link><ri:attachment ri:filename="plan.pdf" /></ac:link>.</p>',
+            "See Setup Guide and plan.pdf.",
+        ),
+        (
+            '<p>Ask <ac:link><ri:user ri:account-id="557058:abc" /></ac:link> <at:var at:name="x">v</at:var></p>',
+            "Ask v",
+        ),
+        (
+            '<ac:structured-macro ac:name="warning"><ac:parameter ac:name="title">Careful</ac:parameter>'
+            "<ac:rich-text-body><p>Back up first.</p></ac:rich-text-body></ac:structured-macro>",
+            "Warning: Careful\nBack up first.",
+        ),
+        (
+            '<ac:structured-macro ac:name="toc" /><p>x <ac:emoticon ac:name="smile" ac:emoji-fallback="🙂" /></p>',
+            "x 🙂",
+        ),
+        ("<table><tr><td><p>a</p><table><tr><td>inner</td></tr></table></td><td>b</td></tr></table>", "a inner | b"),
+        ('<ol start="3"><li><p>three</p><ul><li>sub</li></ul></li><li>four</li></ol>', "3. three\n   - sub\n4. four"),
+        (
+            '<ac:layout><ac:layout-section ac:type="two_equal"><ac:layout-cell><p>left</p></ac:layout-cell>'
+            "<ac:layout-cell><p>right</p></ac:layout-cell></ac:layout-section></ac:layout>",
+            "left\n\nright",
+        ),
+    ],
+)
 def test_storage_snippets(body, expected):
     assert "\n\n".join(s.text for s in parse_storage(body)) == expected
 
@@ -132,7 +169,12 @@ def test_storage_snippets(body, expected):
 def test_heading_stack_pops_to_the_right_level():
     body = "<h1>A</h1><p>a</p><h2>B</h2><p>b</p><h3>C</h3><p>c</p><h2>D</h2><p>d</p><h1>E</h1><p>e</p>"
     assert [(s.heading_path, s.text) for s in parse_storage(body)] == [
-        (("A",), "a"), (("A", "B"), "b"), (("A", "B", "C"), "c"), (("A", "D"), "d"), (("E",), "e")]
+        (("A",), "a"),
+        (("A", "B"), "b"),
+        (("A", "B", "C"), "c"),
+        (("A", "D"), "d"),
+        (("E",), "e"),
+    ]
 
 
 @pytest.mark.parametrize("body", ["<p>unclosed", "<p><b>x</p></b>", "<p>a</p></div>", "<p a=1>x</p>"])
@@ -159,13 +201,16 @@ def test_ol_start_takes_plain_numbers_only(start, first):
     assert section.text == f"{first}. a\n{first + 1}. b"
 
 
-@pytest.mark.parametrize("open_, close, levels", [
-    ("<table><tbody><tr><td>", "</td></tr></tbody></table>", 300),
-    ('<ac:structured-macro ac:name="info"><ac:rich-text-body>', "</ac:rich-text-body></ac:structured-macro>", 330),
-    ("<ul><li>", "</li></ul>", 330),
-    ("<blockquote>", "</blockquote>", 500),
-    ("<span>", "</span>", 2000),
-])
+@pytest.mark.parametrize(
+    "open_, close, levels",
+    [
+        ("<table><tbody><tr><td>", "</td></tr></tbody></table>", 300),
+        ('<ac:structured-macro ac:name="info"><ac:rich-text-body>', "</ac:rich-text-body></ac:structured-macro>", 330),
+        ("<ul><li>", "</li></ul>", 330),
+        ("<blockquote>", "</blockquote>", 500),
+        ("<span>", "</span>", 2000),
+    ],
+)
 def test_pathological_nesting_is_a_parse_error_naming_the_page(open_, close, levels):
     body = open_ * levels + "<p>deep</p>" + close * levels
     with pytest.raises(ParseError, match="deep|depth"):

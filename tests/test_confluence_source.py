@@ -65,8 +65,13 @@ def test_lists_every_page_across_cursor_pages(wiki):
     assert wiki.counts["space_pages"] == 4 and wiki.counts["page"] == 0  # listing fetches no body
     ref = refs[2]
     assert ref.key == "wiki:102" and ref.version == "1"
-    assert ref.meta == {"page_id": "102", "title": "Install", "url": f"{wiki.base_url}/spaces/DOCS/pages/102",
-                        "space": "DOCS", "version": 1}
+    assert ref.meta == {
+        "page_id": "102",
+        "title": "Install",
+        "url": f"{wiki.base_url}/spaces/DOCS/pages/102",
+        "space": "DOCS",
+        "version": 1,
+    }
 
 
 def test_follows_the_link_header_when_the_body_has_no_next(wiki):
@@ -102,11 +107,14 @@ def test_a_deleted_page_is_absent_from_the_listing(wiki):
     assert "104" not in paths and "106" not in paths and len(paths) == 10
 
 
-@pytest.mark.parametrize("include, exclude, expected", [
-    ([], ["archived"], {str(i) for i in range(100, 112)} - {"103"}),
-    (["howto"], [], {"101", "102"}),
-    (["HowTo"], ["eng"], {"101"}),
-])
+@pytest.mark.parametrize(
+    "include, exclude, expected",
+    [
+        ([], ["archived"], {str(i) for i in range(100, 112)} - {"103"}),
+        (["howto"], [], {"101", "102"}),
+        (["HowTo"], ["eng"], {"101"}),
+    ],
+)
 def test_label_filters_apply_at_listing(wiki, include, exclude, expected):
     refs = source(wiki, labels_include=include, labels_exclude=exclude).list_refs()
     assert {r.path for r in refs} == expected
@@ -233,10 +241,13 @@ def test_bearer_token_auth(monkeypatch):
         assert [r.path for r in source(double).list_refs()] == ["1"]
 
 
-@pytest.mark.parametrize("env, message", [
-    ({}, "no Confluence credentials"),
-    ({"CONFLUENCE_API_TOKEN": "t"}, "CONFLUENCE_EMAIL is not"),
-])
+@pytest.mark.parametrize(
+    "env, message",
+    [
+        ({}, "no Confluence credentials"),
+        ({"CONFLUENCE_API_TOKEN": "t"}, "CONFLUENCE_EMAIL is not"),
+    ],
+)
 def test_missing_credentials_are_named(monkeypatch, env, message):
     for var in ("CONFLUENCE_EMAIL", "CONFLUENCE_API_TOKEN", "CONFLUENCE_BEARER_TOKEN", "CONFLUENCE_PAT"):
         monkeypatch.delenv(var, raising=False)
@@ -253,11 +264,14 @@ def test_connections_are_reused(wiki):
     assert sum(wiki.counts.values()) > 20 and wiki.connections == 1
 
 
-@pytest.mark.parametrize("link, expected", [
-    ("/wiki/api/v2/pages?cursor=a", "https://x.atlassian.net/wiki/api/v2/pages?cursor=a"),
-    ("/api/v2/pages?cursor=a", "https://x.atlassian.net/wiki/api/v2/pages?cursor=a"),
-    ("https://x.atlassian.net/wiki/api/v2/pages?cursor=a", "https://x.atlassian.net/wiki/api/v2/pages?cursor=a"),
-])
+@pytest.mark.parametrize(
+    "link, expected",
+    [
+        ("/wiki/api/v2/pages?cursor=a", "https://x.atlassian.net/wiki/api/v2/pages?cursor=a"),
+        ("/api/v2/pages?cursor=a", "https://x.atlassian.net/wiki/api/v2/pages?cursor=a"),
+        ("https://x.atlassian.net/wiki/api/v2/pages?cursor=a", "https://x.atlassian.net/wiki/api/v2/pages?cursor=a"),
+    ],
+)
 def test_next_links_resolve_against_the_site(confluence_env, link, expected):
     cfg = ConfluenceSourceConfig(name="w", type="confluence", base_url="https://x.atlassian.net/wiki/", space="S")
     client = ConfluenceClient(cfg)

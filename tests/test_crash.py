@@ -13,7 +13,6 @@ import pytest
 
 from pipeline.config import load_settings
 from pipeline.ingest import IngestContext, ingest_source
-from tests.conftest import RFC_GLOBS
 
 SMALL = ["text/000[1-3]*.md", "text/3872*.md"]  # 4 real RFCs, a few dozen chunks
 
@@ -44,8 +43,10 @@ def new_db(pg_server) -> str:
 
 def snapshot(url):
     with psycopg.connect(url) as conn:
-        chunks = conn.execute("SELECT c.id, c.doc_key, c.ordinal, c.text, v.embedding::text FROM chunks c "
-                              "LEFT JOIN vectors_1 v ON v.seq = c.seq ORDER BY c.id").fetchall()  # generation 1
+        chunks = conn.execute(
+            "SELECT c.id, c.doc_key, c.ordinal, c.text, v.embedding::text FROM chunks c "
+            "LEFT JOIN vectors_1 v ON v.seq = c.seq ORDER BY c.id"
+        ).fetchall()  # generation 1
         ledger = conn.execute("SELECT doc_key, content_hash, chunk_count FROM ledger ORDER BY 1").fetchall()
         documents = conn.execute("SELECT key, content_hash FROM documents ORDER BY 1").fetchall()
         staged = conn.execute("SELECT count(*) FROM staged_documents").fetchone()[0]
@@ -77,8 +78,13 @@ def test_kill_anywhere_then_rerun_converges(small_config, pg_server, embedder, s
     url = new_db(pg_server)
     script = tmp_path / "victim.py"
     script.write_text(VICTIM)
-    res = subprocess.run([sys.executable, str(script), str(small_config), url, stage, str(at)],
-                         capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONPATH": os.getcwd()})
+    res = subprocess.run(
+        [sys.executable, str(script), str(small_config), url, stage, str(at)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": os.getcwd()},
+    )
     assert res.returncode == -signal.SIGKILL, res.stderr[-2000:]
     killed = snapshot(url)
     # Whatever made it in is consistent: every ledger row describes committed chunks.
@@ -88,7 +94,9 @@ def test_kill_anywhere_then_rerun_converges(small_config, pg_server, embedder, s
     after = snapshot(url)
     same_index(after, clean)
     assert after[3] == 0, "no staging rows left behind"
-    assert ingest_source(IngestContext(load_settings(small_config), url=url, embedder=embedder),
-                         "rfcs").chunks_embedded == 0
+    assert (
+        ingest_source(IngestContext(load_settings(small_config), url=url, embedder=embedder), "rfcs").chunks_embedded
+        == 0
+    )
     if stage in ("embeddings", "write"):
         assert stats.chunks_embedded < len(clean[0]), "vectors computed before the kill were kept"

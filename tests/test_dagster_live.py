@@ -7,6 +7,7 @@ partition and run it. Everything is stopped by process group, then by PID.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -74,19 +75,15 @@ def stop(proc: subprocess.Popen) -> None:
     if alive:  # a run worker may have started its own session: kill it by PID
         _signal_group(proc.pid, signal.SIGKILL)
         for p in alive:
-            try:
+            with contextlib.suppress(psutil.NoSuchProcess):
                 p.kill()
-            except psutil.NoSuchProcess:
-                pass
         psutil.wait_procs(alive, timeout=15)
     proc.wait(timeout=15)
 
 
 def _signal_group(pgid: int, sig: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(pgid, sig)
-    except ProcessLookupError:
-        pass
 
 
 @pytest.fixture
@@ -95,8 +92,15 @@ def live(tmp_path, make_repo, write_config, database_url):
     home.mkdir()
     shutil.copy(ROOT / "dagster.yaml", home / "dagster.yaml")  # verbatim: its state goes to ./.docforge
     cfg = write_config([{"name": n, "type": "git", "repo": str(make_repo(DOCS, n))} for n in ("alpha", "beta")])
-    env = {**os.environ, "DAGSTER_HOME": str(home), "DOCFORGE_CONFIG": str(cfg), "DATABASE_URL": database_url,
-           "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+    env = {
+        **os.environ,
+        "DAGSTER_HOME": str(home),
+        "DOCFORGE_CONFIG": str(cfg),
+        "DATABASE_URL": database_url,
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "TOKENIZERS_PARALLELISM": "false",
+    }
     with pytest.MonkeyPatch.context() as mp:  # the same instance, opened here to register alpha
         mp.chdir(tmp_path)
         instance = DagsterInstance.from_config(str(home))
@@ -104,9 +108,14 @@ def live(tmp_path, make_repo, write_config, database_url):
         instance.dispose()
     port, log = free_port(), tmp_path / "dagster-dev.log"
     with open(log, "wb") as out:  # cwd = tmp_path, so the repository's own .docforge stays untouched
-        proc = subprocess.Popen([str(DAGSTER), "dev", "-w", str(ROOT / "workspace.yaml"), "-h", "127.0.0.1",
-                                 "-p", str(port)], cwd=tmp_path, env=env, stdout=out, stderr=subprocess.STDOUT,
-                                start_new_session=True)  # its own process group: one signal stops it all
+        proc = subprocess.Popen(
+            [str(DAGSTER), "dev", "-w", str(ROOT / "workspace.yaml"), "-h", "127.0.0.1", "-p", str(port)],
+            cwd=tmp_path,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )  # its own process group: one signal stops it all
     try:
         yield Live(f"http://127.0.0.1:{port}", log)
     finally:
@@ -162,8 +171,7 @@ def check_graph(live: Live) -> dict:
     assert all(n["isPartitioned"] for n in nodes.values())
     assert nodes[("chunk_embeddings",)]["dependencyKeys"] == [{"path": ["chunks"]}]
     checks = {c["name"] for c in nodes[("chunk_embeddings",)]["assetChecksOrError"]["checks"]}
-    assert checks == {"chunks_have_embeddings", "no_orphan_chunks", "ledger_matches_index",
-                      "chunks_fit_model_window"}
+    assert checks == {"chunks_have_embeddings", "no_orphan_chunks", "ledger_matches_index", "chunks_fit_model_window"}
     repo = live.gql(REPOS)["repositoriesOrError"]["nodes"][0]
     assert [(s["name"], s["cronSchedule"]) for s in repo["schedules"]] == [("docforge_nightly", "0 2 * * *")]
     assert {s["name"] for s in repo["sensors"]} == {"docforge_push", "docforge_sources_sync"}
@@ -171,8 +179,10 @@ def check_graph(live: Live) -> dict:
 
 
 def run_partition(live: Live, location: str, repo: str, partition: str) -> str:
-    params = {"selector": {"repositoryLocationName": location, "repositoryName": repo, "jobName": "ingest"},
-              "executionMetadata": {"tags": [{"key": "dagster/partition", "value": partition}]}}
+    params = {
+        "selector": {"repositoryLocationName": location, "repositoryName": repo, "jobName": "ingest"},
+        "executionMetadata": {"tags": [{"key": "dagster/partition", "value": partition}]},
+    }
     launched = live.gql(LAUNCH, params=params)["launchRun"]
     assert launched["__typename"] == "LaunchRunSuccess", launched
     run_id = launched["run"]["runId"]
@@ -186,8 +196,10 @@ def run_partition(live: Live, location: str, repo: str, partition: str) -> str:
 
 def backfill_all(live: Live) -> list[dict]:
     """What the asset page's "Materialize all partitions" does; returns the backfill's runs."""
-    params = {"assetSelection": [{"path": [a]} for a in ("documents", "chunks", "chunk_embeddings")],
-              "allPartitions": True}
+    params = {
+        "assetSelection": [{"path": [a]} for a in ("documents", "chunks", "chunk_embeddings")],
+        "allPartitions": True,
+    }
     launched = live.gql(BACKFILL, params=params)["launchPartitionBackfill"]
     assert launched["__typename"] == "LaunchBackfillSuccess", launched
     bid = launched["backfillId"]
@@ -217,12 +229,16 @@ def test_dagster_dev_serves_the_graph_and_runs_partitions(live, database_url):
     runs = backfill_all(live)
     assert sorted((partition_of(r), r["status"]) for r in runs) == [("alpha", "SUCCESS"), ("beta", "SUCCESS")]
 
-    ran = {c["name"]: c["executionForLatestMaterialization"]["status"]
-           for n in live.gql(ASSETS)["assetNodes"] if n["assetKey"]["path"] == ["chunk_embeddings"]
-           for c in n["assetChecksOrError"]["checks"]}
+    ran = {
+        c["name"]: c["executionForLatestMaterialization"]["status"]
+        for n in live.gql(ASSETS)["assetNodes"]
+        if n["assetKey"]["path"] == ["chunk_embeddings"]
+        for c in n["assetChecksOrError"]["checks"]
+    }
     assert set(ran.values()) == {"SUCCEEDED"}, ran
-    ticks = [t for s in live.gql(REPOS)["repositoriesOrError"]["nodes"][0]["sensors"]
-             for t in s["sensorState"]["ticks"]]
+    ticks = [
+        t for s in live.gql(REPOS)["repositoriesOrError"]["nodes"][0]["sensors"] for t in s["sensorState"]["ticks"]
+    ]
     assert ticks and not [t for t in ticks if t["status"] == "FAILURE"], ticks
     with psycopg.connect(database_url) as conn:
         indexed = dict(conn.execute("SELECT source, count(*) FROM documents GROUP BY source").fetchall())

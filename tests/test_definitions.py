@@ -17,8 +17,8 @@ from dagster._core.instance.config import dagster_instance_config
 
 from assets.ingest import embed_op_tags
 from orchestration.definitions import defs
-from pipeline.errors import ConfigError
 from orchestration.jobs import executor
+from pipeline.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[1]
 DEPLOY_MD = ROOT / "docs" / "deploy.md"
@@ -36,7 +36,9 @@ def test_definitions_wire_assets_checks_job_schedule_and_sensors():
     assert job.partitions_def.name == "sources"
     assert {s.name: s.default_status for s in repo.schedule_defs} == {"docforge_nightly": DefaultScheduleStatus.RUNNING}
     assert {s.name: s.default_status for s in repo.sensor_defs} == {
-        "docforge_push": DefaultSensorStatus.RUNNING, "docforge_sources_sync": DefaultSensorStatus.RUNNING}
+        "docforge_push": DefaultSensorStatus.RUNNING,
+        "docforge_sources_sync": DefaultSensorStatus.RUNNING,
+    }
     assert all(s.job_name == "ingest" for s in [*repo.schedule_defs, *repo.sensor_defs])
 
 
@@ -52,9 +54,14 @@ def test_backfills_run_one_partition_per_run_and_embedding_uses_the_gpu_pool():
 
 def test_workspace_yaml_loads_through_the_dagster_cli(tmp_path):
     env = {**os.environ, "DAGSTER_HOME": str(tmp_path), "DOCFORGE_CONFIG": str(ROOT / "sources.yml")}
-    res = subprocess.run([str(Path(sys.executable).parent / "dagster"), "definitions", "validate",
-                          "-w", str(ROOT / "workspace.yaml")], cwd=ROOT, env=env, capture_output=True,
-                         text=True, timeout=300)
+    res = subprocess.run(
+        [str(Path(sys.executable).parent / "dagster"), "definitions", "validate", "-w", str(ROOT / "workspace.yaml")],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert res.returncode == 0, res.stdout + res.stderr
 
 
@@ -83,6 +90,7 @@ def test_executor_is_dagsters_default_unless_chosen(monkeypatch):
 
 # --- docs/deploy.md: every snippet parses, and the configs validate ---------------------------------
 
+
 def blocks(lang: str) -> dict[str, str]:
     """Fenced blocks of `lang` in deploy.md, keyed by their first line (a `# what this is` comment)."""
     found = re.findall(rf"```{lang}\n(.*?)```", DEPLOY_MD.read_text(), flags=re.S)
@@ -107,32 +115,90 @@ def test_the_k8s_instance_config_validates_against_dagsters_schema(tmp_path):
 
 
 _OBJ = {"type": "object"}
-_K8S_LAUNCHER_KEYS = ["image", "imagePullPolicy", "jobNamespace", "loadInclusterConfig", "kubeconfigFile",
-                      "envConfigMaps", "envSecrets", "envVars", "volumeMounts", "volumes", "labels",
-                      "failPodOnRunFailure", "resources", "schedulerName", "securityContext", "runK8sConfig"]
+_K8S_LAUNCHER_KEYS = [
+    "image",
+    "imagePullPolicy",
+    "jobNamespace",
+    "loadInclusterConfig",
+    "kubeconfigFile",
+    "envConfigMaps",
+    "envSecrets",
+    "envVars",
+    "volumeMounts",
+    "volumes",
+    "labels",
+    "failPodOnRunFailure",
+    "resources",
+    "schedulerName",
+    "securityContext",
+    "runK8sConfig",
+]
 HELM_SCHEMA = {  # the parts of the chart's values.schema.json this page uses, with no unknown keys allowed
-    "type": "object", "required": ["dagster-user-deployments", "runLauncher", "postgresql", "concurrency"],
+    "type": "object",
+    "required": ["dagster-user-deployments", "runLauncher", "postgresql", "concurrency"],
     "properties": {
-        "dagster-user-deployments": {"type": "object", "required": ["enabled", "deployments"], "properties": {
-            "deployments": {"type": "array", "minItems": 1, "items": {
-                "type": "object", "required": ["name", "image", "dagsterApiGrpcArgs", "port"], "properties": {
-                    "image": {"type": "object", "required": ["repository", "tag", "pullPolicy"]},
-                    "env": {"type": "array", "items": {"type": "object", "required": ["name", "value"]}},
-                    "envSecrets": {"type": "array", "items": {"type": "object", "required": ["name"]}}}}}}},
-        "runLauncher": {"type": "object", "required": ["type", "config"], "properties": {
-            "type": {"const": "K8sRunLauncher"},
-            "config": {"type": "object", "required": ["k8sRunLauncher"], "properties": {
-                "k8sRunLauncher": {"type": "object", "additionalProperties": False,
-                                   "properties": {k: {} for k in _K8S_LAUNCHER_KEYS}}}}}},
-        "postgresql": {"type": "object", "required": ["enabled", "postgresqlHost", "postgresqlUsername",
-                                                      "postgresqlDatabase"]},
-        "concurrency": {"type": "object", "additionalProperties": False, "properties": {
-            "enabled": {"type": "boolean"},
-            "pools": {"type": "object", "additionalProperties": False, "properties": {
-                "defaultLimit": {"type": "integer"}, "granularity": {"enum": ["op", "run"]},
-                "opGranularityRunBuffer": {"type": "integer"}}},
-            "runs": {"type": "object", "additionalProperties": False, "properties": {
-                "maxConcurrentRuns": {"type": "integer"}, "tagConcurrencyLimits": {"type": "array"}}}}},
+        "dagster-user-deployments": {
+            "type": "object",
+            "required": ["enabled", "deployments"],
+            "properties": {
+                "deployments": {
+                    "type": "array",
+                    "minItems": 1,
+                    "items": {
+                        "type": "object",
+                        "required": ["name", "image", "dagsterApiGrpcArgs", "port"],
+                        "properties": {
+                            "image": {"type": "object", "required": ["repository", "tag", "pullPolicy"]},
+                            "env": {"type": "array", "items": {"type": "object", "required": ["name", "value"]}},
+                            "envSecrets": {"type": "array", "items": {"type": "object", "required": ["name"]}},
+                        },
+                    },
+                }
+            },
+        },
+        "runLauncher": {
+            "type": "object",
+            "required": ["type", "config"],
+            "properties": {
+                "type": {"const": "K8sRunLauncher"},
+                "config": {
+                    "type": "object",
+                    "required": ["k8sRunLauncher"],
+                    "properties": {
+                        "k8sRunLauncher": {
+                            "type": "object",
+                            "additionalProperties": False,
+                            "properties": {k: {} for k in _K8S_LAUNCHER_KEYS},
+                        }
+                    },
+                },
+            },
+        },
+        "postgresql": {
+            "type": "object",
+            "required": ["enabled", "postgresqlHost", "postgresqlUsername", "postgresqlDatabase"],
+        },
+        "concurrency": {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {
+                "enabled": {"type": "boolean"},
+                "pools": {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "properties": {
+                        "defaultLimit": {"type": "integer"},
+                        "granularity": {"enum": ["op", "run"]},
+                        "opGranularityRunBuffer": {"type": "integer"},
+                    },
+                },
+                "runs": {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "properties": {"maxConcurrentRuns": {"type": "integer"}, "tagConcurrencyLimits": {"type": "array"}},
+                },
+            },
+        },
     },
 }
 

@@ -34,7 +34,7 @@ class TenantAdmin:
 def audit_log_path(tenant_id: str) -> str:
     return f"/var/log/tenants/{tenant_id}.log"
 '''
-MAIN_GO = '''package main
+MAIN_GO = """package main
 
 import "net/http"
 
@@ -45,8 +45,8 @@ type Server struct{ port int }
 func (s *Server) Healthz(w http.ResponseWriter, r *http.Request) {
 \tw.WriteHeader(http.StatusOK)
 }
-'''
-CLIENT_TS = '''import { fetch } from "./http";
+"""
+CLIENT_TS = """import { fetch } from "./http";
 
 export class BillingClient {
   // Download every unpaid invoice of an account as PDF.
@@ -54,10 +54,12 @@ export class BillingClient {
     return fetch(`/accounts/${account}/invoices?status=unpaid`);
   }
 }
-'''
-GUIDE_PAGES = [["Time machine operator guide.", "Read every page before the first trip."],
-               ["Calibration", "The flux capacitor must be calibrated to 1.21 gigawatts before each jump."],
-               ["Maintenance", "Replace the plutonium chamber every twelve trips."]]
+"""
+GUIDE_PAGES = [
+    ["Time machine operator guide.", "Read every page before the first trip."],
+    ["Calibration", "The flux capacitor must be calibrated to 1.21 gigawatts before each jump."],
+    ["Maintenance", "Replace the plutonium chamber every twelve trips."],
+]
 
 
 @pytest.fixture
@@ -67,27 +69,36 @@ def tree(tmp_path) -> Path:
     outside.mkdir()
     (outside / "secret.md").write_text(f"# Secret\n\n{OUTSIDE_SECRET}\n")
     root = tmp_path / "project"
-    write_files(root, {
-        ".gitignore": "*.log\ngenerated/\n",
-        "README.md": "# Project\n\nA demo project for the directory source.\n",
-        "src/server.py": SERVER_PY,
-        "cmd/main.go": MAIN_GO,
-        "web/client.ts": CLIENT_TS,
-        "docs/guide.pdf": make_pdf(GUIDE_PAGES, outline=[("Calibration", 1, 1), ("Maintenance", 2, 1)]),
-        "docs/locked.pdf": make_pdf([["classified"]], password="pw"),
-        "docs/policy.docx": make_docx([("h1", "Travel policy"), ("p", "Trips to 1955 need two approvals."),
-                                       ("h2", "Exceptions"), ("p", "Emergencies need one.")]),
-        "docs/page.html": "<html><head><title>Runbook</title></head><body><h1>Runbook</h1><h2>Restart</h2>"
-                          "<p>Restart the flux service with systemctl restart flux.</p></body></html>",
-        "notes.txt": "Some notes.\n\nMore notes.\n",
-        "debug.log": "ignored by .gitignore",
-        "generated/out.md": "# Generated\n",
-        "node_modules/left-pad/index.js": "module.exports = 1;\n",
-        "myenv/pyvenv.cfg": "home = /usr/bin\n",
-        "myenv/lib/site.py": "x = 1\n",
-        "logo.png": b"\x89PNG\r\n\x1a\n\x00\x00",
-        "data.xyz": "unknown format",
-    })
+    write_files(
+        root,
+        {
+            ".gitignore": "*.log\ngenerated/\n",
+            "README.md": "# Project\n\nA demo project for the directory source.\n",
+            "src/server.py": SERVER_PY,
+            "cmd/main.go": MAIN_GO,
+            "web/client.ts": CLIENT_TS,
+            "docs/guide.pdf": make_pdf(GUIDE_PAGES, outline=[("Calibration", 1, 1), ("Maintenance", 2, 1)]),
+            "docs/locked.pdf": make_pdf([["classified"]], password="pw"),
+            "docs/policy.docx": make_docx(
+                [
+                    ("h1", "Travel policy"),
+                    ("p", "Trips to 1955 need two approvals."),
+                    ("h2", "Exceptions"),
+                    ("p", "Emergencies need one."),
+                ]
+            ),
+            "docs/page.html": "<html><head><title>Runbook</title></head><body><h1>Runbook</h1><h2>Restart</h2>"
+            "<p>Restart the flux service with systemctl restart flux.</p></body></html>",
+            "notes.txt": "Some notes.\n\nMore notes.\n",
+            "debug.log": "ignored by .gitignore",
+            "generated/out.md": "# Generated\n",
+            "node_modules/left-pad/index.js": "module.exports = 1;\n",
+            "myenv/pyvenv.cfg": "home = /usr/bin\n",
+            "myenv/lib/site.py": "x = 1\n",
+            "logo.png": b"\x89PNG\r\n\x1a\n\x00\x00",
+            "data.xyz": "unknown format",
+        },
+    )
     (root / "link_out.md").symlink_to(outside / "secret.md")
     (root / "docs" / "link_in.md").symlink_to(root / "README.md")
     (root / "linkdir").symlink_to(root / "cmd")  # inside, but a directory link could loop
@@ -103,11 +114,19 @@ def test_listing_skips_ignored_binary_and_outside_files(config):
     settings = load_settings(config)
     src = open_source(settings, settings.source("proj"))
     refs = src.list_refs()
-    assert [r.path for r in refs] == ["README.md", "cmd/main.go", "docs/guide.pdf", "docs/link_in.md",
-                                      "docs/locked.pdf", "docs/page.html", "docs/policy.docx", "notes.txt",
-                                      "src/server.py", "web/client.ts"]
-    assert {r.meta["format"] for r in refs} == {"markdown", "go", "pdf", "html", "docx", "text", "python",
-                                                "typescript"}
+    assert [r.path for r in refs] == [
+        "README.md",
+        "cmd/main.go",
+        "docs/guide.pdf",
+        "docs/link_in.md",
+        "docs/locked.pdf",
+        "docs/page.html",
+        "docs/policy.docx",
+        "notes.txt",
+        "src/server.py",
+        "web/client.ts",
+    ]
+    assert {r.meta["format"] for r in refs} == {"markdown", "go", "pdf", "html", "docx", "text", "python", "typescript"}
     skipped = {s.path: s.reason for s in src.skipped}
     assert skipped["node_modules/"] == "ignored directory (ignore_dirs)"
     assert skipped["myenv/"] == "a virtualenv (holds pyvenv.cfg)"
@@ -132,20 +151,33 @@ def test_fetch_reads_inside_only_and_fails_one_file_alone(config, tree):
 
 
 def test_scope_options_and_a_single_file(tree, write_config, tmp_path):
-    cfg = write_config([{"name": "py", "type": "directory", "path": str(tree), "extensions": ["py", "xyz"]},
-                        {"name": "docs", "type": "directory", "path": str(tree), "globs": ["docs/**"],
-                         "ignore": ["*.docx"], "ignore_dirs": []},
-                        {"name": "one", "type": "directory", "path": str(tree / "data.xyz")},
-                        {"name": "gone", "type": "directory", "path": str(tmp_path / "nowhere")}])
+    cfg = write_config(
+        [
+            {"name": "py", "type": "directory", "path": str(tree), "extensions": ["py", "xyz"]},
+            {
+                "name": "docs",
+                "type": "directory",
+                "path": str(tree),
+                "globs": ["docs/**"],
+                "ignore": ["*.docx"],
+                "ignore_dirs": [],
+            },
+            {"name": "one", "type": "directory", "path": str(tree / "data.xyz")},
+            {"name": "gone", "type": "directory", "path": str(tmp_path / "nowhere")},
+        ]
+    )
     settings = load_settings(cfg)
     py = open_source(settings, settings.source("py"))
     # an extension listed explicitly is read as text; node_modules and the virtualenv stay out
     assert [(r.path, r.meta["format"]) for r in py.list_refs()] == [("data.xyz", "text"), ("src/server.py", "python")]
     docs = open_source(settings, settings.source("docs"))
-    assert [r.path for r in docs.list_refs()] == ["docs/guide.pdf", "docs/link_in.md", "docs/locked.pdf",
-                                                  "docs/page.html"]
-    assert {s.path: s.reason for s in docs.skipped}["docs/policy.docx"] == \
-        "excluded by the source's `ignore` patterns"
+    assert [r.path for r in docs.list_refs()] == [
+        "docs/guide.pdf",
+        "docs/link_in.md",
+        "docs/locked.pdf",
+        "docs/page.html",
+    ]
+    assert {s.path: s.reason for s in docs.skipped}["docs/policy.docx"] == "excluded by the source's `ignore` patterns"
     one = open_source(settings, settings.source("one"))
     assert [r.path for r in one.list_refs()] == ["data.xyz"]
     with pytest.raises(SourceError, match="does not exist"):
@@ -159,8 +191,16 @@ def hits_for(searcher, query, mode="hybrid"):
 def test_a_mixed_directory_is_ingested_searched_and_cited(config, tree, database_url, embedder):
     settings = load_settings(config)
     stats = ingest_source(IngestContext(settings, url=database_url, embedder=embedder), "proj")
-    assert stats.languages == {"markdown": 2, "pdf": 2, "go": 1, "html": 1, "docx": 1, "text": 1, "python": 1,
-                               "typescript": 1}
+    assert stats.languages == {
+        "markdown": 2,
+        "pdf": 2,
+        "go": 1,
+        "html": 1,
+        "docx": 1,
+        "text": 1,
+        "python": 1,
+        "typescript": 1,
+    }
     assert stats.files_added == 9 and stats.files_failed == 1
     assert [f.key for f in stats.failures] == ["proj:docs/locked.pdf"]
     skipped = {s["path"] for s in stats.as_dict()["skipped_files"]}
@@ -193,6 +233,7 @@ def test_a_mixed_directory_is_ingested_searched_and_cited(config, tree, database
     third = ingest_source(IngestContext(settings, url=database_url, embedder=embedder), "proj")
     assert (third.files_unchanged, third.files_updated) == (8, 1) and third.chunks_embedded == 1
     with psycopg.connect(database_url) as conn:
-        pages = conn.execute("SELECT c.page FROM chunks c WHERE c.doc_key = 'proj:docs/guide.pdf' "
-                             "ORDER BY c.ordinal").fetchall()
+        pages = conn.execute(
+            "SELECT c.page FROM chunks c WHERE c.doc_key = 'proj:docs/guide.pdf' ORDER BY c.ordinal"
+        ).fetchall()
     assert [p for (p,) in pages] == [1, 2, 3]

@@ -25,9 +25,21 @@ def paths(parsed) -> list[str]:
 
 
 def test_formats_come_from_names():
-    assert [formats.detect(p) for p in ("a/b.py", "x.TS", "Dockerfile", "README", "guide.pdf", "notes.rst",
-                                        "c.yml", "page.html", "blob.xyz", ".gitignore")] == \
-        ["python", "typescript", "dockerfile", "text", "pdf", "rst", "yaml", "html", None, None]
+    assert [
+        formats.detect(p)
+        for p in (
+            "a/b.py",
+            "x.TS",
+            "Dockerfile",
+            "README",
+            "guide.pdf",
+            "notes.rst",
+            "c.yml",
+            "page.html",
+            "blob.xyz",
+            ".gitignore",
+        )
+    ] == ["python", "typescript", "dockerfile", "text", "pdf", "rst", "yaml", "html", None, None]
     assert formats.is_binary_name("logo.PNG") and formats.is_binary_name("a.tar.gz")
     assert not formats.is_binary_name("guide.pdf")  # a document, extracted at fetch
 
@@ -56,30 +68,57 @@ def helper():
 
 def test_python_symbols_nest_module_class_method():
     parsed = parse_code(PYTHON, "python", "pipeline/chunk.py")
-    assert paths(parsed) == ["pipeline.chunk", "pipeline.chunk › Chunker", "pipeline.chunk › Chunker › chunk",
-                             "pipeline.chunk › helper"]
+    assert paths(parsed) == [
+        "pipeline.chunk",
+        "pipeline.chunk › Chunker",
+        "pipeline.chunk › Chunker › chunk",
+        "pipeline.chunk › helper",
+    ]
     chunker_head = parsed.sections[1].text
     assert chunker_head.startswith("# Packs sections") and "@dataclass" in chunker_head  # comments, decorators
     assert "def inner" in parsed.sections[2].text  # a nested function stays in its function
 
 
-@pytest.mark.parametrize(("fmt", "path", "source", "expected"), [
-    ("go", "srv/main.go", "package p\n\nimport \"fmt\"\n\n// S holds.\ntype S struct{ a int }\n\n"
-     "func (s *S) Serve() error {\n\treturn nil\n}\n\nfunc main() {\n\tfmt.Println()\n}\n",
-     ["main.go", "main.go › S", "main.go › S › Serve", "main.go › main"]),
-    ("typescript", "web/app.ts", "import x from 'y';\n\nexport class Api {\n  base = '';\n  get(p: string) {\n"
-     "    return p;\n  }\n}\n\nexport const handler = (e: Event) => e;\n\ninterface Opts { a: number }\n",
-     ["app.ts", "app.ts › Api", "app.ts › Api › get", "app.ts › handler", "app.ts › Opts"]),
-    ("rust", "src/lib.rs", "use std::fmt;\n\nstruct S;\n\nimpl fmt::Display for S {\n    fn fmt(&self) {}\n}\n",
-     ["lib.rs", "lib.rs › S", "lib.rs › S", "lib.rs › S › fmt"]),  # an impl is named by its type
-    ("java", "A.java", "package a;\n\npublic class A {\n  int x;\n  void run() {\n  }\n}\n",
-     ["A.java", "A.java › A", "A.java › A › run"]),
-    ("c", "a.c", "#include <stdio.h>\n\nstatic int *make(int n) {\n  return 0;\n}\n", ["a.c", "a.c › make"]),
-    ("cpp", "a.cpp", "namespace ns {\nclass C {\n  int f() { return 1; }\n};\n}\n",
-     ["a.cpp › ns", "a.cpp › ns › C", "a.cpp › ns › C › f"]),
-    ("shell", "run.sh", "#!/bin/sh\nset -e\n\ndeploy() {\n  echo go\n}\n", ["run.sh", "run.sh › deploy"]),
-    ("sql", "s.sql", "CREATE TABLE users (id int);\nSELECT 1;\n", ["s.sql › table users", "s.sql"]),
-])
+@pytest.mark.parametrize(
+    ("fmt", "path", "source", "expected"),
+    [
+        (
+            "go",
+            "srv/main.go",
+            'package p\n\nimport "fmt"\n\n// S holds.\ntype S struct{ a int }\n\n'
+            "func (s *S) Serve() error {\n\treturn nil\n}\n\nfunc main() {\n\tfmt.Println()\n}\n",
+            ["main.go", "main.go › S", "main.go › S › Serve", "main.go › main"],
+        ),
+        (
+            "typescript",
+            "web/app.ts",
+            "import x from 'y';\n\nexport class Api {\n  base = '';\n  get(p: string) {\n"
+            "    return p;\n  }\n}\n\nexport const handler = (e: Event) => e;\n\ninterface Opts { a: number }\n",
+            ["app.ts", "app.ts › Api", "app.ts › Api › get", "app.ts › handler", "app.ts › Opts"],
+        ),
+        (
+            "rust",
+            "src/lib.rs",
+            "use std::fmt;\n\nstruct S;\n\nimpl fmt::Display for S {\n    fn fmt(&self) {}\n}\n",
+            ["lib.rs", "lib.rs › S", "lib.rs › S", "lib.rs › S › fmt"],
+        ),  # an impl is named by its type
+        (
+            "java",
+            "A.java",
+            "package a;\n\npublic class A {\n  int x;\n  void run() {\n  }\n}\n",
+            ["A.java", "A.java › A", "A.java › A › run"],
+        ),
+        ("c", "a.c", "#include <stdio.h>\n\nstatic int *make(int n) {\n  return 0;\n}\n", ["a.c", "a.c › make"]),
+        (
+            "cpp",
+            "a.cpp",
+            "namespace ns {\nclass C {\n  int f() { return 1; }\n};\n}\n",
+            ["a.cpp › ns", "a.cpp › ns › C", "a.cpp › ns › C › f"],
+        ),
+        ("shell", "run.sh", "#!/bin/sh\nset -e\n\ndeploy() {\n  echo go\n}\n", ["run.sh", "run.sh › deploy"]),
+        ("sql", "s.sql", "CREATE TABLE users (id int);\nSELECT 1;\n", ["s.sql › table users", "s.sql"]),
+    ],
+)
 def test_languages_split_at_symbols(fmt, path, source, expected):
     parsed = parse_code(source, fmt, path)
     assert paths(parsed) == expected and not parsed.pack  # a chunk names one symbol
@@ -108,12 +147,18 @@ def test_code_never_exceeds_the_window(embedder):
 
 def test_data_files_split_by_top_level_keys():
     yaml_text = "# service\nname: api\n\nservices:\n  web:\n    image: x\n# the db\ndatabase:\n  url: pg\n"
-    assert paths(parse_data(yaml_text, "yaml", "conf/app.yml")) == \
-        ["app.yml › name", "app.yml › services", "app.yml › database"]
+    assert paths(parse_data(yaml_text, "yaml", "conf/app.yml")) == [
+        "app.yml › name",
+        "app.yml › services",
+        "app.yml › database",
+    ]
     assert parse_data(yaml_text, "yaml", "app.yml").sections[2].text.startswith("# the db")
     toml_text = 'title = "x"\n\n[project]\nname = "d"\n\n[tool.ruff]\nline-length = 1\n'
-    assert paths(parse_data(toml_text, "toml", "pyproject.toml")) == \
-        ["pyproject.toml", "pyproject.toml › project", "pyproject.toml › tool.ruff"]
+    assert paths(parse_data(toml_text, "toml", "pyproject.toml")) == [
+        "pyproject.toml",
+        "pyproject.toml › project",
+        "pyproject.toml › tool.ruff",
+    ]
     parsed = parse_data('{"scripts": {"build": "tsc"}, "deps": [1, 2]}', "json", "package.json")
     assert paths(parsed) == ["package.json › scripts", "package.json › deps"]
     assert '"build": "tsc"' in parsed.sections[0].text
@@ -125,24 +170,34 @@ def test_rst_titles_and_text_paragraphs():
     parsed = parse_rst(rst)
     assert parsed.title == "Guide"
     assert [(s.heading_path, s.text) for s in parsed.sections] == [
-        (("Guide",), "Intro para."), (("Guide", "Install"), "Step one."), (("Guide", "Install"), "Step two."),
-        (("Guide", "Use"), "Go.")]
+        (("Guide",), "Intro para."),
+        (("Guide", "Install"), "Step one."),
+        (("Guide", "Install"), "Step two."),
+        (("Guide", "Use"), "Go."),
+    ]
     assert [s.text for s in parse_text("one\ntwo\n\n\nthree\n").sections] == ["one\ntwo", "three"]
 
 
 def test_html_goes_through_the_confluence_walk():
-    parsed = parse_html("<html><head><title>Ops</title><script>evil()</script></head><body><nav>menu</nav>"
-                        "<main><h1>Runbook</h1><p>Start.</p><article><h2>Restart</h2><ul><li>stop</li>"
-                        "<li>start</li></ul></article></main></body></html>")
+    parsed = parse_html(
+        "<html><head><title>Ops</title><script>evil()</script></head><body><nav>menu</nav>"
+        "<main><h1>Runbook</h1><p>Start.</p><article><h2>Restart</h2><ul><li>stop</li>"
+        "<li>start</li></ul></article></main></body></html>"
+    )
     assert parsed.title == "Ops"
     assert [(s.heading_path, s.text) for s in parsed.sections] == [
-        (("Runbook",), "Start."), (("Runbook", "Restart"), "- stop\n- start")]
+        (("Runbook",), "Start."),
+        (("Runbook", "Restart"), "- stop\n- start"),
+    ]
     with pytest.raises(ParseError, match="nests"):
         parse_html("<div>" * 300 + "x" + "</div>" * 300)
 
 
-GUIDE = [["Welcome to the guide."], ["Setup", "Install the flux capacitor before the first run."],
-         ["Usage", "Turn the dial to 88."]]
+GUIDE = [
+    ["Welcome to the guide."],
+    ["Setup", "Install the flux capacitor before the first run."],
+    ["Usage", "Turn the dial to 88."],
+]
 
 
 def test_pdf_sections_carry_pages_and_outline_headings():
@@ -168,12 +223,26 @@ def test_unreadable_pdfs_and_docx_are_parse_errors():
 
 
 def test_docx_headings_are_sections():
-    parsed = parse_docx(make_docx([("h1", "Intro"), ("p", "Hello."), ("h2", "Limits"), ("p", "Ten per day."),
-                                   ("table", "plan|quota\nfree|10"), ("h1", "Other"), ("p", "Bye.")], title="Policy"))
+    parsed = parse_docx(
+        make_docx(
+            [
+                ("h1", "Intro"),
+                ("p", "Hello."),
+                ("h2", "Limits"),
+                ("p", "Ten per day."),
+                ("table", "plan|quota\nfree|10"),
+                ("h1", "Other"),
+                ("p", "Bye."),
+            ],
+            title="Policy",
+        )
+    )
     assert parsed.title == "Policy"
     assert [(s.heading_path, s.text) for s in parsed.sections] == [
-        (("Intro",), "Hello."), (("Intro", "Limits"), "Ten per day.\n\nplan | quota\nfree | 10"),
-        (("Other",), "Bye.")]
+        (("Intro",), "Hello."),
+        (("Intro", "Limits"), "Ten per day.\n\nplan | quota\nfree | 10"),
+        (("Other",), "Bye."),
+    ]
 
 
 def test_binary_documents_round_trip_as_text_and_chunk_per_page(embedder):
@@ -204,5 +273,13 @@ def test_hostile_inputs_are_refused_or_read_in_linear_time(monkeypatch):
     spaces = " " * 200_000  # a line no key regex may backtrack over quadratically
     assert paths(parse_data(f"a{spaces}\nkey: 1\n", "yaml", "x.yml")) == ["x.yml", "x.yml › key"]
     assert paths(parse_data(f"[{spaces}\n[t]\n", "toml", "x.toml")) == ["x.toml", "x.toml › t"]
-    assert paths(parse_code("class A:\n" + "".join("    " * (i + 1) + f"class C{i}:\n" for i in range(60))
-                            + "    " * 61 + "pass\n", "python", "deep.py"))[-1].count("›") <= 9
+    assert (
+        paths(
+            parse_code(
+                "class A:\n" + "".join("    " * (i + 1) + f"class C{i}:\n" for i in range(60)) + "    " * 61 + "pass\n",
+                "python",
+                "deep.py",
+            )
+        )[-1].count("›")
+        <= 9
+    )

@@ -30,7 +30,7 @@ from pipeline.store import generations
 
 DOCS = {
     "docs/deploy.md": "# Deploying\n\nReleases go out blue-green through ArgoCD.\n\n## Rollback\n\n"
-                      "Switch traffic back to the blue stack and open an incident.\n",
+    "Switch traffic back to the blue stack and open an incident.\n",
     "docs/secrets.md": "# Secrets\n\nVault holds them; database passwords rotate every 90 days.\n",
     "docs/onboarding.md": "# Onboarding\n\nCollect your laptop, join the platform channel, pair with a buddy.\n",
     "docs/refunds.md": "# Refunds\n\nIssue a refund from the payments console; it settles in a week.\n",
@@ -44,15 +44,17 @@ TOKEN = "gen-t0ken"
 @pytest.fixture(scope="module")
 def new_model(tmp_path_factory):
     """Generation 2's model: random weights, 48 wide, with a query prompt."""
-    return embedding_model(tmp_path_factory.mktemp("models") / "tiny-48", width=48, seed=7,
-                           prompts={"query": "query: ", "document": ""})
+    return embedding_model(
+        tmp_path_factory.mktemp("models") / "tiny-48", width=48, seed=7, prompts={"query": "query: ", "document": ""}
+    )
 
 
 @pytest.fixture
 def store(make_repo, write_config, database_url, embedder):
     repo = make_repo(DOCS)
-    config = write_config([{"name": "docs", "type": "git", "repo": str(repo)}],
-                          embedding={"query_backend": "torch"})  # no ONNX export in these tests
+    config = write_config(
+        [{"name": "docs", "type": "git", "repo": str(repo)}], embedding={"query_backend": "torch"}
+    )  # no ONNX export in these tests
     settings = load_settings(config)
     stats = ingest_source(IngestContext(settings, url=database_url, embedder=embedder), "docs")
     assert stats.files_failed == 0 and stats.chunks_indexed > 0
@@ -78,9 +80,12 @@ def test_reindex_under_search_load_never_fails_nor_mixes(store, database_url, ne
     with ServerThread(create_app(search, auth, health=search.health)) as api:
 
         def ask(q: str) -> tuple[int, tuple[str, ...]]:
-            r = httpx.post(f"{api.url}/search", json={"query": q, "user_name": "t", "team_name": "t", "limit": 4,
-                                                      "mode": "dense"},
-                           headers={"Authorization": f"Bearer {TOKEN}"}, timeout=60)
+            r = httpx.post(
+                f"{api.url}/search",
+                json={"query": q, "user_name": "t", "team_name": "t", "limit": 4, "mode": "dense"},
+                headers={"Authorization": f"Bearer {TOKEN}"},
+                timeout=60,
+            )
             return r.status_code, tuple(f"{h['doc_key']}#{h['chunk_index']}" for h in r.json().get("hits", []))
 
         before = {q: ask(q)[1] for q in QUERIES}
@@ -110,8 +115,9 @@ def test_reindex_under_search_load_never_fails_nor_mixes(store, database_url, ne
                 mid.update({q: ask(q)[1] for q in QUERIES})  # generation 1's answers, the new page in
                 marks.append(len(seen))  # searches so far: those after this one ran while generation 2 was built
 
-        result = reindex.reindex(settings, database_url, reindex.target_embedder(settings, str(new_model), None),
-                                 progress=progress)
+        result = reindex.reindex(
+            settings, database_url, reindex.target_embedder(settings, str(new_model), None), progress=progress
+        )
         marks.append(len(seen))
         done.set()
         for c in clients:

@@ -14,8 +14,17 @@ def source(repo, **kw):
 
 
 def test_default_globs_are_anchored(make_repo):
-    repo = make_repo({"README.md": "# r", "CLAUDE.md": "c", "docs/a.md": "a", "docs/x/b.md": "b",
-                      "sub/README.md": "nested readme", "docs/c.txt": "t", "notes.md": "n"})
+    repo = make_repo(
+        {
+            "README.md": "# r",
+            "CLAUDE.md": "c",
+            "docs/a.md": "a",
+            "docs/x/b.md": "b",
+            "sub/README.md": "nested readme",
+            "docs/c.txt": "t",
+            "notes.md": "n",
+        }
+    )
     assert [r.path for r in source(repo).list_refs()] == ["CLAUDE.md", "README.md", "docs/a.md", "docs/x/b.md"]
 
 
@@ -57,10 +66,13 @@ def test_missing_repo_and_not_a_repo(tmp_path):
         source(tmp_path / "plain")
 
 
-@pytest.mark.parametrize("remote, url", [
-    ("git@github.com:acme/handbook.git", "https://github.com/acme/handbook"),
-    ("https://token@gitlab.example.com/acme/hb.git", "https://gitlab.example.com/acme/hb"),
-    ("/srv/git/hb.git", None),
-])
+@pytest.mark.parametrize(
+    "remote, url",
+    [
+        ("git@github.com:acme/handbook.git", "https://github.com/acme/handbook"),
+        ("https://token@gitlab.example.com/acme/hb.git", "https://gitlab.example.com/acme/hb"),
+        ("/srv/git/hb.git", None),
+    ],
+)
 def test_web_urls_never_carry_credentials(remote, url):
     assert web_url(remote) == url

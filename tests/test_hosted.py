@@ -60,11 +60,20 @@ def service(embedder):
 
 
 def run_api(corpus, env: dict) -> dict:
-    env = {**{k: v for k, v in os.environ.items() if k not in ("EMBEDDER_URL", "EMBEDDER_TOKEN")},
-           "DATABASE_URL": corpus.url, "DOCFORGE_CONFIG": str(corpus.config), "DOCFORGE_API_TOKENS": API_TOKEN,
-           **env}
-    res = subprocess.run([sys.executable, "-c", PROBE, str(free_port()), QUERY, ",".join(HEAVY)], env=env,
-                         capture_output=True, text=True, timeout=300)
+    env = {
+        **{k: v for k, v in os.environ.items() if k not in ("EMBEDDER_URL", "EMBEDDER_TOKEN")},
+        "DATABASE_URL": corpus.url,
+        "DOCFORGE_CONFIG": str(corpus.config),
+        "DOCFORGE_API_TOKENS": API_TOKEN,
+        **env,
+    }
+    res = subprocess.run(
+        [sys.executable, "-c", PROBE, str(free_port()), QUERY, ",".join(HEAVY)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     lines = [ln for ln in res.stdout.splitlines() if ln.startswith("PROBE ")]
     assert lines, res.stderr[-3000:]
     return json.loads(lines[0].removeprefix("PROBE "))
@@ -84,11 +93,28 @@ def test_without_embedder_url_the_api_embeds_in_process(corpus):
 
 
 def test_a_dead_embedder_service_fails_the_api_start_clearly(corpus, tmp_path):
-    env = {**os.environ, "DATABASE_URL": corpus.url, "DOCFORGE_API_TOKENS": API_TOKEN,
-           "EMBEDDER_URL": f"http://127.0.0.1:{free_port()}", "EMBEDDER_TOKEN": TOKEN}
-    res = subprocess.run([str(Path(sys.executable).parent / "docforge"), "serve", "--api", "--port",
-                          str(free_port()), "-c", str(corpus.config)], env=env, capture_output=True, text=True,
-                         timeout=300)
+    env = {
+        **os.environ,
+        "DATABASE_URL": corpus.url,
+        "DOCFORGE_API_TOKENS": API_TOKEN,
+        "EMBEDDER_URL": f"http://127.0.0.1:{free_port()}",
+        "EMBEDDER_TOKEN": TOKEN,
+    }
+    res = subprocess.run(
+        [
+            str(Path(sys.executable).parent / "docforge"),
+            "serve",
+            "--api",
+            "--port",
+            str(free_port()),
+            "-c",
+            str(corpus.config),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert res.returncode == 1 and "embedder service" in res.stderr and "unreachable" in res.stderr
 
 
@@ -99,9 +125,23 @@ def test_the_embedder_cli_serves_its_model(tmp_path):
     port = free_port()
     env = {**os.environ, "HOME": str(tmp_path)}
     env.pop("EMBEDDER_TOKEN", None)
-    proc = subprocess.Popen([str(Path(sys.executable).parent / "docforge"), "serve", "--embedder", "--port",
-                             str(port), "--dimensions", "128", "--insecure-no-token", "-c", str(tmp_path / "none.yml")],
-                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [
+            str(Path(sys.executable).parent / "docforge"),
+            "serve",
+            "--embedder",
+            "--port",
+            str(port),
+            "--dimensions",
+            "128",
+            "--insecure-no-token",
+            "-c",
+            str(tmp_path / "none.yml"),
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     try:
         from bench.hosted import wait_health
 
@@ -112,5 +152,8 @@ def test_the_embedder_cli_serves_its_model(tmp_path):
         proc.terminate()
         proc.wait(30)
     assert (info["model"], info["dimension"], info["native_dimension"]) == (
-        "sentence-transformers/all-MiniLM-L6-v2", 128, 384)
+        "sentence-transformers/all-MiniLM-L6-v2",
+        128,
+        384,
+    )
     assert got.status_code == 200 and len(got.json()["vectors"][0]) == 128

@@ -24,8 +24,10 @@ def run(config, url, embedder, source="rfcs"):
 
 def index(url):
     with psycopg.connect(url) as conn:
-        return conn.execute("SELECT c.id, c.doc_key, c.text, v.embedding::text FROM chunks c "
-                            "LEFT JOIN vectors_1 v ON v.seq = c.seq ORDER BY c.id").fetchall()  # generation 1
+        return conn.execute(
+            "SELECT c.id, c.doc_key, c.text, v.embedding::text FROM chunks c "
+            "LEFT JOIN vectors_1 v ON v.seq = c.seq ORDER BY c.id"
+        ).fetchall()  # generation 1
 
 
 def chunk_counts(url, *keys):
@@ -48,7 +50,7 @@ def test_snapshot_history_embeds_only_what_changed(rfcs_repo, rfcs_config, datab
 
     git(rfcs_repo, "checkout", "-q", "snapshot-2")
     s2 = run(rfcs_config, database_url, embedder)
-    new, = chunk_counts(database_url, "rfcs:text/3875-build-std-explicit-dependencies.md")
+    (new,) = chunk_counts(database_url, "rfcs:text/3875-build-std-explicit-dependencies.md")
     assert (s2.files_added, s2.files_updated, s2.files_unchanged) == (1, 0, 6)
     assert s2.chunks_embedded == s2.chunks_indexed == new and s2.chunks_deleted == 0
 
@@ -70,8 +72,8 @@ def test_snapshot_history_embeds_only_what_changed(rfcs_repo, rfcs_config, datab
 
     git(rfcs_repo, "checkout", "-q", "snapshot-5")
     s5 = run(rfcs_config, database_url, embedder)
-    old, = chunk_counts(database_url, "rfcs:text/0000-rfmf-rust-foundation-maintainer-fund.md")
-    renamed, = chunk_counts(database_url, "rfcs:text/3931-rfmf-rust-foundation-maintainer-fund.md")
+    (old,) = chunk_counts(database_url, "rfcs:text/0000-rfmf-rust-foundation-maintainer-fund.md")
+    (renamed,) = chunk_counts(database_url, "rfcs:text/3931-rfmf-rust-foundation-maintainer-fund.md")
     assert (s5.files_added, s5.files_deleted, old) == (1, 1, 0)
     assert s5.chunks_embedded == 1 and s5.chunks_reused == renamed - 1
     assert s5.chunks_deleted == s5.chunks_indexed == renamed
@@ -124,31 +126,46 @@ def _store_at_0003(url: str, filled_by: str, embedder) -> None:
         for version, text in migrations()[:3]:
             conn.execute(text.replace("{dim}", str(embedder.dimension)))
             conn.execute("INSERT INTO schema_migrations (version) VALUES (%s)", (version,))
-        conn.execute("INSERT INTO docforge_meta VALUES ('model', %s), ('dimension', %s)",
-                     (embedder.model_id, str(embedder.dimension)))
+        conn.execute(
+            "INSERT INTO docforge_meta VALUES ('model', %s), ('dimension', %s)",
+            (embedder.model_id, str(embedder.dimension)),
+        )
     copies = [  # (today's SELECT, the INSERT of 0003's names); same column order
-        ("SELECT key, source, type, uri, url, title, tags, meta::text, content_hash, version, mtime_ns, status "
-         "FROM documents", "INSERT INTO sources (key, partition, type, uri, url, title, tags, meta, content_hash, "
-         "version, mtime_ns, status) VALUES (%s, %s, %s, %s, %s, %s, %s, %s::jsonb, %s, %s, %s, %s)"),
-        ("SELECT c.id, c.doc_key, c.ordinal, c.heading_path, c.section, c.text, c.token_count, c.text_hash, "
-         "g.model, v.embedding FROM chunks c JOIN vectors_1 v ON v.seq = c.seq JOIN generations g ON g.id = 1",
-         "INSERT INTO chunks (id, source_key, ordinal, heading_path, section, text, token_count, "
-         "text_hash, model, embedding) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"),
-        ("SELECT doc_key, source, mtime_ns, size, version, content_hash, chunker, model, chunk_count, run_id "
-         "FROM ledger", "INSERT INTO ledger (source_key, partition, mtime_ns, size, version, content_hash, "
-         "chunker, model, chunk_count, run_id) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"),
+        (
+            "SELECT key, source, type, uri, url, title, tags, meta::text, content_hash, version, mtime_ns, status "
+            "FROM documents",
+            "INSERT INTO sources (key, partition, type, uri, url, title, tags, meta, content_hash, "
+            "version, mtime_ns, status) VALUES (%s, %s, %s, %s, %s, %s, %s, %s::jsonb, %s, %s, %s, %s)",
+        ),
+        (
+            "SELECT c.id, c.doc_key, c.ordinal, c.heading_path, c.section, c.text, c.token_count, c.text_hash, "
+            "g.model, v.embedding FROM chunks c JOIN vectors_1 v ON v.seq = c.seq JOIN generations g ON g.id = 1",
+            "INSERT INTO chunks (id, source_key, ordinal, heading_path, section, text, token_count, "
+            "text_hash, model, embedding) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+        ),
+        (
+            "SELECT doc_key, source, mtime_ns, size, version, content_hash, chunker, model, chunk_count, run_id "
+            "FROM ledger",
+            "INSERT INTO ledger (source_key, partition, mtime_ns, size, version, content_hash, "
+            "chunker, model, chunk_count, run_id) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+        ),
     ]
     with connect(filled_by) as src, connect(url) as dst, dst.transaction(), dst.cursor() as cur:
         for select, insert in copies:
             cur.executemany(insert, src.execute(select).fetchall())
 
 
-def test_a_store_from_before_the_vocabulary_migration_is_upgraded(make_repo, write_config, database_url,
-                                                                   pg_server, embedder):
+def test_a_store_from_before_the_vocabulary_migration_is_upgraded(
+    make_repo, write_config, database_url, pg_server, embedder
+):
     """Migration 0004 renames an existing store in place: it still searches (postings intact), the next
     ingest finds every document unchanged, and a later edit is ingested incrementally."""
-    repo = make_repo({"docs/vault.md": "# Vault\n\nRotate the vault secret every month.\n",
-                      "docs/deploy.md": "# Deploy\n\nReleases go out through ArgoCD.\n"})
+    repo = make_repo(
+        {
+            "docs/vault.md": "# Vault\n\nRotate the vault secret every month.\n",
+            "docs/deploy.md": "# Deploy\n\nReleases go out through ArgoCD.\n",
+        }
+    )
     config = write_config([{"name": "kb", "type": "git", "repo": str(repo)}])
     scratch = f"t_{uuid.uuid4().hex[:12]}"
     with psycopg.connect(pg_server.get_uri(), autocommit=True) as conn:

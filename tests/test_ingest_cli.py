@@ -20,18 +20,19 @@ CHECKS = {"chunks_have_embeddings", "no_orphan_chunks", "ledger_matches_index", 
 DOCS = {
     "README.md": "# Acme handbook\n\nWhere the team writes down how things work.\n",
     "docs/leave.md": "# Time off\n\n## Vacation\n\nEvery employee receives twenty-five days of paid annual "
-                     "leave. Request days off in the HR portal at least two weeks ahead.\n",
+    "leave. Request days off in the HR portal at least two weeks ahead.\n",
     "docs/deploy.md": "# Deploying\n\n## Rollback\n\nIf a release misbehaves, run `kubectl rollout undo "
-                      "deployment/api` to restore the previous version.\n",
+    "deployment/api` to restore the previous version.\n",
     "docs/db.md": "# Database\n\n## Backups\n\nPostgres is snapshotted every night at 02:00 UTC and "
-                  "snapshots are kept for thirty days.\n",
+    "snapshots are kept for thirty days.\n",
 }
 
 
 def docforge(*args, env=None, check=True):
     exe = Path(sys.executable).with_name("docforge")
-    res = subprocess.run([str(exe), *args], capture_output=True, text=True, env={**os.environ, **(env or {})},
-                         timeout=600)
+    res = subprocess.run(
+        [str(exe), *args], capture_output=True, text=True, env={**os.environ, **(env or {})}, timeout=600
+    )
     if check and res.returncode != 0:
         raise AssertionError(f"docforge {args} exited {res.returncode}:\n{res.stdout}\n{res.stderr}")
     return res
@@ -54,14 +55,16 @@ def test_ingest_search_status(handbook, database_url):
     assert {c["name"] for c in report["checks"]} == CHECKS, "the CLI runs the asset checks too"
     assert all(c["passed"] for c in report["checks"])
 
-    hits = json.loads(docforge("search", "how many holidays do I get per year", "--config", str(config),
-                               "--json").stdout)
+    hits = json.loads(
+        docforge("search", "how many holidays do I get per year", "--config", str(config), "--json").stdout
+    )
     assert hits[0]["doc_key"] == "handbook:docs/leave.md"
     assert set(hits[0]) >= {"doc_key", "source", "url", "title", "section", "text", "score"}
     assert hits[0]["url"].endswith("docs/leave.md") and hits[0]["title"] == "Time off"
     for mode in ("dense", "keyword"):
-        hits = json.loads(docforge("search", "undo a broken deployment", "--mode", mode, "--config", str(config),
-                                   "--json").stdout)
+        hits = json.loads(
+            docforge("search", "undo a broken deployment", "--mode", mode, "--config", str(config), "--json").stdout
+        )
         assert hits[0]["doc_key"] == "handbook:docs/deploy.md", mode
 
     status = json.loads(docforge("status", "--config", str(config), "--json").stdout)
@@ -72,8 +75,7 @@ def test_ingest_search_status(handbook, database_url):
     assert again.returncode == 1, "the two bad files fail again"
     table = again.stdout
     assert max(len(line) for line in table.splitlines()) <= 80
-    for word in ("source", "files", "chunks", "checks", "seconds", "handbook", "4 unchanged", "2 failed",
-                 "4/4 passed"):
+    for word in ("source", "files", "chunks", "checks", "seconds", "handbook", "4 unchanged", "2 failed", "4/4 passed"):
         assert word in table, word
     assert "embedded" not in table, "nothing re-embedded on an unchanged run"
     assert "! handbook:docs/logo.md" in table and "! handbook:docs/latin1.md" in table
@@ -81,15 +83,31 @@ def test_ingest_search_status(handbook, database_url):
 
 def test_summary_fits_80_columns():
     """Every header word whole at 80 columns, long names wrapped not cut, and what failed listed below."""
-    stats = {"files_added": 1200, "files_updated": 35, "files_unchanged": 98765, "files_deleted": 4,
-             "files_failed": 2, "chunks_indexed": 123456, "chunks_embedded": 120000, "chunks_reused": 3456,
-             "chunks_deleted": 789, "seconds": {"documents": 12.5, "chunks": 30.25, "embeddings": 600.0}}
-    checks = [{"name": n, "passed": n != "no_orphan_chunks", "severity": "ERROR", "description": "3 orphan chunks"}
-              for n in sorted(CHECKS)]
-    report = {"confluence-engineering-space": {**stats, "checks": checks, "failures": [
-                  {"key": "confluence-engineering-space:123", "stage": "chunks", "error": "nested too deep"}]},
-              "rust-rfcs": {**stats, "checks": checks[:1], "failures": []},
-              "gone": {"error": "repo path /nowhere does not exist", "checks": []}}
+    stats = {
+        "files_added": 1200,
+        "files_updated": 35,
+        "files_unchanged": 98765,
+        "files_deleted": 4,
+        "files_failed": 2,
+        "chunks_indexed": 123456,
+        "chunks_embedded": 120000,
+        "chunks_reused": 3456,
+        "chunks_deleted": 789,
+        "seconds": {"documents": 12.5, "chunks": 30.25, "embeddings": 600.0},
+    }
+    checks = [
+        {"name": n, "passed": n != "no_orphan_chunks", "severity": "ERROR", "description": "3 orphan chunks"}
+        for n in sorted(CHECKS)
+    ]
+    report = {
+        "confluence-engineering-space": {
+            **stats,
+            "checks": checks,
+            "failures": [{"key": "confluence-engineering-space:123", "stage": "chunks", "error": "nested too deep"}],
+        },
+        "rust-rfcs": {**stats, "checks": checks[:1], "failures": []},
+        "gone": {"error": "repo path /nowhere does not exist", "checks": []},
+    }
     console = Console(width=80, record=True)
     print_report(console, report)
     text = console.export_text()
@@ -97,15 +115,16 @@ def test_summary_fits_80_columns():
     header = next(line for line in text.splitlines() if "source" in line)
     for word in ("source", "files", "chunks", "checks", "seconds"):
         assert f" {word} " in header, header
-    for cell in ("98765 unchanged", "120000 embedded", "3456 reused", "3/4 passed", "1/1 passed", "not run",
-                 "642.8"):
+    for cell in ("98765 unchanged", "120000 embedded", "3456 reused", "3/4 passed", "1/1 passed", "not run", "642.8"):
         assert cell in text, cell
     first_column = "".join(line.split("│")[1].strip() for line in text.splitlines() if line.startswith("│"))
     assert "confluence-engineering-space" in first_column and "…" not in text
     flat = " ".join(text.split())  # the notes below the table wrap at 80 columns
-    for note in ("! confluence-engineering-space:123 (chunks): nested too deep",
-                 "✗ gone: repo path /nowhere does not exist",
-                 "✗ check no_orphan_chunks (ERROR) on confluence-engineering-space: 3 orphan chunks"):
+    for note in (
+        "! confluence-engineering-space:123 (chunks): nested too deep",
+        "✗ gone: repo path /nowhere does not exist",
+        "✗ check no_orphan_chunks (ERROR) on confluence-engineering-space: 3 orphan chunks",
+    ):
         assert note in flat, note
 
 
@@ -153,8 +172,12 @@ def test_no_stored_chunk_exceeds_the_window(make_repo, write_config, database_ur
 
 def test_missing_repo_is_named_and_others_still_ingest(make_repo, write_config, database_url, tmp_path):
     good = make_repo({"README.md": "# Good\n\nfine\n"})
-    config = write_config([{"name": "gone", "type": "git", "repo": str(tmp_path / "missing")},
-                           {"name": "good", "type": "git", "repo": str(good)}])
+    config = write_config(
+        [
+            {"name": "gone", "type": "git", "repo": str(tmp_path / "missing")},
+            {"name": "good", "type": "git", "repo": str(good)},
+        ]
+    )
     res = docforge("ingest", "-c", str(config), "--json", check=False)
     assert res.returncode == 1
     out = json.loads(res.stdout)
@@ -203,8 +226,9 @@ def test_another_configured_model_follows_the_store(make_repo, write_config, dat
     git(repo, "commit", "-qam", "edit")
     res = docforge("ingest", "-c", str(config), "--json", env={"DOCFORGE_EMBEDDING__MODEL": str(other)})
     assert json.loads(res.stdout)["sources"]["a"]["files_updated"] == 1
-    status = json.loads(docforge("status", "-c", str(config), "--json",
-                                 env={"DOCFORGE_EMBEDDING__MODEL": str(other)}).stdout)
+    status = json.loads(
+        docforge("status", "-c", str(config), "--json", env={"DOCFORGE_EMBEDDING__MODEL": str(other)}).stdout
+    )
     assert (status["model"], status["configured_model"]) == ("sentence-transformers/all-MiniLM-L6-v2", "other-model")
 
 

@@ -47,8 +47,9 @@ def test_a_materialisation_lands_its_events_in_postgres(dagster_pg_url, database
     try:
         assert type(instance.run_storage).__name__ == "PostgresRunStorage"
         instance.add_dynamic_partitions("sources", ["docs"])
-        res = materialize([*ingest_assets, *ingest_checks], partition_key="docs", instance=instance,
-                          resources=resources(str(cfg)))
+        res = materialize(
+            [*ingest_assets, *ingest_checks], partition_key="docs", instance=instance, resources=resources(str(cfg))
+        )
         assert res.success
         checks = res.get_asset_check_evaluations()
         assert len(checks) == 4 and all(c.passed for c in checks)
@@ -56,13 +57,17 @@ def test_a_materialisation_lands_its_events_in_postgres(dagster_pg_url, database
         instance.dispose()
     with psycopg.connect(dagster_pg_url) as conn:
         status = conn.execute("SELECT status FROM runs WHERE run_id = %s", (res.run_id,)).fetchone()
-        kinds = {r[0] for r in conn.execute(
-            "SELECT dagster_event_type FROM event_logs WHERE run_id = %s", (res.run_id,))}
-        partitions = [r[0] for r in conn.execute(
-            "SELECT partition FROM dynamic_partitions WHERE partitions_def_name = 'sources'")]
+        kinds = {
+            r[0] for r in conn.execute("SELECT dagster_event_type FROM event_logs WHERE run_id = %s", (res.run_id,))
+        }
+        partitions = [
+            r[0] for r in conn.execute("SELECT partition FROM dynamic_partitions WHERE partitions_def_name = 'sources'")
+        ]
         materialized = conn.execute(
             "SELECT count(*) FROM event_logs WHERE run_id = %s AND dagster_event_type = 'ASSET_MATERIALIZATION' "
-            "AND partition = 'docs'", (res.run_id,)).fetchone()[0]
+            "AND partition = 'docs'",
+            (res.run_id,),
+        ).fetchone()[0]
     assert status == ("SUCCESS",)
     assert {"STEP_SUCCESS", "ASSET_MATERIALIZATION", "ASSET_CHECK_EVALUATION"} <= kinds
     assert materialized == 3 and partitions == ["docs"]

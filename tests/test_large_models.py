@@ -21,9 +21,11 @@ from pipeline.query.search import _statement
 from pipeline.store import generations
 
 PROMPTS = {"query": "Instruct: find the passage that answers\nQuery: ", "document": "passage: "}
-DOCS = {"docs/deploy.md": "# Deploying\n\nReleases go out blue-green.\n\n## Rollback\n\nSwitch traffic back.\n",
-        "docs/secrets.md": "# Secrets\n\nVault holds them; passwords rotate every 90 days.\n",
-        "docs/refunds.md": "# Refunds\n\nIssue a refund from the payments console.\n"}
+DOCS = {
+    "docs/deploy.md": "# Deploying\n\nReleases go out blue-green.\n\n## Rollback\n\nSwitch traffic back.\n",
+    "docs/secrets.md": "# Secrets\n\nVault holds them; passwords rotate every 90 days.\n",
+    "docs/refunds.md": "# Refunds\n\nIssue a refund from the payments console.\n",
+}
 
 
 @pytest.fixture(scope="module")
@@ -54,8 +56,10 @@ def test_fallbacks_are_tried_on_a_load_failure_not_by_what_is_on_disk(tmp_path, 
 
 
 def test_a_new_store_is_built_with_the_first_model_that_loads(tmp_path, make_repo, write_config, database_url):
-    config = write_config([{"name": "docs", "type": "git", "repo": str(make_repo(DOCS))}],
-                          embedding={"model": str(tmp_path / "no-such-model"), "fallbacks": ["all-MiniLM-L6-v2"]})
+    config = write_config(
+        [{"name": "docs", "type": "git", "repo": str(make_repo(DOCS))}],
+        embedding={"model": str(tmp_path / "no-such-model"), "fallbacks": ["all-MiniLM-L6-v2"]},
+    )
     ingest_source(IngestContext(load_settings(config), url=database_url), "docs")
     with psycopg.connect(database_url) as conn:
         gen = generations.live(conn)
@@ -83,19 +87,26 @@ def test_prompts_go_on_their_side_and_truncation_renormalises(wide):
 
 
 def test_a_2560_wide_model_is_stored_and_searched_through_hnsw(wide, make_repo, write_config, database_url):
-    config = write_config([{"name": "docs", "type": "git", "repo": str(make_repo(DOCS))}],
-                          embedding={"model": str(wide), "device": "cpu"})
+    config = write_config(
+        [{"name": "docs", "type": "git", "repo": str(make_repo(DOCS))}], embedding={"model": str(wide), "device": "cpu"}
+    )
     settings = load_settings(config)
     stats = ingest_source(IngestContext(settings, url=database_url), "docs")
     assert stats.files_failed == 0 and stats.chunks_indexed >= 3
     with psycopg.connect(database_url) as conn:
         gen = generations.live(conn)
         assert gen is not None and (gen.dimension, gen.vector_type) == (2560, "halfvec")
-        assert conn.execute("SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = "
-                            "'vectors_1'::regclass AND attname = 'embedding'").fetchone()[0] == "halfvec(2560)"
+        assert (
+            conn.execute(
+                "SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = "
+                "'vectors_1'::regclass AND attname = 'embedding'"
+            ).fetchone()[0]
+            == "halfvec(2560)"
+        )
         prefix, text, stored = conn.execute(
             "SELECT c.embed_prefix, c.text, v.embedding::vector::text FROM chunks c JOIN vectors_1 v "
-            "ON v.seq = c.seq WHERE c.doc_key = 'docs:docs/secrets.md'").fetchone()
+            "ON v.seq = c.seq WHERE c.doc_key = 'docs:docs/secrets.md'"
+        ).fetchone()
     document = st(wide).encode_document([prefix + text], normalize_embeddings=True)[0]
     np.testing.assert_allclose(np.array(stored.strip("[]").split(","), dtype=np.float32), document, atol=2e-3)
     with Searcher(settings, url=database_url, reranker=None) as s:
@@ -105,18 +116,24 @@ def test_a_2560_wide_model_is_stored_and_searched_through_hnsw(wide, make_repo, 
         with s.connection() as conn, conn.transaction():
             # 3 rows: the planner would rather scan and sort them than walk a graph
             conn.execute("SET LOCAL enable_seqscan = off; SET LOCAL enable_sort = off")
-            plan = "\n".join(r[0] for r in conn.execute(
-                sql.SQL("EXPLAIN ") + _statement("dense", sql.SQL("TRUE"), params, gen=gen), params))
+            plan = "\n".join(
+                r[0]
+                for r in conn.execute(
+                    sql.SQL("EXPLAIN ") + _statement("dense", sql.SQL("TRUE"), params, gen=gen), params
+                )
+            )
     assert "Index Scan using vectors_1_hnsw on vectors_1" in plan
 
 
 def test_chunks_are_capped_below_a_long_window(tmp_path, make_repo, write_config, database_url):
     long_window = embedding_model(tmp_path / "long-window", window=2048, seed=5)
-    body = "\n\n".join(f"Paragraph {i}: " + "the deployment pipeline promotes a release candidate " * 12
-                       for i in range(30))
+    body = "\n\n".join(
+        f"Paragraph {i}: " + "the deployment pipeline promotes a release candidate " * 12 for i in range(30)
+    )
     repo = make_repo({"docs/big.md": f"# Big\n\n{body}\n"})
-    config = write_config([{"name": "docs", "type": "git", "repo": str(repo)}],
-                          embedding={"model": str(long_window), "device": "cpu"})
+    config = write_config(
+        [{"name": "docs", "type": "git", "repo": str(repo)}], embedding={"model": str(long_window), "device": "cpu"}
+    )
     ctx = IngestContext(load_settings(config), url=database_url)
     assert ChunkingConfig().max_tokens == 512 and ctx.embedder.max_seq_length == 2048
     ingest_source(ctx, "docs")

@@ -19,8 +19,9 @@ LAYERS = ("docforge", "orchestration", "assets", "resources", CORE)  # top to bo
 
 
 def graph(exclude_type_checking: bool) -> grimp.ImportGraph:
-    return grimp.build_graph(*LAYERS, include_external_packages=True,
-                             exclude_type_checking_imports=exclude_type_checking, cache_dir=None)
+    return grimp.build_graph(
+        *LAYERS, include_external_packages=True, exclude_type_checking_imports=exclude_type_checking, cache_dir=None
+    )
 
 
 @pytest.fixture(scope="module")
@@ -73,8 +74,12 @@ def test_no_import_cycles_between_the_core_modules(runtime_graph):
 
 
 def test_no_import_cycles_between_the_top_level_packages(runtime_graph):
-    edges = {p: {q for q in LAYERS if q != p and runtime_graph.direct_import_exists(
-        importer=p, imported=q, as_packages=True)} for p in LAYERS}
+    edges = {
+        p: {
+            q for q in LAYERS if q != p and runtime_graph.direct_import_exists(importer=p, imported=q, as_packages=True)
+        }
+        for p in LAYERS
+    }
     assert cycles(edges) == []
     for upper, lower in pairwise(LAYERS):
         assert not runtime_graph.chain_exists(importer=lower, imported=upper, as_packages=True), (lower, upper)
@@ -84,7 +89,9 @@ def test_the_core_imports_neither_dagster_nor_the_shell():
     g = graph(exclude_type_checking=False)  # not even for type hints
     core = [m for m in g.modules if m == CORE or m.startswith(CORE + ".")]
     reached = {(m, i) for m in core for i in g.find_modules_directly_imported_by(m)}
-    crossing = sorted((m, i) for m, i in reached
-                      if (top := i.split(".")[0]) == "dagster" or top.startswith("dagster_")
-                      or top in SHELL_AND_SURFACES)
+    crossing = sorted(
+        (m, i)
+        for m, i in reached
+        if (top := i.split(".")[0]) == "dagster" or top.startswith("dagster_") or top in SHELL_AND_SURFACES
+    )
     assert crossing == []

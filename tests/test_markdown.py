@@ -20,7 +20,7 @@ def test_heading_paths_nest_and_pop():
 
 def test_headings_inside_code_fences_are_code():
     doc = "# Script\n```bash\n# not a heading\necho hi\n```\n~~~\n## nor this\n~~~\n"
-    (path, text), = paths(doc)
+    ((path, text),) = paths(doc)
     assert path == ("Script",) and "# not a heading" in text and "## nor this" in text
 
 

@@ -7,7 +7,6 @@ import sys
 from pathlib import Path
 
 import anyio
-import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
 DOCFORGE = str(Path(sys.executable).parent / "docforge")
@@ -27,17 +26,33 @@ def session_calls(params: StdioServerParameters, errlog, calls: list[dict]) -> t
 
 
 def server_env(corpus, tmp_path, **extra) -> dict[str, str]:
-    return {"DATABASE_URL": corpus.url, "DOCFORGE_CONFIG": str(corpus.config), "DOCFORGE_HOME": str(tmp_path),
-            "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false", **extra}
+    return {
+        "DATABASE_URL": corpus.url,
+        "DOCFORGE_CONFIG": str(corpus.config),
+        "DOCFORGE_HOME": str(tmp_path),
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "TOKENIZERS_PARALLELISM": "false",
+        **extra,
+    }
 
 
 def test_search_documentation_over_stdio(corpus, tmp_path):
     params = StdioServerParameters(command=DOCFORGE, args=["serve"], env=server_env(corpus, tmp_path))
     calls = [
-        {"query": "how do I give a customer their money back?", "user_name": "ada", "team_name": "payments",
-         "area_name": "finance", "limit": 3},
-        {"query": "how can I undo a bad release?", "user_name": "bob", "team_name": "platform",
-         "filter_repo": "handbook"},
+        {
+            "query": "how do I give a customer their money back?",
+            "user_name": "ada",
+            "team_name": "payments",
+            "area_name": "finance",
+            "limit": 3,
+        },
+        {
+            "query": "how can I undo a bad release?",
+            "user_name": "bob",
+            "team_name": "platform",
+            "filter_repo": "handbook",
+        },
         {"query": "refund", "user_name": "eve", "team_name": "x", "limit": 0},
     ]
     with open(tmp_path / "stderr.log", "w") as errlog:
@@ -50,8 +65,11 @@ def test_search_documentation_over_stdio(corpus, tmp_path):
     hits = refund.structured_content["hits"]
     assert 1 <= len(hits) <= 3
     top = hits[0]
-    assert (top["title"], top["section"], top["doc_key"]) == ("Issuing refunds", "Issuing refunds",
-                                                              "payments:docs/refunds.md")
+    assert (top["title"], top["section"], top["doc_key"]) == (
+        "Issuing refunds",
+        "Issuing refunds",
+        "payments:docs/refunds.md",
+    )
     assert top["url"].endswith("/payments/docs/refunds.md") and 0 < top["score"] <= 1
     assert json.loads(refund.content[0].text)["hits"][0]["url"] == top["url"]  # text form for older clients
 

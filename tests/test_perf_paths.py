@@ -20,8 +20,13 @@ from pipeline.embed import Embedder
 from pipeline.errors import StoreError
 from pipeline.ingest import IngestContext, ingest_source
 
-TEXTS = ["short", "", "A somewhat longer sentence about deploying the docs site. " * 3,
-         "# Heading\n\nSome `code` and a [link](https://example.com) — ünïcödé.", "x " * 400]
+TEXTS = [
+    "short",
+    "",
+    "A somewhat longer sentence about deploying the docs site. " * 3,
+    "# Heading\n\nSome `code` and a [link](https://example.com) — ünïcödé.",
+    "x " * 400,
+]
 
 
 def test_pretokenised_encode_equals_sentence_transformers(embedder):
@@ -74,14 +79,20 @@ def test_queries_embed_with_onnx_on_a_cpu_or_fall_back_to_torch(embedder, monkey
 
 def _index_defs(url: str) -> set[str]:
     with psycopg.connect(url) as conn:
-        return {r[0] for r in conn.execute(
-            "SELECT indexdef FROM pg_indexes WHERE tablename IN ('chunks', 'bm25_postings', 'vectors_1')")}
+        return {
+            r[0]
+            for r in conn.execute(
+                "SELECT indexdef FROM pg_indexes WHERE tablename IN ('chunks', 'bm25_postings', 'vectors_1')"
+            )
+        }
 
 
 def _chunks(url: str) -> list[tuple]:
     with psycopg.connect(url) as conn:
-        return conn.execute("SELECT c.id, c.doc_key, c.text, v.embedding::text FROM chunks c "
-                            "LEFT JOIN vectors_1 v ON v.seq = c.seq ORDER BY c.id").fetchall()  # generation 1
+        return conn.execute(
+            "SELECT c.id, c.doc_key, c.text, v.embedding::text FROM chunks c "
+            "LEFT JOIN vectors_1 v ON v.seq = c.seq ORDER BY c.id"
+        ).fetchall()  # generation 1
 
 
 def _new_database(pg_server, name: str) -> str:
@@ -92,8 +103,11 @@ def _new_database(pg_server, name: str) -> str:
 
 
 def test_cold_bulk_load_equals_row_by_row(make_repo, write_config, database_url, embedder, pg_server):
-    files = {"README.md": "# Guide\n\nHow to deploy.\n\n## Steps\n\n" + "Run the thing. " * 80,
-             "docs/a.md": "# A\n\nAlpha text.", "docs/b.md": "# B\n\nBeta text.\n\n## More\n\nGamma."}
+    files = {
+        "README.md": "# Guide\n\nHow to deploy.\n\n## Steps\n\n" + "Run the thing. " * 80,
+        "docs/a.md": "# A\n\nAlpha text.",
+        "docs/b.md": "# B\n\nBeta text.\n\n## More\n\nGamma.",
+    }
     repo = make_repo(files)
     one = write_config([{"name": "one", "type": "git", "repo": str(repo)}])
     rows_url = _new_database(pg_server, "perf_rows")
@@ -105,8 +119,10 @@ def test_cold_bulk_load_equals_row_by_row(make_repo, write_config, database_url,
     assert _index_defs(database_url) == fresh_defs  # HNSW, GIN and postings rebuilt exactly as defined
 
     # The same content into a non-empty table goes row by row and must give the same rows.
-    seed = write_config([{"name": "seed", "type": "git", "repo": str(make_repo({"x.md": "# X\n\nx"}, "seed"))}],
-                        path=repo.parent / "seed.yml")
+    seed = write_config(
+        [{"name": "seed", "type": "git", "repo": str(make_repo({"x.md": "# X\n\nx"}, "seed"))}],
+        path=repo.parent / "seed.yml",
+    )
     ingest_source(IngestContext(load_settings(seed), url=rows_url, embedder=embedder), "seed")
     rows = ingest_source(IngestContext(load_settings(one), url=rows_url, embedder=embedder), "one")
     assert rows.as_dict() | {"seconds": {}} == cold.as_dict() | {"seconds": {}}
@@ -118,7 +134,9 @@ def _postings(url: str, prefix: str) -> list[tuple]:
     with psycopg.connect(url) as conn:
         return conn.execute(
             "SELECT c.id, t.term, p.tf, p.dl FROM bm25_postings p JOIN chunks c ON c.seq = p.seq "
-            "JOIN bm25_terms t ON t.id = p.term_id WHERE c.doc_key LIKE %s ORDER BY 1, 2", (prefix + "%",)).fetchall()
+            "JOIN bm25_terms t ON t.id = p.term_id WHERE c.doc_key LIKE %s ORDER BY 1, 2",
+            (prefix + "%",),
+        ).fetchall()
 
 
 def test_vector_writer_surfaces_database_errors():

@@ -30,17 +30,25 @@ def _insert(conn, rows: list[tuple[str, str]], model: str | None = None, vectors
     """One statement inserting chunks (id, text), each in a document of its own; `model` and `vectors`
     for a store from before migration 0008, whose chunks held their vectors."""
     with conn.cursor() as cur:
-        cur.executemany("INSERT INTO documents (key, source, type, uri, url, title, content_hash) "
-                        "VALUES (%s, 's', 'git', %s, 'u', 't', 'h') ON CONFLICT DO NOTHING",
-                        [(f"s:{cid}", cid) for cid, _ in rows])
-    p = {"ids": [c for c, _ in rows], "texts": [t for _, t in rows], "model": model,
-         "vecs": ["[" + ",".join(map(str, v.tolist())) + "]" for v in vectors] if vectors is not None else None}
+        cur.executemany(
+            "INSERT INTO documents (key, source, type, uri, url, title, content_hash) "
+            "VALUES (%s, 's', 'git', %s, 'u', 't', 'h') ON CONFLICT DO NOTHING",
+            [(f"s:{cid}", cid) for cid, _ in rows],
+        )
+    p = {
+        "ids": [c for c, _ in rows],
+        "texts": [t for _, t in rows],
+        "model": model,
+        "vecs": ["[" + ",".join(map(str, v.tolist())) + "]" for v in vectors] if vectors is not None else None,
+    }
     old = ", model, embedding" if vectors is not None else ""
     conn.execute(
         f"INSERT INTO chunks (id, doc_key, ordinal, heading_path, section, text, token_count, text_hash{old}) "
         "SELECT r.id, 's:' || r.id, 0, '{}', '', r.text, 1, md5(r.text)"
         + (", %(model)s, r.vec::vector" if old else "")
-        + " FROM unnest(%(ids)s::text[], %(texts)s::text[], %(vecs)s::text[]) r(id, text, vec)", p)
+        + " FROM unnest(%(ids)s::text[], %(texts)s::text[], %(vecs)s::text[]) r(id, text, vec)",
+        p,
+    )
 
 
 def _block_violations(conn) -> list:
@@ -62,14 +70,23 @@ def _block_violations(conn) -> list:
 
 def _posting_mismatches(conn) -> list:
     """Postings (the view over the blocks) or chunk term lists that differ from the chunks' own tsvectors."""
-    truth = ("SELECT c.seq, u.lexeme AS term, coalesce(array_length(u.positions, 1), 1) AS tf, "
-             "docforge_tsv_length(c.tsv) AS dl FROM chunks c, unnest(c.tsv) u")
-    listed = ("SELECT p.seq, t.term, p.tf, p.dl FROM bm25_postings p JOIN bm25_terms t ON t.id = p.term_id")
-    forward = ("SELECT d.seq, t.term, u.tf, d.dl FROM bm25_docs d, unnest(d.terms, d.tfs) u(term_id, tf) "
-               "JOIN bm25_terms t ON t.id = u.term_id")
-    return [r for other in (listed, forward) for r in conn.execute(
-        f"SELECT coalesce(a.seq, b.seq), coalesce(a.term, b.term) FROM ({other}) a FULL JOIN ({truth}) b "
-        "ON a.seq = b.seq AND a.term = b.term WHERE (a.tf, a.dl) IS DISTINCT FROM (b.tf, b.dl)").fetchall()]
+    truth = (
+        "SELECT c.seq, u.lexeme AS term, coalesce(array_length(u.positions, 1), 1) AS tf, "
+        "docforge_tsv_length(c.tsv) AS dl FROM chunks c, unnest(c.tsv) u"
+    )
+    listed = "SELECT p.seq, t.term, p.tf, p.dl FROM bm25_postings p JOIN bm25_terms t ON t.id = p.term_id"
+    forward = (
+        "SELECT d.seq, t.term, u.tf, d.dl FROM bm25_docs d, unnest(d.terms, d.tfs) u(term_id, tf) "
+        "JOIN bm25_terms t ON t.id = u.term_id"
+    )
+    return [
+        r
+        for other in (listed, forward)
+        for r in conn.execute(
+            f"SELECT coalesce(a.seq, b.seq), coalesce(a.term, b.term) FROM ({other}) a FULL JOIN ({truth}) b "
+            "ON a.seq = b.seq AND a.term = b.term WHERE (a.tf, a.dl) IS DISTINCT FROM (b.tf, b.dl)"
+        ).fetchall()
+    ]
 
 
 def _top_mismatches(conn, k: int) -> list:
@@ -77,7 +94,9 @@ def _top_mismatches(conn, k: int) -> list:
     return conn.execute(
         "SELECT t.id FROM bm25_terms t WHERE ARRAY(SELECT seq FROM docforge_bm25_top(t.id, %(k)s)) IS DISTINCT FROM "
         "ARRAY(SELECT seq::int FROM bm25_postings p WHERE p.term_id = t.id "
-        "      ORDER BY docforge_bm25_impact(p.tf, p.dl) DESC, p.seq DESC LIMIT %(k)s)", {"k": k}).fetchall()
+        "      ORDER BY docforge_bm25_impact(p.tf, p.dl) DESC, p.seq DESC LIMIT %(k)s)",
+        {"k": k},
+    ).fetchall()
 
 
 def _check(conn) -> None:
@@ -100,17 +119,23 @@ def test_lists_stay_exact_through_inserts_deletes_and_updates(database_url):
         for size in (1, 300, 7, 150):  # one statement each: blocks are cut, then grow and split
             _insert(conn, [(f"c{n + i}", _text(rng)) for i in range(size)])
             n += size
-        assert bm25.BLOCK / 2 < conn.execute("SELECT max(cardinality(seqs)) FROM bm25_blocks").fetchone()[0]
-        assert conn.execute("SELECT count(*) FROM bm25_blocks WHERE term_id = (SELECT id FROM bm25_terms "
-                            "WHERE term = 'w0x')").fetchone()[0] > 2
+        assert conn.execute("SELECT max(cardinality(seqs)) FROM bm25_blocks").fetchone()[0] > bm25.BLOCK / 2
+        assert (
+            conn.execute(
+                "SELECT count(*) FROM bm25_blocks WHERE term_id = (SELECT id FROM bm25_terms WHERE term = 'w0x')"
+            ).fetchone()[0]
+            > 2
+        )
         _check(conn)
         for _ in range(4):
             ids = rng.sample([r[0] for r in conn.execute("SELECT id FROM chunks")], 60)
             conn.execute("DELETE FROM chunks WHERE id = ANY(%s)", (ids[:40],))
             for cid in ids[40:]:  # edits one by one, then many in one statement
                 conn.execute("UPDATE chunks SET text = %s WHERE id = %s", (_text(rng), cid))
-            conn.execute("UPDATE chunks SET text = text || ' w1x w2x' WHERE id = ANY(%s)",
-                         ([r[0] for r in conn.execute("SELECT id FROM chunks ORDER BY random() LIMIT 50")],))
+            conn.execute(
+                "UPDATE chunks SET text = text || ' w1x w2x' WHERE id = ANY(%s)",
+                ([r[0] for r in conn.execute("SELECT id FROM chunks ORDER BY random() LIMIT 50")],),
+            )
             conn.execute("UPDATE chunks SET token_count = 2")  # nothing BM25 sees: the lists stay as they are
             _insert(conn, [(f"c{n + i}", _text(rng)) for i in range(30)])
             n += 30
@@ -118,12 +143,14 @@ def test_lists_stay_exact_through_inserts_deletes_and_updates(database_url):
         conn.execute("DELETE FROM chunks WHERE id IN (SELECT id FROM chunks ORDER BY random() LIMIT 200)")
         _check(conn)
         conn.execute("DELETE FROM chunks")
-        assert conn.execute("SELECT (SELECT count(*) FROM bm25_blocks), (SELECT count(*) FROM bm25_docs)"
-                            ).fetchone() == (0, 0)
+        assert conn.execute(
+            "SELECT (SELECT count(*) FROM bm25_blocks), (SELECT count(*) FROM bm25_docs)"
+        ).fetchone() == (0, 0)
         _insert(conn, [(f"d{i}", _text(rng)) for i in range(20)])
         conn.execute("TRUNCATE chunks CASCADE")
-        assert conn.execute("SELECT (SELECT count(*) FROM bm25_blocks), (SELECT count(*) FROM bm25_docs)"
-                            ).fetchone() == (0, 0)
+        assert conn.execute(
+            "SELECT (SELECT count(*) FROM bm25_blocks), (SELECT count(*) FROM bm25_docs)"
+        ).fetchone() == (0, 0)
 
 
 def test_impact_order_is_the_one_of_bm25_py(database_url):
@@ -142,13 +169,20 @@ def _reference_scores(conn, query: str, k1: float = 1.2, b: float = 0.75) -> dic
     terms = [r[0] for r in conn.execute("SELECT unnest(tsvector_to_array(to_tsvector('english', %s)))", (query,))]
     docs: dict[str, dict[str, int]] = {}
     for cid, lexeme, n in conn.execute(
-            "SELECT c.id, u.lexeme, coalesce(array_length(u.positions, 1), 1) FROM chunks c, unnest(c.tsv) u"):
+        "SELECT c.id, u.lexeme, coalesce(array_length(u.positions, 1), 1) FROM chunks c, unnest(c.tsv) u"
+    ):
         docs.setdefault(cid, {})[lexeme] = n
     avgdl = sum(sum(d.values()) for d in docs.values()) / len(docs)
     idf = {t: math.log(1 + (len(docs) - (df := sum(t in d for d in docs.values())) + 0.5) / (df + 0.5)) for t in terms}
     best = sum(idf.values()) * (k1 + 1)
-    return {cid: sum(idf[t] * d[t] * (k1 + 1) / (d[t] + k1 * (1 - b + b * sum(d.values()) / avgdl))
-                     for t in terms if t in d) / best for cid, d in docs.items() if any(t in d for t in terms)}
+    return {
+        cid: sum(
+            idf[t] * d[t] * (k1 + 1) / (d[t] + k1 * (1 - b + b * sum(d.values()) / avgdl)) for t in terms if t in d
+        )
+        / best
+        for cid, d in docs.items()
+        if any(t in d for t in terms)
+    }
 
 
 def test_a_store_from_the_previous_release_upgrades_in_place(database_url, embedder):
@@ -161,18 +195,21 @@ def test_a_store_from_the_previous_release_upgrades_in_place(database_url, embed
     release = [(v, text) for v, text in before_0009 if v < "0008"]  # the release: vectors in chunks.embedding
     with psycopg.connect(database_url, autocommit=True) as conn:
         with conn.transaction():
-            conn.execute("CREATE TABLE schema_migrations (version text PRIMARY KEY, "
-                         "applied_at timestamptz NOT NULL DEFAULT now())")
+            conn.execute(
+                "CREATE TABLE schema_migrations (version text PRIMARY KEY, "
+                "applied_at timestamptz NOT NULL DEFAULT now())"
+            )
             conn.execute("CREATE TABLE docforge_meta (key text PRIMARY KEY, value text NOT NULL)")
             for version, text in release:
                 conn.execute(text.replace("{dim}", str(dim)))
                 conn.execute("INSERT INTO schema_migrations (version) VALUES (%s)", (version,))
-            conn.execute("INSERT INTO docforge_meta VALUES ('model', %s), ('dimension', %s)",
-                         (embedder.model_id, str(dim)))
+            conn.execute(
+                "INSERT INTO docforge_meta VALUES ('model', %s), ('dimension', %s)", (embedder.model_id, str(dim))
+            )
         vecs = np.random.default_rng(1).standard_normal((400, dim)).astype(np.float32)
         rows = [(f"c{i}", _text(rng)) for i in range(400)]
         for start in (0, 250):  # two statements: the second adds to lists the first made
-            _insert(conn, rows[start: start + 250], embedder.model_id, vecs[start: start + 250])
+            _insert(conn, rows[start : start + 250], embedder.model_id, vecs[start : start + 250])
         old = conn.execute("SELECT term_id, seq, tf, dl FROM bm25_postings ORDER BY 1, 2").fetchall()
         assert conn.execute("SELECT relkind FROM pg_class WHERE relname = 'bm25_postings'").fetchone() == ("r",)
         queries = ["w0x w5x w40x", "w3x w3x w77x", "w10x", "w60x w61x w1x"]

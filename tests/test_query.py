@@ -14,13 +14,16 @@ from pipeline.query import MODES, SearchConfig, Searcher
 from pipeline.store.schema import migrations
 
 
-@pytest.mark.parametrize("query, expected, modes", [
-    ("how can I undo a bad release?", "handbook:docs/deploy.md", MODES),
-    ("what should I do on my first day at work?", "handbook:docs/onboarding.md", ("dense", "hybrid")),
-    ("give a customer their money back", "payments:docs/refunds.md", ("dense", "hybrid")),
-    ("change the postgres password", "handbook:docs/credentials.md", MODES),
-    ("how are balances reconciled with the bank?", "payments:docs/ledger.md", MODES),
-])
+@pytest.mark.parametrize(
+    "query, expected, modes",
+    [
+        ("how can I undo a bad release?", "handbook:docs/deploy.md", MODES),
+        ("what should I do on my first day at work?", "handbook:docs/onboarding.md", ("dense", "hybrid")),
+        ("give a customer their money back", "payments:docs/refunds.md", ("dense", "hybrid")),
+        ("change the postgres password", "handbook:docs/credentials.md", MODES),
+        ("how are balances reconciled with the bank?", "payments:docs/ledger.md", MODES),
+    ],
+)
 def test_paraphrased_question_finds_its_document_first(searcher, query, expected, modes):
     for mode in modes:
         hits = searcher.search(query, limit=3, mode=mode)
@@ -40,7 +43,12 @@ def test_scores_are_normalised_and_sorted(searcher, mode):
 def test_hit_carries_citation_fields(searcher):
     h = searcher.search("refund a customer", limit=1)[0]
     assert (h.doc_key, h.source, h.type, h.title, h.section) == (
-        "payments:docs/refunds.md", "payments", "git", "Issuing refunds", "Issuing refunds")
+        "payments:docs/refunds.md",
+        "payments",
+        "git",
+        "Issuing refunds",
+        "Issuing refunds",
+    )
     assert h.url.endswith("payments/docs/refunds.md") and h.chunk_index == 0 and "payments console" in h.text
     assert h.page is None and h.rerank_score is None
 
@@ -73,14 +81,21 @@ def test_keyword_scores_are_okapi_bm25(searcher):
         terms = [r[0] for r in conn.execute("SELECT unnest(tsvector_to_array(to_tsvector('english', %s)))", (query,))]
         docs: dict[str, dict[str, int]] = {}
         for cid, lexeme, n in conn.execute(
-                "SELECT c.id, u.lexeme, coalesce(array_length(u.positions, 1), 1) FROM chunks c, unnest(c.tsv) u"):
+            "SELECT c.id, u.lexeme, coalesce(array_length(u.positions, 1), 1) FROM chunks c, unnest(c.tsv) u"
+        ):
             docs.setdefault(cid, {})[lexeme] = n
     n_docs, avgdl = len(docs), sum(sum(d.values()) for d in docs.values()) / len(docs)
     k1, b = 1.2, 0.75
     idf = {t: math.log(1 + (n_docs - (df := sum(t in d for d in docs.values())) + 0.5) / (df + 0.5)) for t in terms}
     best = sum(idf.values()) * (k1 + 1)
-    want = {cid: sum(idf[t] * d[t] * (k1 + 1) / (d[t] + k1 * (1 - b + b * sum(d.values()) / avgdl))
-                     for t in terms if t in d) / best for cid, d in docs.items() if any(t in d for t in terms)}
+    want = {
+        cid: sum(
+            idf[t] * d[t] * (k1 + 1) / (d[t] + k1 * (1 - b + b * sum(d.values()) / avgdl)) for t in terms if t in d
+        )
+        / best
+        for cid, d in docs.items()
+        if any(t in d for t in terms)
+    }
     got = {h.chunk_id: h.score for h in searcher.search(query, limit=50, mode="keyword")}
     assert got.keys() == want.keys()
     for cid, score in got.items():
@@ -103,14 +118,16 @@ def _posting_mismatches(conn) -> list:
         "(SELECT p.seq, t.term, p.tf, p.dl FROM bm25_postings p JOIN bm25_terms t ON t.id = p.term_id) a "
         "FULL JOIN (SELECT c.seq, u.lexeme AS term, coalesce(array_length(u.positions, 1), 1) AS tf, "
         "docforge_tsv_length(c.tsv) AS dl FROM chunks c, unnest(c.tsv) u) b ON a.seq = b.seq AND a.term = b.term "
-        "WHERE (a.tf, a.dl) IS DISTINCT FROM (b.tf, b.dl)").fetchall()
+        "WHERE (a.tf, a.dl) IS DISTINCT FROM (b.tf, b.dl)"
+    ).fetchall()
 
 
 def _df_mismatches(conn) -> list:
     return conn.execute(
         "SELECT coalesce(a.term, b.term), a.df, b.df FROM bm25_terms a FULL JOIN "
         "(SELECT u.lexeme AS term, count(*) AS df FROM chunks c, unnest(c.tsv) u GROUP BY 1) b ON a.term = b.term "
-        "WHERE a.df IS DISTINCT FROM b.df").fetchall()
+        "WHERE a.df IS DISTINCT FROM b.df"
+    ).fetchall()
 
 
 def test_statistics_follow_edits_and_deletes(database_url, embedder, make_repo, write_config):
@@ -149,8 +166,9 @@ def test_tag_boost(searcher):
 
 def test_a_query_word_that_is_a_tag_boosts(corpus, embedder, searcher):
     q = "how does the team handle payments"
-    with Searcher(corpus.settings, url=corpus.url, embedder=embedder, reranker=None,
-                  config=SearchConfig(tag_boost=0)) as unboosted:
+    with Searcher(
+        corpus.settings, url=corpus.url, embedder=embedder, reranker=None, config=SearchConfig(tag_boost=0)
+    ) as unboosted:
         plain = {h.chunk_id: h.score for h in unboosted.search(q, limit=10)}
     for h in searcher.search(q, limit=10):
         factor = 1.1 if h.source == "payments" else 1.0
@@ -188,14 +206,20 @@ def test_a_store_from_before_the_postings_is_upgraded(database_url, embedder):
         for version, text in migrations()[:2]:
             conn.execute(text.replace("{dim}", str(embedder.dimension)))
             conn.execute("INSERT INTO schema_migrations (version) VALUES (%s)", (version,))
-        conn.execute("INSERT INTO docforge_meta VALUES ('model', %s), ('dimension', %s)",
-                     (embedder.model_id, str(embedder.dimension)))
-        conn.execute("INSERT INTO sources (key, partition, type, uri, url, title, content_hash) "
-                     "VALUES ('s:vault.md', 's', 'git', 'vault.md', 'u', 'Vault', 'h')")
-        conn.execute("INSERT INTO chunks (id, source_key, ordinal, heading_path, section, text, token_count, "
-                     "text_hash, model, embedding) VALUES ('c1', 's:vault.md', 0, '{Vault}', 'Vault', "
-                     "'Rotate the vault secret every month.', 9, 'h1', %s, %s)",
-                     (embedder.model_id, "[" + ",".join(map(str, vec.tolist())) + "]"))
+        conn.execute(
+            "INSERT INTO docforge_meta VALUES ('model', %s), ('dimension', %s)",
+            (embedder.model_id, str(embedder.dimension)),
+        )
+        conn.execute(
+            "INSERT INTO sources (key, partition, type, uri, url, title, content_hash) "
+            "VALUES ('s:vault.md', 's', 'git', 'vault.md', 'u', 'Vault', 'h')"
+        )
+        conn.execute(
+            "INSERT INTO chunks (id, source_key, ordinal, heading_path, section, text, token_count, "
+            "text_hash, model, embedding) VALUES ('c1', 's:vault.md', 0, '{Vault}', 'Vault', "
+            "'Rotate the vault secret every month.', 9, 'h1', %s, %s)",
+            (embedder.model_id, "[" + ",".join(map(str, vec.tolist())) + "]"),
+        )
     with Searcher(Settings(), url=database_url, embedder=embedder, reranker=None) as s:
         assert [h.chunk_id for h in s.search("vault secret rotation", mode="keyword")] == ["c1"]
         with s.connection() as conn:
@@ -213,8 +237,9 @@ def test_keyword_search_reads_the_packed_lists(searcher):
     params = searcher._params("refund the payments charge", "keyword", 10, None, None, None, ())
     with searcher.connection() as conn, conn.transaction():
         conn.execute("SET LOCAL enable_seqscan = off")  # a tiny table would not need any index
-        plan = "\n".join(r[0] for r in conn.execute(
-            sql.SQL("EXPLAIN ") + _statement("keyword", sql.SQL("TRUE"), params), params))
+        plan = "\n".join(
+            r[0] for r in conn.execute(sql.SQL("EXPLAIN ") + _statement("keyword", sql.SQL("TRUE"), params), params)
+        )
     assert f"Function Scan on {bm25.TOP_FUNCTION}" in plan, plan
     assert "Index Scan using bm25_docs_pkey" in plan, plan
 
@@ -225,8 +250,10 @@ def test_filtered_search_reads_deeper_until_the_filter_is_served(corpus, embedde
     tight = SearchConfig(bm25_per_term=1, bm25_pool=1)
     whole = SearchConfig(bm25_per_term=100_000, bm25_pool=100_000)
     q, only = "refund the payments charge and rotate the secret", {"source": "handbook"}
-    with (Searcher(corpus.settings, url=corpus.url, embedder=embedder, reranker=None, config=tight) as a,
-          Searcher(corpus.settings, url=corpus.url, embedder=embedder, reranker=None, config=whole) as b):
+    with (
+        Searcher(corpus.settings, url=corpus.url, embedder=embedder, reranker=None, config=tight) as a,
+        Searcher(corpus.settings, url=corpus.url, embedder=embedder, reranker=None, config=whole) as b,
+    ):
         passes = []
         run = a._run
         a._run = lambda *args: passes.append(1) or run(*args)

@@ -35,20 +35,28 @@ def test_recall_and_mean():
     run = {"q1": ["a"]}  # q2 unanswered counts as 0
     assert mean_metric(recall_at_k, run, qrels, 10) == 0.5
     assert mean_metric(ndcg_at_k, {"q1": ["x", "a"], "q2": ["b"]}, qrels, 10) == pytest.approx(
-        (1 / math.log2(3) + 1) / 2)
+        (1 / math.log2(3) + 1) / 2
+    )
 
 
 def write_beir(root: Path) -> Path:
-    docs = [("d1", "Vitamin D and bone density", "Vitamin D supplements increase bone mineral density in adults."),
-            ("d2", "Statins lower cholesterol", "Statin therapy reduces LDL cholesterol and cardiac events."),
-            ("d3", "Sleep and memory", "Deep sleep consolidates long-term memory in the hippocampus."),
-            ("d4", "Exercise and mood", "Aerobic exercise reduces symptoms of depression.")]
+    docs = [
+        ("d1", "Vitamin D and bone density", "Vitamin D supplements increase bone mineral density in adults."),
+        ("d2", "Statins lower cholesterol", "Statin therapy reduces LDL cholesterol and cardiac events."),
+        ("d3", "Sleep and memory", "Deep sleep consolidates long-term memory in the hippocampus."),
+        ("d4", "Exercise and mood", "Aerobic exercise reduces symptoms of depression."),
+    ]
     (root / "qrels").mkdir(parents=True)
     lines = [json.dumps({"_id": i, "title": t, "text": x}) + "\n" for i, t, x in docs]
     (root / "corpus.jsonl").write_text("".join(lines))
-    (root / "queries.jsonl").write_text(json.dumps({"_id": "1", "text": "does vitamin D strengthen bones?"}) + "\n"
-                                        + json.dumps({"_id": "2", "text": "sleep helps remembering things"}) + "\n"
-                                        + json.dumps({"_id": "9", "text": "not judged"}) + "\n")
+    (root / "queries.jsonl").write_text(
+        json.dumps({"_id": "1", "text": "does vitamin D strengthen bones?"})
+        + "\n"
+        + json.dumps({"_id": "2", "text": "sleep helps remembering things"})
+        + "\n"
+        + json.dumps({"_id": "9", "text": "not judged"})
+        + "\n"
+    )
     (root / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n1\td1\t1\n2\td3\t1\n")
     return root
 
@@ -60,8 +68,17 @@ def test_tiny_beir_run_end_to_end(pg_server, tmp_path):
     with psycopg.connect(pg_server.get_uri(), autocommit=True) as conn:
         conn.execute(f'CREATE DATABASE "{name}"')
     data = write_beir(tmp_path / "beir")
-    args = ["--data", str(data), "--workdir", str(tmp_path / "work"), "--database-url", pg_server.get_uri(name),
-            "--json", "--depth", "10"]
+    args = [
+        "--data",
+        str(data),
+        "--workdir",
+        str(tmp_path / "work"),
+        "--database-url",
+        pg_server.get_uri(name),
+        "--json",
+        "--depth",
+        "10",
+    ]
     res = CliRunner().invoke(retrieval.main, args)
     assert res.exit_code == 0, res.output
     report = json.loads(res.stdout.strip().splitlines()[-1])
@@ -87,8 +104,9 @@ def _tiny_data(root: Path, git) -> Path:
     repo = root / "rfcs"
     (repo / "text").mkdir(parents=True)
     for i in range(4):
-        paras = [f"Paragraph {j} of RFC {i}: borrow checker, lifetimes and trait objects, case {i * j}."
-                 for j in range(6)]
+        paras = [
+            f"Paragraph {j} of RFC {i}: borrow checker, lifetimes and trait objects, case {i * j}." for j in range(6)
+        ]
         (repo / "text" / f"000{i}-rfc.md").write_text(f"# RFC {i}\n\n" + "\n\n".join(paras) + "\n")
     git(repo.parent, "init", "-q", "-b", "main", str(repo))
     git(repo, "add", "-A")
@@ -97,11 +115,24 @@ def _tiny_data(root: Path, git) -> Path:
     git(repo, "bundle", "create", "-q", str(root / "corpus" / "rust-rfcs-md.bundle"), "--all")
     beir = root / "beir" / "scifact"
     beir.mkdir(parents=True)
-    (beir / "corpus.jsonl").write_text("".join(
-        json.dumps({"_id": str(i), "title": f"Study {i}", "text": f"Vitamin {i} changes bone density in mice. "
-                    "A second sentence about cholesterol and sleep."}) + "\n" for i in range(12)))
-    (beir / "queries.jsonl").write_text("".join(
-        json.dumps({"_id": str(i), "text": f"does vitamin {i} change bone density {i}?"}) + "\n" for i in range(300)))
+    (beir / "corpus.jsonl").write_text(
+        "".join(
+            json.dumps(
+                {
+                    "_id": str(i),
+                    "title": f"Study {i}",
+                    "text": f"Vitamin {i} changes bone density in mice. A second sentence about cholesterol and sleep.",
+                }
+            )
+            + "\n"
+            for i in range(12)
+        )
+    )
+    (beir / "queries.jsonl").write_text(
+        "".join(
+            json.dumps({"_id": str(i), "text": f"does vitamin {i} change bone density {i}?"}) + "\n" for i in range(300)
+        )
+    )
     return root
 
 
@@ -109,15 +140,36 @@ def test_query_bench_measures_each_size_side_by_side(pg_server, tmp_path, monkey
     """bench/query.py --chunks A B: a store per size, each with build stages, bytes by table and index,
     latency per mode and filter, and recall of the live (halfvec) and a float32 HNSW index."""
     import query as bench
-
     from conftest import git
 
     data = _tiny_data(tmp_path / "data", git)
     monkeypatch.setenv("DATABASE_URL", pg_server.get_uri())  # the bench makes a database per size there
-    monkeypatch.setattr(sys, "argv", [
-        "query.py", "--chunks", "60", "150", "--baseline", "0", "--vectors", "gaussian", "--real-sample", "20",
-        "--queries", "1", "--recall-queries", "5", "--ef-search", "10", "--compare-float32", "--json",
-        "--data", str(data)])
+    monkeypatch.setattr(
+        sys,
+        "argv",
+        [
+            "query.py",
+            "--chunks",
+            "60",
+            "150",
+            "--baseline",
+            "0",
+            "--vectors",
+            "gaussian",
+            "--real-sample",
+            "20",
+            "--queries",
+            "1",
+            "--recall-queries",
+            "5",
+            "--ef-search",
+            "10",
+            "--compare-float32",
+            "--json",
+            "--data",
+            str(data),
+        ],
+    )
     bench.main()
     out = capsys.readouterr().out
     report = json.loads(out.strip().splitlines()[-1])

@@ -26,10 +26,21 @@ def run(corpus, monkeypatch):
 
 
 def test_json_contract_as_a_subprocess(corpus, tmp_path):
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "DOCFORGE_HOME": str(tmp_path), "DATABASE_URL": corpus.url,
-           "DOCFORGE_CONFIG": str(corpus.config), "HF_HUB_OFFLINE": "1"}
-    res = subprocess.run([DOCFORGE, "search", "what do I do if a release goes wrong?", "--json", "-n", "3"],
-                         capture_output=True, text=True, env=env, timeout=300)
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "HOME": str(tmp_path),
+        "DOCFORGE_HOME": str(tmp_path),
+        "DATABASE_URL": corpus.url,
+        "DOCFORGE_CONFIG": str(corpus.config),
+        "HF_HUB_OFFLINE": "1",
+    }
+    res = subprocess.run(
+        [DOCFORGE, "search", "what do I do if a release goes wrong?", "--json", "-n", "3"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert res.returncode == 0, res.stderr
     hits = json.loads(res.stdout)
     assert len(hits) == 3 and hits[0]["doc_key"] == "handbook:docs/deploy.md"
@@ -61,12 +72,15 @@ def test_brackets_in_the_query_are_echoed_intact(run):
     assert res.output.strip() == "No results for 'zqxjv[/x] [bold]'."
 
 
-@pytest.mark.parametrize("args, code, message", [
-    (["--filter", "{not json"], 2, "not valid JSON"),
-    (["--filter", "[1]"], 2, "must be a JSON object"),
-    (["--filter", '{"source": {"$like": "x"}}'], 1, "unknown operator '$like' on field 'source'"),
-    (["--rerank"], 1, "RERANK_ENABLED=true"),
-])
+@pytest.mark.parametrize(
+    "args, code, message",
+    [
+        (["--filter", "{not json"], 2, "not valid JSON"),
+        (["--filter", "[1]"], 2, "must be a JSON object"),
+        (["--filter", '{"source": {"$like": "x"}}'], 1, "unknown operator '$like' on field 'source'"),
+        (["--rerank"], 1, "RERANK_ENABLED=true"),
+    ],
+)
 def test_bad_options(run, args, code, message):
     res = run("refund", *args)
     assert res.exit_code == code and message in res.output, res.output

@@ -49,8 +49,10 @@ def searcher_for(corpus, embedder, monkeypatch, **env) -> Searcher:
 
 @pytest.mark.parametrize("shape", ["jina", "tei"])
 def test_remote_reranker_reorders_and_keeps_scores(corpus, embedder, monkeypatch, shape):
-    with ServerThread(rerank_service("deploy", shape)) as svc, \
-            searcher_for(corpus, embedder, monkeypatch, RERANK_ENABLED="true", RERANKER_URL=svc.url) as s:
+    with (
+        ServerThread(rerank_service("deploy", shape)) as svc,
+        searcher_for(corpus, embedder, monkeypatch, RERANK_ENABLED="true", RERANKER_URL=svc.url) as s,
+    ):
         assert isinstance(s.reranker, RemoteReranker)
         fused = {h.chunk_id: h for h in s.search(QUERY, limit=50, rerank=False)}
         hits = s.search(QUERY, limit=3)
@@ -61,9 +63,12 @@ def test_remote_reranker_reorders_and_keeps_scores(corpus, embedder, monkeypatch
 
 
 def test_remote_reranker_sends_its_api_key(corpus, embedder, monkeypatch):
-    with ServerThread(rerank_service("refund", token="k3y")) as svc, \
-            searcher_for(corpus, embedder, monkeypatch, RERANK_ENABLED="true", RERANKER_URL=svc.url,
-                         RERANKER_API_KEY="k3y") as s:
+    with (
+        ServerThread(rerank_service("refund", token="k3y")) as svc,
+        searcher_for(
+            corpus, embedder, monkeypatch, RERANK_ENABLED="true", RERANKER_URL=svc.url, RERANKER_API_KEY="k3y"
+        ) as s,
+    ):
         assert s.search(QUERY, limit=2)[0].rerank_score is not None
 
 

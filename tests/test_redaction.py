@@ -23,16 +23,23 @@ EMAIL, SECRET = "bot@example.com", "s3cr3t/t0ken+with=odd&chars?"  # '/', '+', '
 def every_form(user: str, secret: str) -> set[str]:
     """What a careless server could echo: the secret and `user:secret`, raw, URL-encoded, base64."""
     pair = f"{user}:{secret}"
-    return {secret, quote(secret, safe=""), quote_plus(secret), quote(secret, safe="").lower(), pair,
-            base64.b64encode(pair.encode()).decode(), base64.b64encode(secret.encode()).decode(),
-            base64.b64encode(pair.encode()).decode().replace("/", "\\/")}
+    return {
+        secret,
+        quote(secret, safe=""),
+        quote_plus(secret),
+        quote(secret, safe="").lower(),
+        pair,
+        base64.b64encode(pair.encode()).decode(),
+        base64.b64encode(secret.encode()).decode(),
+        base64.b64encode(pair.encode()).decode().replace("/", "\\/"),
+    }
 
 
 def leaks(text: str, user: str = EMAIL, secret: str = SECRET) -> list[str]:
     """The forms of the secret in `text`, and any 12-character piece of one (a secret cut in two; the
     plain `user:secret` pair is left out of the pieces, as the user name alone is no secret)."""
     whole = every_form(user, secret)
-    pieces = {f[i:i + 12] for f in whole - {f"{user}:{secret}"} for i in range(len(f) - 11)}
+    pieces = {f[i : i + 12] for f in whole - {f"{user}:{secret}"} for i in range(len(f) - 11)}
     return [f for f in whole | pieces if f in text]
 
 

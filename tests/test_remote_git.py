@@ -21,10 +21,12 @@ from tests.conftest import git, write_files
 from tests.test_sensors import PUSH, evaluate, instance, runs  # noqa: F401 (a fixture)
 
 TOKEN = "tok-S3cr3t-9f8e7d"
-DOCS = {"docs/deploy.md": "# Deploy\n\nRoll back with the release button in the console.\n",
-        "docs/oncall.md": "# On-call\n\nPages go to the primary first, then the secondary.\n",
-        "src/tool.py": "def rotate_pager_schedule(team):\n    \"\"\"Rotate who is on call this week.\"\"\"\n",
-        "assets/logo.png": b"\x89PNG\x00"}
+DOCS = {
+    "docs/deploy.md": "# Deploy\n\nRoll back with the release button in the console.\n",
+    "docs/oncall.md": "# On-call\n\nPages go to the primary first, then the secondary.\n",
+    "src/tool.py": 'def rotate_pager_schedule(team):\n    """Rotate who is on call this week."""\n',
+    "assets/logo.png": b"\x89PNG\x00",
+}
 
 
 @pytest.fixture
@@ -44,8 +46,17 @@ def served(tmp_path, make_repo):
 def config(served, write_config, monkeypatch):
     server, _ = served
     monkeypatch.setenv("HANDBOOK_GIT_TOKEN", f"bot:{TOKEN}")
-    return write_config([{"name": "handbook", "type": "git", "repo": server.url("handbook.git"),
-                          "credentials_env": "HANDBOOK_GIT_TOKEN", "globs": ["docs/**/*.md", "src/**"]}])
+    return write_config(
+        [
+            {
+                "name": "handbook",
+                "type": "git",
+                "repo": server.url("handbook.git"),
+                "credentials_env": "HANDBOOK_GIT_TOKEN",
+                "globs": ["docs/**/*.md", "src/**"],
+            }
+        ]
+    )
 
 
 def no_token_in(*texts: str) -> bool:
@@ -53,16 +64,19 @@ def no_token_in(*texts: str) -> bool:
 
 
 def test_url_forms_and_a_password_in_the_url_is_refused(write_config):
-    assert all(is_remote(u) for u in ("https://h/o/r.git", "ssh://git@h/r", "git@github.com:o/r.git",
-                                      "file:///srv/r.git", "git://h/r"))
+    assert all(
+        is_remote(u)
+        for u in ("https://h/o/r.git", "ssh://git@h/r", "git@github.com:o/r.git", "file:///srv/r.git", "git://h/r")
+    )
     assert not any(is_remote(p) for p in ("../repo", "/srv/repo", "C:/repo"))
     with pytest.raises(ConfigError, match="holds a password") as e:
         load_settings(write_config([{"name": "x", "type": "git", "repo": f"https://bot:{TOKEN}@h/r.git"}]))
     assert no_token_in(str(e.value))
 
 
-def test_ingest_by_url_follows_pushes_and_never_shows_the_token(served, config, database_url, embedder, instance,
-                                                                docforge_home):
+def test_ingest_by_url_follows_pushes_and_never_shows_the_token(
+    served, config, database_url, embedder, instance, docforge_home
+):
     server, work = served
     settings = load_settings(config)
     cfg = settings.source("handbook")
@@ -90,13 +104,17 @@ def test_ingest_by_url_follows_pushes_and_never_shows_the_token(served, config, 
     assert (second.files_updated, second.files_unchanged) == (1, 2)
 
     with psycopg.connect(database_url) as conn:
-        rows = conn.execute("SELECT d::text FROM documents d UNION ALL SELECT f::text FROM failures f "
-                            "UNION ALL SELECT c.text || c.section FROM chunks c").fetchall()
-        meta = conn.execute("SELECT meta->>'repo', meta->>'commit' FROM documents "
-                            "WHERE key = 'handbook:docs/deploy.md'").fetchone()
+        rows = conn.execute(
+            "SELECT d::text FROM documents d UNION ALL SELECT f::text FROM failures f "
+            "UNION ALL SELECT c.text || c.section FROM chunks c"
+        ).fetchall()
+        meta = conn.execute(
+            "SELECT meta->>'repo', meta->>'commit' FROM documents WHERE key = 'handbook:docs/deploy.md'"
+        ).fetchone()
     assert meta == (server.url("handbook.git"), head)
-    assert no_token_in(*(r for (r,) in rows), str(first.as_dict()), str(second.as_dict()), str(moved),
-                       (clone / "config").read_text())
+    assert no_token_in(
+        *(r for (r,) in rows), str(first.as_dict()), str(second.as_dict()), str(moved), (clone / "config").read_text()
+    )
     assert all(TOKEN not in path for _, path, _ in server.requests)  # never in a URL
     assert any(h.get("Authorization") for _, _, h in server.requests)  # sent as a header
 

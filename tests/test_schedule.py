@@ -2,33 +2,38 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 from dagster import build_schedule_context, instance_for_test
 
-from pipeline.config import ScheduleConfig
 from orchestration.definitions import defs
-from pipeline.errors import ConfigError
 from orchestration.jobs import ingest_job
 from orchestration.schedules import build_nightly_schedule, schedule_config
+from pipeline.config import ScheduleConfig
+from pipeline.errors import ConfigError
 from resources import SourcesResource
 
 NIGHTLY = next(s for s in defs.schedules if s.name == "docforge_nightly")
-TICK = datetime(2026, 5, 6, 2, 0, tzinfo=timezone.utc)
+TICK = datetime(2026, 5, 6, 2, 0, tzinfo=UTC)
 
 
 @pytest.fixture
 def config(write_config, tmp_path):
-    return write_config([{"name": n, "type": "git", "repo": str(tmp_path / n)} for n in ("a", "b", "c")],
-                        schedule={"cron": "30 3 * * 1-5", "timezone": "Europe/Berlin"})
+    return write_config(
+        [{"name": n, "type": "git", "repo": str(tmp_path / n)} for n in ("a", "b", "c")],
+        schedule={"cron": "30 3 * * 1-5", "timezone": "Europe/Berlin"},
+    )
 
 
 def evaluate(instance, cfg, when=TICK):
     """As the daemon does: evaluate_tick also resolves and validates each run request's partition."""
-    with build_schedule_context(instance=instance, scheduled_execution_time=when,
-                                repository_def=defs.get_repository_def(),
-                                resources={"sources": SourcesResource(config_path=str(cfg))}) as ctx:
+    with build_schedule_context(
+        instance=instance,
+        scheduled_execution_time=when,
+        repository_def=defs.get_repository_def(),
+        resources={"sources": SourcesResource(config_path=str(cfg))},
+    ) as ctx:
         return NIGHTLY.evaluate_tick(ctx)
 
 
@@ -46,8 +51,7 @@ def test_one_run_request_per_registered_partition(config):
 def test_run_keys_differ_between_nights(config):
     with instance_for_test() as instance:
         instance.add_dynamic_partitions("sources", ["a"])
-        keys = {evaluate(instance, config, when).run_requests[0].run_key
-                for when in (TICK, TICK.replace(day=7))}
+        keys = {evaluate(instance, config, when).run_requests[0].run_key for when in (TICK, TICK.replace(day=7))}
     assert len(keys) == 2
 
 

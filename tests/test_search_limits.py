@@ -17,15 +17,15 @@ from tests.test_filters import ALL, documents
 
 
 def searcher_with(corpus, embedder, **config) -> Searcher:
-    return Searcher(corpus.settings, url=corpus.url, embedder=embedder, reranker=None,
-                    config=SearchConfig(**config))
+    return Searcher(corpus.settings, url=corpus.url, embedder=embedder, reranker=None, config=SearchConfig(**config))
 
 
 def wait_for_lock_waiter(conn: psycopg.Connection) -> None:
     """Until a backend of this database waits on a lock (bounded: 400 looks)."""
     for _ in range(400):
-        if conn.execute("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
-                        "AND datname = current_database()").fetchone()[0]:
+        if conn.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()"
+        ).fetchone()[0]:
             return
         time.sleep(0.05)
     raise AssertionError("the search never waited on the lock")
@@ -48,8 +48,10 @@ def test_a_blocked_search_stalls_no_other(corpus, embedder):
 
 
 def test_statement_time_limit_is_a_clear_error(corpus, embedder):
-    with searcher_with(corpus, embedder, statement_timeout_ms=300) as s, \
-            psycopg.connect(corpus.url, autocommit=True) as locker:
+    with (
+        searcher_with(corpus, embedder, statement_timeout_ms=300) as s,
+        psycopg.connect(corpus.url, autocommit=True) as locker,
+    ):
         assert s.search("refund", mode="dense")
         with locker.transaction():
             locker.execute("LOCK TABLE bm25_stats IN ACCESS EXCLUSIVE MODE")
@@ -60,10 +62,13 @@ def test_statement_time_limit_is_a_clear_error(corpus, embedder):
 
 def test_session_settings_of_a_pooled_connection(corpus, embedder):
     with searcher_with(corpus, embedder, ef_search=40, statement_timeout_ms=1234, pool_size=1) as s:  # one conn
+
         def session() -> tuple[str, str]:
             with s.connection() as conn:
-                return (conn.execute("SHOW statement_timeout").fetchone()[0],
-                        conn.execute("SHOW hnsw.ef_search").fetchone()[0])
+                return (
+                    conn.execute("SHOW statement_timeout").fetchone()[0],
+                    conn.execute("SHOW hnsw.ef_search").fetchone()[0],
+                )
 
         s.search("refund", mode="dense")  # k = 10: ef_search stays at its default
         assert session() == ("1234ms", "40")
@@ -73,14 +78,20 @@ def test_session_settings_of_a_pooled_connection(corpus, embedder):
         assert session() == ("1234ms", "40")
 
 
-@pytest.mark.parametrize("config, expr, message", [
-    ({}, {f"meta.k{i}": {"$in": list(range(1000))} for i in range(16)}, "more than 1000 values"),
-    ({}, {"$or": [{"source": str(i)} for i in range(65)]}, "more than 64 conditions"),
-    ({"filter_max_values": 3}, {"source": {"$in": ["a", "b"]}, "tags": {"$nin": ["c", "d"]}},
-     "more than 3 values in all (the limit is search.filter_max_values"),
-    ({"filter_max_depth": 2}, {"$and": [{"$or": [{"$and": [{"source": "a"}]}]}]}, "nested deeper than 2 levels"),
-    ({"filter_max_terms": 2}, {"source": "a", "type": "git", "title": "x"}, "search.filter_max_terms"),
-])
+@pytest.mark.parametrize(
+    "config, expr, message",
+    [
+        ({}, {f"meta.k{i}": {"$in": list(range(1000))} for i in range(16)}, "more than 1000 values"),
+        ({}, {"$or": [{"source": str(i)} for i in range(65)]}, "more than 64 conditions"),
+        (
+            {"filter_max_values": 3},
+            {"source": {"$in": ["a", "b"]}, "tags": {"$nin": ["c", "d"]}},
+            "more than 3 values in all (the limit is search.filter_max_values",
+        ),
+        ({"filter_max_depth": 2}, {"$and": [{"$or": [{"$and": [{"source": "a"}]}]}]}, "nested deeper than 2 levels"),
+        ({"filter_max_terms": 2}, {"source": "a", "type": "git", "title": "x"}, "search.filter_max_terms"),
+    ],
+)
 def test_filter_budget_names_its_limit(corpus, embedder, config, expr, message):
     with searcher_with(corpus, embedder, **config) as s, pytest.raises(QueryError, match=message.replace("(", r"\(")):
         s.search("refund", filters=expr)
@@ -89,19 +100,24 @@ def test_filter_budget_names_its_limit(corpus, embedder, config, expr, message):
 def test_meta_in_over_a_thousand_values_is_one_array(searcher):
     values = ["docs/deploy.md", "docs/ledger.md", *range(998)]
     assert documents(searcher, {"meta.path": {"$in": values}}) == {"handbook:docs/deploy.md", "payments:docs/ledger.md"}
-    assert documents(searcher, {"meta.path": {"$nin": values}}) == ALL - {"handbook:docs/deploy.md",
-                                                                          "payments:docs/ledger.md"}
+    assert documents(searcher, {"meta.path": {"$nin": values}}) == ALL - {
+        "handbook:docs/deploy.md",
+        "payments:docs/ledger.md",
+    }
     assert documents(searcher, {"meta.nothing": {"$in": [None, "x"]}}) == ALL
     assert documents(searcher, {"meta.nothing": {"$nin": [None]}}) == set()
 
 
-@pytest.mark.parametrize("call", [
-    lambda s: s.search("refund \ud800"),
-    lambda s: s.search("refund", boost_tags=["team\udfff"]),
-    lambda s: s.search("refund", filters={"source": "pay\ud83d"}),
-    lambda s: s.search("refund", filters={"meta.\ud800": 1}),
-    lambda s: s.search("refund", filters={"tags": {"$in": ["ok", "\udc00"]}}),
-])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda s: s.search("refund \ud800"),
+        lambda s: s.search("refund", boost_tags=["team\udfff"]),
+        lambda s: s.search("refund", filters={"source": "pay\ud83d"}),
+        lambda s: s.search("refund", filters={"meta.\ud800": 1}),
+        lambda s: s.search("refund", filters={"tags": {"$in": ["ok", "\udc00"]}}),
+    ],
+)
 def test_lone_surrogates_are_query_errors(searcher, call):
     with pytest.raises(QueryError, match="not valid Unicode"):
         call(searcher)

@@ -6,6 +6,7 @@ import subprocess
 
 import psycopg
 import pytest
+from conftest import RFC_GLOBS, git, shared
 from dagster import (
     AddDynamicPartitionsRequest,
     DeleteDynamicPartitionsRequest,
@@ -15,15 +16,17 @@ from dagster import (
     instance_for_test,
 )
 
-from pipeline.config import load_settings
 from orchestration.definitions import defs
+from pipeline.config import load_settings
 from pipeline.ingest import IngestContext, ingest_source
 from pipeline.store.db import lock_id, source_lock
 from resources import PostgresResource, SourcesResource
-from conftest import RFC_GLOBS, git, shared
 
-SNAP3, SNAP4, SNAP5 = ("219947ecc6e04d36e4f0a05a0cd64db86f932493", "8171ef605e71f702a37895cdfe5713ee7bf1d805",
-                       "662fbfff112609ead2b03b6726b059eb228e366b")
+SNAP3, SNAP4, SNAP5 = (
+    "219947ecc6e04d36e4f0a05a0cd64db86f932493",
+    "8171ef605e71f702a37895cdfe5713ee7bf1d805",
+    "662fbfff112609ead2b03b6726b059eb228e366b",
+)
 DOCS = {"README.md": "# Widget\n\nWidgets turn cranks.\n", "docs/use.md": "# Use\n\nTurn the crank slowly.\n"}
 PUSH = next(s for s in defs.sensors if s.name == "docforge_push")
 SYNC = next(s for s in defs.sensors if s.name == "docforge_sources_sync")
@@ -62,15 +65,26 @@ def rfcs_clone(tmp_path):
     """A clone at snapshot-3 whose origin/main is where it was before main got snapshot-4 and -5."""
     work = tmp_path / "work"
     # --no-checkout: the sensor reads refs only, and writing 650 files is most of a clone's time.
-    subprocess.run(["git", "clone", "-q", "--no-checkout", "--branch", "snapshot-3",
-                    str(shared("corpus", "rust-rfcs-md.bundle")), str(work)], check=True, capture_output=True)
+    subprocess.run(
+        [
+            "git",
+            "clone",
+            "-q",
+            "--no-checkout",
+            "--branch",
+            "snapshot-3",
+            str(shared("corpus", "rust-rfcs-md.bundle")),
+            str(work),
+        ],
+        check=True,
+        capture_output=True,
+    )
     git(work, "update-ref", "refs/remotes/origin/main", SNAP3)  # a clone bundles main as it is now
     return work
 
 
 def test_push_sensor_fires_once_per_new_commit_on_the_branch(rfcs_clone, write_config, instance):
-    cfg = write_config([{"name": "rfcs", "type": "git", "repo": str(rfcs_clone), "branch": "main",
-                         "globs": RFC_GLOBS}])
+    cfg = write_config([{"name": "rfcs", "type": "git", "repo": str(rfcs_clone), "branch": "main", "globs": RFC_GLOBS}])
     first = evaluate(PUSH, instance, cfg)
     assert runs(first) == [] and first.skip_reason  # first sight: commit recorded, nothing requested
     git(rfcs_clone, "fetch", "-q", "origin", "refs/heads/main:refs/remotes/origin/main")  # the "push"
@@ -105,10 +119,13 @@ def test_push_sensor_reads_a_remote_with_ls_remote(tmp_path, write_config, insta
     assert runs(evaluate(PUSH, instance, cfg, cursor)) == [("rfcs", f"rfcs@{SNAP5}")]
 
 
-def test_push_sensor_skips_an_unreadable_repo_and_evaluates_the_rest(rfcs_clone, tmp_path, write_config,
-                                                                     instance):
-    cfg = write_config([{"name": "gone", "type": "git", "repo": str(tmp_path / "nowhere")},
-                        {"name": "rfcs", "type": "git", "repo": str(rfcs_clone), "branch": "main"}])
+def test_push_sensor_skips_an_unreadable_repo_and_evaluates_the_rest(rfcs_clone, tmp_path, write_config, instance):
+    cfg = write_config(
+        [
+            {"name": "gone", "type": "git", "repo": str(tmp_path / "nowhere")},
+            {"name": "rfcs", "type": "git", "repo": str(rfcs_clone), "branch": "main"},
+        ]
+    )
     first = evaluate(PUSH, instance, cfg)
     assert "source 'gone' skipped" in first.skip_reason.skip_message
     git(rfcs_clone, "fetch", "-q", "origin", "refs/heads/main:refs/remotes/origin/main")
@@ -166,8 +183,7 @@ def test_sources_sync_removes_a_source_and_purges_its_rows(two_sources, instance
     assert instance.get_dynamic_partitions("sources") == ["a"]
 
 
-def test_sources_sync_keeps_a_partition_whose_purge_must_wait(two_sources, instance, database_url,
-                                                               write_config):
+def test_sources_sync_keeps_a_partition_whose_purge_must_wait(two_sources, instance, database_url, write_config):
     cfg, repos = two_sources
     instance.add_dynamic_partitions("sources", ["a", "b"])
     only_a = write_config([{"name": "a", "type": "git", "repo": repos["a"]}])

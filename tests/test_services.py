@@ -138,8 +138,10 @@ def test_search_through_the_service_equals_in_process_search(service, corpus, em
     monkeypatch.setenv("EMBEDDER_URL", service.url)
     monkeypatch.setenv("EMBEDDER_TOKEN", TOKEN)
     settings = load_settings(corpus.config)
-    with Searcher(settings, url=corpus.url, reranker=None) as remote, \
-            Searcher(corpus.settings, url=corpus.url, embedder=embedder, reranker=None) as local:
+    with (
+        Searcher(settings, url=corpus.url, reranker=None) as remote,
+        Searcher(corpus.settings, url=corpus.url, embedder=embedder, reranker=None) as local,
+    ):
         assert isinstance(remote.embedder, RemoteEmbedder)
         for q in ("how do I undo a bad release?", "rotate the database password", "refund a charge"):
             for mode in ("dense", "hybrid"):
@@ -172,8 +174,7 @@ def test_a_store_pinned_to_another_model_refuses_the_service(service, corpus, mo
             assert s.search("deploy", mode="keyword")  # keyword search needs no model
     finally:
         with corpus_connection(corpus) as conn:
-            conn.execute("UPDATE generations SET model = 'sentence-transformers/all-MiniLM-L6-v2' "
-                         "WHERE state = 'live'")
+            conn.execute("UPDATE generations SET model = 'sentence-transformers/all-MiniLM-L6-v2' WHERE state = 'live'")
 
 
 def corpus_connection(corpus):
@@ -209,9 +210,13 @@ def test_a_sidecar_refuses_to_run_open_off_loopback():
 
 @pytest.mark.parametrize("flag, env", [("--embedder", "EMBEDDER_TOKEN"), ("--reranker", "RERANKER_API_KEY")])
 def test_the_cli_exits_1_without_a_token(tmp_path, flag, env):
-    res = subprocess.run([DOCFORGE, "serve", flag, "--host", "0.0.0.0", "-c", str(tmp_path / "none.yml")],
-                         capture_output=True, text=True, timeout=120,
-                         env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "HF_HUB_OFFLINE": "1"})
+    res = subprocess.run(
+        [DOCFORGE, "serve", flag, "--host", "0.0.0.0", "-c", str(tmp_path / "none.yml")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "HF_HUB_OFFLINE": "1"},
+    )
     assert res.returncode == 1 and env in res.stderr
 
 
@@ -251,23 +256,30 @@ def test_the_reranker_sidecar_guards_itself(rerank_sidecar):
     results = ok.json()["results"]
     assert ok.status_code == 200 and len(results) == 2
     assert results[0]["relevance_score"] >= results[1]["relevance_score"]
-    many = httpx.post(rerank_sidecar.url + "/rerank", json={"query": "q", "documents": ["d"] * 9},
-                      headers={"Authorization": f"Bearer {KEY}"})
+    many = httpx.post(
+        rerank_sidecar.url + "/rerank",
+        json={"query": "q", "documents": ["d"] * 9},
+        headers={"Authorization": f"Bearer {KEY}"},
+    )
     assert many.status_code == 422 and "DOCFORGE_SERVICE_MAX_ITEMS" in many.json()["detail"]
 
 
 # --- ingest through the service ----------------------------------------------------------------------
 
+
 def _rows(url):
     import psycopg
 
     with psycopg.connect(url) as conn:
-        return conn.execute("SELECT c.id, c.token_count, v.embedding::vector::text FROM chunks c "
-                            "JOIN vectors_1 v ON v.seq = c.seq ORDER BY c.id").fetchall()  # generation 1
+        return conn.execute(
+            "SELECT c.id, c.token_count, v.embedding::vector::text FROM chunks c "
+            "JOIN vectors_1 v ON v.seq = c.seq ORDER BY c.id"
+        ).fetchall()  # generation 1
 
 
-def test_ingest_embeds_through_the_service_with_its_tokenizer(service, embedder, make_repo, write_config,
-                                                              database_url, pg_server, monkeypatch):
+def test_ingest_embeds_through_the_service_with_its_tokenizer(
+    service, embedder, make_repo, write_config, database_url, pg_server, monkeypatch
+):
     import psycopg
 
     from pipeline.ingest import IngestContext, ingest_source
@@ -290,5 +302,8 @@ def test_ingest_embeds_through_the_service_with_its_tokenizer(service, embedder,
     remote, local = _rows(database_url), _rows(local_url)
     assert [(i, n) for i, n, _ in remote] == [(i, n) for i, n, _ in local]  # the same chunks, token for token
     for (_, _, a), (_, _, b) in zip(remote, local, strict=True):
-        np.testing.assert_allclose(np.array(a.strip("[]").split(","), dtype=np.float32),
-                                   np.array(b.strip("[]").split(","), dtype=np.float32), atol=2e-3)
+        np.testing.assert_allclose(
+            np.array(a.strip("[]").split(","), dtype=np.float32),
+            np.array(b.strip("[]").split(","), dtype=np.float32),
+            atol=2e-3,
+        )

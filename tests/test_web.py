@@ -38,8 +38,12 @@ def site(pg_server, embedder, tmp_path_factory):
     corpus = build_corpus(pg_server, embedder, tmp_path_factory.mktemp("web-corpus"))
     searcher = Searcher(corpus.settings, url=corpus.url, embedder=embedder, reranker=None)
     answerer = Answerer(corpus.settings, searcher=searcher, url=corpus.url, llm=None)  # extractive
-    app = create_app(LocalSearch(searcher), Authenticator(AuthConfig(api_tokens=SecretStr(TOKEN))),
-                     ask=LocalAsk(answerer), store=LocalStore(searcher))
+    app = create_app(
+        LocalSearch(searcher),
+        Authenticator(AuthConfig(api_tokens=SecretStr(TOKEN))),
+        ask=LocalAsk(answerer),
+        store=LocalStore(searcher),
+    )
     with ServerThread(app) as srv:
         srv.corpus = corpus
         yield srv
@@ -69,12 +73,29 @@ def test_serve_api_prints_the_page_url_and_serves_it(site, tmp_path):
     with socket.socket() as s:  # a free port, so the printed URL is the real one
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    env = {**os.environ, "DATABASE_URL": site.corpus.url, "DOCFORGE_API_TOKENS": TOKEN,
-           "DOCFORGE_HOME": str(tmp_path / "home"), "HF_HUB_OFFLINE": "1"}
+    env = {
+        **os.environ,
+        "DATABASE_URL": site.corpus.url,
+        "DOCFORGE_API_TOKENS": TOKEN,
+        "DOCFORGE_HOME": str(tmp_path / "home"),
+        "HF_HUB_OFFLINE": "1",
+    }
     log = tmp_path / "stderr.log"
     with open(log, "wb") as err:
-        proc = subprocess.Popen([str(Path(sys.executable).with_name("docforge")), "serve", "--api", "--port", str(port),
-                                 "--config", str(site.corpus.config)], env=env, stdout=subprocess.DEVNULL, stderr=err)
+        proc = subprocess.Popen(
+            [
+                str(Path(sys.executable).with_name("docforge")),
+                "serve",
+                "--api",
+                "--port",
+                str(port),
+                "--config",
+                str(site.corpus.config),
+            ],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+        )
     try:
         for _ in range(600):  # the model loads first: at most 600 looks, 0.25 s apart
             if "Uvicorn running" in log.read_text(errors="replace"):
@@ -95,17 +116,29 @@ def test_serve_api_prints_the_page_url_and_serves_it(site, tmp_path):
 @pytest.fixture
 def browser(tmp_path, monkeypatch):
     if not (CHROMIUM and CHROMEDRIVER):
-        pytest.skip("no Chromium: install Debian's chromium and chromium-driver (apt-get install -y chromium "
-                    "chromium-driver; .ci/run does) to run the browser tests")
+        pytest.skip(
+            "no Chromium: install Debian's chromium and chromium-driver (apt-get install -y chromium "
+            "chromium-driver; .ci/run does) to run the browser tests"
+        )
     webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed (pip install -e '.[dev]')")
     from selenium.webdriver.chrome.service import Service
 
     monkeypatch.setenv("SE_OFFLINE", "true")  # Selenium Manager must never fetch a browser or a driver
     opts = webdriver.ChromeOptions()
     opts.binary_location = CHROMIUM
-    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", "--no-first-run",
-                "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                "--disable-default-apps", "--window-size=1100,900", f"--user-data-dir={tmp_path / 'profile'}"):
+    for arg in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-dev-shm-usage",
+        "--disable-gpu",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-default-apps",
+        "--window-size=1100,900",
+        f"--user-data-dir={tmp_path / 'profile'}",
+    ):
         opts.add_argument(arg)
     opts.set_capability("goog:loggingPrefs", {"performance": "ALL"})
     driver = webdriver.Chrome(options=opts, service=Service(executable_path=CHROMEDRIVER))
@@ -203,7 +236,8 @@ def test_the_page_in_headless_chromium(site, browser, tmp_path):
 
     urls += requested_urls(browser)
     assert urls, "the DevTools log recorded no request"
-    outside = [u for u in urls if urlsplit(u).scheme in ("http", "https", "ws", "wss")
-               and urlsplit(u).hostname != "127.0.0.1"]
+    outside = [
+        u for u in urls if urlsplit(u).scheme in ("http", "https", "ws", "wss") and urlsplit(u).hostname != "127.0.0.1"
+    ]
     assert not outside, outside
     assert all(p.stat().st_size > 0 for p in shots.glob("*.png")) and len(list(shots.glob("*.png"))) == 5

@@ -28,12 +28,20 @@ def _bert(out: Path, seed: int, window: int, **config):
     for f in TOKENIZER_FILES:
         shutil.copy(_packaged() / f, out / f)
     torch.manual_seed(seed)
-    return BertConfig(vocab_size=30522, hidden_size=HIDDEN, num_hidden_layers=1, num_attention_heads=2,
-                      intermediate_size=64, max_position_embeddings=max(512, window), **config)
+    return BertConfig(
+        vocab_size=30522,
+        hidden_size=HIDDEN,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=max(512, window),
+        **config,
+    )
 
 
-def embedding_model(out: Path, *, width: int = HIDDEN, prompts: dict[str, str] | None = None, seed: int = 0,
-                    window: int = 512) -> Path:
+def embedding_model(
+    out: Path, *, width: int = HIDDEN, prompts: dict[str, str] | None = None, seed: int = 0, window: int = 512
+) -> Path:
     """A sentence-transformers model: BERT → mean pooling → (Dense to `width`) → normalise, with `prompts`."""
     import torch
     from sentence_transformers import SentenceTransformer

@@ -12,8 +12,15 @@ from pipeline.errors import DocforgeError
 
 CONTEXT = {"help_option_names": ["-h", "--help"]}
 config_option = click.option(
-    "--config", "-c", "config", default="sources.yml", show_default=True, envvar="DOCFORGE_CONFIG",
-    type=click.Path(dir_okay=False), help="Path to sources.yml [env: DOCFORGE_CONFIG].")
+    "--config",
+    "-c",
+    "config",
+    default="sources.yml",
+    show_default=True,
+    envvar="DOCFORGE_CONFIG",
+    type=click.Path(dir_okay=False),
+    help="Path to sources.yml [env: DOCFORGE_CONFIG].",
+)
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON on stdout, for machines.")
 
 

@@ -42,12 +42,25 @@ def show(answer_id: str, config: str, as_json: bool) -> None:
     with _conn(config) as conn:
         s = _load(conn, answer_id)
     if as_json:
-        click.echo(json.dumps({"id": s.id, "created_at": s.created_at.isoformat(), "hits": s.hits,
-                               "dag_root": s.dag_root, "answer": s.answer, "stages": s.stages},
-                              indent=2, ensure_ascii=False))
+        click.echo(
+            json.dumps(
+                {
+                    "id": s.id,
+                    "created_at": s.created_at.isoformat(),
+                    "hits": s.hits,
+                    "dag_root": s.dag_root,
+                    "answer": s.answer,
+                    "stages": s.stages,
+                },
+                indent=2,
+                ensure_ascii=False,
+            )
+        )
         return
-    click.echo(f"answer {s.id} · {s.audit_mode} · model {s.model} · {s.created_at:%Y-%m-%d %H:%M:%S} · "
-               f"served from cache {s.hits} time(s)")
+    click.echo(
+        f"answer {s.id} · {s.audit_mode} · model {s.model} · {s.created_at:%Y-%m-%d %H:%M:%S} · "
+        f"served from cache {s.hits} time(s)"
+    )
     click.echo(f"question: {s.question}\n")
     click.echo(s.answer.get("answer", ""))
     click.echo("\nprovenance (each hash = sha256(stage, previous hash, payload)):")
@@ -81,8 +94,10 @@ def verify(answer_id: str, config: str) -> None:
 
     with _conn(config) as conn:
         s = _load(conn, answer_id)
-        ids = [e.get("chunk_id") for e in next((st.get("payload") or [] for st in s.stages
-                                                if st.get("stage") == "evidence"), [])]
+        ids = [
+            e.get("chunk_id")
+            for e in next((st.get("payload") or [] for st in s.stages if st.get("stage") == "evidence"), [])
+        ]
         rows = conn.execute("SELECT id, text FROM chunks WHERE id = ANY(%s)", ([str(i) for i in ids],)).fetchall()
     result = provenance.check(s.dag_root, s.answer, s.stages, dict(rows))
     if not result.ok:

@@ -14,18 +14,38 @@ from pipeline.query import MODES
 @click.command("ask")
 @click.argument("question")
 @config_option
-@click.option("--filter", "-f", "filters", callback=_parse_filter, metavar="JSON",
-              help='Only evidence matching this filter expression, e.g. \'{"source": "handbook"}\' (docs/query.md).')
+@click.option(
+    "--filter",
+    "-f",
+    "filters",
+    callback=_parse_filter,
+    metavar="JSON",
+    help='Only evidence matching this filter expression, e.g. \'{"source": "handbook"}\' (docs/query.md).',
+)
 @click.option("--filter-repo", metavar="TEXT", help="Only repositories whose path or URL contains TEXT.")
-@click.option("--mode", "-m", type=click.Choice(MODES), default="hybrid", show_default=True,
-              help="How evidence is searched.")
-@click.option("--max-iterations", type=click.IntRange(1, 10), default=None,
-              help="Retrieve/reason rounds at most (default: answers.max_iterations, 3).")
+@click.option(
+    "--mode", "-m", type=click.Choice(MODES), default="hybrid", show_default=True, help="How evidence is searched."
+)
+@click.option(
+    "--max-iterations",
+    type=click.IntRange(1, 10),
+    default=None,
+    help="Retrieve/reason rounds at most (default: answers.max_iterations, 3).",
+)
 @click.option("--no-cache", is_flag=True, help="Do not answer from the cache (the fresh answer is still recorded).")
 @click.option("--trace", is_flag=True, help="Show every step of the loop with its query, decision and counts.")
 @json_option
-def command(question: str, config: str, filters: dict | None, filter_repo: str | None, mode: str,
-            max_iterations: int | None, no_cache: bool, trace: bool, as_json: bool) -> None:
+def command(
+    question: str,
+    config: str,
+    filters: dict | None,
+    filter_repo: str | None,
+    mode: str,
+    max_iterations: int | None,
+    no_cache: bool,
+    trace: bool,
+    as_json: bool,
+) -> None:
     """Answer a question from the indexed documentation, every claim cited and checked.
 
     With an LLM configured (llm: in sources.yml, key in DOCFORGE_LLM_API_KEY or
@@ -44,8 +64,15 @@ def command(question: str, config: str, filters: dict | None, filter_repo: str |
     from pipeline.config import load_settings
 
     with Answerer(load_settings(config)) as answerer:
-        answer = answerer.ask(question, filters=filters, filter_repo=filter_repo, mode=mode,
-                              max_iterations=max_iterations, use_cache=False if no_cache else None, trace=trace)
+        answer = answerer.ask(
+            question,
+            filters=filters,
+            filter_repo=filter_repo,
+            mode=mode,
+            max_iterations=max_iterations,
+            use_cache=False if no_cache else None,
+            trace=trace,
+        )
     if as_json:
         click.echo(json.dumps(answer.model_dump(mode="json", exclude_none=False), indent=2, ensure_ascii=False))
         return
@@ -67,9 +94,11 @@ def _print(answer, trace: bool) -> None:
         style = "green" if line.startswith("✓") else "red" if line.startswith(("✗", "UNGROUNDED")) else ""
         console.print(escape(line), style=style or None)
     console.print()
-    console.print(f"[{_MODE_STYLE[answer.audit_mode]}]{answer.audit_mode}[/] · confidence {answer.confidence:.2f} · "
-                  f"intent {answer.intent} · model {escape(answer.model)} · cache {answer.cache} · "
-                  f"{answer.latency_ms:.0f} ms · answer {answer.answer_id or '-'}")
+    console.print(
+        f"[{_MODE_STYLE[answer.audit_mode]}]{answer.audit_mode}[/] · confidence {answer.confidence:.2f} · "
+        f"intent {answer.intent} · model {escape(answer.model)} · cache {answer.cache} · "
+        f"{answer.latency_ms:.0f} ms · answer {answer.answer_id or '-'}"
+    )
     if answer.citations:
         table = Table("ptr", "title › section", "citation", "score", title="Citations")
         for c in answer.citations:

@@ -17,17 +17,33 @@ if TYPE_CHECKING:  # the Dagster wiring costs seconds to import: only when a com
     from orchestration.definitions import SourceRun
 
 # (label, IngestStats field): one line per non-zero count in the summary's cells.
-FILE_COUNTS = (("added", "files_added"), ("updated", "files_updated"), ("unchanged", "files_unchanged"),
-               ("deleted", "files_deleted"), ("skipped", "files_skipped"), ("failed", "files_failed"))
+FILE_COUNTS = (
+    ("added", "files_added"),
+    ("updated", "files_updated"),
+    ("unchanged", "files_unchanged"),
+    ("deleted", "files_deleted"),
+    ("skipped", "files_skipped"),
+    ("failed", "files_failed"),
+)
 SKIPS_SHOWN = 10  # skipped files listed per source under the table (--json lists them all)
-CHUNK_COUNTS = (("indexed", "chunks_indexed"), ("embedded", "chunks_embedded"), ("reused", "chunks_reused"),
-                ("deleted", "chunks_deleted"))
+CHUNK_COUNTS = (
+    ("indexed", "chunks_indexed"),
+    ("embedded", "chunks_embedded"),
+    ("reused", "chunks_reused"),
+    ("deleted", "chunks_deleted"),
+)
 
 
 @click.command("ingest")
 @config_option
-@click.option("--source", "-s", "names", multiple=True, metavar="NAME",
-              help="Only this source (repeatable). Default: every source in the config.")
+@click.option(
+    "--source",
+    "-s",
+    "names",
+    multiple=True,
+    metavar="NAME",
+    help="Only this source (repeatable). Default: every source in the config.",
+)
 @json_option
 @click.argument("paths", nargs=-1, type=click.Path(exists=True, file_okay=True, dir_okay=True))
 def command(config: str, names: tuple[str, ...], as_json: bool, paths: tuple[str, ...]) -> None:
@@ -56,8 +72,10 @@ def command(config: str, names: tuple[str, ...], as_json: bool, paths: tuple[str
         settings = _settings(config, paths)
     wanted = list(dict.fromkeys(names)) or [s.name for s in settings.sources]
     if not wanted:  # exit 1: an empty run that "succeeds" hides a config that indexes nothing
-        raise ConfigError(f"{settings.config_path}: no sources configured, nothing to ingest "
-                          "(add a `sources:` list, see README's 'Configure sources')")
+        raise ConfigError(
+            f"{settings.config_path}: no sources configured, nothing to ingest "
+            "(add a `sources:` list, see README's 'Configure sources')"
+        )
     for n in wanted:
         settings.source(n)  # unknown name: ConfigError before any work
     from orchestration.definitions import materialize_sources
@@ -69,8 +87,9 @@ def command(config: str, names: tuple[str, ...], as_json: bool, paths: tuple[str
     report = {name: _source_report(run) for name, run in runs.items()}
     failed = [n for n, r in report.items() if "error" in r or r["failures"] or _failed_checks(r)]
     if as_json:
-        click.echo(json.dumps({"sources": report, "totals": _totals(report), "failed": failed}, indent=2,
-                              ensure_ascii=False))
+        click.echo(
+            json.dumps({"sources": report, "totals": _totals(report), "failed": failed}, indent=2, ensure_ascii=False)
+        )
     else:
         from rich.console import Console
 
@@ -112,8 +131,7 @@ def _counts(r: dict, counts: tuple[tuple[str, str], ...]):
     """A cell: `N label` per non-zero count, one per line (`none` if all are zero); failures in red."""
     from rich.text import Text
 
-    lines = [Text(f"{r[key]} {label}", style="red" if label == "failed" else "") for label, key in counts
-             if r.get(key)]
+    lines = [Text(f"{r[key]} {label}", style="red" if label == "failed" else "") for label, key in counts if r.get(key)]
     return Text("\n").join(lines) if lines else Text("none", style="dim")
 
 
@@ -144,8 +162,13 @@ def print_report(console, report: dict) -> None:
         if "error" in r:
             table.add_row(Text(name), Text("error", style="red"), "", _checks_cell(r), "")
             continue
-        table.add_row(Text(name), _counts(r, FILE_COUNTS), _counts(r, CHUNK_COUNTS), _checks_cell(r),
-                      Text(f"{sum(r['seconds'].values()):.1f}", justify="right"))
+        table.add_row(
+            Text(name),
+            _counts(r, FILE_COUNTS),
+            _counts(r, CHUNK_COUNTS),
+            _checks_cell(r),
+            Text(f"{sum(r['seconds'].values()):.1f}", justify="right"),
+        )
     console.print(table)
     for name, r in report.items():
         if "error" in r:
@@ -162,5 +185,4 @@ def print_report(console, report: dict) -> None:
         for c in r["checks"]:
             if not c["passed"]:
                 style = "red" if c["severity"] == "ERROR" else "yellow"
-                console.print(Text(f"✗ check {c['name']} ({c['severity']}) on {name}: {c['description']}",
-                                   style=style))
+                console.print(Text(f"✗ check {c['name']} ({c['severity']}) on {name}: {c['description']}", style=style))

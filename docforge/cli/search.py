@@ -10,8 +10,19 @@ from docforge.cli import config_option, json_option
 from pipeline.config import load_settings
 from pipeline.query import MODES, Searcher
 
-JSON_KEYS = ("doc_key", "url", "title", "section", "text", "score", "chunk_index", "source", "type", "page",
-             "rerank_score")
+JSON_KEYS = (
+    "doc_key",
+    "url",
+    "title",
+    "section",
+    "text",
+    "score",
+    "chunk_index",
+    "source",
+    "type",
+    "page",
+    "rerank_score",
+)
 EXPLAIN_KEYS = ("dense_rank", "keyword_rank")
 
 
@@ -30,19 +41,42 @@ def _parse_filter(ctx, param, value: str | None) -> dict | None:
 @click.command("search")
 @click.argument("query")
 @config_option
-@click.option("--mode", "-m", type=click.Choice(MODES), default="hybrid", show_default=True,
-              envvar="DOCFORGE_SEARCH_MODE",
-              help="Dense vectors, keyword (BM25), or both fused [env: DOCFORGE_SEARCH_MODE].")
+@click.option(
+    "--mode",
+    "-m",
+    type=click.Choice(MODES),
+    default="hybrid",
+    show_default=True,
+    envvar="DOCFORGE_SEARCH_MODE",
+    help="Dense vectors, keyword (BM25), or both fused [env: DOCFORGE_SEARCH_MODE].",
+)
 @click.option("--limit", "-n", type=click.IntRange(1, 100), default=5, show_default=True, help="Hits to return.")
-@click.option("--filter", "-f", "filters", callback=_parse_filter, metavar="JSON",
-              help='Filter expression, e.g. \'{"source": "handbook", "path": {"$prefix": "docs/"}}\' (docs/query.md).')
-@click.option("--rerank/--no-rerank", default=None,
-              help="Rerank the candidates (needs RERANK_ENABLED=true and RERANKER_MODEL or RERANKER_URL). "
-                   "Default: on when enabled.")
+@click.option(
+    "--filter",
+    "-f",
+    "filters",
+    callback=_parse_filter,
+    metavar="JSON",
+    help='Filter expression, e.g. \'{"source": "handbook", "path": {"$prefix": "docs/"}}\' (docs/query.md).',
+)
+@click.option(
+    "--rerank/--no-rerank",
+    default=None,
+    help="Rerank the candidates (needs RERANK_ENABLED=true and RERANKER_MODEL or RERANKER_URL). "
+    "Default: on when enabled.",
+)
 @click.option("--explain", is_flag=True, help="Show each hit's dense and keyword rank next to its fused score.")
 @json_option
-def command(query: str, config: str, mode: str, limit: int, filters: dict | None, rerank: bool | None,
-            explain: bool, as_json: bool) -> None:
+def command(
+    query: str,
+    config: str,
+    mode: str,
+    limit: int,
+    filters: dict | None,
+    rerank: bool | None,
+    explain: bool,
+    as_json: bool,
+) -> None:
     """Search the indexed documentation.
 
     \b
@@ -73,8 +107,9 @@ def _print(query: str, hits, explain: bool) -> None:
         return
     reranked = any(h.rerank_score is not None for h in hits)
     cols = ["#", "score"] + (["rerank"] if reranked else []) + (["dense#", "kw#"] if explain else [])
-    table = Table(*cols, "title › section", "excerpt", "citation", title=Text(f"Results for {query!r}"),
-                  show_lines=True)
+    table = Table(
+        *cols, "title › section", "excerpt", "citation", title=Text(f"Results for {query!r}"), show_lines=True
+    )
     for i, h in enumerate(hits, 1):
         excerpt = " ".join(h.text.split())[:160]
         extra = [f"{h.rerank_score:.3f}" if h.rerank_score is not None else "-"] if reranked else []

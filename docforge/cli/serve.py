@@ -13,27 +13,66 @@ from docforge.cli import config_option
 @click.command("serve")
 @config_option
 @click.option("--api", is_flag=True, help="Serve the authenticated HTTP API instead of MCP over stdio.")
-@click.option("--host", default="127.0.0.1", show_default=True, envvar="DOCFORGE_API_HOST",
-              help="Address the HTTP API listens on (with --api) [env: DOCFORGE_API_HOST].")
-@click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True, envvar="DOCFORGE_API_PORT",
-              help="Port of the HTTP API (with --api) [env: DOCFORGE_API_PORT].")
-@click.option("--remote-api", metavar="URL", envvar="DOCFORGE_REMOTE_API",
-              help="Serve MCP as a proxy to a hosted docforge API; its token comes from DOCFORGE_API_TOKEN "
-                   "[env: DOCFORGE_REMOTE_API].")
-@click.option("--embedder", is_flag=True,
-              help="Serve the embedding model over HTTP (POST /embed; port 8001 unless --port); clients set "
-                   "EMBEDDER_URL. Needs EMBEDDER_TOKEN.")
-@click.option("--reranker", is_flag=True,
-              help="Serve a cross-encoder over HTTP (POST /rerank; port 8002 unless --port); clients set "
-                   "RERANKER_URL. Needs RERANKER_API_KEY and RERANKER_MODEL (or --model).")
-@click.option("--model", metavar="NAME", help="With --embedder/--reranker: the model (a local path or model id) "
-                                              "instead of embedding.model / RERANKER_MODEL.")
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    envvar="DOCFORGE_API_HOST",
+    help="Address the HTTP API listens on (with --api) [env: DOCFORGE_API_HOST].",
+)
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=8000,
+    show_default=True,
+    envvar="DOCFORGE_API_PORT",
+    help="Port of the HTTP API (with --api) [env: DOCFORGE_API_PORT].",
+)
+@click.option(
+    "--remote-api",
+    metavar="URL",
+    envvar="DOCFORGE_REMOTE_API",
+    help="Serve MCP as a proxy to a hosted docforge API; its token comes from DOCFORGE_API_TOKEN "
+    "[env: DOCFORGE_REMOTE_API].",
+)
+@click.option(
+    "--embedder",
+    is_flag=True,
+    help="Serve the embedding model over HTTP (POST /embed; port 8001 unless --port); clients set "
+    "EMBEDDER_URL. Needs EMBEDDER_TOKEN.",
+)
+@click.option(
+    "--reranker",
+    is_flag=True,
+    help="Serve a cross-encoder over HTTP (POST /rerank; port 8002 unless --port); clients set "
+    "RERANKER_URL. Needs RERANKER_API_KEY and RERANKER_MODEL (or --model).",
+)
+@click.option(
+    "--model",
+    metavar="NAME",
+    help="With --embedder/--reranker: the model (a local path or model id) "
+    "instead of embedding.model / RERANKER_MODEL.",
+)
 @click.option("--dimensions", type=click.IntRange(1, 4000), help="With --embedder: Matryoshka truncation.")
-@click.option("--insecure-no-token", is_flag=True,
-              help="With --embedder/--reranker on a loopback --host only: serve without a token (local tests).")
+@click.option(
+    "--insecure-no-token",
+    is_flag=True,
+    help="With --embedder/--reranker on a loopback --host only: serve without a token (local tests).",
+)
 @click.pass_context
-def command(ctx: click.Context, config: str, api: bool, host: str, port: int, remote_api: str | None, embedder: bool,
-            reranker: bool, model: str | None, dimensions: int | None, insecure_no_token: bool) -> None:
+def command(
+    ctx: click.Context,
+    config: str,
+    api: bool,
+    host: str,
+    port: int,
+    remote_api: str | None,
+    embedder: bool,
+    reranker: bool,
+    model: str | None,
+    dimensions: int | None,
+    insecure_no_token: bool,
+) -> None:
     """Serve search to assistants (MCP over stdio) or over HTTP (--api).
 
     The MCP server exposes search_documentation(query, user_name, team_name,
@@ -107,8 +146,9 @@ def _serve_api(search, auth, host: str, port: int, limits) -> None:
     from docforge.servers.api import create_app, server_config
     from docforge.servers.web import LocalStore
 
-    app = create_app(search, auth, health=search.health, ask=_local_ask(search), limits=limits,
-                     store=LocalStore(search.searcher))
+    app = create_app(
+        search, auth, health=search.health, ask=_local_ask(search), limits=limits, store=LocalStore(search.searcher)
+    )
     search.warm()
     shown = f"[{host}]" if ":" in host else ("127.0.0.1" if host in ("0.0.0.0", "") else host)
     click.echo(f"docforge API on http://{host}:{port} (docs: /docs, needs a token)", err=True)

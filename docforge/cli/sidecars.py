@@ -18,14 +18,16 @@ def settings_for(config: str) -> Settings:
     return load_settings(config) if Path(config).is_file() else env_settings()
 
 
-def serve_embedder(config: str, host: str, port: int, model: str | None, dimensions: int | None,
-                   insecure_no_token: bool) -> None:
+def serve_embedder(
+    config: str, host: str, port: int, model: str | None, dimensions: int | None, insecure_no_token: bool
+) -> None:
     from docforge.servers.sidecar import require_token
 
     settings = settings_for(config)
     cfg = settings.embedding
-    token = require_token(cfg.token.get_secret_value() if cfg.token else None, host, insecure_no_token,
-                          "EMBEDDER_TOKEN")  # before the model loads: a refusal is instant
+    token = require_token(
+        cfg.token.get_secret_value() if cfg.token else None, host, insecure_no_token, "EMBEDDER_TOKEN"
+    )  # before the model loads: a refusal is instant
     if model:
         cfg = cfg.model_copy(update={"model": model, "fallbacks": []})
     if dimensions:
@@ -36,8 +38,11 @@ def serve_embedder(config: str, host: str, port: int, model: str | None, dimensi
     embedder.encode(["warm up"], kind="query")  # the first forward pass is slow: not on a client's clock
     from docforge.servers.embedder import create_app
 
-    click.echo(f"docforge embedder on http://{host}:{port}: {embedder.model_id} ({embedder.dimension} dimensions, "
-               f"{embedder.device})", err=True)
+    click.echo(
+        f"docforge embedder on http://{host}:{port}: {embedder.model_id} ({embedder.dimension} dimensions, "
+        f"{embedder.device})",
+        err=True,
+    )
     _run(create_app(embedder, token, settings.service), host, port)
 
 
@@ -49,8 +54,10 @@ def serve_reranker(config: str, host: str, port: int, model: str | None, insecur
     token = require_token(key.get_secret_value() if key else None, host, insecure_no_token, "RERANKER_API_KEY")
     path = model or settings.rerank.model
     if not path:
-        raise ConfigError("the reranker needs a cross-encoder: --model PATH or RERANKER_MODEL (a local directory "
-                          "or a model id in the local Hugging Face cache)")
+        raise ConfigError(
+            "the reranker needs a cross-encoder: --model PATH or RERANKER_MODEL (a local directory "
+            "or a model id in the local Hugging Face cache)"
+        )
     from docforge.servers.reranker import create_app
     from pipeline.query.rerank import CrossEncoderReranker
 

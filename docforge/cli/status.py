@@ -24,9 +24,14 @@ def command(config: str, as_json: bool) -> None:
         built = open_built(conn)
         sources = per_source(conn, [s.name for s in settings.sources], built=bool(built))
         gens = [_generation(conn, g) for g in generations.every(conn) if g.state != "dropped"] if built else []
-    report = {"model": built[0] if built else None, "dimension": built[1] if built else None,
-              "documents": sum(s["documents"] for s in sources), "chunks": sum(s["chunks"] for s in sources),
-              "generations": gens, "sources": sources}
+    report = {
+        "model": built[0] if built else None,
+        "dimension": built[1] if built else None,
+        "documents": sum(s["documents"] for s in sources),
+        "chunks": sum(s["chunks"] for s in sources),
+        "generations": gens,
+        "sources": sources,
+    }
     if built and (configured := _configured(settings)) != built[0]:
         report["configured_model"] = configured  # sources.yml names another model than the store's
     if as_json:
@@ -36,17 +41,32 @@ def command(config: str, as_json: bool) -> None:
     from rich.table import Table
     from rich.text import Text  # names and the model path are text, never rich markup
 
-    table = Table("source", "documents", "chunks", "failures", "last indexed",
-                  title=Text(f"model {report['model']} · dim {report['dimension']}"))
+    table = Table(
+        "source",
+        "documents",
+        "chunks",
+        "failures",
+        "last indexed",
+        title=Text(f"model {report['model']} · dim {report['dimension']}"),
+    )
     for s in sources:
-        table.add_row(Text(s["name"] + ("" if s["configured"] else " (not in config)")), str(s["documents"]),
-                      str(s["chunks"]), str(s["failures"]), s["last_indexed"] or "never")
+        table.add_row(
+            Text(s["name"] + ("" if s["configured"] else " (not in config)")),
+            str(s["documents"]),
+            str(s["chunks"]),
+            str(s["failures"]),
+            s["last_indexed"] or "never",
+        )
     console = Console()
     console.print(table)
     if "configured_model" in report:
-        console.print(Text(f"embedding.model is {report['configured_model']}, but the store's vectors come from "
-                           f"{report['model']}: search and ingest follow the store; `docforge reindex --model "
-                           f"{settings.embedding.model}` switches it"))
+        console.print(
+            Text(
+                f"embedding.model is {report['configured_model']}, but the store's vectors come from "
+                f"{report['model']}: search and ingest follow the store; `docforge reindex --model "
+                f"{settings.embedding.model}` switches it"
+            )
+        )
     for g in gens:
         line = f"generation {g['id']} · {g['state']} · {g['model']} · dim {g['dimension']} ({g['vector_type']})"
         if g["state"] == "building":
@@ -56,8 +76,15 @@ def command(config: str, as_json: bool) -> None:
 
 def _generation(conn, gen: generations.Generation) -> dict:
     """A generation as status shows it; a building one with its progress."""
-    row = {"id": gen.id, "state": gen.state, "model": gen.model, "name": gen.name, "dimension": gen.dimension,
-           "vector_type": gen.vector_type, "live_at": gen.live_at.isoformat() if gen.live_at else None}
+    row = {
+        "id": gen.id,
+        "state": gen.state,
+        "model": gen.model,
+        "name": gen.name,
+        "dimension": gen.dimension,
+        "vector_type": gen.vector_type,
+        "live_at": gen.live_at.isoformat() if gen.live_at else None,
+    }
     if gen.state == "building":
         row["vectors"], row["chunks"] = generations.coverage(conn, gen)
     return row

@@ -10,8 +10,9 @@ import click
 
 @click.command("verify")
 @click.argument("input_file", metavar="[FILE]", type=click.File("r", encoding="utf-8"), default="-")
-@click.option("--output", "-o", type=click.File("w", encoding="utf-8"), default="-",
-              help="Where verdicts go (default: stdout).")
+@click.option(
+    "--output", "-o", type=click.File("w", encoding="utf-8"), default="-", help="Where verdicts go (default: stdout)."
+)
 def command(input_file, output) -> None:
     """Verify answers against their evidence: one verdict line per input line.
 

@@ -33,8 +33,9 @@ class SearchRequest(BaseModel):
     limit: int = Field(default=10, ge=1, le=50)
     mode: Literal["dense", "keyword", "hybrid"] = "hybrid"
     filters: dict[str, Any] | None = Field(default=None, description="Filter expression, see docs/query.md.")
-    filter_repo: str | None = Field(default=None, max_length=500,
-                                    description="Only repositories whose path or URL contains this.")
+    filter_repo: str | None = Field(
+        default=None, max_length=500, description="Only repositories whose path or URL contains this."
+    )
     rerank: bool | None = Field(default=None, description="Rerank (None: as the server is configured).")
 
 
@@ -74,8 +75,17 @@ def citation(hit: Hit) -> dict:
 
 
 def log_request(surface: str, req: SearchRequest, who: str | None = None) -> None:
-    log.info("%s search by user=%r team=%r area=%r%s mode=%s limit=%d query=%r", surface, req.user_name,
-             req.team_name, req.area_name, f" principal={who!r}" if who else "", req.mode, req.limit, req.query)
+    log.info(
+        "%s search by user=%r team=%r area=%r%s mode=%s limit=%d query=%r",
+        surface,
+        req.user_name,
+        req.team_name,
+        req.area_name,
+        f" principal={who!r}" if who else "",
+        req.mode,
+        req.limit,
+        req.query,
+    )
 
 
 class LocalSearch:
@@ -87,8 +97,9 @@ class LocalSearch:
     def __call__(self, req: SearchRequest) -> list[dict]:
         filters = with_repo(req.filters, req.filter_repo)
         boost = [t for t in (req.team_name, req.area_name) if t]
-        hits = self.searcher.search(req.query, req.limit, req.mode, filters=filters, boost_tags=boost,
-                                    rerank=req.rerank)
+        hits = self.searcher.search(
+            req.query, req.limit, req.mode, filters=filters, boost_tags=boost, rerank=req.rerank
+        )
         return [citation(h) for h in hits]
 
     def health(self) -> bool:

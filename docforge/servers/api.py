@@ -59,15 +59,32 @@ def is_open(path: str) -> bool:
     return path == "/health" or path.startswith(DOCS_ASSETS + "/") or is_page(path)
 
 
-def create_app(search: SearchFn, auth: Authenticator, health=None, ask: AskFn | None = None,
-               limits: ApiConfig | None = None, store: PageStore | None = None) -> FastAPI:
+def create_app(
+    search: SearchFn,
+    auth: Authenticator,
+    health=None,
+    ask: AskFn | None = None,
+    limits: ApiConfig | None = None,
+    store: PageStore | None = None,
+) -> FastAPI:
     """The API over `search` (and `ask`: POST /ask); `health()` (optional) reports whether the store answers;
     the page at `/`, with GET /sources and GET /chunks/{id} when given a `store`."""
     limits = limits or ApiConfig()
-    app = FastAPI(title="docforge", version=__version__, docs_url=None, redoc_url=None, openapi_url=None,
-                  description="Search the indexed documentation, with citations.")
-    app.add_middleware(RequestGate, authenticate=auth.authenticate, is_open=is_open,
-                       max_body_bytes=limits.max_body_bytes, max_header_bytes=limits.max_header_bytes)
+    app = FastAPI(
+        title="docforge",
+        version=__version__,
+        docs_url=None,
+        redoc_url=None,
+        openapi_url=None,
+        description="Search the indexed documentation, with citations.",
+    )
+    app.add_middleware(
+        RequestGate,
+        authenticate=auth.authenticate,
+        is_open=is_open,
+        max_body_bytes=limits.max_body_bytes,
+        max_header_bytes=limits.max_header_bytes,
+    )
 
     @app.exception_handler(RequestValidationError)
     async def invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -78,8 +95,9 @@ def create_app(search: SearchFn, auth: Authenticator, health=None, ask: AskFn | 
         # A safety net: the search path says so itself (StoreError); anything else that meets a lost store too.
         return JSONResponse({"detail": "the store is unavailable; try again shortly"}, status_code=503)
 
-    def principal(request: Request,
-                  creds: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]) -> Principal:
+    def principal(
+        request: Request, creds: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
+    ) -> Principal:
         # The gate authenticated the caller before the body was read; the scheme stays declared for OpenAPI.
         who = request.scope.get("state", {}).get(PRINCIPAL) or auth.authenticate(creds.credentials if creds else None)
         if who is None:
@@ -142,5 +160,6 @@ def server_config(app: FastAPI, host: str, port: int, limits: ApiConfig | None =
     import uvicorn
 
     limits = limits or ApiConfig()
-    return uvicorn.Config(app, host=host, port=port, http="h11",
-                          h11_max_incomplete_event_size=2 * limits.max_header_bytes, **kw)
+    return uvicorn.Config(
+        app, host=host, port=port, http="h11", h11_max_incomplete_event_size=2 * limits.max_header_bytes, **kw
+    )

@@ -34,8 +34,9 @@ class AskRequest(BaseModel):
     team_name: str | None = Field(default=None, max_length=200, description="Their team (logged; boosts tags).")
     area_name: str | None = Field(default=None, max_length=200, description="Their area (logged; boosts tags).")
     filters: dict[str, Any] | None = Field(default=None, description="Filter expression, see docs/query.md.")
-    filter_repo: str | None = Field(default=None, max_length=500,
-                                    description="Only repositories whose path or URL contains this.")
+    filter_repo: str | None = Field(
+        default=None, max_length=500, description="Only repositories whose path or URL contains this."
+    )
     mode: Literal["dense", "keyword", "hybrid"] = "hybrid"
     rerank: bool | None = None
     max_iterations: int | None = Field(default=None, ge=1, le=10)
@@ -48,8 +49,15 @@ AskFn = Callable[[AskRequest], Answer]
 
 
 def log_ask(surface: str, req: AskRequest, who: str | None = None) -> None:
-    log.info("%s ask by user=%r team=%r area=%r%s question=%r", surface, req.user_name, req.team_name,
-             req.area_name, f" principal={who!r}" if who else "", req.question)
+    log.info(
+        "%s ask by user=%r team=%r area=%r%s question=%r",
+        surface,
+        req.user_name,
+        req.team_name,
+        req.area_name,
+        f" principal={who!r}" if who else "",
+        req.question,
+    )
 
 
 class LocalAsk:
@@ -60,10 +68,17 @@ class LocalAsk:
 
     def __call__(self, req: AskRequest) -> Answer:
         return self.answerer.ask(
-            req.question, filters=req.filters, filter_repo=req.filter_repo, mode=req.mode, rerank=req.rerank,
+            req.question,
+            filters=req.filters,
+            filter_repo=req.filter_repo,
+            mode=req.mode,
+            rerank=req.rerank,
             boost_tags=[t for t in (req.team_name, req.area_name) if t],
             history=[t.model_dump() for t in req.history] if req.history else None,
-            max_iterations=req.max_iterations, use_cache=False if req.no_cache else None, trace=req.trace)
+            max_iterations=req.max_iterations,
+            use_cache=False if req.no_cache else None,
+            trace=req.trace,
+        )
 
 
 class RemoteAsk:

@@ -45,14 +45,20 @@ class Authenticator:
         self.tokens = [t.strip() for t in raw.split(",") if t.strip()]
         self.algorithms = [a.strip() for a in self.cfg.jwt_algorithms.split(",") if a.strip()]
         if not self.tokens and not self.cfg.jwt_jwks_url:
-            raise ConfigError("the HTTP API needs authentication configured: set DOCFORGE_API_TOKENS "
-                              "(comma-separated bearer tokens) and/or DOCFORGE_JWT_JWKS_URL + DOCFORGE_JWT_AUDIENCE")
+            raise ConfigError(
+                "the HTTP API needs authentication configured: set DOCFORGE_API_TOKENS "
+                "(comma-separated bearer tokens) and/or DOCFORGE_JWT_JWKS_URL + DOCFORGE_JWT_AUDIENCE"
+            )
         if self.cfg.jwt_jwks_url and not self.cfg.jwt_audience:
-            raise ConfigError("DOCFORGE_JWT_JWKS_URL is set but DOCFORGE_JWT_AUDIENCE is not: "
-                              "set the audience your tokens are issued for")
+            raise ConfigError(
+                "DOCFORGE_JWT_JWKS_URL is set but DOCFORGE_JWT_AUDIENCE is not: "
+                "set the audience your tokens are issued for"
+            )
         if any(a.lower() == "none" or a.upper().startswith("HS") for a in self.algorithms):
-            raise ConfigError(f"DOCFORGE_JWT_ALGORITHMS={self.cfg.jwt_algorithms!r}: only asymmetric "
-                              "algorithms (RS256, ES256, PS256...) can be checked against a JWKS")
+            raise ConfigError(
+                f"DOCFORGE_JWT_ALGORITHMS={self.cfg.jwt_algorithms!r}: only asymmetric "
+                "algorithms (RS256, ES256, PS256...) can be checked against a JWKS"
+            )
 
     @cached_property
     def jwks(self) -> jwt.PyJWKClient:
@@ -72,9 +78,15 @@ class Authenticator:
     def _jwt(self, token: str) -> Principal | None:
         try:
             key = self.jwks.get_signing_key_from_jwt(token).key
-            claims = jwt.decode(token, key, algorithms=self.algorithms, audience=self.cfg.jwt_audience,
-                                issuer=self.cfg.jwt_issuer, leeway=self.cfg.jwt_leeway_s,
-                                options={"require": ["exp", "aud"] + (["iss"] if self.cfg.jwt_issuer else [])})
+            claims = jwt.decode(
+                token,
+                key,
+                algorithms=self.algorithms,
+                audience=self.cfg.jwt_audience,
+                issuer=self.cfg.jwt_issuer,
+                leeway=self.cfg.jwt_leeway_s,
+                options={"require": ["exp", "aud"] + (["iss"] if self.cfg.jwt_issuer else [])},
+            )
         except jwt.PyJWTError as e:
             log.info("rejected a JWT: %s", e)
             return None

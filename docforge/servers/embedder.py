@@ -48,10 +48,12 @@ class EmbedRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     texts: list[str] = Field(min_length=1, description="Texts to embed, in order.")
-    kind: Literal["query", "document"] = Field(default="document",
-                                               description="Which side's prompt the model puts before each text.")
-    encoding: Literal["float", "base64"] = Field(default="float",
-                                                 description="base64: count × dimension little-endian float32.")
+    kind: Literal["query", "document"] = Field(
+        default="document", description="Which side's prompt the model puts before each text."
+    )
+    encoding: Literal["float", "base64"] = Field(
+        default="float", description="base64: count × dimension little-endian float32."
+    )
 
 
 @dataclass
@@ -121,11 +123,23 @@ def create_app(embedder: Embedder, token: str | None, limits: ServiceConfig) -> 
         yield
         batcher.close()
 
-    app = FastAPI(title="docforge embedder", version=__version__, docs_url=None, redoc_url=None, openapi_url=None,
-                  lifespan=lifespan)
-    info = {**embedder.info(), "device": embedder.device,
-            "limits": {"max_items": limits.max_items, "max_item_chars": limits.max_item_chars,
-                       "max_body_bytes": limits.max_body_bytes}}
+    app = FastAPI(
+        title="docforge embedder",
+        version=__version__,
+        docs_url=None,
+        redoc_url=None,
+        openapi_url=None,
+        lifespan=lifespan,
+    )
+    info = {
+        **embedder.info(),
+        "device": embedder.device,
+        "limits": {
+            "max_items": limits.max_items,
+            "max_item_chars": limits.max_item_chars,
+            "max_body_bytes": limits.max_body_bytes,
+        },
+    }
 
     @app.get("/health")
     def health() -> dict:
@@ -142,12 +156,18 @@ def create_app(embedder: Embedder, token: str | None, limits: ServiceConfig) -> 
     @app.post("/embed")
     async def embed(req: EmbedRequest) -> JSONResponse:
         if len(req.texts) > limits.max_items:
-            raise HTTPException(422, f"{len(req.texts)} texts in one request; the limit is {limits.max_items} "
-                                "(DOCFORGE_SERVICE_MAX_ITEMS): send them in several requests")
+            raise HTTPException(
+                422,
+                f"{len(req.texts)} texts in one request; the limit is {limits.max_items} "
+                "(DOCFORGE_SERVICE_MAX_ITEMS): send them in several requests",
+            )
         for i, t in enumerate(req.texts):
             if len(t) > limits.max_item_chars:
-                raise HTTPException(422, f"texts[{i}] has {len(t)} characters; the limit is "
-                                    f"{limits.max_item_chars} (DOCFORGE_SERVICE_MAX_ITEM_CHARS)")
+                raise HTTPException(
+                    422,
+                    f"texts[{i}] has {len(t)} characters; the limit is "
+                    f"{limits.max_item_chars} (DOCFORGE_SERVICE_MAX_ITEM_CHARS)",
+                )
         try:
             vectors = await asyncio.wrap_future(batcher.submit(req.texts, req.kind))
         except Exception as e:  # noqa: BLE001 (the model's fault: a 500 the client may retry)

@@ -30,8 +30,15 @@ PRINCIPAL = "docforge.principal"  # where the gate leaves the caller, in the req
 
 
 class RequestGate:
-    def __init__(self, app: ASGIApp, *, authenticate: Callable[[str | None], Principal | None],
-                 is_open: Callable[[str], bool], max_body_bytes: int, max_header_bytes: int):
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        authenticate: Callable[[str | None], Principal | None],
+        is_open: Callable[[str], bool],
+        max_body_bytes: int,
+        max_header_bytes: int,
+    ):
         self.app = app
         self.authenticate = authenticate
         self.is_open = is_open  # paths served without a token
@@ -42,22 +49,31 @@ class RequestGate:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        size = len(scope.get("raw_path") or b"") + len(scope.get("query_string") or b"") + sum(
-            len(k) + len(v) + 4 for k, v in scope["headers"])  # "name: value\r\n"
+        size = (
+            len(scope.get("raw_path") or b"")
+            + len(scope.get("query_string") or b"")
+            + sum(len(k) + len(v) + 4 for k, v in scope["headers"])
+        )  # "name: value\r\n"
         if size > self.max_header_bytes:
-            await _refuse(scope, receive, send, 431, f"request headers too large: more than {self.max_header_bytes} "
-                          "bytes (DOCFORGE_API_MAX_HEADER_BYTES)")
+            await _refuse(
+                scope,
+                receive,
+                send,
+                431,
+                f"request headers too large: more than {self.max_header_bytes} bytes (DOCFORGE_API_MAX_HEADER_BYTES)",
+            )
             return
         headers = Headers(scope=scope)
         root = scope.get("root_path", "")
-        path = scope["path"][len(root):] if root and scope["path"].startswith(root) else scope["path"]
+        path = scope["path"][len(root) :] if root and scope["path"].startswith(root) else scope["path"]
         if not self.is_open(path):
             scheme, _, token = headers.get("authorization", "").partition(" ")
             # A JWT may need the identity provider's keys fetched: never on the event loop.
             who = await run_in_threadpool(self.authenticate, token.strip() if scheme.lower() == "bearer" else None)
             if who is None:
-                await _refuse(scope, receive, send, 401, "missing or invalid bearer token",
-                              {"WWW-Authenticate": "Bearer"})
+                await _refuse(
+                    scope, receive, send, 401, "missing or invalid bearer token", {"WWW-Authenticate": "Bearer"}
+                )
                 return
             scope.setdefault("state", {})[PRINCIPAL] = who
         length = headers.get("content-length")
@@ -66,8 +82,14 @@ class RequestGate:
                 await _refuse(scope, receive, send, 400, "Content-Length is not a number")
                 return
             if int(length) > self.max_body_bytes:
-                await _refuse(scope, receive, send, 413, f"request body too large: {int(length)} bytes, the limit "
-                              f"is {self.max_body_bytes} (DOCFORGE_API_MAX_BODY_BYTES)")
+                await _refuse(
+                    scope,
+                    receive,
+                    send,
+                    413,
+                    f"request body too large: {int(length)} bytes, the limit "
+                    f"is {self.max_body_bytes} (DOCFORGE_API_MAX_BODY_BYTES)",
+                )
                 return
         await self.app(scope, self._counted(receive), send)
 
@@ -80,14 +102,17 @@ class RequestGate:
             if message["type"] == "http.request":
                 seen += len(message.get("body", b""))
                 if seen > self.max_body_bytes:  # FastAPI lets an HTTPException from a body read through
-                    raise HTTPException(413, f"request body too large: more than {self.max_body_bytes} bytes "
-                                             "(DOCFORGE_API_MAX_BODY_BYTES)")
+                    raise HTTPException(
+                        413,
+                        f"request body too large: more than {self.max_body_bytes} bytes (DOCFORGE_API_MAX_BODY_BYTES)",
+                    )
             return message
 
         return counted
 
 
-async def _refuse(scope: Scope, receive: Receive, send: Send, status: int, detail: str,
-                  headers: dict[str, str] | None = None) -> None:
+async def _refuse(
+    scope: Scope, receive: Receive, send: Send, status: int, detail: str, headers: dict[str, str] | None = None
+) -> None:
     # The body is left unread: the server closes the connection after this answer.
     await JSONResponse({"detail": detail}, status_code=status, headers=headers)(scope, receive, send)

@@ -21,8 +21,10 @@ from pipeline.answers import Answer
 from pipeline.errors import DocforgeError
 from pipeline.redact import redact, register
 
-INSTRUCTIONS = ("Search the organisation's indexed documentation (git repositories, Confluence). "
-                "Cite the `url`, `title` and `section` of the hits you use.")
+INSTRUCTIONS = (
+    "Search the organisation's indexed documentation (git repositories, Confluence). "
+    "Cite the `url`, `title` and `section` of the hits you use."
+)
 TOOL_DESCRIPTION = """Search the documentation and return the most relevant passages with citations.
 
 Each hit has title, section (heading path), url, source, text and score (0..1).
@@ -37,11 +39,23 @@ def build_mcp(search: SearchFn, ask: AskFn | None = None) -> MCPServer:
         _add_ask_tool(server, ask)
 
     @server.tool(description=TOOL_DESCRIPTION)
-    def search_documentation(query: str, user_name: str, team_name: str, area_name: str | None = None,
-                             limit: int = 10, filter_repo: str | None = None) -> SearchResponse:
+    def search_documentation(
+        query: str,
+        user_name: str,
+        team_name: str,
+        area_name: str | None = None,
+        limit: int = 10,
+        filter_repo: str | None = None,
+    ) -> SearchResponse:
         try:
-            req = SearchRequest(query=query, user_name=user_name, team_name=team_name, area_name=area_name,
-                                limit=limit, filter_repo=filter_repo)
+            req = SearchRequest(
+                query=query,
+                user_name=user_name,
+                team_name=team_name,
+                area_name=area_name,
+                limit=limit,
+                filter_repo=filter_repo,
+            )
         except ValidationError as e:
             raise ToolError(f"invalid arguments: {e.errors()[0]['loc'][0]}: {e.errors()[0]['msg']}") from None
         log_request("mcp", req)
@@ -66,11 +80,17 @@ team_name, area_name identify who asks; filters is a filter expression."""
 
 def _add_ask_tool(server: MCPServer, ask: AskFn) -> None:
     @server.tool(description=ASK_DESCRIPTION)
-    def ask_documentation(question: str, user_name: str, team_name: str, area_name: str | None = None,
-                          filters: dict[str, Any] | None = None) -> Answer:
+    def ask_documentation(
+        question: str,
+        user_name: str,
+        team_name: str,
+        area_name: str | None = None,
+        filters: dict[str, Any] | None = None,
+    ) -> Answer:
         try:
-            req = AskRequest(question=question, user_name=user_name, team_name=team_name, area_name=area_name,
-                             filters=filters)
+            req = AskRequest(
+                question=question, user_name=user_name, team_name=team_name, area_name=area_name, filters=filters
+            )
         except ValidationError as e:
             raise ToolError(f"invalid arguments: {e.errors()[0]['loc'][0]}: {e.errors()[0]['msg']}") from None
         log_ask("mcp", req)

@@ -56,25 +56,36 @@ def create_app(reranker: CrossEncoderReranker, token: str | None, limits: Servic
 
     @app.get("/info")
     def info() -> dict:
-        return {"model": name, "limits": {"max_items": limits.max_items, "max_item_chars": limits.max_item_chars,
-                                          "max_body_bytes": limits.max_body_bytes}}
+        return {
+            "model": name,
+            "limits": {
+                "max_items": limits.max_items,
+                "max_item_chars": limits.max_item_chars,
+                "max_body_bytes": limits.max_body_bytes,
+            },
+        }
 
     @app.post("/rerank")
     async def rerank(req: RerankRequest) -> dict:
         if len(req.documents) > limits.max_items:
-            raise HTTPException(422, f"{len(req.documents)} documents in one request; the limit is "
-                                f"{limits.max_items} (DOCFORGE_SERVICE_MAX_ITEMS)")
+            raise HTTPException(
+                422,
+                f"{len(req.documents)} documents in one request; the limit is "
+                f"{limits.max_items} (DOCFORGE_SERVICE_MAX_ITEMS)",
+            )
         for i, d in enumerate([req.query, *req.documents]):
             if len(d) > limits.max_item_chars:
                 what = "the query" if i == 0 else f"documents[{i - 1}]"
-                raise HTTPException(422, f"{what} has {len(d)} characters; the limit is {limits.max_item_chars} "
-                                    "(DOCFORGE_SERVICE_MAX_ITEM_CHARS)")
+                raise HTTPException(
+                    422,
+                    f"{what} has {len(d)} characters; the limit is {limits.max_item_chars} "
+                    "(DOCFORGE_SERVICE_MAX_ITEM_CHARS)",
+                )
 
         def score() -> list[float]:
             with lock:
                 pairs = [(req.query, d) for d in req.documents]
-                return [float(s) for s in model.predict(pairs, batch_size=reranker.batch_size,
-                                                        show_progress_bar=False)]
+                return [float(s) for s in model.predict(pairs, batch_size=reranker.batch_size, show_progress_bar=False)]
 
         try:
             scores = await run_in_threadpool(score)
@@ -82,8 +93,14 @@ def create_app(reranker: CrossEncoderReranker, token: str | None, limits: Servic
             log.exception("reranking failed")
             raise HTTPException(500, f"the model failed: {type(e).__name__}: {e}") from None
         order = sorted(range(len(scores)), key=lambda i: -scores[i])[: req.top_n or len(scores)]
-        results = [{"index": i, "relevance_score": scores[i], **({"document": {"text": req.documents[i]}}
-                                                                   if req.return_documents else {})} for i in order]
+        results = [
+            {
+                "index": i,
+                "relevance_score": scores[i],
+                **({"document": {"text": req.documents[i]}} if req.return_documents else {}),
+            }
+            for i in order
+        ]
         return {"model": name, "results": results}
 
     return SidecarGate(app, token=token, max_body_bytes=limits.max_body_bytes, service="reranker")

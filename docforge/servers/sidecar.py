@@ -37,11 +37,15 @@ def require_token(token: str | None, host: str, insecure_no_token: bool, env_nam
     if token:
         return token
     if not insecure_no_token:
-        raise ConfigError(f"set {env_name} (the bearer token clients send): a model service never runs open; "
-                          "for a local test on 127.0.0.1 only, pass --insecure-no-token")
+        raise ConfigError(
+            f"set {env_name} (the bearer token clients send): a model service never runs open; "
+            "for a local test on 127.0.0.1 only, pass --insecure-no-token"
+        )
     if not is_loopback(host):
-        raise ConfigError(f"--insecure-no-token only with a loopback --host (127.0.0.1, ::1), not {host!r}: "
-                          f"set {env_name} to serve on a network")
+        raise ConfigError(
+            f"--insecure-no-token only with a loopback --host (127.0.0.1, ::1), not {host!r}: "
+            f"set {env_name} to serve on a network"
+        )
     return None
 
 
@@ -62,8 +66,9 @@ class SidecarGate:
         if self.token is not None and scope["path"] not in OPEN_PATHS:
             scheme, _, given = headers.get("authorization", b"").partition(b" ")
             if scheme.lower() != b"bearer" or not hmac.compare_digest(given.strip(), self.token):
-                await _refuse(scope, receive, send, 401, "missing or invalid bearer token",
-                              {"WWW-Authenticate": "Bearer"})
+                await _refuse(
+                    scope, receive, send, 401, "missing or invalid bearer token", {"WWW-Authenticate": "Bearer"}
+                )
                 return
         length = headers.get("content-length")
         if length is not None:
@@ -99,10 +104,13 @@ class SidecarGate:
 
     def _too_large(self, n: int | None) -> str:
         size = f"{n} bytes" if n is not None else "more bytes than allowed"
-        return (f"request body too large: {size}, the limit is {self.max_body_bytes} "
-                f"(DOCFORGE_SERVICE_MAX_BODY_BYTES on the {self.service} service)")
+        return (
+            f"request body too large: {size}, the limit is {self.max_body_bytes} "
+            f"(DOCFORGE_SERVICE_MAX_BODY_BYTES on the {self.service} service)"
+        )
 
 
-async def _refuse(scope: Scope, receive: Receive, send: Send, status: int, detail: str,
-                  headers: dict[str, str] | None = None) -> None:
+async def _refuse(
+    scope: Scope, receive: Receive, send: Send, status: int, detail: str, headers: dict[str, str] | None = None
+) -> None:
     await JSONResponse({"detail": detail}, status_code=status, headers=headers)(scope, receive, send)

@@ -23,10 +23,16 @@ from pipeline.store.admin import has_schema, per_source
 WEB_ASSETS = "/web"  # app.js, app.css
 _DIR = files("docforge.servers") / "web"
 # Nothing but this origin: a page that cannot reach anywhere else cannot leak a token or a result there.
-CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
-       "base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
-_HEADERS = {"Content-Security-Policy": CSP, "X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer",
-            "Cache-Control": "no-store"}
+CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
+    "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+)
+_HEADERS = {
+    "Content-Security-Policy": CSP,
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-store",
+}
 
 
 def is_page(path: str) -> bool:
@@ -102,8 +108,9 @@ def add_page(app: FastAPI, caller: Callable, store: PageStore | None, dagster_ur
             rows = store.sources()
         except DocforgeError as e:
             raise HTTPException(503, str(e)) from None
-        return SourcesResponse(sources=[SourceRow(**r, dagster_url=partition_url(dagster_url, r["name"]))
-                                        for r in rows])
+        return SourcesResponse(
+            sources=[SourceRow(**r, dagster_url=partition_url(dagster_url, r["name"])) for r in rows]
+        )
 
     @app.get("/chunks/{chunk_id}", response_model=ChunkText, tags=["sources"])
     def get_chunk(chunk_id: str, _: Caller) -> ChunkText:

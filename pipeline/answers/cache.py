@@ -28,8 +28,10 @@ from pipeline.answers import text as tx
 CANON_VERSION = "1"
 KEY_VERSION = "1"
 # Words a rephrasing adds or drops without changing the question (equivalence mode).
-_FILLER = frozenset("""please pls kindly can could would you tell me explain know i we want wanted like to
-hey hi hello thanks thank quick question""".split())
+_FILLER = frozenset(
+    """please pls kindly can could would you tell me explain know i we want wanted like to
+hey hi hello thanks thank quick question""".split()
+)
 
 # The documents' digest: XOR and sum of two differently seeded 64-bit hashes of (key, content hash):
 # order-free, so no sort, and one pass (0.3-0.5 ms at 650 documents where an md5 over the sorted
@@ -81,7 +83,7 @@ def scope_sources(filters: dict | None) -> list[str] | None:
     if isinstance(v, list) and all(isinstance(x, str) for x in v):
         return sorted(v)
     if isinstance(v, dict) and len(v) == 1:
-        (op, arg), = v.items()
+        ((op, arg),) = v.items()
         if op == "$eq" and isinstance(arg, str):
             return [arg]
         if op == "$in" and isinstance(arg, list) and all(isinstance(x, str) for x in arg):
@@ -97,8 +99,9 @@ def store_state(conn: psycopg.Connection, sources: list[str] | None) -> dict[str
 
 
 def cache_key(parts: dict[str, Any]) -> str:
-    return hashlib.sha256(canonical_json({"key_version": KEY_VERSION, "canon_version": CANON_VERSION,
-                                          **parts}).encode()).hexdigest()
+    return hashlib.sha256(
+        canonical_json({"key_version": KEY_VERSION, "canon_version": CANON_VERSION, **parts}).encode()
+    ).hexdigest()
 
 
 def canonical_json(value: Any) -> str:
@@ -106,6 +109,7 @@ def canonical_json(value: Any) -> str:
 
 
 # --- the table ----------------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Stored:
@@ -129,7 +133,8 @@ def lookup(conn: psycopg.Connection, key: str) -> Stored | None:
     row = conn.execute(
         f"UPDATE answers SET hits = hits + 1, last_hit_at = now() WHERE id = "
         f"(SELECT id FROM answers WHERE cache_key = %s ORDER BY created_at DESC LIMIT 1) RETURNING {_COLS}",
-        (key,)).fetchone()
+        (key,),
+    ).fetchone()
     return Stored(*row) if row else None
 
 
@@ -138,11 +143,23 @@ def get(conn: psycopg.Connection, answer_id: str) -> Stored | None:
     return Stored(*row) if row else None
 
 
-def store(conn: psycopg.Connection, *, answer_id: str, key: str, question: str, model: str, audit_mode: str,
-          dag_root: str, answer: dict[str, Any], stages: list[dict[str, Any]]) -> None:
-    conn.execute("INSERT INTO answers (id, cache_key, question, model, audit_mode, dag_root, answer, stages) "
-                 "VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
-                 (answer_id, key, question, model, audit_mode, dag_root, Jsonb(answer), Jsonb(stages)))
+def store(
+    conn: psycopg.Connection,
+    *,
+    answer_id: str,
+    key: str,
+    question: str,
+    model: str,
+    audit_mode: str,
+    dag_root: str,
+    answer: dict[str, Any],
+    stages: list[dict[str, Any]],
+) -> None:
+    conn.execute(
+        "INSERT INTO answers (id, cache_key, question, model, audit_mode, dag_root, answer, stages) "
+        "VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
+        (answer_id, key, question, model, audit_mode, dag_root, Jsonb(answer), Jsonb(stages)),
+    )
 
 
 def purge(conn: psycopg.Connection) -> int:
@@ -153,5 +170,7 @@ def purge(conn: psycopg.Connection) -> int:
 
 
 def recent(conn: psycopg.Connection, limit: int = 20) -> list[tuple]:
-    return conn.execute("SELECT id, created_at, audit_mode, model, hits, question FROM answers "
-                        "ORDER BY created_at DESC LIMIT %s", (limit,)).fetchall()
+    return conn.execute(
+        "SELECT id, created_at, audit_mode, model, hits, question FROM answers ORDER BY created_at DESC LIMIT %s",
+        (limit,),
+    ).fetchall()

@@ -30,9 +30,12 @@ FLOOR = 0.5  # a further sentence must cover at least this share of what the bes
 # documents in 24), then second sentences where lines are left.
 PER_DOC_PASSES = (1, 2)
 # Words of a question that say what kind of answer is wanted, not what it is about.
-_ASK_WORDS = frozenset(tx.stem(w) for w in """explain describe tell mean means meaning work works happen
+_ASK_WORDS = frozenset(
+    tx.stem(w)
+    for w in """explain describe tell mean means meaning work works happen
 happens difference different differ compare versus vs purpose idea need want know way ways doe use used using
-possible allowed""".split())
+possible allowed""".split()
+)
 _BULLET = re.compile(r"^\s*(?:[-*+]|\d{1,3}[.)])\s+")
 
 

@@ -41,8 +41,11 @@ def heuristic_intent(question: str) -> str:
     q = question.lower()
     if re.search(r"\b(vs\.?|versus|differen\w*|compar\w*|better than|instead of|trade-?offs?)\b", q):
         return "comparison"
-    if re.search(r"\b(error|exception|panic\w*|fail\w*|crash\w*|bug|broken|not working|doesn'?t work|warning|"
-                 r"e\d{4}|traceback|stack trace)\b", q):
+    if re.search(
+        r"\b(error|exception|panic\w*|fail\w*|crash\w*|bug|broken|not working|doesn'?t work|warning|"
+        r"e\d{4}|traceback|stack trace)\b",
+        q,
+    ):
         return "debugging"
     if re.match(r"\s*(why|how does|how do\b.*\bwork|explain|what is the (purpose|point|idea|motivation))", q):
         return "conceptual"
@@ -74,8 +77,15 @@ class Answerer:
     """Answers questions over one store. Thread-safe: searches run on the Searcher's pooled connections,
     cache statements under a lock of its own; LLM calls of concurrent asks overlap."""
 
-    def __init__(self, settings: Settings, *, searcher: Searcher | None = None, llm: ChatClient | None = _UNSET,
-                 url: str | None = None, embedder=None):
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        searcher: Searcher | None = None,
+        llm: ChatClient | None = _UNSET,
+        url: str | None = None,
+        embedder=None,
+    ):
         self.settings = settings
         self.cfg = settings.answers
         self._own_searcher = searcher is None
@@ -131,10 +141,20 @@ class Answerer:
 
     # --- asking ----------------------------------------------------------------------------------------
 
-    def ask(self, question: str, *, filters: dict | None = None, filter_repo: str | None = None,
-            mode: str = "hybrid", rerank: bool | None = None, boost_tags: tuple[str, ...] | list[str] = (),
-            history: list[dict[str, str]] | None = None, max_iterations: int | None = None,
-            use_cache: bool | None = None, trace: bool = False) -> Answer:
+    def ask(
+        self,
+        question: str,
+        *,
+        filters: dict | None = None,
+        filter_repo: str | None = None,
+        mode: str = "hybrid",
+        rerank: bool | None = None,
+        boost_tags: tuple[str, ...] | list[str] = (),
+        history: list[dict[str, str]] | None = None,
+        max_iterations: int | None = None,
+        use_cache: bool | None = None,
+        trace: bool = False,
+    ) -> Answer:
         t0 = time.perf_counter()
         question = " ".join(question.replace("\x00", " ").split())
         if not question:
@@ -157,8 +177,15 @@ class Answerer:
         run.trace.append(Step("cache", run.timings["cache_lookup"], {"hit": False, "used": bool(use_cache)}))
 
         if not ready:
-            evidence, raw, intent, iterations, confidence, abstained, prompt = [], "", heuristic_intent(question), \
-                0, 0.0, True, None
+            evidence, raw, intent, iterations, confidence, abstained, prompt = (
+                [],
+                "",
+                heuristic_intent(question),
+                0,
+                0.0,
+                True,
+                None,
+            )
         elif self.llm is None:
             evidence, raw, intent, iterations, confidence, abstained, prompt = self._extractive(run)
         else:
@@ -171,8 +198,13 @@ class Answerer:
         if claims and not abstained:  # a confidence the verdict does not back is not reported
             confidence = round(confidence * sum(c.verified for c in claims) / len(claims), 3)
         run.time("verify", (time.perf_counter() - t) * 1000)
-        run.trace.append(Step("verify", run.timings["verify"], {
-            "claims": len(claims), "verified": sum(c.verified for c in claims), "audit_mode": audit}))
+        run.trace.append(
+            Step(
+                "verify",
+                run.timings["verify"],
+                {"claims": len(claims), "verified": sum(c.verified for c in claims), "audit_mode": audit},
+            )
+        )
         rendered = render.render(claims, audit, abstained)
         answer = self._answer(run, evidence, claims, audit, abstained, rendered, confidence, intent, iterations)
         if ready:
@@ -186,18 +218,20 @@ class Answerer:
 
     def _key(self, run: _Run) -> str:
         state = cache.store_state(self.conn(), cache.scope_sources(run.scope.filters))
-        return cache.cache_key({
-            "state": state,
-            "question": cache.canonical_question(run.question, self.cfg.cache_mode),
-            "question_mode": self.cfg.cache_mode,
-            "model": self._profile(),
-            "history": run.history,
-            "scope": run.scope.as_dict(),
-            "max_iterations": run.max_iterations if self.llm else None,
-            "search": self.searcher.config.model_dump(mode="json", exclude=set(self.searcher.config.limits)),
-            "answers": self.cfg.model_dump(mode="json", exclude={"cache", "cache_mode"}),
-            "verifier": verify.POLICY,
-        })
+        return cache.cache_key(
+            {
+                "state": state,
+                "question": cache.canonical_question(run.question, self.cfg.cache_mode),
+                "question_mode": self.cfg.cache_mode,
+                "model": self._profile(),
+                "history": run.history,
+                "scope": run.scope.as_dict(),
+                "max_iterations": run.max_iterations if self.llm else None,
+                "search": self.searcher.config.model_dump(mode="json", exclude=set(self.searcher.config.limits)),
+                "answers": self.cfg.model_dump(mode="json", exclude={"cache", "cache_mode"}),
+                "verifier": verify.POLICY,
+            }
+        )
 
     def _profile(self) -> dict[str, Any]:
         if self.llm is None:
@@ -222,8 +256,13 @@ class Answerer:
         hits = retrieve.search(self.searcher, query, run.scope, limit, self.cfg.per_doc)
         ms = (time.perf_counter() - t) * 1000
         run.time("retrieve", ms)
-        run.retrieval.append({"iteration": iteration, "query": query, "hits": [
-            {"chunk_id": h.chunk_id, "score": h.score, "rerank_score": h.rerank_score} for h in hits]})
+        run.retrieval.append(
+            {
+                "iteration": iteration,
+                "query": query,
+                "hits": [{"chunk_id": h.chunk_id, "score": h.score, "rerank_score": h.rerank_score} for h in hits],
+            }
+        )
         run.trace.append(Step("retrieve", ms, {"iteration": iteration, "query": query, "hits": len(hits)}))
         return hits
 
@@ -234,18 +273,20 @@ class Answerer:
         t = time.perf_counter()
         ex = extractive.extract(run.question, pool.items, self.cfg.extractive_sentences)
         # Only what the verifier passes as quoted is shown: STRICT by construction.
-        lines = [(s, e) for s, e in ex.lines
-                 if verify.check_claim(s, (e.pointer,), {e.pointer: verify.Block(e.text)}).strategy in
-                 ("quote", "span")]
+        lines = [
+            (s, e)
+            for s, e in ex.lines
+            if verify.check_claim(s, (e.pointer,), {e.pointer: verify.Block(e.text)}).strategy in ("quote", "span")
+        ]
         ms = (time.perf_counter() - t) * 1000
         run.time("respond", ms)
-        run.trace.append(Step("respond", ms, {"model": "extractive", "sentences": len(lines),
-                                              "coverage": ex.coverage}))
+        run.trace.append(Step("respond", ms, {"model": "extractive", "sentences": len(lines), "coverage": ex.coverage}))
         raw = extractive.answer_text(lines)
         abstained = not lines
         confidence = 0.0 if abstained else round(min(0.9, 0.3 + 0.6 * ex.coverage), 3)
-        prompt = provenance.prompt_payload("extractive", run.question, pool.items, run.history,
-                                           self.cfg.extractive_sentences)
+        prompt = provenance.prompt_payload(
+            "extractive", run.question, pool.items, run.history, self.cfg.extractive_sentences
+        )
         return pool.items, raw, intent, 1, confidence, abstained, prompt
 
     def _chat(self, run: _Run, stage: str, messages, max_tokens: int | None = None) -> str:
@@ -271,14 +312,30 @@ class Answerer:
             if not pool.items:
                 break
             t = time.perf_counter()
-            decision = prompts.parse_decision(self._chat(
-                run, "reason", prompts.reason_messages(run.question, pool.items, run.history), max_tokens=80))
-            done = decision.sufficient or iteration == max_iterations or not decision.query \
+            decision = prompts.parse_decision(
+                self._chat(run, "reason", prompts.reason_messages(run.question, pool.items, run.history), max_tokens=80)
+            )
+            done = (
+                decision.sufficient
+                or iteration == max_iterations
+                or not decision.query
                 or decision.query.casefold() in seen
-            run.trace.append(Step("reason", (time.perf_counter() - t) * 1000, {
-                "iteration": iteration, "decision": "SUFFICIENT" if decision.sufficient else "INSUFFICIENT",
-                "confidence": decision.confidence, "refined_query": decision.query, "parsed": decision.parsed,
-                "new_evidence": new, "evidence": len(pool.items)}))
+            )
+            run.trace.append(
+                Step(
+                    "reason",
+                    (time.perf_counter() - t) * 1000,
+                    {
+                        "iteration": iteration,
+                        "decision": "SUFFICIENT" if decision.sufficient else "INSUFFICIENT",
+                        "confidence": decision.confidence,
+                        "refined_query": decision.query,
+                        "parsed": decision.parsed,
+                        "new_evidence": new,
+                        "evidence": len(pool.items),
+                    },
+                )
+            )
             if decision.sufficient:
                 confidence = decision.confidence if decision.confidence is not None else prompts.DEFAULT_CONFIDENCE
                 break
@@ -292,31 +349,61 @@ class Answerer:
         t = time.perf_counter()
         raw = self._chat(run, "respond", prompt)
         abstained = prompts.is_decline(raw) or not raw.strip()
-        run.trace.append(Step("respond", (time.perf_counter() - t) * 1000, {
-            "model": self.model_name, "evidence": len(pool.items), "declined": abstained}))
+        run.trace.append(
+            Step(
+                "respond",
+                (time.perf_counter() - t) * 1000,
+                {"model": self.model_name, "evidence": len(pool.items), "declined": abstained},
+            )
+        )
         return pool.items, raw, intent, iterations, min(confidence, 1.0), abstained, prompt
 
     # --- the result -----------------------------------------------------------------------------------------
 
-    def _answer(self, run: _Run, evidence: list[Evidence], claims: list[Claim], audit: str, abstained: bool,
-                rendered: str, confidence: float, intent: str, iterations: int) -> Answer:
+    def _answer(
+        self,
+        run: _Run,
+        evidence: list[Evidence],
+        claims: list[Claim],
+        audit: str,
+        abstained: bool,
+        rendered: str,
+        confidence: float,
+        intent: str,
+        iterations: int,
+    ) -> Answer:
         cited = {p for c in claims for p in c.pointers}
         used = [e for e in evidence if e.pointer in cited]
         sources = list(dict.fromkeys(e.url for e in used))
         return Answer(
-            question=run.question, answer=rendered, claims=[c.as_dict() for c in claims],
-            citations=[Citation(**e.citation()) for e in used], sources=sources, audit_mode=audit,  # type: ignore
-            abstained=abstained, confidence=0.0 if abstained else confidence, intent=intent, iterations=iterations,
-            model=self.model_name, input_tokens=run.input_tokens, output_tokens=run.output_tokens,
-            llm_ms=round(run.llm_ms, 3), cache="miss")
+            question=run.question,
+            answer=rendered,
+            claims=[c.as_dict() for c in claims],
+            citations=[Citation(**e.citation()) for e in used],
+            sources=sources,
+            audit_mode=audit,  # type: ignore
+            abstained=abstained,
+            confidence=0.0 if abstained else confidence,
+            intent=intent,
+            iterations=iterations,
+            model=self.model_name,
+            input_tokens=run.input_tokens,
+            output_tokens=run.output_tokens,
+            llm_ms=round(run.llm_ms, 3),
+            cache="miss",
+        )
 
-    def _record(self, run: _Run, key: str | None, answer: Answer, evidence: list[Evidence], raw: str,
-                prompt: Any, verdict) -> None:
+    def _record(
+        self, run: _Run, key: str | None, answer: Answer, evidence: list[Evidence], raw: str, prompt: Any, verdict
+    ) -> None:
         answer.answer_id = uuid.uuid4().hex[:16]
         payloads = {
-            "question": {"question": run.question, "canonical": cache.canonical_question(run.question,
-                                                                                         self.cfg.cache_mode),
-                         "scope": run.scope.as_dict(), "history": run.history},
+            "question": {
+                "question": run.question,
+                "canonical": cache.canonical_question(run.question, self.cfg.cache_mode),
+                "scope": run.scope.as_dict(),
+                "history": run.history,
+            },
             "retrieval": run.retrieval,
             "evidence": provenance.evidence_payload(evidence),
             "prompt": prompt,
@@ -328,14 +415,23 @@ class Answerer:
         }
         stages, root = provenance.chain(payloads)
         answer.dag_root = root
-        stored = answer.model_dump(mode="json", exclude={"cache", "latency_ms", "timings", "trace", "llm_ms",
-                                                         "input_tokens", "output_tokens"})
+        stored = answer.model_dump(
+            mode="json", exclude={"cache", "latency_ms", "timings", "trace", "llm_ms", "input_tokens", "output_tokens"}
+        )
         stored.update(input_tokens=answer.input_tokens, output_tokens=answer.output_tokens)
         try:
             with self._lock:
-                cache.store(self.conn(), answer_id=answer.answer_id, key=key or "", question=run.question,
-                            model=answer.model, audit_mode=answer.audit_mode, dag_root=root, answer=stored,
-                            stages=stages)
+                cache.store(
+                    self.conn(),
+                    answer_id=answer.answer_id,
+                    key=key or "",
+                    question=run.question,
+                    model=answer.model,
+                    audit_mode=answer.audit_mode,
+                    dag_root=root,
+                    answer=stored,
+                    stages=stages,
+                )
         except Exception as e:  # noqa: BLE001 — an answer is still an answer when recording it fails
             if isinstance(e, StoreError):
                 raise

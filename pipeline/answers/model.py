@@ -56,8 +56,13 @@ class Claim:
     violations: tuple[str, ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
-        return {"text": self.text, "pointers": list(self.pointers), "verified": self.verified,
-                "strategy": self.strategy, "violations": list(self.violations)}
+        return {
+            "text": self.text,
+            "pointers": list(self.pointers),
+            "verified": self.verified,
+            "strategy": self.strategy,
+            "violations": list(self.violations),
+        }
 
 
 @dataclass(frozen=True)
@@ -72,8 +77,7 @@ class Verdict:
         return bool(self.claims) and all(c.verified for c in self.claims)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"audit_mode": self.audit_mode, "verified": self.verified,
-                "claims": [c.as_dict() for c in self.claims]}
+        return {"audit_mode": self.audit_mode, "verified": self.verified, "claims": [c.as_dict() for c in self.claims]}
 
 
 @dataclass

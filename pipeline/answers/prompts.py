@@ -16,14 +16,16 @@ NOT_FOUND_TOKEN = "NOT_FOUND"
 
 CLASSIFY_SYSTEM = (
     "You classify questions about technical documentation. Reply with exactly one word, one of: "
-    "factual, conceptual, debugging, comparison, exploratory.")
+    "factual, conceptual, debugging, comparison, exploratory."
+)
 
 REASON_SYSTEM = (
     "You decide whether the evidence below is enough to answer the question.\n"
     "Reply with exactly one line, either\n"
     "SUFFICIENT: <your confidence from 0 to 1>\n"
     "or\n"
-    "INSUFFICIENT: <a better search query to find what is missing>")
+    "INSUFFICIENT: <a better search query to find what is missing>"
+)
 
 RESPOND_SYSTEM = (
     "Answer the question using only the numbered evidence blocks.\n"
@@ -32,7 +34,8 @@ RESPOND_SYSTEM = (
     "- End every line with the pointers of the blocks it rests on, like [E1] or [E1,E3].\n"
     "- Prefer the evidence's own words; quote exact phrases in double quotes.\n"
     "- Do not add anything the evidence does not say.\n"
-    f"- If the evidence does not answer the question, reply with exactly {NOT_FOUND_TOKEN}.")
+    f"- If the evidence does not answer the question, reply with exactly {NOT_FOUND_TOKEN}."
+)
 
 
 def where(title: str, section: str) -> str:
@@ -40,7 +43,7 @@ def where(title: str, section: str) -> str:
     if not section or section == title:
         return title
     if section.startswith(f"{title} > "):
-        section = section[len(title) + 3:]
+        section = section[len(title) + 3 :]
     return f"{title} › {section}"
 
 
@@ -71,6 +74,7 @@ def respond_messages(question: str, evidence: list[Evidence], history=None) -> l
 
 
 # --- parsing replies ---------------------------------------------------------------------------------------
+
 
 def _clean(reply: str) -> str:
     """Strip bullets, quotes, brackets and markdown emphasis around a one-line reply."""
@@ -117,9 +121,12 @@ def _confidence(text: str) -> float:
     return min(1.0, max(0.0, v)) if v <= 1 else DEFAULT_CONFIDENCE
 
 
-_DECLINE = re.compile(r"\bNOT[_ ]FOUND\b|not (?:found|covered|mentioned|answered) in the (?:indexed )?(?:evidence|"
-                      r"documentation|docs|blocks)|\b(?:i (?:do not|don't) know|cannot answer|can't answer|"
-                      r"no (?:relevant )?(?:evidence|information))\b", re.I)
+_DECLINE = re.compile(
+    r"\bNOT[_ ]FOUND\b|not (?:found|covered|mentioned|answered) in the (?:indexed )?(?:evidence|"
+    r"documentation|docs|blocks)|\b(?:i (?:do not|don't) know|cannot answer|can't answer|"
+    r"no (?:relevant )?(?:evidence|information))\b",
+    re.I,
+)
 
 
 def is_decline(reply: str) -> bool:

@@ -20,8 +20,7 @@ from pipeline.answers import extractive, prompts, render, verify
 from pipeline.answers.cache import canonical_json
 from pipeline.answers.model import Claim, Evidence, text_hash
 
-STAGES = ("question", "retrieval", "evidence", "prompt", "raw_answer", "claims", "verification", "rendered",
-          "label")
+STAGES = ("question", "retrieval", "evidence", "prompt", "raw_answer", "claims", "verification", "rendered", "label")
 
 
 def stage_hash(name: str, prev: str, payload: Any) -> str:
@@ -38,10 +37,25 @@ def chain(payloads: dict[str, Any]) -> tuple[list[dict[str, Any]], str]:
 
 
 def evidence_payload(evidence: list[Evidence]) -> list[dict[str, Any]]:
-    return [{"pointer": e.pointer, "evidence_id": e.evidence_id, "chunk_id": e.chunk_id,
-             "text_hash": text_hash(e.text), "text": e.text, "title": e.title, "section": e.section, "url": e.url,
-             "doc_key": e.doc_key, "source": e.source, "chunk_index": e.chunk_index, "score": e.score,
-             "page": e.page, "rerank_score": e.rerank_score} for e in evidence]
+    return [
+        {
+            "pointer": e.pointer,
+            "evidence_id": e.evidence_id,
+            "chunk_id": e.chunk_id,
+            "text_hash": text_hash(e.text),
+            "text": e.text,
+            "title": e.title,
+            "section": e.section,
+            "url": e.url,
+            "doc_key": e.doc_key,
+            "source": e.source,
+            "chunk_index": e.chunk_index,
+            "score": e.score,
+            "page": e.page,
+            "rerank_score": e.rerank_score,
+        }
+        for e in evidence
+    ]
 
 
 def evidence_from(payload: list[dict[str, Any]]) -> list[Evidence]:
@@ -69,8 +83,9 @@ class Check:
     reason: str = ""
 
 
-def check(dag_root: str, answer: dict[str, Any], stages: list[dict[str, Any]],
-          current_chunks: dict[str, str | None]) -> Check:
+def check(
+    dag_root: str, answer: dict[str, Any], stages: list[dict[str, Any]], current_chunks: dict[str, str | None]
+) -> Check:
     """Re-derive every stage; `current_chunks` maps each cited chunk id to its text now (None: gone)."""
     by = {s.get("stage"): s for s in stages if isinstance(s, dict)}
     missing = [n for n in STAGES if n not in by]
@@ -100,8 +115,13 @@ def check(dag_root: str, answer: dict[str, Any], stages: list[dict[str, Any]],
         if text_hash(now) != d["text_hash"]:
             return Check(False, "evidence", f"{e.pointer}: chunk {e.chunk_id[:12]}… has changed since")
     model = answer.get("model", "")
-    expected_prompt = prompt_payload(model, q.get("question", ""), evidence, q.get("history"),
-                                     (p["prompt"] or {}).get("max_sentences", 0) if model == "extractive" else 0)
+    expected_prompt = prompt_payload(
+        model,
+        q.get("question", ""),
+        evidence,
+        q.get("history"),
+        (p["prompt"] or {}).get("max_sentences", 0) if model == "extractive" else 0,
+    )
     if canonical_json(expected_prompt) != canonical_json(p["prompt"]):
         return Check(False, "prompt", "the prompt does not follow from the question and the evidence")
     label = p["label"] if isinstance(p["label"], dict) else {}
@@ -111,15 +131,21 @@ def check(dag_root: str, answer: dict[str, Any], stages: list[dict[str, Any]],
     verdict = verify.verify(raw, {e.pointer: e.text for e in evidence})
     if canonical_json(verdict.as_dict()) != canonical_json(p["verification"]):
         return Check(False, "verification", "re-verifying the claims gives another verdict")
-    claims = [Claim(c["text"], tuple(c["pointers"]), c["verified"], c["strategy"], tuple(c["violations"]))
-              for c in verdict.as_dict()["claims"]]
-    if render.render(claims, verdict.audit_mode, bool(label.get("abstained"))) != p["rendered"] \
-            or answer.get("answer") != p["rendered"]:
+    claims = [
+        Claim(c["text"], tuple(c["pointers"]), c["verified"], c["strategy"], tuple(c["violations"]))
+        for c in verdict.as_dict()["claims"]
+    ]
+    if (
+        render.render(claims, verdict.audit_mode, bool(label.get("abstained"))) != p["rendered"]
+        or answer.get("answer") != p["rendered"]
+    ):
         return Check(False, "rendered", "the rendered answer differs from what the verdict renders to")
-    if label.get("audit_mode") != (verdict.audit_mode if not label.get("abstained") else "UNGROUNDED") \
-            or answer.get("audit_mode") != label.get("audit_mode") \
-            or answer.get("abstained", False) != label.get("abstained") \
-            or answer.get("confidence") != label.get("confidence") \
-            or answer.get("claims") != p["verification"]["claims"]:
+    if (
+        label.get("audit_mode") != (verdict.audit_mode if not label.get("abstained") else "UNGROUNDED")
+        or answer.get("audit_mode") != label.get("audit_mode")
+        or answer.get("abstained", False) != label.get("abstained")
+        or answer.get("confidence") != label.get("confidence")
+        or answer.get("claims") != p["verification"]["claims"]
+    ):
         return Check(False, "label", "the stored answer's label or claims differ from the verified ones")
     return Check(True)

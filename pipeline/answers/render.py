@@ -5,8 +5,9 @@ from __future__ import annotations
 from pipeline.answers.model import NOT_FOUND, Claim
 
 VERIFIED, UNVERIFIED = "✓", "✗"
-UNGROUNDED_NOTE = ("UNGROUNDED: the statements below could not be verified against the cited documentation; "
-                   "do not rely on them.")
+UNGROUNDED_NOTE = (
+    "UNGROUNDED: the statements below could not be verified against the cited documentation; do not rely on them."
+)
 
 
 def render(claims: list[Claim], audit_mode: str, abstained: bool) -> str:

@@ -26,13 +26,17 @@ class Scope:
         return with_repo(self.filters, self.filter_repo)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"filters": self.filters, "filter_repo": self.filter_repo, "mode": self.mode, "rerank": self.rerank,
-                "boost_tags": sorted(self.boost_tags)}
+        return {
+            "filters": self.filters,
+            "filter_repo": self.filter_repo,
+            "mode": self.mode,
+            "rerank": self.rerank,
+            "boost_tags": sorted(self.boost_tags),
+        }
 
 
 def search(searcher: Searcher, query: str, scope: Scope, limit: int, per_doc: int | None = None) -> list[Hit]:
-    kwargs: dict[str, Any] = {"filters": scope.search_filters(), "boost_tags": scope.boost_tags,
-                              "rerank": scope.rerank}
+    kwargs: dict[str, Any] = {"filters": scope.search_filters(), "boost_tags": scope.boost_tags, "rerank": scope.rerank}
     if per_doc and _supports(searcher, "per_doc"):
         kwargs["per_doc"] = per_doc  # the answer layer wants context: several chunks of a good document
     return searcher.search(query, limit, scope.mode, **kwargs)  # type: ignore[arg-type]
@@ -60,10 +64,23 @@ class EvidencePool:
             if eid in self._ids or not h.text.strip():
                 continue
             self._ids.add(eid)
-            self.items.append(Evidence(
-                pointer=f"E{len(self.items) + 1}", evidence_id=eid, chunk_id=h.chunk_id, text=h.text,
-                title=h.title, section=h.section, url=h.url, doc_key=h.doc_key, source=h.source,
-                chunk_index=h.chunk_index, score=h.score, page=h.page, rerank_score=h.rerank_score))
+            self.items.append(
+                Evidence(
+                    pointer=f"E{len(self.items) + 1}",
+                    evidence_id=eid,
+                    chunk_id=h.chunk_id,
+                    text=h.text,
+                    title=h.title,
+                    section=h.section,
+                    url=h.url,
+                    doc_key=h.doc_key,
+                    source=h.source,
+                    chunk_index=h.chunk_index,
+                    score=h.score,
+                    page=h.page,
+                    rerank_score=h.rerank_score,
+                )
+            )
             new += 1
         return new
 

@@ -13,7 +13,8 @@ from functools import lru_cache
 
 # Function words that carry no claim of their own. Negations, numbers and
 # question words are deliberately absent: they change what a sentence says.
-STOPWORDS = frozenset("""
+STOPWORDS = frozenset(
+    """
 a about above after again against all also am an and any are as at be because been before being below
 between both but by can could did do does doing down during each else etc even ever every few for from
 further had has have having he her here hers herself him himself his i if in into is it its itself just
@@ -22,28 +23,94 @@ over own per same shall she should so some such than that the their theirs them 
 these they this those through thus to too under until up upon us very via was we were what whatever when
 where whether which while who whom whose why will with within would yet you your yours yourself yourselves
 how s t d ll m re ve e g eg ie i.e e.g also already still however therefore instead rather
-""".split())
-NEGATIONS = frozenset("""not no never none nobody nothing neither nor cannot without n't isn't aren't wasn't
+""".split()
+)
+NEGATIONS = frozenset(
+    """not no never none nobody nothing neither nor cannot without n't isn't aren't wasn't
 weren't don't doesn't didn't won't wouldn't can't couldn't shouldn't mustn't hasn't haven't hadn't
-unable fails fail failed lacks lack""".split())
+unable fails fail failed lacks lack""".split()
+)
 NUMBER_WORDS = {
-    "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
-    "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15,
-    "sixteen": 16, "seventeen": 17, "eighteen": 18, "nineteen": 19, "twenty": 20, "thirty": 30, "forty": 40,
-    "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90, "hundred": 100, "thousand": 1000,
-    "million": 1_000_000, "billion": 1_000_000_000, "dozen": 12, "single": 1, "twice": 2, "double": 2,
-    "triple": 3, "half": 0.5,
+    "zero": 0,
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "eleven": 11,
+    "twelve": 12,
+    "thirteen": 13,
+    "fourteen": 14,
+    "fifteen": 15,
+    "sixteen": 16,
+    "seventeen": 17,
+    "eighteen": 18,
+    "nineteen": 19,
+    "twenty": 20,
+    "thirty": 30,
+    "forty": 40,
+    "fifty": 50,
+    "sixty": 60,
+    "seventy": 70,
+    "eighty": 80,
+    "ninety": 90,
+    "hundred": 100,
+    "thousand": 1000,
+    "million": 1_000_000,
+    "billion": 1_000_000_000,
+    "dozen": 12,
+    "single": 1,
+    "twice": 2,
+    "double": 2,
+    "triple": 3,
+    "half": 0.5,
 }
-ORDINALS = {"first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixth": 6, "seventh": 7, "eighth": 8,
-            "ninth": 9, "tenth": 10, "eleventh": 11, "twelfth": 12}
-MONTHS = {m: i for i, m in enumerate(
-    "january february march april may june july august september october november december".split(), 1)}
+ORDINALS = {
+    "first": 1,
+    "second": 2,
+    "third": 3,
+    "fourth": 4,
+    "fifth": 5,
+    "sixth": 6,
+    "seventh": 7,
+    "eighth": 8,
+    "ninth": 9,
+    "tenth": 10,
+    "eleventh": 11,
+    "twelfth": 12,
+}
+MONTHS = {
+    m: i
+    for i, m in enumerate(
+        "january february march april may june july august september october november december".split(), 1
+    )
+}
 MONTHS.update({m[:3]: i for m, i in list(MONTHS.items())})
 MONTHS["sept"] = 9
 
 _WORD = re.compile(r"\d+(?:[.,]\d+)*(?:[^\W\d_]+)?|[^\W_]+(?:['’][^\W_]+)*", re.UNICODE)
-_QUOTES = str.maketrans({"“": '"', "”": '"', "„": '"', "«": '"', "»": '"', "‘": "'", "’": "'", "‚": "'",
-                         "–": "-", "—": "-", "‐": "-", "‑": "-", "\u00a0": " "})
+_QUOTES = str.maketrans(
+    {
+        "“": '"',
+        "”": '"',
+        "„": '"',
+        "«": '"',
+        "»": '"',
+        "‘": "'",
+        "’": "'",
+        "‚": "'",
+        "–": "-",
+        "—": "-",
+        "‐": "-",
+        "‑": "-",
+        "\u00a0": " ",
+    }
+)
 
 
 @lru_cache(maxsize=8192)
@@ -92,11 +159,33 @@ def stem(word: str) -> str:
     return w
 
 
-_SUFFIXES = [("ational", "ate", 3), ("ization", "ize", 3), ("isation", "ize", 3), ("fulness", "ful", 3),
-             ("iveness", "ive", 3), ("ousness", "ous", 3), ("ements", "", 4), ("ement", "", 4), ("ments", "", 4),
-             ("ment", "", 4), ("ations", "ate", 3), ("ation", "ate", 3), ("ingly", "", 3), ("edly", "", 3),
-             ("ities", "", 3), ("ity", "", 3), ("ies", "y", 2), ("ied", "y", 2), ("ing", "", 3), ("ness", "", 3),
-             ("ly", "", 3), ("ed", "", 3), ("es", "", 3), ("s", "", 3), ("'s", "", 2)]
+_SUFFIXES = [
+    ("ational", "ate", 3),
+    ("ization", "ize", 3),
+    ("isation", "ize", 3),
+    ("fulness", "ful", 3),
+    ("iveness", "ive", 3),
+    ("ousness", "ous", 3),
+    ("ements", "", 4),
+    ("ement", "", 4),
+    ("ments", "", 4),
+    ("ment", "", 4),
+    ("ations", "ate", 3),
+    ("ation", "ate", 3),
+    ("ingly", "", 3),
+    ("edly", "", 3),
+    ("ities", "", 3),
+    ("ity", "", 3),
+    ("ies", "y", 2),
+    ("ied", "y", 2),
+    ("ing", "", 3),
+    ("ness", "", 3),
+    ("ly", "", 3),
+    ("ed", "", 3),
+    ("es", "", 3),
+    ("s", "", 3),
+    ("'s", "", 2),
+]
 
 
 _NUMBER = re.compile(r"(\d+(?:\.\d+)?)(?:st|nd|rd|th|s)?")
@@ -139,8 +228,11 @@ def has_negation(tokens: list[str]) -> bool:
     return any(t in NEGATIONS or t.endswith("n't") for t in tokens)
 
 
-_NEG_RE = re.compile(r"(?<![\w-])(?:" + "|".join(sorted((re.escape(w) for w in NEGATIONS), key=len, reverse=True))
-                     + r")(?![\w-])|\w+n't(?![\w-])")
+_NEG_RE = re.compile(
+    r"(?<![\w-])(?:"
+    + "|".join(sorted((re.escape(w) for w in NEGATIONS), key=len, reverse=True))
+    + r")(?![\w-])|\w+n't(?![\w-])"
+)
 _CODE = re.compile(r"`[^`]*`")
 
 
@@ -155,8 +247,12 @@ def negation_scopes(text: str, reach: int = 4) -> list[frozenset[str]]:
     out = []
     for i, t in enumerate(tokens):
         if t in NEGATIONS or t.endswith("n't"):
-            governed = [w for tok in tokens[i + 1:i + 1 + 2 * reach] for w in _WORD.findall(tok)
-                        if is_content(w) and w not in NEGATIONS]
+            governed = [
+                w
+                for tok in tokens[i + 1 : i + 1 + 2 * reach]
+                for w in _WORD.findall(tok)
+                if is_content(w) and w not in NEGATIONS
+            ]
             out.append(frozenset(key(w) for w in governed[:reach]))
     return out
 
@@ -171,10 +267,10 @@ def split_sentences(text: str) -> list[str]:
     """Sentences of one paragraph of prose, verbatim (whitespace inside kept)."""
     out, start = [], 0
     for m in _SENT_END.finditer(text):
-        piece = text[start:m.start()]
+        piece = text[start : m.start()]
         if _ABBREV.search(piece.rstrip("\"')]")) or re.search(r"\b[A-Z]\.$", piece):
             continue  # "e.g. Foo", "J. Smith": not a sentence end
-        out.append(text[start:m.end()].strip())
+        out.append(text[start : m.end()].strip())
         start = m.end()
     tail = text[start:].strip()
     if tail:

@@ -38,32 +38,45 @@ ENTITY_OTHER_MIN = 0.8
 ENTITY_SINGLE_MIN = 0.85  # an entity claim with a single anchor needs this much of its other words
 WINDOW = 40  # "near each other", in tokens
 TIGHT = 12  # names outside one sentence must be this close
-POLICY = {"version": POLICY_VERSION, "paraphrase_min": PARAPHRASE_MIN, "entity_other_min": ENTITY_OTHER_MIN,
-          "entity_single_min": ENTITY_SINGLE_MIN, "window": WINDOW, "tight": TIGHT}
+POLICY = {
+    "version": POLICY_VERSION,
+    "paraphrase_min": PARAPHRASE_MIN,
+    "entity_other_min": ENTITY_OTHER_MIN,
+    "entity_single_min": ENTITY_SINGLE_MIN,
+    "window": WINDOW,
+    "tight": TIGHT,
+}
 
 _PTR = r"E\s*[1-9]\d{0,2}"
-POINTER_GROUP = re.compile(
-    rf"[\[(【]\s*((?:{_PTR})(?:\s*(?:[,;&/]|and)\s*E?\s*[1-9]\d{{0,2}})*)\s*[\])】]", re.I)
+POINTER_GROUP = re.compile(rf"[\[(【]\s*((?:{_PTR})(?:\s*(?:[,;&/]|and)\s*E?\s*[1-9]\d{{0,2}})*)\s*[\])】]", re.I)
 _BULLET = re.compile(r"^\s*(?:[-*+•·]|\d{1,3}[.)]|\(\d{1,3}\)|[a-z][.)](?=\s))\s+")
 _QUOTED = re.compile(r'"([^"]{3,}?)"')
-_ATTRIBUTION = frozenset(tx.stem(w) for w in """say says said state states stated note notes noted write writes
+_ATTRIBUTION = frozenset(
+    tx.stem(w)
+    for w in """say says said state states stated note notes noted write writes
 wrote written describe describes described call calls called explain explains explained mention mentions
 mentioned read reads according rfc document documentation section evidence text quote quoted put word words
-phrase term define defines defined refer refers referred specify specifies specified""".split())
+phrase term define defines defined refer refers referred specify specifies specified""".split()
+)
 _NEG_BEFORE = frozenset({"not", "no", "never", "cannot", "nor", "without"})
 _ISO_DATE = re.compile(r"\b(\d{4})-(\d{1,2})(?:-(\d{1,2}))?\b")
-_MONTH = r"(jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?" \
-         r"|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?"
+_MONTH = (
+    r"(jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?"
+    r"|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?"
+)
 _DATE_MDY = re.compile(rf"\b{_MONTH}\s+(?:(\d{{1,2}})(?:st|nd|rd|th)?,?\s+)?(\d{{4}})\b")
 _DATE_DMY = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH},?\s+(\d{{4}})\b")
-_IDENT = re.compile(r"`([^`\n]{1,80})`|\b[A-Za-z_][\w]*(?:(?:::|\.)[A-Za-z_]\w*)+(?:\(\))?"
-                    r"|\b[a-z]+_[a-z_0-9]+\b|\b[a-z]+[A-Z]\w*\b|\b[A-Za-z]+\d+[A-Za-z\d]*\b")
+_IDENT = re.compile(
+    r"`([^`\n]{1,80})`|\b[A-Za-z_][\w]*(?:(?:::|\.)[A-Za-z_]\w*)+(?:\(\))?"
+    r"|\b[a-z]+_[a-z_0-9]+\b|\b[a-z]+[A-Z]\w*\b|\b[A-Za-z]+\d+[A-Za-z\d]*\b"
+)
 _CAP = re.compile(r"[A-Z][\w'’.-]*")
 _CONNECT = frozenset({"of", "for", "the", "de", "von", "van", "der", "la", "le", "du", "del"})
 _NOT_COUNTS = frozenset({"one", "single", "half", "double", "twice", "triple", "dozen"})
 
 
 # --- parsing -----------------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class ParsedClaim:
@@ -181,8 +194,13 @@ def _dates(folded: str) -> list[tuple[int, int | None, int]]:
     """(month, day or None, year) of every date written in a text."""
     out = []
     for m in _DATE_MDY.finditer(folded):
-        out.append((tx.MONTHS[m.group(1)[:3] if m.group(1)[:4] != "sept" else "sep"],
-                    int(m.group(2)) if m.group(2) else None, int(m.group(3))))
+        out.append(
+            (
+                tx.MONTHS[m.group(1)[:3] if m.group(1)[:4] != "sept" else "sep"],
+                int(m.group(2)) if m.group(2) else None,
+                int(m.group(3)),
+            )
+        )
     for m in _DATE_DMY.finditer(folded):
         out.append((tx.MONTHS[m.group(2)[:3]], int(m.group(1)), int(m.group(3))))
     for m in _ISO_DATE.finditer(folded):
@@ -192,6 +210,7 @@ def _dates(folded: str) -> list[tuple[int, int | None, int]]:
 
 
 # --- anchors ----------------------------------------------------------------------------------------------
+
 
 @dataclass
 class Anchors:
@@ -267,6 +286,7 @@ def _proper_nouns(sentence: str) -> list[str]:
 
 # --- checking one claim -----------------------------------------------------------------------------------
 
+
 @dataclass
 class _Result:
     strategy: str | None
@@ -329,8 +349,7 @@ def _quote(s: str, cited: list[Block]) -> str | None:
         return None  # "it is not true that «…»"
     rest_keys = {k for k in tx.content_keys(rest) if k not in _ATTRIBUTION}
     for b in cited:
-        if all(tx.normalise(q) in b.norm or tx.normalise(q) in b.norm_plain for q in quotes) \
-                and rest_keys <= b.keyset:
+        if all(tx.normalise(q) in b.norm or tx.normalise(q) in b.norm_plain for q in quotes) and rest_keys <= b.keyset:
             return "quote"
     return None
 
@@ -340,9 +359,10 @@ def _span(norm: str, cited: list[Block]) -> str | None:
         for hay in (b.norm, b.norm_plain):
             i = hay.find(norm)
             while i >= 0:
-                before = hay[max(0, i - 40):i].split()[-2:]
-                if not _NEG_BEFORE.intersection(before) and not any(w.endswith("nt") and w[:-2] + "n't" in
-                                                                    tx.NEGATIONS for w in before):
+                before = hay[max(0, i - 40) : i].split()[-2:]
+                if not _NEG_BEFORE.intersection(before) and not any(
+                    w.endswith("nt") and w[:-2] + "n't" in tx.NEGATIONS for w in before
+                ):
                     return "span"
                 i = hay.find(norm, i + 1)
     return None
@@ -362,8 +382,11 @@ def _entity(s: str, anc: Anchors, cited: list[Block]) -> str | None:
             continue
         known = [p for ps in spots for p in ps if p >= 0]
         # the other words must be found in the sentences that hold the anchors, not anywhere in the block
-        near = {k for lo, hi in b.sentences if any(lo <= p < hi for p in known) for k in b.keys[lo:hi]} \
-            if known else b.keyset
+        near = (
+            {k for lo, hi in b.sentences if any(lo <= p < hi for p in known) for k in b.keys[lo:hi]}
+            if known
+            else b.keyset
+        )
         if other and sum(k in near for k in other) / len(other) < need:
             continue
         return "entity"
@@ -483,7 +506,7 @@ def _swapped(s: str, named: list[str], anc: Anchors, b: Block, lo: int, hi: int)
     if "by" in claim.words or "by" in b.words[lo:hi]:
         return False
     for i, x in enumerate(named):
-        for y in named[i + 1:]:
+        for y in named[i + 1 :]:
             cx, cy = _positions(x, anc, claim), _positions(y, anc, claim)
             ex = [p for p in _positions(x, anc, b) if lo <= p < hi]
             ey = [p for p in _positions(y, anc, b) if lo <= p < hi]
@@ -493,10 +516,15 @@ def _swapped(s: str, named: list[str], anc: Anchors, b: Block, lo: int, hi: int)
                 continue
             c_lo, c_hi = sorted((cx[0], cy[0]))
             e_lo, e_hi = sorted((ex[0], ey[0]))
-            rel_c = {k for k, w in zip(claim.keys[c_lo + 1:c_hi], claim.words[c_lo + 1:c_hi], strict=False)
-                     if tx.is_content(w)}
-            rel_e = {k for k, w in zip(b.keys[e_lo + 1:e_hi], b.words[e_lo + 1:e_hi], strict=False) if tx.is_content(w)}
-            rel_c -= set(claim.keys[cx[0]:cx[0] + len(x.split())]) | set(claim.keys[cy[0]:cy[0] + len(y.split())])
+            rel_c = {
+                k
+                for k, w in zip(claim.keys[c_lo + 1 : c_hi], claim.words[c_lo + 1 : c_hi], strict=False)
+                if tx.is_content(w)
+            }
+            rel_e = {
+                k for k, w in zip(b.keys[e_lo + 1 : e_hi], b.words[e_lo + 1 : e_hi], strict=False) if tx.is_content(w)
+            }
+            rel_c -= set(claim.keys[cx[0] : cx[0] + len(x.split())]) | set(claim.keys[cy[0] : cy[0] + len(y.split())])
             if rel_c and rel_c <= rel_e:
                 return True
     return False
@@ -513,6 +541,7 @@ def _why_not(s: str, cited: list[Block]) -> str:
 
 
 # --- whole answers ----------------------------------------------------------------------------------------
+
 
 def audit_mode(claims: list[Claim]) -> str:
     if not claims or not all(c.verified for c in claims):
@@ -539,7 +568,7 @@ def verify_request(req: dict) -> dict:
     elif isinstance(evidence, list):
         evidence = {f"E{i}": t for i, t in enumerate(evidence, 1)}
     if not isinstance(evidence, dict) or not all(isinstance(t, str) for t in evidence.values()):
-        raise ValueError("'evidence' must map pointers to texts, e.g. {\"E1\": \"...\"}")
+        raise ValueError('\'evidence\' must map pointers to texts, e.g. {"E1": "..."}')
     evidence = {_pointer_name(k): t for k, t in evidence.items()}
     implicit = len(evidence) == 1 and not POINTER_GROUP.search(answer)
     if implicit:  # nothing cited, one block: that block is what every line rests on

@@ -16,8 +16,15 @@ from pipeline.ingest.context import IngestContext, IngestStats, record_failures
 from pipeline.ingest.documents import stage_documents
 from pipeline.ingest.embeddings import stage_embeddings
 
-__all__ = ["IngestContext", "IngestStats", "ingest_source", "record_failures", "stage_chunks", "stage_documents",
-           "stage_embeddings"]
+__all__ = [
+    "IngestContext",
+    "IngestStats",
+    "ingest_source",
+    "record_failures",
+    "stage_chunks",
+    "stage_documents",
+    "stage_embeddings",
+]
 
 
 def ingest_source(ctx: IngestContext, name: str) -> IngestStats:

@@ -41,8 +41,9 @@ class _Staged:
     content_hash: str
 
     def document(self) -> Document:
-        return Document(DocRef(self.doc_key, self.uri), self.kind, self.title, self.url, self.content,
-                        self.content_hash)
+        return Document(
+            DocRef(self.doc_key, self.uri), self.kind, self.title, self.url, self.content, self.content_hash
+        )
 
 
 def stage_chunks(ctx: IngestContext, name: str) -> IngestStats:
@@ -52,7 +53,9 @@ def stage_chunks(ctx: IngestContext, name: str) -> IngestStats:
         with conn.cursor(row_factory=class_row(_Staged)) as cur:
             rows = cur.execute(
                 "SELECT doc_key, kind, uri, url, title, content, content_hash FROM staged_documents "
-                "WHERE source = %s AND action = 'upsert' AND NOT chunked ORDER BY doc_key", (name,)).fetchall()
+                "WHERE source = %s AND action = 'upsert' AND NOT chunked ORDER BY doc_key",
+                (name,),
+            ).fetchall()
         for i, row in enumerate(rows, 1):
             chunker = ctx.chunker  # the tokenizer loads once, on the first document, outside its fault handling
             key, doc = row.doc_key, row.document()
@@ -61,14 +64,29 @@ def stage_chunks(ctx: IngestContext, name: str) -> IngestStats:
                 chunks = chunker.chunk(parsed.title, parsed.sections, parsed.pack)
                 with conn.transaction(), conn.cursor() as cur:
                     cur.execute("DELETE FROM staged_chunks WHERE doc_key = %s", (key,))
-                    with cur.copy("COPY staged_chunks (doc_key, ordinal, id, heading_path, text, embed_text, "
-                                  "token_count, text_hash, page) FROM STDIN") as copy:
+                    with cur.copy(
+                        "COPY staged_chunks (doc_key, ordinal, id, heading_path, text, embed_text, "
+                        "token_count, text_hash, page) FROM STDIN"
+                    ) as copy:
                         for c in chunks:
                             h = text_hash(c.embed_text)
-                            copy.write_row((key, c.ordinal, chunk_id(key, c.ordinal, h), list(c.heading_path),
-                                            c.text, c.embed_text, c.token_count, h, c.page))
-                    cur.execute("UPDATE staged_documents SET chunked = true, title = %s WHERE doc_key = %s",
-                                (parsed.title or row.title, key))
+                            copy.write_row(
+                                (
+                                    key,
+                                    c.ordinal,
+                                    chunk_id(key, c.ordinal, h),
+                                    list(c.heading_path),
+                                    c.text,
+                                    c.embed_text,
+                                    c.token_count,
+                                    h,
+                                    c.page,
+                                )
+                            )
+                    cur.execute(
+                        "UPDATE staged_documents SET chunked = true, title = %s WHERE doc_key = %s",
+                        (parsed.title or row.title, key),
+                    )
             except Exception as e:
                 if store_lost(e):
                     raise

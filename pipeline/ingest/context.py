@@ -1,6 +1,5 @@
 """What every ingest stage shares: the run's context, its stats and the failures table."""
 
-
 from __future__ import annotations
 
 import time
@@ -48,16 +47,22 @@ class IngestStats:
     skipped_files: tuple[Skipped, ...] = ()  # the first MAX_SKIPPED_LISTED of them, with the reason
 
     def __add__(self, other: IngestStats) -> IngestStats:
-        counts = {f.name: getattr(self, f.name) + getattr(other, f.name)
-                  for f in fields(self) if f.name not in NOT_COUNTS}
+        counts = {
+            f.name: getattr(self, f.name) + getattr(other, f.name) for f in fields(self) if f.name not in NOT_COUNTS
+        }
         secs = dict(self.seconds)
         for k, v in other.seconds.items():
             secs[k] = round(secs.get(k, 0.0) + v, 3)
         langs = dict(self.languages)
         for k, n in other.languages.items():
             langs[k] = langs.get(k, 0) + n
-        return IngestStats(**counts, failures=self.failures + other.failures, seconds=secs, languages=langs,
-                           skipped_files=self.skipped_files + other.skipped_files)
+        return IngestStats(
+            **counts,
+            failures=self.failures + other.failures,
+            seconds=secs,
+            languages=langs,
+            skipped_files=self.skipped_files + other.skipped_files,
+        )
 
     def timed(self, stage: str, seconds: float) -> IngestStats:
         return replace(self, seconds={**self.seconds, stage: round(seconds, 3)})
@@ -81,8 +86,15 @@ class IngestContext:
     when given, is used if it is that model, and builds a new store's first generation
     (or, failing to load, the first of the configured fallbacks that loads)."""
 
-    def __init__(self, settings: Settings, *, url: str | None = None, embedder: Embedder | None = None,
-                 run_id: str | None = None, progress: Progress | None = None):
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        url: str | None = None,
+        embedder: Embedder | None = None,
+        run_id: str | None = None,
+        progress: Progress | None = None,
+    ):
         self.settings = settings
         self._url = url
         self._given = embedder
@@ -149,8 +161,9 @@ class IngestContext:
 
 def fingerprint_of(emb: TextEmbedder, chunking: ChunkingConfig) -> Fingerprint:
     """The ledger's fingerprint of chunks cut for `emb` (its tokenizer and document window)."""
-    return Fingerprint(fingerprint(emb.model_id, emb.document_window, chunking.max_tokens, chunking.overlap_tokens),
-                       emb.model_id)
+    return Fingerprint(
+        fingerprint(emb.model_id, emb.document_window, chunking.max_tokens, chunking.overlap_tokens), emb.model_id
+    )
 
 
 @contextmanager
@@ -167,4 +180,5 @@ def record_failures(conn: psycopg.Connection, source: str, failures: list[Failur
                 "INSERT INTO failures (source, doc_key, stage, error, run_id) VALUES (%s, %s, %s, %s, %s) "
                 "ON CONFLICT (source, doc_key) DO UPDATE SET stage = excluded.stage, "
                 "error = excluded.error, run_id = excluded.run_id, at = now()",
-                [(source, storable(f.key), f.stage, storable(redact(f.error)), run_id) for f in failures])
+                [(source, storable(f.key), f.stage, storable(redact(f.error)), run_id) for f in failures],
+            )

@@ -54,17 +54,30 @@ def stage_documents(ctx: IngestContext, name: str) -> IngestStats:
         if close := getattr(source, "close", None):
             close()  # e.g. the Confluence HTTP session
     skipped = skipped_by(source)
-    stats = replace(stats, languages=dict(Counter(str(r.meta.get("format") or source.type) for r in refs)),
-                    skipped_files=tuple(skipped), files_skipped=getattr(source, "files_skipped", len(skipped)))
+    stats = replace(
+        stats,
+        languages=dict(Counter(str(r.meta.get("format") or source.type) for r in refs)),
+        skipped_files=tuple(skipped),
+        files_skipped=getattr(source, "files_skipped", len(skipped)),
+    )
     return stats.timed("documents", time.perf_counter() - t0)
 
 
-def _apply(ctx: IngestContext, conn: psycopg.Connection, name: str, source, refs: list[DocRef], plan: Plan,
-           indexed: dict[str, LedgerRow]) -> IngestStats:
+def _apply(
+    ctx: IngestContext,
+    conn: psycopg.Connection,
+    name: str,
+    source,
+    refs: list[DocRef],
+    plan: Plan,
+    indexed: dict[str, LedgerRow],
+) -> IngestStats:
     """Fetch what the plan says, judge each document, and write the outcome."""
-    staged: dict[str, str] = dict(conn.execute(  # doc_key → content hash, of upserts an interrupted run staged
-        "SELECT doc_key, content_hash FROM staged_documents WHERE source = %s AND action = 'upsert'",
-        (name,)).fetchall())
+    staged: dict[str, str] = dict(
+        conn.execute(  # doc_key → content hash, of upserts an interrupted run staged
+            "SELECT doc_key, content_hash FROM staged_documents WHERE source = %s AND action = 'upsert'", (name,)
+        ).fetchall()
+    )
     verdicts: Counter[Verdict] = Counter()
     settled, failures = set(plan.skip), []
     with conn.cursor() as cur:
@@ -90,20 +103,39 @@ def _apply(ctx: IngestContext, conn: psycopg.Connection, name: str, source, refs
             verdicts[verdict] += 1
             ctx.progress("documents", len(plan.skip) + i, len(refs))
         cur.executemany(_DELETE, [(k, name, ctx.run_id) for k in plan.delete])
-        unwanted = ledger.unwanted_staging(staged, settled=settled, listed={r.key for r in refs}, indexed=indexed,
-                                           failed={f.key for f in failures})
+        unwanted = ledger.unwanted_staging(
+            staged, settled=settled, listed={r.key for r in refs}, indexed=indexed, failed={f.key for f in failures}
+        )
         cur.executemany("DELETE FROM staged_documents WHERE doc_key = %s", [(k,) for k in unwanted])
         cur.execute("DELETE FROM failures WHERE source = %s", (name,))
         record_failures(conn, name, failures, ctx.run_id)
-    return IngestStats(files_added=verdicts[Verdict.ADD], files_updated=verdicts[Verdict.UPDATE],
-                       files_unchanged=len(plan.skip) + verdicts[Verdict.REFRESH], files_deleted=len(plan.delete),
-                       files_failed=len(failures), failures=tuple(failures))
+    return IngestStats(
+        files_added=verdicts[Verdict.ADD],
+        files_updated=verdicts[Verdict.UPDATE],
+        files_unchanged=len(plan.skip) + verdicts[Verdict.REFRESH],
+        files_deleted=len(plan.delete),
+        files_failed=len(failures),
+        failures=tuple(failures),
+    )
 
 
 def _staging_row(name: str, type_: str, tags: list[str], doc: Document, run_id: str) -> dict:
     ref = doc.ref
     meta = {k: v for k, v in ref.meta.items() if k not in ("url",)}
-    return {"doc_key": ref.key, "source": name, "type": type_, "kind": doc.kind, "uri": ref.path, "url": doc.url,
-            "title": doc.title, "tags": list(tags) + list(meta.get("labels", [])), "meta": json.dumps(meta),
-            "content": doc.content, "content_hash": doc.content_hash, "version": ref.version,
-            "mtime_ns": ref.mtime_ns, "size": ref.size, "run_id": run_id}
+    return {
+        "doc_key": ref.key,
+        "source": name,
+        "type": type_,
+        "kind": doc.kind,
+        "uri": ref.path,
+        "url": doc.url,
+        "title": doc.title,
+        "tags": list(tags) + list(meta.get("labels", [])),
+        "meta": json.dumps(meta),
+        "content": doc.content,
+        "content_hash": doc.content_hash,
+        "version": ref.version,
+        "mtime_ns": ref.mtime_ns,
+        "size": ref.size,
+        "run_id": run_id,
+    }

@@ -133,8 +133,14 @@ def _embed_and_swap(ctx: IngestContext, name: str) -> IngestStats:
         t1 = time.perf_counter()
         indexed, deleted = _swap_in(ctx, conn, name, gen)
         t_write = time.perf_counter() - t1
-    stats = IngestStats(chunks_indexed=indexed, chunks_reused=reused, chunks_deleted=deleted, chunks_embedded=embedded,
-                        files_failed=len(failures), failures=tuple(failures))
+    stats = IngestStats(
+        chunks_indexed=indexed,
+        chunks_reused=reused,
+        chunks_deleted=deleted,
+        chunks_embedded=embedded,
+        files_failed=len(failures),
+        failures=tuple(failures),
+    )
     return stats.timed("embed", t_embed).timed("write", t_write)
 
 
@@ -147,8 +153,9 @@ class _Pending:
     token_count: int
 
 
-def _embed_pending(ctx: IngestContext, conn: psycopg.Connection, name: str,
-                   gen: Generation) -> tuple[int, float, dict[str, BaseException]]:
+def _embed_pending(
+    ctx: IngestContext, conn: psycopg.Connection, name: str, gen: Generation
+) -> tuple[int, float, dict[str, BaseException]]:
     """Vectors for every pending text; the texts the model fails on (text hash → error) are left out."""
     with conn.cursor(row_factory=class_row(_Pending)) as cur:
         pending = cur.execute(_PENDING, (name,)).fetchall()
@@ -172,8 +179,9 @@ def _embed_pending(ctx: IngestContext, conn: psycopg.Connection, name: str,
     return len(pending) - len(unembeddable), t_embed, unembeddable
 
 
-def _encode(embedder: TextEmbedder, block: list[_Pending],
-            unembeddable: dict[str, BaseException]) -> tuple[list[_Pending], np.ndarray]:
+def _encode(
+    embedder: TextEmbedder, block: list[_Pending], unembeddable: dict[str, BaseException]
+) -> tuple[list[_Pending], np.ndarray]:
     """The block's vectors; on an error, text by text, so that only the texts at fault are left out.
 
     A text is at fault when it alone fails, or its vector is not finite (pgvector
@@ -197,20 +205,27 @@ def _encode(embedder: TextEmbedder, block: list[_Pending],
         block, vectors = [r for r, _ in kept], np.stack([v for _, v in kept])
     finite = np.isfinite(vectors).all(axis=1)
     if not finite.all():
-        unembeddable.update((r.text_hash, ValueError("the model gave a vector that is not finite (NaN or inf)"))
-                            for r, ok in zip(block, finite, strict=True) if not ok)
+        unembeddable.update(
+            (r.text_hash, ValueError("the model gave a vector that is not finite (NaN or inf)"))
+            for r, ok in zip(block, finite, strict=True)
+            if not ok
+        )
         block, vectors = [r for r, ok in zip(block, finite, strict=True) if ok], vectors[finite]
     return block, vectors
 
 
-def _drop_unembeddable(ctx: IngestContext, conn: psycopg.Connection, name: str,
-                       unembeddable: dict[str, BaseException]) -> list[Failure]:
+def _drop_unembeddable(
+    ctx: IngestContext, conn: psycopg.Connection, name: str, unembeddable: dict[str, BaseException]
+) -> list[Failure]:
     """Fail the documents holding a text the model cannot embed; the others are swapped in as usual."""
     if not unembeddable:
         return []
-    rows = conn.execute("SELECT DISTINCT ON (s.doc_key) s.doc_key, s.text_hash FROM staged_chunks s "
-                        "JOIN staged_documents d USING (doc_key) WHERE d.source = %s AND s.text_hash = ANY(%s) "
-                        "ORDER BY s.doc_key", (name, list(unembeddable))).fetchall()
+    rows = conn.execute(
+        "SELECT DISTINCT ON (s.doc_key) s.doc_key, s.text_hash FROM staged_chunks s "
+        "JOIN staged_documents d USING (doc_key) WHERE d.source = %s AND s.text_hash = ANY(%s) "
+        "ORDER BY s.doc_key",
+        (name, list(unembeddable)),
+    ).fetchall()
     failures = [failure(key, "embed", unembeddable[h]) for key, h in rows]
     conn.execute("DELETE FROM staged_documents WHERE doc_key = ANY(%s)", ([f.key for f in failures],))
     record_failures(conn, name, failures, ctx.run_id)
@@ -255,24 +270,37 @@ class _VectorWriter:
 
 def _store_vectors(conn: psycopg.Connection, hashes: list[str], vectors: np.ndarray, generation: int | None) -> None:
     with conn.transaction(), conn.cursor() as cur:
-        cur.execute("CREATE TEMP TABLE IF NOT EXISTS new_vectors (text_hash text, embedding vector) "
-                    "ON COMMIT DELETE ROWS")
+        cur.execute(
+            "CREATE TEMP TABLE IF NOT EXISTS new_vectors (text_hash text, embedding vector) ON COMMIT DELETE ROWS"
+        )
         with cur.copy("COPY new_vectors (text_hash, embedding) FROM STDIN WITH (FORMAT BINARY)") as copy:
             copy.set_types(["text", "vector"])
             for h, v in zip(hashes, vectors, strict=True):
                 copy.write_row((h, v))
-        cur.execute("UPDATE staged_chunks s SET embedding = n.embedding, generation = %s FROM new_vectors n "
-                    "WHERE s.text_hash = n.text_hash AND s.embedding IS NULL", (generation,))
+        cur.execute(
+            "UPDATE staged_chunks s SET embedding = n.embedding, generation = %s FROM new_vectors n "
+            "WHERE s.text_hash = n.text_hash AND s.embedding IS NULL",
+            (generation,),
+        )
 
 
 def _swap_in(ctx: IngestContext, conn: psycopg.Connection, name: str, gen: Generation) -> tuple[int, int]:
     """Commit every fully embedded staged document, then staged deletions."""
-    ready = [k for (k,) in conn.execute(
-        "SELECT d.doc_key FROM staged_documents d WHERE d.source = %s AND d.action = 'upsert' AND d.chunked "
-        "AND NOT EXISTS (SELECT 1 FROM staged_chunks s WHERE s.doc_key = d.doc_key AND s.embedding IS NULL) "
-        "ORDER BY d.doc_key", (name,)).fetchall()]
-    gone = [k for (k,) in conn.execute(
-        "SELECT doc_key FROM staged_documents WHERE source = %s AND action = 'delete'", (name,)).fetchall()]
+    ready = [
+        k
+        for (k,) in conn.execute(
+            "SELECT d.doc_key FROM staged_documents d WHERE d.source = %s AND d.action = 'upsert' AND d.chunked "
+            "AND NOT EXISTS (SELECT 1 FROM staged_chunks s WHERE s.doc_key = d.doc_key AND s.embedding IS NULL) "
+            "ORDER BY d.doc_key",
+            (name,),
+        ).fetchall()
+    ]
+    gone = [
+        k
+        for (k,) in conn.execute(
+            "SELECT doc_key FROM staged_documents WHERE source = %s AND action = 'delete'", (name,)
+        ).fetchall()
+    ]
     now = ledger.Fingerprint(ctx.fingerprint.chunker, gen.model)  # the chunks' chunker, the vectors' model
     args = ledger.record_params(now, ctx.run_id)
     indexed = _bulk_load(conn, gen, {**args, "keys": ready}) if ready else None
@@ -303,8 +331,9 @@ def _swap(conn: psycopg.Connection, gen: Generation, p: dict) -> tuple[int, int]
         cur.execute(_UPSERT_DOCUMENT, p)
         deleted = cur.execute(_DELETE_OLD, p).rowcount
         indexed = cur.execute(_INSERT_NEW, p).rowcount
-        cur.execute(_INSERT_VECTORS.format(vectors=f'"{gen.table_name}"', type=f"{gen.vector_type}({gen.dimension})"),
-                    p)
+        cur.execute(
+            _INSERT_VECTORS.format(vectors=f'"{gen.table_name}"', type=f"{gen.vector_type}({gen.dimension})"), p
+        )
         cur.execute(ledger.RECORD, p)
         cur.execute("DELETE FROM staged_documents WHERE doc_key = ANY(%(keys)s)", p)
     return indexed, deleted

@@ -129,33 +129,41 @@ def target_embedder(settings: Settings, model: str, dimensions: int | None) -> T
         if model in (remote.model_id, remote.name) and dimensions in (None, remote.dimension):
             return remote
         served.append(f"{remote.model_id!r} (dimension {remote.dimension}) at {url}")
-    raise EmbedError(f"no embedder service in EMBEDDER_URL serves {model!r}"
-                     + (f" at {dimensions} dimensions" if dimensions else "") + f": they serve {', '.join(served)}")
+    raise EmbedError(
+        f"no embedder service in EMBEDDER_URL serves {model!r}"
+        + (f" at {dimensions} dimensions" if dimensions else "")
+        + f": they serve {', '.join(served)}"
+    )
 
 
-def reindex(settings: Settings, url: str, embedder: TextEmbedder, *, keep_old: bool = False,
-            progress: Progress | None = None) -> ReindexResult:
+def reindex(
+    settings: Settings, url: str, embedder: TextEmbedder, *, keep_old: bool = False, progress: Progress | None = None
+) -> ReindexResult:
     """Build `embedder`'s generation beside the live one, switch to it, drop the old one (see module doc)."""
     t0 = time.perf_counter()
     progress = progress or (lambda stage, done, total: None)
     with connect(url) as conn:
         if open_built(conn) is None:
-            raise StoreError("the store is empty: there is nothing to reindex (ingest first; a new store is "
-                             "built with embedding.model)")
+            raise StoreError(
+                "the store is empty: there is nothing to reindex (ingest first; a new store is "
+                "built with embedding.model)"
+            )
         with advisory_lock(conn, "reindex"):  # one reindex at a time; ingest runs alongside
             live = generations.live(conn)
             assert live is not None
             if (live.model, live.dimension) == (embedder.model_id, embedder.dimension):
                 log.info("generation %d already embeds with %s at %d dimensions", live.id, live.model, live.dimension)
-                return ReindexResult(live.id, live.model, live.dimension, live.vector_type,
-                                     seconds=time.perf_counter() - t0)
+                return ReindexResult(
+                    live.id, live.model, live.dimension, live.vector_type, seconds=time.perf_counter() - t0
+                )
             new = _building(conn, embedder)
             result = ReindexResult(new.id, new.model, new.dimension, new.vector_type)
             result.reused += _copy_same_model(conn, new)
             while True:
                 _fill(conn, new, embedder, result, progress)
-                if not (missing := generations.switch(conn, new, _LEDGER, _ledger_params(settings, live, new,
-                                                                                          embedder))):
+                if not (
+                    missing := generations.switch(conn, new, _LEDGER, _ledger_params(settings, live, new, embedder))
+                ):
                     break
                 log.info("%d chunks arrived while building generation %d: embedding them", missing, new.id)
             result.switched = True
@@ -191,10 +199,12 @@ def _building(conn: psycopg.Connection, emb: TextEmbedder) -> Generation:
         name = getattr(emb, "name", None) or emb.model_id
         return generations.create(conn, emb.model_id, name, emb.dimension, "building")
     if (gen.model, gen.dimension) != (emb.model_id, emb.dimension):
-        raise StoreError(f"a reindex to {gen.model!r} ({gen.dimension} dimensions, generation {gen.id}) was "
-                         f"interrupted: resume it with `docforge reindex --model {gen.name}"
-                         f"{f' --dimensions {gen.dimension}' if gen.name == gen.model else ''}`, or drop it "
-                         "with `docforge reindex --cancel`")
+        raise StoreError(
+            f"a reindex to {gen.model!r} ({gen.dimension} dimensions, generation {gen.id}) was "
+            f"interrupted: resume it with `docforge reindex --model {gen.name}"
+            f"{f' --dimensions {gen.dimension}' if gen.name == gen.model else ''}`, or drop it "
+            "with `docforge reindex --cancel`"
+        )
     log.info("resuming generation %d (%s)", gen.id, gen.model)
     return gen
 
@@ -205,18 +215,23 @@ def _copy_same_model(conn: psycopg.Connection, new: Generation) -> int:
     for old in generations.every(conn):
         if old.id != new.id and old.state != "dropped" and old.same_vectors(new):
             with conn.transaction():
-                n += conn.execute(sql.SQL("INSERT INTO {} (seq, embedding) SELECT seq, embedding FROM {} "
-                                          "ON CONFLICT (seq) DO NOTHING").format(new.table, old.table)).rowcount
+                n += conn.execute(
+                    sql.SQL(
+                        "INSERT INTO {} (seq, embedding) SELECT seq, embedding FROM {} ON CONFLICT (seq) DO NOTHING"
+                    ).format(new.table, old.table)
+                ).rowcount
     return n
 
 
-def _fill(conn: psycopg.Connection, gen: Generation, emb: TextEmbedder, result: ReindexResult,
-          progress: Progress) -> None:
+def _fill(
+    conn: psycopg.Connection, gen: Generation, emb: TextEmbedder, result: ReindexResult, progress: Progress
+) -> None:
     """Give every chunk a vector of `gen`, a page of pending chunks at a time (committed per block)."""
     total, after, done = generations.missing(conn, gen), 0, 0
     counter = _counter(emb)
-    conn.execute("CREATE TEMP TABLE IF NOT EXISTS reindex_vectors (text_hash text, embedding vector) "
-                 "ON COMMIT DELETE ROWS")
+    conn.execute(
+        "CREATE TEMP TABLE IF NOT EXISTS reindex_vectors (text_hash text, embedding vector) ON COMMIT DELETE ROWS"
+    )
     while True:
         with conn.cursor(row_factory=class_row(_Row)) as cur:
             rows = cur.execute(_PENDING.format(vectors=gen.table), (after, _PAGE)).fetchall()
@@ -225,8 +240,10 @@ def _fill(conn: psycopg.Connection, gen: Generation, emb: TextEmbedder, result: 
         after = rows[-1].seq
         seqs = [r.seq for r in rows]
         with conn.transaction():
-            result.reused += conn.execute(_REUSE_SAME_TEXT.format(vectors=gen.table),
-                                          {"hashes": sorted({r.text_hash for r in rows}), "seqs": seqs}).rowcount
+            result.reused += conn.execute(
+                _REUSE_SAME_TEXT.format(vectors=gen.table),
+                {"hashes": sorted({r.text_hash for r in rows}), "seqs": seqs},
+            ).rowcount
         texts: dict[str, _Row] = {}
         for r in rows:
             texts.setdefault(r.text_hash, r)
@@ -248,12 +265,18 @@ def _fill(conn: psycopg.Connection, gen: Generation, emb: TextEmbedder, result: 
     progress("reindex", total, total)
 
 
-def _still_pending(conn: psycopg.Connection, gen: Generation, seqs: list[int],
-                   texts: dict[str, _Row]) -> list[_Row]:
+def _still_pending(conn: psycopg.Connection, gen: Generation, seqs: list[int], texts: dict[str, _Row]) -> list[_Row]:
     """The distinct texts of `seqs` that still lack a vector (after reuse), longest first."""
-    left = {h for (h,) in conn.execute(sql.SQL(
-        "SELECT DISTINCT c.text_hash FROM chunks c WHERE c.seq = ANY(%s) "
-        "AND NOT EXISTS (SELECT 1 FROM {} v WHERE v.seq = c.seq)").format(gen.table), (seqs,))}
+    left = {
+        h
+        for (h,) in conn.execute(
+            sql.SQL(
+                "SELECT DISTINCT c.text_hash FROM chunks c WHERE c.seq = ANY(%s) "
+                "AND NOT EXISTS (SELECT 1 FROM {} v WHERE v.seq = c.seq)"
+            ).format(gen.table),
+            (seqs,),
+        )
+    }
     return sorted((texts[h] for h in left if h in texts), key=lambda r: -len(r.text))
 
 
@@ -275,8 +298,10 @@ def _embed_text(row: _Row, result: ReindexResult) -> str:
 def _encode(emb: TextEmbedder, texts: list[str]) -> np.ndarray:
     vectors = emb.encode(texts, kind="document")
     if not np.isfinite(vectors).all():
-        raise EmbedError(f"{emb.model_id} gave a vector that is not finite (NaN or inf) for one of {len(texts)} "
-                         "chunks: this model cannot index the store")
+        raise EmbedError(
+            f"{emb.model_id} gave a vector that is not finite (NaN or inf) for one of {len(texts)} "
+            "chunks: this model cannot index the store"
+        )
     return vectors
 
 
@@ -294,16 +319,20 @@ def _counter(emb: TextEmbedder) -> Tokenizer | None:
     return tok
 
 
-def _check_window(conn: psycopg.Connection, gen: Generation, counter: Tokenizer, window: int, block: list[_Row],
-                  result: ReindexResult) -> None:
+def _check_window(
+    conn: psycopg.Connection, gen: Generation, counter: Tokenizer, window: int, block: list[_Row], result: ReindexResult
+) -> None:
     """Record documents with chunks longer than the new model reads (it truncates them)."""
     texts = [r.embed_prefix + r.text if r.embed_prefix is not None else r.text for r in block]
     counts = [len(e.ids) for e in counter.encode_batch(texts)]
     over = sorted({r.doc_key for r, n in zip(block, counts, strict=True) if n > window})
     if over:
         result.overflow += sum(n > window for n in counts)
-        conn.execute("INSERT INTO generation_overflow (generation, doc_key) SELECT %s, unnest(%s::text[]) "
-                     "ON CONFLICT DO NOTHING", (gen.id, over))
+        conn.execute(
+            "INSERT INTO generation_overflow (generation, doc_key) SELECT %s, unnest(%s::text[]) "
+            "ON CONFLICT DO NOTHING",
+            (gen.id, over),
+        )
 
 
 def _ledger_params(settings: Settings, live: Generation, new: Generation, emb: TextEmbedder) -> dict:
@@ -316,5 +345,10 @@ def _ledger_params(settings: Settings, live: Generation, new: Generation, emb: T
         log.warning("the live model %s cannot be read (%s): the next ingest re-chunks every document", live.model, e)
         old = None
     now = fingerprint_of(emb, settings.chunking)
-    return {"new_chunker": now.chunker, "new_model": now.model, "old_chunker": old.chunker if old else "",
-            "old_model": old.model if old else "", "gen": new.id}
+    return {
+        "new_chunker": now.chunker,
+        "new_model": now.model,
+        "old_chunker": old.chunker if old else "",
+        "old_model": old.model if old else "",
+        "gen": new.id,
+    }

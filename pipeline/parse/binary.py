@@ -45,8 +45,12 @@ def dump(parsed: Parsed) -> str:
 def load(content: str) -> Parsed:
     try:
         data = json.loads(content)
-        sections = [Section(tuple(str(h) for h in s["path"]), str(s["text"]),
-                            int(s["page"]) if s.get("page") is not None else None) for s in data["sections"]]
+        sections = [
+            Section(
+                tuple(str(h) for h in s["path"]), str(s["text"]), int(s["page"]) if s.get("page") is not None else None
+            )
+            for s in data["sections"]
+        ]
         return Parsed(str(data.get("title") or ""), sections)
     except (ValueError, KeyError, TypeError) as e:
         raise ParseError(f"extracted document text is damaged ({type(e).__name__}: {e})") from None

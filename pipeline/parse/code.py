@@ -43,24 +43,71 @@ GRAMMARS = {
 }
 MAX_NESTING = 8  # containers deeper than this are kept whole: bounded recursion on any input
 
-_CONTAINERS = {"class_definition", "class_declaration", "abstract_class_declaration", "class", "class_specifier",
-               "struct_specifier", "namespace_definition", "internal_module", "impl_item", "trait_item",
-               "mod_item", "interface_declaration", "enum_declaration", "record_declaration"}
-_LEAVES = {"function_definition", "function_declaration", "generator_function_declaration", "method_definition",
-           "method_declaration", "constructor_declaration", "function_item", "function_signature_item",
-           "type_alias_declaration", "struct_item", "enum_item", "union_item", "type_item", "macro_definition",
-           "type_declaration", "type_definition", "annotation_type_declaration", "union_specifier"}
+_CONTAINERS = {
+    "class_definition",
+    "class_declaration",
+    "abstract_class_declaration",
+    "class",
+    "class_specifier",
+    "struct_specifier",
+    "namespace_definition",
+    "internal_module",
+    "impl_item",
+    "trait_item",
+    "mod_item",
+    "interface_declaration",
+    "enum_declaration",
+    "record_declaration",
+}
+_LEAVES = {
+    "function_definition",
+    "function_declaration",
+    "generator_function_declaration",
+    "method_definition",
+    "method_declaration",
+    "constructor_declaration",
+    "function_item",
+    "function_signature_item",
+    "type_alias_declaration",
+    "struct_item",
+    "enum_item",
+    "union_item",
+    "type_item",
+    "macro_definition",
+    "type_declaration",
+    "type_definition",
+    "annotation_type_declaration",
+    "union_specifier",
+}
 # Containers that are leaves in some languages: a C struct has no methods, a TS enum or interface no bodies.
-_LEAF_IN = {("c", "struct_specifier"), ("typescript", "enum_declaration"), ("tsx", "enum_declaration"),
-            ("typescript", "interface_declaration"), ("tsx", "interface_declaration")}
+_LEAF_IN = {
+    ("c", "struct_specifier"),
+    ("typescript", "enum_declaration"),
+    ("tsx", "enum_declaration"),
+    ("typescript", "interface_declaration"),
+    ("tsx", "interface_declaration"),
+}
 _WRAPPERS = {"export_statement", "decorated_definition", "template_declaration", "expression_statement"}
 _COMMENTS = {"comment", "line_comment", "block_comment"}
 _FUNCTION_VALUES = {"arrow_function", "function_expression", "function", "generator_function", "class"}
-_BODIES = {"class_body", "block", "declaration_list", "field_declaration_list", "statement_block",
-           "interface_body", "enum_body"}
+_BODIES = {
+    "class_body",
+    "block",
+    "declaration_list",
+    "field_declaration_list",
+    "statement_block",
+    "interface_body",
+    "enum_body",
+}
 _CLOSING = re.compile(r"[\s})\];,]*")  # only closing brackets: no section of its own
-_DECLARATOR_NAMES = {"identifier", "field_identifier", "qualified_identifier", "operator_name", "destructor_name",
-                     "type_identifier"}
+_DECLARATOR_NAMES = {
+    "identifier",
+    "field_identifier",
+    "qualified_identifier",
+    "operator_name",
+    "destructor_name",
+    "type_identifier",
+}
 
 
 @cache
@@ -194,7 +241,8 @@ class _Walker:
                 if d is None or d.type in _DECLARATOR_NAMES:
                     break
                 d = d.child_by_field_name("declarator") or next(
-                    (c for c in d.named_children if c.type in _DECLARATOR_NAMES), None)
+                    (c for c in d.named_children if c.type in _DECLARATOR_NAMES), None
+                )
             return (_text(d),) if d is not None and _text(d) else ()
         name = _text(node.child_by_field_name("name"))
         if not name and t == "class":
@@ -206,8 +254,7 @@ class _Walker:
         kind = stmt.type
         if not kind.startswith(("create_", "alter_")):
             return None
-        ref = next((c for c in stmt.named_children if c.type == "identifier"), None) if kind == "create_index" \
-            else None
+        ref = next((c for c in stmt.named_children if c.type == "identifier"), None) if kind == "create_index" else None
         ref = ref or next((c for c in stmt.named_children if c.type in ("object_reference", "identifier")), None)
         label = kind.replace("create_", "").replace("_", " ")
         return ((f"{label} {_text(ref)}" if ref is not None else label),), node, None

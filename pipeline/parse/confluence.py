@@ -35,10 +35,19 @@ _XML_ENTITIES = {"amp", "lt", "gt", "quot", "apos"}
 _HEADINGS = {"h1", "h2", "h3", "h4", "h5", "h6"}
 # Containers whose children may hold section headings (page layout columns).
 _TRANSPARENT = {"ac:layout", "ac:layout-section", "ac:layout-cell", "div", "section", "root"}
-_BLOCKS = _HEADINGS | _TRANSPARENT | {
-    "p", "ul", "ol", "table", "pre", "blockquote", "hr", "ac:task-list", "ac:adf-extension"}
-_PANELS = {"info": "Info", "note": "Note", "tip": "Tip", "warning": "Warning", "panel": "Panel",
-           "success": "Tip", "error": "Warning", "custom": "Panel"}
+_BLOCKS = (
+    _HEADINGS | _TRANSPARENT | {"p", "ul", "ol", "table", "pre", "blockquote", "hr", "ac:task-list", "ac:adf-extension"}
+)
+_PANELS = {
+    "info": "Info",
+    "note": "Note",
+    "tip": "Tip",
+    "warning": "Warning",
+    "panel": "Panel",
+    "success": "Tip",
+    "error": "Warning",
+    "custom": "Panel",
+}
 _INLINE_MACROS = {"status", "anchor", "view-file", "viewpdf", "jira", "emoticon"}
 _DROPPED_MACROS = {"toc", "toc-zone", "children", "pagetree", "recently-updated", "contentbylabel"}
 _SKIPPED = (Comment, Declaration, Doctype, ProcessingInstruction)
@@ -51,8 +60,9 @@ def parse_storage(xhtml: str) -> list[Section]:
         raise ParseError(f"storage body must be text, got {type(xhtml).__name__}")
     doc = _wrap(scrub(xhtml))
     try:
-        root = etree.fromstring(doc.encode("utf-8"), etree.XMLParser(resolve_entities=False, no_network=True,
-                                                                     huge_tree=True))
+        root = etree.fromstring(
+            doc.encode("utf-8"), etree.XMLParser(resolve_entities=False, no_network=True, huge_tree=True)
+        )
     except etree.XMLSyntaxError as e:
         raise ParseError(f"Confluence storage body is not well-formed XHTML: {e}") from None
     if (depth := _depth(root)) > MAX_DEPTH:

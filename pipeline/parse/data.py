@@ -72,7 +72,11 @@ def _json(text: str, file: tuple[str, ...]) -> list[Section]:
     if not isinstance(data, dict):
         return []
     try:
-        return [Section(file + (str(k),), f"{json.dumps(k, ensure_ascii=False)}: "
-                        f"{json.dumps(v, indent=2, ensure_ascii=False)}") for k, v in data.items()]
+        return [
+            Section(
+                file + (str(k),), f"{json.dumps(k, ensure_ascii=False)}: {json.dumps(v, indent=2, ensure_ascii=False)}"
+            )
+            for k, v in data.items()
+        ]
     except (ValueError, RecursionError):  # nested too deep to print: read it by lines
         return []

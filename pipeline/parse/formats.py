@@ -11,31 +11,90 @@ from pathlib import PurePosixPath
 
 # Prose and markup.
 _DOCS = {
-    ".md": "markdown", ".markdown": "markdown", ".mdx": "markdown",
-    ".rst": "rst", ".txt": "text", ".text": "text", ".adoc": "text",
-    ".html": "html", ".htm": "html", ".xhtml": "html",
-    ".pdf": "pdf", ".docx": "docx",
+    ".md": "markdown",
+    ".markdown": "markdown",
+    ".mdx": "markdown",
+    ".rst": "rst",
+    ".txt": "text",
+    ".text": "text",
+    ".adoc": "text",
+    ".html": "html",
+    ".htm": "html",
+    ".xhtml": "html",
+    ".pdf": "pdf",
+    ".docx": "docx",
 }
 # Source code: the languages pipeline.parse.code has a grammar for, then some it splits by lines.
 _CODE = {
-    ".py": "python", ".pyi": "python",
-    ".js": "javascript", ".mjs": "javascript", ".cjs": "javascript", ".jsx": "javascript",
-    ".ts": "typescript", ".mts": "typescript", ".cts": "typescript", ".tsx": "tsx",
-    ".go": "go", ".rs": "rust", ".java": "java",
-    ".c": "c", ".h": "c", ".cc": "cpp", ".cpp": "cpp", ".cxx": "cpp", ".hpp": "cpp", ".hh": "cpp", ".hxx": "cpp",
-    ".sh": "shell", ".bash": "shell", ".zsh": "shell",
+    ".py": "python",
+    ".pyi": "python",
+    ".js": "javascript",
+    ".mjs": "javascript",
+    ".cjs": "javascript",
+    ".jsx": "javascript",
+    ".ts": "typescript",
+    ".mts": "typescript",
+    ".cts": "typescript",
+    ".tsx": "tsx",
+    ".go": "go",
+    ".rs": "rust",
+    ".java": "java",
+    ".c": "c",
+    ".h": "c",
+    ".cc": "cpp",
+    ".cpp": "cpp",
+    ".cxx": "cpp",
+    ".hpp": "cpp",
+    ".hh": "cpp",
+    ".hxx": "cpp",
+    ".sh": "shell",
+    ".bash": "shell",
+    ".zsh": "shell",
     ".sql": "sql",
-    ".rb": "ruby", ".php": "php", ".kt": "kotlin", ".kts": "kotlin", ".swift": "swift", ".scala": "scala",
-    ".cs": "csharp", ".lua": "lua", ".r": "r", ".pl": "perl", ".ex": "elixir", ".exs": "elixir",
-    ".css": "css", ".scss": "css", ".proto": "protobuf", ".tf": "hcl", ".graphql": "graphql",
+    ".rb": "ruby",
+    ".php": "php",
+    ".kt": "kotlin",
+    ".kts": "kotlin",
+    ".swift": "swift",
+    ".scala": "scala",
+    ".cs": "csharp",
+    ".lua": "lua",
+    ".r": "r",
+    ".pl": "perl",
+    ".ex": "elixir",
+    ".exs": "elixir",
+    ".css": "css",
+    ".scss": "css",
+    ".proto": "protobuf",
+    ".tf": "hcl",
+    ".graphql": "graphql",
 }
 # Configuration and data: split by top-level keys (pipeline.parse.data), or by lines.
-_DATA = {".yaml": "yaml", ".yml": "yaml", ".toml": "toml", ".json": "json",
-         ".ini": "ini", ".cfg": "ini", ".xml": "xml", ".csv": "csv"}
+_DATA = {
+    ".yaml": "yaml",
+    ".yml": "yaml",
+    ".toml": "toml",
+    ".json": "json",
+    ".ini": "ini",
+    ".cfg": "ini",
+    ".xml": "xml",
+    ".csv": "csv",
+}
 # Files known by their whole name.
-_NAMES = {"dockerfile": "dockerfile", "makefile": "makefile", "gnumakefile": "makefile", "jenkinsfile": "groovy",
-          "readme": "text", "license": "text", "copying": "text", "changelog": "text", "authors": "text",
-          "contributing": "text", "notice": "text", "todo": "text"}
+_NAMES = {
+    "dockerfile": "dockerfile",
+    "makefile": "makefile",
+    "gnumakefile": "makefile",
+    "jenkinsfile": "groovy",
+    "readme": "text",
+    "license": "text",
+    "copying": "text",
+    "changelog": "text",
+    "authors": "text",
+    "contributing": "text",
+    "notice": "text",
+    "todo": "text",
+}
 
 EXTENSIONS: dict[str, str] = {**_DOCS, **_CODE, **_DATA}
 BINARY_DOCUMENTS = frozenset({"pdf", "docx"})  # read as bytes, extracted to text at fetch
@@ -43,7 +102,8 @@ STRUCTURED_DATA = frozenset({"yaml", "toml", "json"})  # split by top-level keys
 CODE = frozenset(_CODE.values()) | {"dockerfile", "makefile", "groovy", "ini", "xml"}  # split by symbol or line
 
 # Never a document: read, they would index noise or fail as undecodable.
-BINARY_EXTENSIONS = frozenset("""
+BINARY_EXTENSIONS = frozenset(
+    """
 .png .jpg .jpeg .gif .bmp .ico .icns .webp .tif .tiff .psd .ai .eps .heic .avif .svgz
 .mp3 .mp4 .m4a .m4v .wav .ogg .oga .flac .aac .mov .avi .mkv .webm .wmv .flv .mpg .mpeg
 .zip .gz .tgz .bz2 .xz .zst .7z .rar .tar .lz .lz4 .cab .deb .rpm .apk .jar .war .ear .whl .egg .nupkg
@@ -52,7 +112,8 @@ BINARY_EXTENSIONS = frozenset("""
 .db .sqlite .sqlite3 .mdb .dat .iso .img .dmg .vmdk .qcow2
 .npy .npz .pkl .pickle .parquet .feather .arrow .h5 .hdf5 .onnx .pt .pth .safetensors .ckpt .tflite .pb
 .doc .xls .xlsx .ppt .pptx .odt .ods .odp .rtf .key .numbers .pages .epub .mobi
-""".split())
+""".split()
+)
 
 
 def detect(path: str) -> str | None:

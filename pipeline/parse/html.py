@@ -21,8 +21,22 @@ from pipeline.parse.parsed import Parsed
 from pipeline.parse.text import scrub
 
 _DROPPED = ["script", "style", "noscript", "template", "nav", "svg", "canvas", "iframe", "object", "form", "button"]
-_WRAPPERS = ["html", "body", "main", "article", "header", "footer", "aside", "span", "font", "center", "details",
-             "summary", "figure", "figcaption"]
+_WRAPPERS = [
+    "html",
+    "body",
+    "main",
+    "article",
+    "header",
+    "footer",
+    "aside",
+    "span",
+    "font",
+    "center",
+    "details",
+    "summary",
+    "figure",
+    "figcaption",
+]
 
 
 def parse_html(text: str) -> Parsed:

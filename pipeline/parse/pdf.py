@@ -82,8 +82,9 @@ def _sections(pages: list[str], outline: list[tuple[int, int, str]]) -> list[Sec
         while nxt is not None and nxt[0] <= index:
             _, level, title = nxt
             # The heading as a line of its own on its page; a mere mention in the text is no heading.
-            found = re.compile(rf"^[ \t]*{re.escape(title)}[ \t]*$", re.M).search(text, pos) \
-                if nxt[0] == index else None
+            found = (
+                re.compile(rf"^[ \t]*{re.escape(title)}[ \t]*$", re.M).search(text, pos) if nxt[0] == index else None
+            )
             start = found.start() if found else pos
             if text[pos:start].strip():
                 sections.append(Section(path, text[pos:start], index + 1))

@@ -38,8 +38,13 @@ def parse_rst(text: str) -> Parsed:
         t = i + 1 if over else i
         title, under = lines[t].strip(), lines[t + 1] if t + 1 < len(lines) else ""
         m = _ADORNMENT.match(under)
-        if title and m and not _ADORNMENT.match(lines[t]) and len(under.rstrip()) >= len(title) \
-                and (not over or lines[i].rstrip()[:1] == m.group(1)):
+        if (
+            title
+            and m
+            and not _ADORNMENT.match(lines[t])
+            and len(under.rstrip()) >= len(title)
+            and (not over or lines[i].rstrip()[:1] == m.group(1))
+        ):
             style = (m.group(1), over)
             if style not in styles:
                 styles.append(style)

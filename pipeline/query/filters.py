@@ -70,11 +70,15 @@ class _Compiler:
         self.terms += terms
         self.values += values
         if self.terms > self.max_terms:
-            raise QueryError(f"filter has more than {self.max_terms} conditions (fields and $and/$or branches "
-                             "together; the limit is search.filter_max_terms, DOCFORGE_SEARCH_FILTER_MAX_TERMS)")
+            raise QueryError(
+                f"filter has more than {self.max_terms} conditions (fields and $and/$or branches "
+                "together; the limit is search.filter_max_terms, DOCFORGE_SEARCH_FILTER_MAX_TERMS)"
+            )
         if self.values > self.max_values:
-            raise QueryError(f"filter holds more than {self.max_values} values in all (the limit is "
-                             "search.filter_max_values, DOCFORGE_SEARCH_FILTER_MAX_VALUES)")
+            raise QueryError(
+                f"filter holds more than {self.max_values} values in all (the limit is "
+                "search.filter_max_values, DOCFORGE_SEARCH_FILTER_MAX_VALUES)"
+            )
 
     def param(self, value: Any, cast: str = "") -> sql.Composable:
         name = f"f{len(self.params)}"
@@ -83,8 +87,10 @@ class _Compiler:
 
     def expr(self, node: Any, depth: int = 0) -> sql.Composable:
         if depth > self.max_depth:
-            raise QueryError(f"filter is nested deeper than {self.max_depth} levels (the limit is "
-                             "search.filter_max_depth, DOCFORGE_SEARCH_FILTER_MAX_DEPTH)")
+            raise QueryError(
+                f"filter is nested deeper than {self.max_depth} levels (the limit is "
+                "search.filter_max_depth, DOCFORGE_SEARCH_FILTER_MAX_DEPTH)"
+            )
         if not isinstance(node, dict):
             raise QueryError(f"a filter must be a JSON object, got {type(node).__name__}: {_shown(node)}")
         parts = [self.logical(k, v, depth) if k.startswith("$") else self.field(k, v) for k, v in node.items()]
@@ -108,8 +114,9 @@ class _Compiler:
         for op, value in spec.items():
             self.spend(terms=1, values=len(value) if isinstance(value, list) else 1)
             if op not in OPERATORS:
-                raise QueryError(f"unknown operator {_shown(op)} on field {_shown(name)}: "
-                                 f"use one of {', '.join(OPERATORS)}")
+                raise QueryError(
+                    f"unknown operator {_shown(op)} on field {_shown(name)}: use one of {', '.join(OPERATORS)}"
+                )
             build = _BUILDERS[kind].get(op)
             if build is None:
                 raise QueryError(f"operator {op} does not apply to {kind} field {_shown(name)}")
@@ -133,8 +140,9 @@ def with_repo(filters: dict | None, repo: str | None) -> dict | None:
     return {"$and": [filters, match]} if filters else match
 
 
-def compile_filter(expr: dict | None, *, max_values: int = MAX_VALUES, max_depth: int = MAX_DEPTH,
-                   max_terms: int = MAX_TERMS) -> tuple[sql.Composable, dict[str, Any]]:
+def compile_filter(
+    expr: dict | None, *, max_values: int = MAX_VALUES, max_depth: int = MAX_DEPTH, max_terms: int = MAX_TERMS
+) -> tuple[sql.Composable, dict[str, Any]]:
     """(SQL condition, bind parameters); TRUE for no filter. Raises QueryError on a bad expression, or one
     over the complexity budget: more values in all, deeper $and/$or nesting, or more conditions than given."""
     if not expr:
@@ -176,8 +184,9 @@ def _scalar(name: str, op: str, kind: str, value: Any) -> Any:
 
 def _text(value: str) -> str:
     if (i := first_surrogate(value)) is not None:  # no UTF-8 form: it could never reach the database
-        raise QueryError(f"a filter string is not valid Unicode: a lone surrogate U+{ord(value[i]):04X} "
-                         f"at character {i}")
+        raise QueryError(
+            f"a filter string is not valid Unicode: a lone surrogate U+{ord(value[i]):04X} at character {i}"
+        )
     # Postgres text cannot hold NUL, so no stored value contains one: U+FFFD matches the same nothing.
     return value.replace("\x00", "\ufffd")
 
@@ -202,13 +211,17 @@ def _text_ops(cast: str = "") -> dict[str, Callable]:
         return sql.SQL("{} IS NULL").format(t) if v is None else cmp("=")(c, t, v)
 
     arr = (cast or "::text") + "[]"
-    ops = {"$eq": eq, "$ne": lambda c, t, v: sql.SQL("NOT {}").format(eq(c, t, v)),
-           "$in": lambda c, t, v: sql.SQL("({} = ANY({}) AND {} IS NOT NULL)").format(t, c.param(v, arr), t),
-           "$nin": lambda c, t, v: sql.SQL("NOT ({} = ANY({}) AND {} IS NOT NULL)").format(t, c.param(v, arr), t),
-           **{op: cmp(sym) for op, sym in _COMPARE.items()}}
+    ops = {
+        "$eq": eq,
+        "$ne": lambda c, t, v: sql.SQL("NOT {}").format(eq(c, t, v)),
+        "$in": lambda c, t, v: sql.SQL("({} = ANY({}) AND {} IS NOT NULL)").format(t, c.param(v, arr), t),
+        "$nin": lambda c, t, v: sql.SQL("NOT ({} = ANY({}) AND {} IS NOT NULL)").format(t, c.param(v, arr), t),
+        **{op: cmp(sym) for op, sym in _COMPARE.items()},
+    }
     if not cast:  # case-insensitive substring / exact prefix, no LIKE wildcards to escape
         ops["$contains"] = lambda c, t, v: sql.SQL("coalesce(strpos(lower({}), lower({})) > 0, false)").format(
-            t, c.param(v, "::text"))
+            t, c.param(v, "::text")
+        )
         ops["$prefix"] = lambda c, t, v: sql.SQL("coalesce(starts_with({}, {}), false)").format(t, c.param(v, "::text"))
     return ops
 
@@ -221,15 +234,21 @@ def _has_any(c, t, v):
     return sql.SQL("coalesce({} && {}, false)").format(t, c.param(v, "::text[]"))
 
 
-_TAGS = {"$eq": _has_tag, "$contains": _has_tag, "$ne": lambda c, t, v: sql.SQL("NOT {}").format(_has_tag(c, t, v)),
-         "$in": _has_any, "$nin": lambda c, t, v: sql.SQL("NOT {}").format(_has_any(c, t, v))}
+_TAGS = {
+    "$eq": _has_tag,
+    "$contains": _has_tag,
+    "$ne": lambda c, t, v: sql.SQL("NOT {}").format(_has_tag(c, t, v)),
+    "$in": _has_any,
+    "$nin": lambda c, t, v: sql.SQL("NOT {}").format(_has_any(c, t, v)),
+}
 
 
 def _json_eq(c, t, v):
     if v is None:
         return sql.SQL("({} IS NULL OR {} = 'null'::jsonb)").format(t, t)
     return sql.SQL("coalesce({} = {} OR (jsonb_typeof({}) = 'array' AND {} @> {}), false)").format(
-        t, c.param(Jsonb(v)), t, t, c.param(Jsonb([v])))
+        t, c.param(Jsonb(v)), t, t, c.param(Jsonb([v]))
+    )
 
 
 def _json_cmp(sym: str) -> Callable:
@@ -241,28 +260,43 @@ def _json_in(c, t, v):
     parts = []
     if values := [x for x in v if x is not None]:
         arr = c.param([Jsonb(x) for x in values], "::jsonb[]")
-        parts.append(sql.SQL("coalesce({} = ANY({}) OR (jsonb_typeof({}) = 'array' AND EXISTS ("
-                             "SELECT 1 FROM jsonb_array_elements({}) e WHERE e = ANY({}))), false)").format(
-            t, arr, t, t, arr))
+        parts.append(
+            sql.SQL(
+                "coalesce({} = ANY({}) OR (jsonb_typeof({}) = 'array' AND EXISTS ("
+                "SELECT 1 FROM jsonb_array_elements({}) e WHERE e = ANY({}))), false)"
+            ).format(t, arr, t, t, arr)
+        )
     if len(values) < len(v):
         parts.append(_json_eq(c, t, None))
     return _join(parts, "OR") if parts else sql.SQL("FALSE")
 
 
 def _json_contains(c, t, v):
-    return sql.SQL("coalesce(CASE jsonb_typeof({}) WHEN 'array' THEN {} @> {} WHEN 'string' THEN "
-                   "strpos(lower({} #>> ARRAY[]::text[]), lower({})) > 0 END, false)").format(
-        t, t, c.param(Jsonb([v])), t, c.param(v, "::text"))
+    return sql.SQL(
+        "coalesce(CASE jsonb_typeof({}) WHEN 'array' THEN {} @> {} WHEN 'string' THEN "
+        "strpos(lower({} #>> ARRAY[]::text[]), lower({})) > 0 END, false)"
+    ).format(t, t, c.param(Jsonb([v])), t, c.param(v, "::text"))
 
 
 def _json_prefix(c, t, v):
     return sql.SQL("coalesce(jsonb_typeof({}) = 'string' AND starts_with({} #>> ARRAY[]::text[], {}), false)").format(
-        t, t, c.param(v, "::text"))
+        t, t, c.param(v, "::text")
+    )
 
 
-_JSON = {"$eq": _json_eq, "$ne": lambda c, t, v: sql.SQL("NOT {}").format(_json_eq(c, t, v)),
-         "$in": _json_in, "$nin": lambda c, t, v: sql.SQL("NOT {}").format(_json_in(c, t, v)),
-         "$contains": _json_contains, "$prefix": _json_prefix,
-         **{op: _json_cmp(sym) for op, sym in _COMPARE.items()}}
+_JSON = {
+    "$eq": _json_eq,
+    "$ne": lambda c, t, v: sql.SQL("NOT {}").format(_json_eq(c, t, v)),
+    "$in": _json_in,
+    "$nin": lambda c, t, v: sql.SQL("NOT {}").format(_json_in(c, t, v)),
+    "$contains": _json_contains,
+    "$prefix": _json_prefix,
+    **{op: _json_cmp(sym) for op, sym in _COMPARE.items()},
+}
 _BUILDERS: dict[str, dict[str, Callable]] = {
-    TEXT: _text_ops(), NUM: _text_ops("::numeric"), TIME: _text_ops("::timestamptz"), TAGS: _TAGS, JSON: _JSON}
+    TEXT: _text_ops(),
+    NUM: _text_ops("::numeric"),
+    TIME: _text_ops("::timestamptz"),
+    TAGS: _TAGS,
+    JSON: _JSON,
+}

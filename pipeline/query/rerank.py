@@ -61,8 +61,10 @@ def ordered(candidates: Sequence[Hit], scores: Sequence[float], top_n: int) -> l
     if len(scores) != len(candidates):
         raise ValueError(f"reranker returned {len(scores)} scores for {len(candidates)} candidates")
     order = sorted(range(len(candidates)), key=lambda i: -float(scores[i]))[:top_n]
-    return [replace(candidates[i], rerank_score=round(float(scores[i]), 6) if math.isfinite(scores[i]) else None)
-            for i in order]
+    return [
+        replace(candidates[i], rerank_score=round(float(scores[i]), 6) if math.isfinite(scores[i]) else None)
+        for i in order
+    ]
 
 
 def rerank_or_keep(reranker: Reranker, query: str, hits: list[Hit], top_n: int) -> list[Hit]:
@@ -109,8 +111,12 @@ class RemoteReranker:
     def rerank(self, query: str, candidates: Sequence[Hit], top_n: int) -> list[Hit]:
         import httpx
 
-        body = {"query": query, "documents": [passage(h) for h in candidates], "top_n": len(candidates),
-                "return_documents": False}
+        body = {
+            "query": query,
+            "documents": [passage(h) for h in candidates],
+            "top_n": len(candidates),
+            "return_documents": False,
+        }
         resp = httpx.post(self.url, json=body, headers=self.headers, timeout=self.timeout_s)
         resp.raise_for_status()
         return ordered(candidates, _scores(resp.json(), len(candidates)), top_n)

@@ -59,8 +59,10 @@ _UNSET = object()
 
 # Every statement returns these columns, by these names: a Hit's fields, then the
 # keyword candidates that passed the filter and whether a posting list was cut.
-_COLS = ("c.id AS chunk_id, doc.key AS doc_key, doc.source, doc.type, doc.url, doc.title, c.section, "
-         "c.ordinal AS chunk_index, c.text, c.page")
+_COLS = (
+    "c.id AS chunk_id, doc.key AS doc_key, doc.source, doc.type, doc.url, doc.title, c.section, "
+    "c.ordinal AS chunk_index, c.text, c.page"
+)
 _HIT_FIELDS = ("chunk_id", "doc_key", "source", "type", "url", "title", "section", "chunk_index", "text", "page")
 _CHUNK_DOCUMENT = "JOIN documents doc ON doc.key = c.doc_key"  # `doc`: what filters.py compiles against
 _JOIN = "JOIN chunks c ON c.id = {alias}.id " + _CHUNK_DOCUMENT
@@ -131,14 +133,14 @@ _BOOSTED = """f.rrf * (CASE WHEN EXISTS (SELECT 1 FROM unnest(doc.tags) g WHERE 
     THEN 1 + %(boost)s ELSE 1 END) / %(best)s"""
 _STATEMENTS = {
     "dense": f"WITH {_DENSE} SELECT {_COLS}, d.score, d.rank AS dense_rank, NULL::bigint AS keyword_rank, "
-             f"0 AS found, false AS cut, {_LIVE} FROM dense d {_JOIN.format(alias='d')} ORDER BY d.rank "
-             "LIMIT {limit}",
+    f"0 AS found, false AS cut, {_LIVE} FROM dense d {_JOIN.format(alias='d')} ORDER BY d.rank "
+    "LIMIT {limit}",
     "keyword": f"WITH {_TERMS}, {_KEYWORD} SELECT {_COLS}, k.score, NULL::bigint AS dense_rank, "
-               f"k.rank AS keyword_rank, {_FOUND} FROM keyword k {_JOIN.format(alias='k')} "
-               "ORDER BY k.rank LIMIT {limit}",
+    f"k.rank AS keyword_rank, {_FOUND} FROM keyword k {_JOIN.format(alias='k')} "
+    "ORDER BY k.rank LIMIT {limit}",
     "hybrid": f"WITH {_DENSE}, {_TERMS}, {_KEYWORD}, {_FUSED} SELECT {_COLS}, {_BOOSTED} AS score, f.dense_rank, "
-              f"f.keyword_rank, {_FOUND}, {_LIVE} FROM fused f {_JOIN.format(alias='f')} "
-              "ORDER BY score DESC, f.dense_rank NULLS LAST, c.id LIMIT {limit}",
+    f"f.keyword_rank, {_FOUND}, {_LIVE} FROM fused f {_JOIN.format(alias='f')} "
+    "ORDER BY score DESC, f.dense_rank NULLS LAST, c.id LIMIT {limit}",
 }
 
 
@@ -149,8 +151,14 @@ class Searcher:
     a connection the database dropped is replaced on the next search (pipeline.store.pool).
     """
 
-    def __init__(self, settings: Settings, url: str | None = None, embedder: TextEmbedder | None = None,
-                 reranker: Reranker | None | object = _UNSET, config: SearchConfig | None = None):
+    def __init__(
+        self,
+        settings: Settings,
+        url: str | None = None,
+        embedder: TextEmbedder | None = None,
+        reranker: Reranker | None | object = _UNSET,
+        config: SearchConfig | None = None,
+    ):
         self.settings = settings
         self.config = config or settings.search
         self.url = store_url(settings, url)
@@ -165,8 +173,13 @@ class Searcher:
         self._live: Generation | None = None  # the live generation, as the last statement saw it
         self._embedders: dict[int, TextEmbedder] = {}  # by generation: the query embedder follows the live one
         self._ef_search: weakref.WeakKeyDictionary[psycopg.Connection, int] = weakref.WeakKeyDictionary()
-        self.pool = open_pool(self.url, name="docforge-search", max_size=self.config.pool_size,
-                              timeout_s=self.config.pool_timeout_s, configure=self._configure)
+        self.pool = open_pool(
+            self.url,
+            name="docforge-search",
+            max_size=self.config.pool_size,
+            timeout_s=self.config.pool_timeout_s,
+            configure=self._configure,
+        )
 
     @property
     def embedder(self) -> TextEmbedder:
@@ -174,8 +187,10 @@ class Searcher:
         configured model's (the one its first ingest would build with)."""
         gen = self._generation()
         if gen is None:
-            return self._load("embedder:configured",  # type: ignore[return-value]
-                              lambda: self._embedder or embedders.for_config(self.settings.embedding, "query"))
+            return self._load(
+                "embedder:configured",  # type: ignore[return-value]
+                lambda: self._embedder or embedders.for_config(self.settings.embedding, "query"),
+            )
         return self._embedder_for(gen)
 
     def _embedder_for(self, gen: Generation) -> TextEmbedder:
@@ -230,9 +245,19 @@ class Searcher:
         with self.connection(timeout_s) as conn:
             return conn.execute("SELECT 1").fetchone() == (1,)
 
-    def search(self, query: str, limit: int = 10, mode: Mode = "hybrid", *, filters: dict | None = None,
-               fetch_k: int | None = None, rrf_k: int | None = None, weights: tuple[float, float] | None = None,
-               boost_tags: tuple[str, ...] | list[str] = (), rerank: bool | None = None) -> list[Hit]:
+    def search(
+        self,
+        query: str,
+        limit: int = 10,
+        mode: Mode = "hybrid",
+        *,
+        filters: dict | None = None,
+        fetch_k: int | None = None,
+        rrf_k: int | None = None,
+        weights: tuple[float, float] | None = None,
+        boost_tags: tuple[str, ...] | list[str] = (),
+        rerank: bool | None = None,
+    ) -> list[Hit]:
         """The best `limit` chunks for `query`. `filters`: see pipeline.query.filters. `weights`:
         (dense, keyword) for hybrid fusion. `rerank`: None follows RERANK_ENABLED."""
         if mode not in MODES:
@@ -243,8 +268,9 @@ class Searcher:
         for tag in boost_tags:
             _check_text("a boost tag", tag)
         cfg = self.config
-        where, fparams = compile_filter(filters, max_values=cfg.filter_max_values, max_depth=cfg.filter_max_depth,
-                                        max_terms=cfg.filter_max_terms)
+        where, fparams = compile_filter(
+            filters, max_values=cfg.filter_max_values, max_depth=cfg.filter_max_depth, max_terms=cfg.filter_max_terms
+        )
         query = query.replace("\x00", " ")
         reranker = self._pick_reranker(rerank)
         if not query.strip() or not self._ready():
@@ -261,8 +287,9 @@ class Searcher:
             return rerank_or_keep(reranker, query, hits, limit) if reranker else hits
         raise StoreError(f"the live model generation changed {_SWITCHES} times during one search; try again")
 
-    def _search(self, mode: str, where: sql.Composable, params: dict, fparams: dict, filtered: bool,
-                gen: Generation | None) -> list[Hit]:
+    def _search(
+        self, mode: str, where: sql.Composable, params: dict, fparams: dict, filtered: bool, gen: Generation | None
+    ) -> list[Hit]:
         """One search on one connection; _Switched when `gen` was not live in the statement's snapshot."""
         with self.connection() as conn:
             depth: int | None = 1
@@ -281,8 +308,10 @@ class Searcher:
         if rerank is False:
             return None
         if rerank and self.reranker is None:
-            raise QueryError("reranking was requested but no reranker is enabled: set RERANK_ENABLED=true and "
-                             "RERANKER_MODEL (a local cross-encoder directory) or RERANKER_URL")
+            raise QueryError(
+                "reranking was requested but no reranker is enabled: set RERANK_ENABLED=true and "
+                "RERANKER_MODEL (a local cross-encoder directory) or RERANKER_URL"
+            )
         return self.reranker
 
     def _ready(self) -> bool:
@@ -300,17 +329,38 @@ class Searcher:
         self._checked = True
         return True
 
-    def _params(self, query: str, mode: str, n: int, fetch_k: int | None, rrf_k: int | None,
-                weights: tuple[float, float] | None, boost_tags, gen: Generation | None = None) -> dict:
+    def _params(
+        self,
+        query: str,
+        mode: str,
+        n: int,
+        fetch_k: int | None,
+        rrf_k: int | None,
+        weights: tuple[float, float] | None,
+        boost_tags,
+        gen: Generation | None = None,
+    ) -> dict:
         cfg = self.config
         k = max(fetch_k or cfg.fetch_k, n) if mode == "hybrid" else n
         wd, wk = weights or (cfg.dense_weight, cfg.keyword_weight)
         rrf = rrf_k or cfg.rrf_k
-        p = {"q": query, "k": k, "limit": n,
-             "k1": cfg.bm25_k1, "b": cfg.bm25_b, "prune_df": cfg.bm25_prune_df, "prune_idf": cfg.bm25_prune_idf,
-             "per_term": cfg.bm25_per_term, "pool": max(cfg.bm25_pool, k),
-             "wd": float(wd), "wk": float(wk), "rrf_k": rrf, "best": (float(wd) + float(wk)) / (rrf + 1) or 1.0,
-             "boost": cfg.tag_boost, "tags": sorted(_boost_tags(query, boost_tags))}
+        p = {
+            "q": query,
+            "k": k,
+            "limit": n,
+            "k1": cfg.bm25_k1,
+            "b": cfg.bm25_b,
+            "prune_df": cfg.bm25_prune_df,
+            "prune_idf": cfg.bm25_prune_idf,
+            "per_term": cfg.bm25_per_term,
+            "pool": max(cfg.bm25_pool, k),
+            "wd": float(wd),
+            "wk": float(wk),
+            "rrf_k": rrf,
+            "best": (float(wd) + float(wk)) / (rrf + 1) or 1.0,
+            "boost": cfg.tag_boost,
+            "tags": sorted(_boost_tags(query, boost_tags)),
+        }
         if gen is not None:
             p["vec"] = self._vector(query, gen)
         return p
@@ -320,9 +370,11 @@ class Searcher:
         limit, and the HNSW scan settings (ef_search at its default; `_set_ef_search` raises it per search)."""
         register_vector(conn)
         ef = self.config.ef_search
-        conn.execute("SELECT set_config('statement_timeout', %s, false), set_config('hnsw.ef_search', %s, false), "
-                     "set_config('hnsw.iterative_scan', 'strict_order', false)",
-                     (str(self.config.statement_timeout_ms), str(ef)))
+        conn.execute(
+            "SELECT set_config('statement_timeout', %s, false), set_config('hnsw.ef_search', %s, false), "
+            "set_config('hnsw.iterative_scan', 'strict_order', false)",
+            (str(self.config.statement_timeout_ms), str(ef)),
+        )
         self._ef_search[conn] = ef
 
     def _set_ef_search(self, conn: psycopg.Connection, ef: int) -> None:
@@ -344,8 +396,9 @@ class Searcher:
                 self._vectors[key] = vec
         return vec
 
-    def _run(self, conn: psycopg.Connection, stmt: sql.Composed, params: dict,
-             mode: str) -> tuple[list[Hit], int, bool, int | None]:
+    def _run(
+        self, conn: psycopg.Connection, stmt: sql.Composed, params: dict, mode: str
+    ) -> tuple[list[Hit], int, bool, int | None]:
         """The hits, the keyword candidates that passed the filter, whether a list was cut, and the
         generation live in the statement's snapshot (None without hits)."""
         try:
@@ -358,11 +411,20 @@ class Searcher:
         except psycopg.errors.DataError as e:
             raise QueryError(f"invalid filter value: {e.diag.message_primary or e}") from None
         except psycopg.errors.QueryCanceled:
-            raise StoreError(f"the search ran past its time limit (search.statement_timeout_ms = "
-                             f"{self.config.statement_timeout_ms} ms) and was cancelled: narrow its filters, "
-                             "or raise DOCFORGE_SEARCH_STATEMENT_TIMEOUT_MS") from None
-        hits = [Hit(**{f: r[f] for f in _HIT_FIELDS}, score=round(min(1.0, float(r["score"] or 0.0)), 6),
-                    dense_rank=r["dense_rank"], keyword_rank=r["keyword_rank"]) for r in rows]
+            raise StoreError(
+                f"the search ran past its time limit (search.statement_timeout_ms = "
+                f"{self.config.statement_timeout_ms} ms) and was cancelled: narrow its filters, "
+                "or raise DOCFORGE_SEARCH_STATEMENT_TIMEOUT_MS"
+            ) from None
+        hits = [
+            Hit(
+                **{f: r[f] for f in _HIT_FIELDS},
+                score=round(min(1.0, float(r["score"] or 0.0)), 6),
+                dense_rank=r["dense_rank"],
+                keyword_rank=r["keyword_rank"],
+            )
+            for r in rows
+        ]
         if not rows:
             return hits, 0, True, None
         return hits, rows[0]["found"], rows[0]["cut"], rows[0].get("live_generation")
@@ -380,13 +442,23 @@ def _live_id(conn: psycopg.Connection) -> int | None:
     return gen.id if gen else None
 
 
-def _statement(mode: str, where: sql.Composable, params: dict, depth: int | None = 1,
-               filtered: bool = False, gen: Generation | None = None) -> sql.Composed:
+def _statement(
+    mode: str,
+    where: sql.Composable,
+    params: dict,
+    depth: int | None = 1,
+    filtered: bool = False,
+    gen: Generation | None = None,
+) -> sql.Composed:
     """The statement for `mode`; `depth` multiplies the posting lists read, None scores the filter's chunks."""
     # Limits are literals, not parameters: a cached generic plan then still knows them.
     per_term, pool = (params["per_term"] * depth, params["pool"]) if depth else (None, None)
-    limits = {"k": sql.Literal(params["k"]), "limit": sql.Literal(params["limit"]),
-              "per_term": sql.Literal(per_term), "pool": sql.Literal(pool)}
+    limits = {
+        "k": sql.Literal(params["k"]),
+        "limit": sql.Literal(params["limit"]),
+        "per_term": sql.Literal(per_term),
+        "pool": sql.Literal(pool),
+    }
     if depth is None:
         candidates = sql.SQL(_FILTER_CANDIDATES).format(filter=where)
     else:  # join chunks and documents only when there is a filter to test

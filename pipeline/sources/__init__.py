@@ -41,8 +41,12 @@ def open_source(settings: Settings, cfg: SourceConfig) -> Source:
 
         if is_remote(cfg.repo):  # a partial clone under $DOCFORGE_HOME, fetched now
             clone = sync_clone(settings.home, cfg)
-            return GitSource(cfg.model_copy(update={"branch": clone.branch}), clone.path, origin=cfg.repo,
-                             prefetch=prefetcher(cfg, clone.path))
+            return GitSource(
+                cfg.model_copy(update={"branch": clone.branch}),
+                clone.path,
+                origin=cfg.repo,
+                prefetch=prefetcher(cfg, clone.path),
+            )
         return GitSource(cfg, settings.resolve_path(cfg.repo))
     if isinstance(cfg, DirectorySourceConfig):
         from pipeline.sources.directory import DirectorySource

@@ -31,8 +31,9 @@ class ConfluenceSource:
 
     type = "confluence"
 
-    def __init__(self, cfg: ConfluenceSourceConfig, creds: ConfluenceCredentials | None = None,
-                 clock: Clock | None = None):
+    def __init__(
+        self, cfg: ConfluenceSourceConfig, creds: ConfluenceCredentials | None = None, clock: Clock | None = None
+    ):
         if not cfg.space and not cfg.page_ids:
             raise ConfluenceError(f"source {cfg.name!r}: set `space` (a space key) and/or `page_ids`")
         self.name, self.cfg, self.tags = cfg.name, cfg, list(cfg.tags)
@@ -78,8 +79,10 @@ class ConfluenceSource:
         spaces = self.api.get_json("/spaces", {"keys": key, "limit": 25}).get("results") or []
         space = next((s for s in spaces if str(s.get("key", "")).lower() == key.lower()), None)
         if space is None or not space.get("id"):
-            raise ConfluenceError(f"source {self.name!r}: space {key!r} not found at {self.api.base} "
-                                  "(check the key, or these credentials cannot see it)")
+            raise ConfluenceError(
+                f"source {self.name!r}: space {key!r} not found at {self.api.base} "
+                "(check the key, or these credentials cannot see it)"
+            )
         self._space_keys[str(space["id"])] = space.get("key", key)
         return str(space["id"])
 
@@ -103,8 +106,11 @@ class ConfluenceSource:
         found: dict[str, dict] = {}
         seen, level = set(root_ids), list(root_ids)
         while level:
-            kids = [str(c.get("id")) for pid in level
-                    for c in self.api.paginate(f"/pages/{pid}/children", {"limit": self.cfg.page_size})]
+            kids = [
+                str(c.get("id"))
+                for pid in level
+                for c in self.api.paginate(f"/pages/{pid}/children", {"limit": self.cfg.page_size})
+            ]
             level = [k for k in dict.fromkeys(kids) if k not in seen]
             seen.update(level)
             found.update(self._pages_by_id([k for k in level if k not in known]))
@@ -115,8 +121,13 @@ class ConfluenceSource:
         if not pid:
             raise ConfluenceError(f"source {self.name!r}: a listed page has no id: {str(page)[:200]}")
         version = (page.get("version") or {}).get("number")
-        meta = {"page_id": pid, "title": page.get("title", ""), "url": self._web_url(page),
-                "space": self._space_keys.get(str(page.get("spaceId")), self.cfg.space or ""), "version": version}
+        meta = {
+            "page_id": pid,
+            "title": page.get("title", ""),
+            "url": self._web_url(page),
+            "space": self._space_keys.get(str(page.get("spaceId")), self.cfg.space or ""),
+            "version": version,
+        }
         return DocRef(f"{self.name}:{pid}", pid, None if version is None else str(version), meta=meta)
 
     def _web_url(self, page: dict) -> str:
@@ -126,8 +137,9 @@ class ConfluenceSource:
         return self.api.base + webui if webui else f"{self.api.base}/pages/viewpage.action?pageId={page.get('id')}"
 
     def _labels(self, pid: str) -> list[str]:
-        return sorted({str(lb.get("name", "")) for lb in self.api.paginate(f"/pages/{pid}/labels",
-                                                                         {"limit": MAX_IDS})} - {""})
+        return sorted(
+            {str(lb.get("name", "")) for lb in self.api.paginate(f"/pages/{pid}/labels", {"limit": MAX_IDS})} - {""}
+        )
 
     def _filter_labels(self, refs: list[DocRef]) -> list[DocRef]:
         include = {x.lower() for x in self.cfg.labels_include}
@@ -151,8 +163,14 @@ class ConfluenceSource:
         version = (data.get("version") or {}).get("number", ref.meta.get("version"))
         title = data.get("title") or ref.meta.get("title") or pid
         url = self._web_url(data) if (data.get("_links") or {}).get("webui") else ref.meta.get("url", "")
-        meta = {**ref.meta, "title": title, "url": url, "version": version,
-                "labels": self._page_labels(pid, data, ref.meta.get("labels")), "breadcrumb": self._breadcrumb(pid)}
+        meta = {
+            **ref.meta,
+            "title": title,
+            "url": url,
+            "version": version,
+            "labels": self._page_labels(pid, data, ref.meta.get("labels")),
+            "breadcrumb": self._breadcrumb(pid),
+        }
         ref = replace(ref, version=ref.version if version is None else str(version), meta=meta)
         return Document(ref, "confluence", title, url, body, sha256_text(body))
 
@@ -168,8 +186,13 @@ class ConfluenceSource:
             where = f"{page.meta.get('title') or pid}/{name}"
             size = a.get("fileSize")
             if isinstance(size, int) and size > self.cfg.max_attachment_bytes:
-                self.skipped.append(Skipped(where, f"attachment of {size} bytes, over max_attachment_bytes "
-                                                   f"({self.cfg.max_attachment_bytes}): not downloaded"))
+                self.skipped.append(
+                    Skipped(
+                        where,
+                        f"attachment of {size} bytes, over max_attachment_bytes "
+                        f"({self.cfg.max_attachment_bytes}): not downloaded",
+                    )
+                )
                 continue
             link = a.get("downloadLink") or (a.get("_links") or {}).get("download")
             if not link:
@@ -177,12 +200,26 @@ class ConfluenceSource:
                 continue
             version = (a.get("version") or {}).get("number")
             webui = a.get("webuiLink") or (a.get("_links") or {}).get("webui")
-            meta = {"page_id": pid, "page_title": page.meta.get("title", ""), "attachment_id": aid,
-                    "title": name, "format": fmt, "space": page.meta.get("space", ""), "version": version,
-                    "download": link, "url": self.api.base + webui if webui else page.meta.get("url", "")}
-            out.append(DocRef(f"{self.name}:{pid}/attachments/{aid}", f"{pid}/attachments/{aid}",
-                              None if version is None else str(version), size=size if isinstance(size, int) else None,
-                              meta=meta))
+            meta = {
+                "page_id": pid,
+                "page_title": page.meta.get("title", ""),
+                "attachment_id": aid,
+                "title": name,
+                "format": fmt,
+                "space": page.meta.get("space", ""),
+                "version": version,
+                "download": link,
+                "url": self.api.base + webui if webui else page.meta.get("url", ""),
+            }
+            out.append(
+                DocRef(
+                    f"{self.name}:{pid}/attachments/{aid}",
+                    f"{pid}/attachments/{aid}",
+                    None if version is None else str(version),
+                    size=size if isinstance(size, int) else None,
+                    meta=meta,
+                )
+            )
         return out
 
     def _fetch_attachment(self, ref: DocRef) -> Document | Failure:

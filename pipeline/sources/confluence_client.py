@@ -80,10 +80,14 @@ def credentials(creds: ConfluenceCredentials) -> httpx.Auth:
         register(bearer)
         return _Bearer(bearer)
     if token:
-        raise ConfluenceError("CONFLUENCE_API_TOKEN is set but CONFLUENCE_EMAIL is not: an API token needs "
-                              "the account's email (for a bearer token/PAT set CONFLUENCE_BEARER_TOKEN)")
-    raise ConfluenceError("no Confluence credentials: set CONFLUENCE_EMAIL and CONFLUENCE_API_TOKEN "
-                          "(or CONFLUENCE_BEARER_TOKEN) in the environment")
+        raise ConfluenceError(
+            "CONFLUENCE_API_TOKEN is set but CONFLUENCE_EMAIL is not: an API token needs "
+            "the account's email (for a bearer token/PAT set CONFLUENCE_BEARER_TOKEN)"
+        )
+    raise ConfluenceError(
+        "no Confluence credentials: set CONFLUENCE_EMAIL and CONFLUENCE_API_TOKEN "
+        "(or CONFLUENCE_BEARER_TOKEN) in the environment"
+    )
 
 
 def _retry_after(resp: httpx.Response, now: datetime) -> float | None:
@@ -112,8 +116,9 @@ def _show(url: httpx.URL) -> str:
 class ConfluenceClient:
     """One HTTP session to one site's v2 API, with the retry policy and its budget."""
 
-    def __init__(self, cfg: ConfluenceSourceConfig, creds: ConfluenceCredentials | None = None,
-                 clock: Clock | None = None):
+    def __init__(
+        self, cfg: ConfluenceSourceConfig, creds: ConfluenceCredentials | None = None, clock: Clock | None = None
+    ):
         self.cfg = cfg
         self.base = cfg.base_url.rstrip("/").removesuffix(API)
         parts = urlsplit(self.base)
@@ -121,8 +126,12 @@ class ConfluenceClient:
             raise ConfluenceError(f"source {cfg.name!r}: base_url {cfg.base_url!r} is not an http(s) URL")
         self.origin, self.base_path = f"{parts.scheme}://{parts.netloc}", parts.path
         auth = credentials(creds or env_section(ConfluenceCredentials))
-        self.http = httpx.Client(auth=auth, timeout=cfg.timeout_s, follow_redirects=False,
-                                 headers={"Accept": "application/json", "User-Agent": "docforge"})
+        self.http = httpx.Client(
+            auth=auth,
+            timeout=cfg.timeout_s,
+            follow_redirects=False,
+            headers={"Accept": "application/json", "User-Agent": "docforge"},
+        )
         self._backoff = wait_exponential_jitter(multiplier=0.5, max=cfg.max_retry_after_s, jitter=0.5)
         self.clock: Clock = clock or SystemClock()
         self.waited = 0.0  # seconds slept before retries, for this whole instance
@@ -167,14 +176,16 @@ class ConfluenceClient:
                 resp = self._get(target)
             else:
                 try:
-                    resp = httpx.get(target, timeout=self.cfg.timeout_s, follow_redirects=False,
-                                     headers={"User-Agent": "docforge"})
+                    resp = httpx.get(
+                        target, timeout=self.cfg.timeout_s, follow_redirects=False, headers={"User-Agent": "docforge"}
+                    )
                 except httpx.HTTPError as e:
                     raise ConfluenceError(f"GET {_show(target)}: {type(e).__name__}") from None
                 self._check(resp, target)
         if len(resp.content) > max_bytes:
-            raise ConfluenceError(f"GET {_show(url)}: {len(resp.content)} bytes, over max_attachment_bytes "
-                                  f"({max_bytes}): skipped")
+            raise ConfluenceError(
+                f"GET {_show(url)}: {len(resp.content)} bytes, over max_attachment_bytes ({max_bytes}): skipped"
+            )
         return resp.content
 
     def _resolve(self, link: str) -> httpx.URL:
@@ -184,8 +195,7 @@ class ConfluenceClient:
             if f"{parts.scheme}://{parts.netloc}" == self.origin:
                 return httpx.URL(link)
             # Credentials never follow a link to another host: ask our own site for the same path.
-            log.warning("pagination link names another host (%s): following its path on %s",
-                        parts.netloc, self.origin)
+            log.warning("pagination link names another host (%s): following its path on %s", parts.netloc, self.origin)
             link = parts.path + (f"?{parts.query}" if parts.query else "")
         link = link if link.startswith("/") else "/" + link
         if self.base_path and not link.startswith(self.base_path + "/"):
@@ -212,20 +222,33 @@ class ConfluenceClient:
             resp = retrying(attempt)
         except (_Retryable, *_TRANSIENT) as e:
             n = retrying.statistics.get("attempt_number", 1)
-            raise ConfluenceError(redact(
-                f"GET {_show(url)}: {str(e) or type(e).__name__} after {n} attempt(s); "
-                f"{self.waited:.1f}s of the {self.cfg.retry_budget_s:g}s retry budget used")) from None
+            raise ConfluenceError(
+                redact(
+                    f"GET {_show(url)}: {str(e) or type(e).__name__} after {n} attempt(s); "
+                    f"{self.waited:.1f}s of the {self.cfg.retry_budget_s:g}s retry budget used"
+                )
+            ) from None
         return resp if redirect_ok and resp.is_redirect else self._check(resp, url)
 
     def _retrying(self, where: Callable[[], str]) -> Retrying:
         def log_retry(rs: RetryCallState) -> None:
-            log.warning("Confluence GET %s: %s; attempt %d/%d, retrying in %.1fs", where(),
-                        redact(str(_failure(rs))), rs.attempt_number,
-                        self.cfg.max_attempts, rs.next_action.sleep if rs.next_action else 0.0)
+            log.warning(
+                "Confluence GET %s: %s; attempt %d/%d, retrying in %.1fs",
+                where(),
+                redact(str(_failure(rs))),
+                rs.attempt_number,
+                self.cfg.max_attempts,
+                rs.next_action.sleep if rs.next_action else 0.0,
+            )
 
-        return Retrying(retry=retry_if_exception_type((_Retryable, *_TRANSIENT)), reraise=True,
-                        stop=self._stop,
-                        wait=self._wait, sleep=self._sleep, before_sleep=log_retry)
+        return Retrying(
+            retry=retry_if_exception_type((_Retryable, *_TRANSIENT)),
+            reraise=True,
+            stop=self._stop,
+            wait=self._wait,
+            sleep=self._sleep,
+            before_sleep=log_retry,
+        )
 
     def _budget_left(self) -> float:
         return self.cfg.retry_budget_s - self.waited
@@ -245,9 +268,11 @@ class ConfluenceClient:
     def _check(self, resp: httpx.Response, url: httpx.URL) -> httpx.Response:
         if resp.is_success:
             return resp
-        why = {401: "unauthorized: check CONFLUENCE_EMAIL and CONFLUENCE_API_TOKEN (or CONFLUENCE_BEARER_TOKEN)",
-               403: "forbidden: these credentials may not read it",
-               404: "not found: deleted, a draft, or not visible to these credentials"}
+        why = {
+            401: "unauthorized: check CONFLUENCE_EMAIL and CONFLUENCE_API_TOKEN (or CONFLUENCE_BEARER_TOKEN)",
+            403: "forbidden: these credentials may not read it",
+            404: "not found: deleted, a draft, or not visible to these credentials",
+        }
         # Redacted before it is cut: a body may quote the request's Authorization header anywhere.
         detail = why.get(resp.status_code) or f"{resp.reason_phrase}: {redact(' '.join(resp.text.split()), 200)}"
         raise ConfluenceError(redact(f"GET {_show(url)}: {resp.status_code} {detail}"))

@@ -53,7 +53,8 @@ class DirectorySource:
         else:
             raise SourceError(f"source {cfg.name!r}: path {path} is neither a directory nor a regular file")
         self.scope = pathspec.PathSpec.from_lines(
-            "gitwildmatch", [g if g.startswith(("/", "!")) else "/" + g for g in cfg.globs])
+            "gitwildmatch", [g if g.startswith(("/", "!")) else "/" + g for g in cfg.globs]
+        )
         self.gitignore = self._root_gitignore() if cfg.gitignore else None
         self.ignore = pathspec.GitIgnoreSpec.from_lines(cfg.ignore) if cfg.ignore else None
         self.skipped: list[Skipped] = []
@@ -157,8 +158,11 @@ class DirectorySource:
         fmt = formats.detect(rel)
         if fmt is None:
             if self.cfg.extensions is None and self.only is None:  # a file named on its own is read as text
-                self._skip(rel, "no known text or document format: not read (list its extension in "
-                                "`extensions:` to read it as text)")
+                self._skip(
+                    rel,
+                    "no known text or document format: not read (list its extension in "
+                    "`extensions:` to read it as text)",
+                )
                 return None
             fmt = "text"
         url = (self.root / rel).as_uri()
@@ -168,8 +172,11 @@ class DirectorySource:
     def fetch(self, refs: Sequence[DocRef]) -> Iterator[Document | Failure]:
         for ref in refs:
             if shown_path(ref.path) != ref.path:
-                yield Failure(ref.key, "fetch", f"{shown_path(ref.path)}: the file name is not valid UTF-8: skipped "
-                                                "(rename it to index it)")
+                yield Failure(
+                    ref.key,
+                    "fetch",
+                    f"{shown_path(ref.path)}: the file name is not valid UTF-8: skipped (rename it to index it)",
+                )
                 continue
             try:
                 data = read_file(self.root, ref.path, self.cfg.max_file_bytes, private=(".git",))

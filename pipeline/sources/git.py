@@ -84,8 +84,13 @@ def _worktree_commit(repo: Path) -> str | None:
 class GitSource:
     type = "git"
 
-    def __init__(self, cfg: GitSourceConfig, repo: Path | str, origin: str | None = None,
-                 prefetch: Callable[[list[str]], None] | None = None):
+    def __init__(
+        self,
+        cfg: GitSourceConfig,
+        repo: Path | str,
+        origin: str | None = None,
+        prefetch: Callable[[list[str]], None] | None = None,
+    ):
         """A remote's partial clone (pipeline.sources.remote) gives `origin`, the URL shown as the repo,
         and `prefetch`, which fetches the blobs a run reads in one request."""
         self.name, self.cfg, self.tags = cfg.name, cfg, list(cfg.tags)
@@ -112,8 +117,13 @@ class GitSource:
         return (self.repo / path).as_uri()
 
     def _meta(self, path: str) -> dict:
-        return {"repo": self.origin or str(self.repo), "commit": self.commit, "path": path, "url": self._url(path),
-                "format": formats.detect(path) or "text"}
+        return {
+            "repo": self.origin or str(self.repo),
+            "commit": self.commit,
+            "path": path,
+            "url": self._url(path),
+            "format": formats.detect(path) or "text",
+        }
 
     def list_refs(self) -> list[DocRef]:
         return self._list_tree() if self.cfg.branch else self._list_worktree()
@@ -151,8 +161,7 @@ class GitSource:
             info, path = entry.split("\t", 1)
             mode, kind, blob, *size = info.split()
             if kind == "blob" and self.spec.match_file(path):
-                refs.append(DocRef(self._key(path), path, blob, None, int(size[0]) if size else None,
-                                   self._meta(path)))
+                refs.append(DocRef(self._key(path), path, blob, None, int(size[0]) if size else None, self._meta(path)))
         return sorted(refs, key=lambda r: r.path)
 
     def _read(self, refs: Sequence[DocRef]) -> Iterator[tuple[DocRef, bytes | Failure]]:

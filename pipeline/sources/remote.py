@@ -65,18 +65,29 @@ def git_env(cfg: GitSourceConfig) -> dict[str, str]:
     if cfg.credentials_env:
         secret = source_secret(cfg.credentials_env)
         if secret is None:
-            raise GitSourceError(f"source {cfg.name!r}: credentials_env names {cfg.credentials_env}, "
-                                 "which is not set in the environment")
+            raise GitSourceError(
+                f"source {cfg.name!r}: credentials_env names {cfg.credentials_env}, which is not set in the environment"
+            )
         value = secret.get_secret_value()
         user, token = value.split(":", 1) if ":" in value else ("x-access-token", value)
         basic = base64.b64encode(f"{user}:{token}".encode()).decode()
-        env.update({"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": f"http.{cfg.repo}.extraHeader",
-                    "GIT_CONFIG_VALUE_0": f"Authorization: Basic {basic}"})
+        env.update(
+            {
+                "GIT_CONFIG_COUNT": "1",
+                "GIT_CONFIG_KEY_0": f"http.{cfg.repo}.extraHeader",
+                "GIT_CONFIG_VALUE_0": f"Authorization: Basic {basic}",
+            }
+        )
     return env
 
 
-def _git(cfg: GitSourceConfig, *args: str, cwd: Path | None = None, input: bytes | None = None,
-         timeout: float = GIT_TIMEOUT_S) -> bytes:
+def _git(
+    cfg: GitSourceConfig,
+    *args: str,
+    cwd: Path | None = None,
+    input: bytes | None = None,
+    timeout: float = GIT_TIMEOUT_S,
+) -> bytes:
     env = git_env(cfg)
     try:
         res = subprocess.run(["git", *args], cwd=cwd, input=input, capture_output=True, env=env, timeout=timeout)
@@ -121,8 +132,17 @@ def sync_clone(home: Path, cfg: GitSourceConfig) -> Clone:
             _clone(cfg, path)
         branch = cfg.branch or _default_branch(path)
         _git(cfg, "remote", "set-url", "origin", cfg.repo, cwd=path)  # no-op unless the URL form changed
-        _git(cfg, "fetch", "--quiet", "--no-tags", "--prune", "--filter=blob:none", "origin",
-             f"+refs/heads/{branch}:refs/heads/{branch}", cwd=path)
+        _git(
+            cfg,
+            "fetch",
+            "--quiet",
+            "--no-tags",
+            "--prune",
+            "--filter=blob:none",
+            "origin",
+            f"+refs/heads/{branch}:refs/heads/{branch}",
+            cwd=path,
+        )
     return Clone(path, branch, cfg.repo)
 
 
@@ -152,8 +172,20 @@ def prefetcher(cfg: GitSourceConfig, path: Path):
 
     def prefetch(blobs: list[str]) -> None:
         if blobs:
-            _git(cfg, "-c", "fetch.negotiationAlgorithm=noop", "fetch", "--quiet", "--no-tags",
-                 "--no-write-fetch-head", "--recurse-submodules=no", "--filter=blob:none", "--stdin", "origin",
-                 cwd=path, input="".join(f"{b}\n" for b in dict.fromkeys(blobs)).encode())
+            _git(
+                cfg,
+                "-c",
+                "fetch.negotiationAlgorithm=noop",
+                "fetch",
+                "--quiet",
+                "--no-tags",
+                "--no-write-fetch-head",
+                "--recurse-submodules=no",
+                "--filter=blob:none",
+                "--stdin",
+                "origin",
+                cwd=path,
+                input="".join(f"{b}\n" for b in dict.fromkeys(blobs)).encode(),
+            )
 
     return prefetch

@@ -58,8 +58,10 @@ def stored_sources(conn: psycopg.Connection) -> set[str]:
     """Every source with any row in the store (indexed, staged or failed)."""
     if not has_schema(conn):
         return set()
-    rows = conn.execute("SELECT source FROM documents UNION SELECT source FROM ledger "
-                        "UNION SELECT source FROM staged_documents UNION SELECT source FROM failures")
+    rows = conn.execute(
+        "SELECT source FROM documents UNION SELECT source FROM ledger "
+        "UNION SELECT source FROM staged_documents UNION SELECT source FROM failures"
+    )
     return {source for (source,) in rows}
 
 
@@ -88,7 +90,9 @@ def _delete_rows(conn: psycopg.Connection, name: str) -> Purged:
     chunks = conn.execute(
         "DELETE FROM chunks c WHERE c.doc_key IN (SELECT key FROM documents WHERE source = %(p)s) "
         "OR (left(c.doc_key, length(%(p)s) + 1) = %(p)s || ':' "
-        "    AND NOT EXISTS (SELECT 1 FROM documents d WHERE d.key = c.doc_key))", p).rowcount
+        "    AND NOT EXISTS (SELECT 1 FROM documents d WHERE d.key = c.doc_key))",
+        p,
+    ).rowcount
     return Purged(
         chunks=chunks,
         documents=conn.execute("DELETE FROM documents WHERE source = %(p)s", p).rowcount,
@@ -101,8 +105,9 @@ def _delete_rows(conn: psycopg.Connection, name: str) -> Purged:
 def _finding(conn: psycopg.Connection, sql: str, params: dict) -> Finding:
     """Run `sql` (one id column) and return the exact count plus a sorted sample."""
     with conn.cursor(row_factory=dict_row) as cur:
-        rows = cur.execute(f"SELECT id, count(*) OVER () AS total FROM ({sql}) q ORDER BY id LIMIT {SAMPLE}",
-                           params).fetchall()
+        rows = cur.execute(
+            f"SELECT id, count(*) OVER () AS total FROM ({sql}) q ORDER BY id LIMIT {SAMPLE}", params
+        ).fetchall()
     return Finding(rows[0]["total"], tuple(r["id"] for r in rows)) if rows else Finding()
 
 
@@ -113,19 +118,28 @@ def chunks_without_embedding(conn: psycopg.Connection, source: str | None) -> Fi
     """Chunks without a vector of the live generation (the model search embeds queries with)."""
     if open_built(conn) is None or (gen := generations.live(conn)) is None:
         return Finding()
-    return _finding(conn, sql.SQL(f"""
+    return _finding(
+        conn,
+        sql.SQL(f"""
         SELECT c.id FROM chunks c JOIN documents d ON d.key = c.doc_key WHERE {_IN_SOURCE}
-        AND NOT EXISTS (SELECT 1 FROM {{}} v WHERE v.seq = c.seq)""").format(gen.table).as_string(conn),
-                    {"p": source})
+        AND NOT EXISTS (SELECT 1 FROM {{}} v WHERE v.seq = c.seq)""")
+        .format(gen.table)
+        .as_string(conn),
+        {"p": source},
+    )
 
 
 def orphan_chunks(conn: psycopg.Connection, source: str | None) -> Finding:
     """Chunks whose document has no `documents` row (search could not cite them, nothing deletes them)."""
     if not has_schema(conn):
         return Finding()
-    return _finding(conn, """
+    return _finding(
+        conn,
+        """
         SELECT c.id FROM chunks c WHERE NOT EXISTS (SELECT 1 FROM documents d WHERE d.key = c.doc_key)
-        AND (%(p)s::text IS NULL OR left(c.doc_key, length(%(p)s) + 1) = %(p)s || ':')""", {"p": source})
+        AND (%(p)s::text IS NULL OR left(c.doc_key, length(%(p)s) + 1) = %(p)s || ':')""",
+        {"p": source},
+    )
 
 
 def ledger_mismatches(conn: psycopg.Connection, source: str | None) -> Finding:
@@ -137,7 +151,9 @@ def ledger_mismatches(conn: psycopg.Connection, source: str | None) -> Finding:
     """
     if not has_schema(conn):
         return Finding()
-    return _finding(conn, f"""
+    return _finding(
+        conn,
+        f"""
         WITH d AS (SELECT key, source, content_hash FROM documents d WHERE {_IN_SOURCE}),
              l AS (SELECT doc_key, source, content_hash, chunk_count FROM ledger
                    WHERE %(p)s::text IS NULL OR source = %(p)s),
@@ -146,16 +162,22 @@ def ledger_mismatches(conn: psycopg.Connection, source: str | None) -> Finding:
         SELECT coalesce(l.doc_key, d.key) AS id
         FROM l FULL JOIN d ON d.key = l.doc_key LEFT JOIN n ON n.doc_key = coalesce(l.doc_key, d.key)
         WHERE l.doc_key IS NULL OR d.key IS NULL OR l.source <> d.source
-           OR l.content_hash <> d.content_hash OR l.chunk_count <> coalesce(n.n, 0)""", {"p": source})
+           OR l.content_hash <> d.content_hash OR l.chunk_count <> coalesce(n.n, 0)""",
+        {"p": source},
+    )
 
 
 def oversized_chunks(conn: psycopg.Connection, source: str | None, window: int) -> Finding:
     """Chunks longer than the model's window (the model would silently truncate them)."""
     if not has_schema(conn):
         return Finding()
-    return _finding(conn, f"""
+    return _finding(
+        conn,
+        f"""
         SELECT c.id FROM chunks c JOIN documents d ON d.key = c.doc_key
-        WHERE {_IN_SOURCE} AND c.token_count > %(window)s""", {"p": source, "window": window})
+        WHERE {_IN_SOURCE} AND c.token_count > %(window)s""",
+        {"p": source, "window": window},
+    )
 
 
 _PER_SOURCE = """
@@ -174,7 +196,14 @@ def per_source(conn: psycopg.Connection, configured: list[str], built: bool = Tr
         fails = dict(conn.execute("SELECT source, count(*) FROM failures GROUP BY source").fetchall())
     names = list(dict.fromkeys(configured + list(rows)))
     none = {"documents": 0, "chunks": 0, "last_indexed": None}
-    return [{"name": n, "configured": n in configured,
-             "documents": rows.get(n, none)["documents"], "chunks": rows.get(n, none)["chunks"],
-             "last_indexed": last.isoformat() if (last := rows.get(n, none)["last_indexed"]) else None,
-             "failures": fails.get(n, 0)} for n in names]
+    return [
+        {
+            "name": n,
+            "configured": n in configured,
+            "documents": rows.get(n, none)["documents"],
+            "chunks": rows.get(n, none)["chunks"],
+            "last_indexed": last.isoformat() if (last := rows.get(n, none)["last_indexed"]) else None,
+            "failures": fails.get(n, 0),
+        }
+        for n in names
+    ]

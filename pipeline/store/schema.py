@@ -16,8 +16,10 @@ from pipeline.store import generations
 from pipeline.store.db import advisory_lock, scalar
 
 _META = "CREATE TABLE IF NOT EXISTS docforge_meta (key text PRIMARY KEY, value text NOT NULL)"
-_MIGRATIONS = ("CREATE TABLE IF NOT EXISTS schema_migrations "
-               "(version text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())")
+_MIGRATIONS = (
+    "CREATE TABLE IF NOT EXISTS schema_migrations "
+    "(version text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())"
+)
 
 
 def migrations() -> list[tuple[str, str]]:
@@ -79,10 +81,30 @@ def drop_all(conn: psycopg.Connection) -> None:
         # "sources": the documents table's name before migration 0004; bm25_blocks before bm25_postings,
         # a view of it since migration 0009 (a table before)
         # vectors_<n>: the generations' tables (migration 0008)
-        vectors = [t for (t,) in conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = current_schema() "
-                                              "AND tablename ~ '^vectors_[0-9]+$'")]
-        for t in (*vectors, "generations", "generation_overflow", "staged_chunks", "staged_documents", "failures",
-                  "chunks", "ledger", "documents", "sources",
-                  "bm25_blocks", "bm25_docs", "bm25_postings", "bm25_terms", "bm25_stats", "answers",
-                  "schema_migrations", "docforge_meta"):
+        vectors = [
+            t
+            for (t,) in conn.execute(
+                "SELECT tablename FROM pg_tables WHERE schemaname = current_schema() AND tablename ~ '^vectors_[0-9]+$'"
+            )
+        ]
+        for t in (
+            *vectors,
+            "generations",
+            "generation_overflow",
+            "staged_chunks",
+            "staged_documents",
+            "failures",
+            "chunks",
+            "ledger",
+            "documents",
+            "sources",
+            "bm25_blocks",
+            "bm25_docs",
+            "bm25_postings",
+            "bm25_terms",
+            "bm25_stats",
+            "answers",
+            "schema_migrations",
+            "docforge_meta",
+        ):
             conn.execute(f"DROP TABLE IF EXISTS {t} CASCADE")
