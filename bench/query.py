@@ -519,10 +519,7 @@ def _report(args, results: dict) -> None:
             mark = "   ← the Searcher's" if ef == chosen else ""
             line(
                 f"recall@10 {kind} ef_search={ef}",
-                [
-                    f"{results[n]['recall'][kind][ef]['recall']:.3f} ({results[n]['recall'][kind][ef]['p50_ms']:.1f} ms)"
-                    for n in sizes
-                ],
+                ["{recall:.3f} ({p50_ms:.1f} ms)".format(**results[n]["recall"][kind][ef]) for n in sizes],
             )
             if mark:
                 print(f"  {mark.strip()} ef_search; recall against exact float32 search, SQL p50 in brackets")

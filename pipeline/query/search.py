@@ -90,8 +90,10 @@ _WEIGHT = "t.idf * p.tf * (%(k1)s + 1) / (p.tf + %(k1)s * (1 - %(b)s + %(b)s * p
 # first, until `pool` pass: a broad one stops after about `pool` probes, not one per
 # posting read (a chunk's postings all pass it or all fail, so the sums are the same).
 _LISTED = f"""listed AS (
-    SELECT p.seq, sum({_WEIGHT}) AS w FROM terms t CROSS JOIN LATERAL docforge_bm25_top(t.id, {{per_term}}) p
-    WHERE t.df <= %(prune_df)s OR t.idf >= (SELECT least(max(idf), %(prune_idf)s) FROM terms)
+    SELECT p.seq, sum({_WEIGHT}) AS w
+    FROM (SELECT array_agg(id) AS ids FROM terms  -- a plain column: the function is inlined
+          WHERE df <= %(prune_df)s OR idf >= (SELECT least(max(idf), %(prune_idf)s) FROM terms)) q
+    CROSS JOIN LATERAL docforge_bm25_top(q.ids, {{per_term}}) p JOIN terms t ON t.id = p.term_id
     GROUP BY p.seq)"""
 _LIST_CANDIDATES = f"""{_LISTED},
 candidates AS (SELECT seq FROM listed ORDER BY w DESC LIMIT {{pool}})"""
@@ -111,9 +113,8 @@ candidates AS (
 _KEYWORD = f"""{{candidates}},
 scored AS (
     SELECT x.seq, sum({_WEIGHT}) AS bm25
-    FROM candidates x JOIN bm25_docs d ON d.seq = x.seq CROSS JOIN terms t
-    CROSS JOIN LATERAL (VALUES (d.tfs[array_position(d.terms, t.id)], d.dl)) p(tf, dl)
-    WHERE p.tf IS NOT NULL
+    FROM candidates x JOIN bm25_docs d ON d.seq = x.seq CROSS JOIN terms t CROSS JOIN LATERAL (
+        SELECT d.tfs[i] AS tf, d.dl FROM (SELECT array_position(d.terms, t.id) AS i) i WHERE i IS NOT NULL) p
     GROUP BY x.seq),
 keyword AS (
     SELECT id, score, row_number() OVER (ORDER BY score DESC, id) AS rank FROM (

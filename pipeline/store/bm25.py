@@ -12,7 +12,8 @@ scores use the configured k1 and b; changing the defaults below (or the length)
 means a migration that rebuilds the lists.
 
 Migration 0009 stores the lists packed, `BLOCK` postings at most per row of
-`bm25_blocks`; `docforge_bm25_top(term, k)` returns a term's best k postings.
+`bm25_blocks`, a posting in 8 bytes; `docforge_bm25_top(term_ids, k)` returns
+the best k postings of each term.
 """
 
 from __future__ import annotations
@@ -23,8 +24,7 @@ K1: float = SearchConfig.model_fields["bm25_k1"].default  # term-frequency satur
 B: float = SearchConfig.model_fields["bm25_b"].default  # length normalisation
 IMPACT_LENGTH = 100  # nominal chunk length, in lexeme occurrences
 IMPACT_FUNCTION = "docforge_bm25_impact"
-BLOCK = 128  # postings per bm25_blocks row at most: 1.3 kB of arrays, under Postgres's 2 kB TOAST threshold
-TOP_FUNCTION = "docforge_bm25_top"
+BLOCK = 128  # postings per bm25_blocks row at most: 1 kB, under Postgres's 2 kB TOAST threshold
 
 
 def impact(tf: int, dl: int) -> float:

@@ -23,28 +23,29 @@ BEGIN
     END LOOP;
 END $$;
 
--- 2. Keyword postings. Migration 0003 kept one row per (term, chunk) and two
--- btree indexes over them: ~130 bytes a posting, 687 MB per 100k chunks, more than
--- the chunks themselves. The same information now lives in two packed tables:
+-- 2. Keyword postings. Migration 0003 kept one row per (term, chunk) and two btree
+-- indexes over them: ~140 bytes a posting, 687 MB per 100k chunks, more than the
+-- chunks themselves. The same information now lives in two packed tables:
 --
 --   bm25_blocks  each term's posting list in impact order (best first), cut into
---                blocks of at most 128 postings, one row each: parallel arrays of
---                chunk seq, tf and chunk length (10 bytes a posting). A block is
---                keyed by its lowest posting (imp, seq): a posting belongs to the
---                block with the greatest key at or below its own, so one index
---                probe finds it, to add or to remove. A query reads a term's first
---                blocks until it has its best `per_term` (docforge_bm25_top).
---   bm25_docs    per chunk: its length and its terms with their frequencies
---                (sorted term ids, parallel tf array): exact scores for the chosen
---                candidates (one probe per chunk, not one per chunk and term), and
---                where a deleted chunk's postings are.
+--                blocks of at most 128 postings, one row each: an int8 array, one
+--                element a posting (chunk seq, tf and chunk length packed:
+--                docforge_bm25_posting). A block is keyed by its last (lowest)
+--                posting: a posting belongs to the block with the greatest key at or
+--                below its own, so one index probe finds it, to add or to remove.
+--                A query reads a term's blocks from the top until it holds the best
+--                `per_term` (docforge_bm25_top).
+--   bm25_docs    per chunk: its length and its terms with their frequencies (sorted
+--                term ids, parallel tf array): exact scores for the chosen candidates
+--                (one probe per chunk, not one per chunk and term), and where a
+--                deleted chunk's postings are.
 --
--- List order is migration 0003's impact order, (imp DESC, seq DESC) with imp =
--- docforge_bm25_impact(tf, dl), the same expression and type as its index, so
--- searches read the same postings as before and scores stay exact BM25.
--- `bm25_postings` becomes a view of the blocks, one row per posting as before.
--- Triggers keep everything exact, as 0003's did; they still run after 0002's
--- (chunks_bm25_* < chunks_postings_*: name order), whose stats-row lock serialises writers.
+-- List order is (imp DESC, seq ASC), imp = docforge_bm25_impact(tf, dl): the
+-- expression (and type) of 0003's index, so searches read the postings they read
+-- before (0003 broke ties by heap position, in practice seq order). `bm25_postings`
+-- becomes a view of the blocks, one row per posting as before. Triggers keep it all
+-- exact, as 0003's did; they still run after 0002's (chunks_bm25_* < chunks_postings_*:
+-- name order), whose stats-row lock serialises writers.
 
 -- BM25 term weight with k1 1.2, b 0.75 and a nominal chunk length of 100: the list
 -- order. Constants as in pipeline/store/bm25.py (a test compares them).
@@ -52,65 +53,80 @@ CREATE OR REPLACE FUNCTION docforge_bm25_impact(tf int, dl int) RETURNS float8
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS
 $$ SELECT tf::real / (tf + 1.2 * (0.25 + 0.75 * dl / 100.0)) $$;
 
+-- A posting in 8 bytes: seq (31 bits; past 2^31 the int cast fails, loudly), tf - 1
+-- (8 bits: a tsvector keeps at most 256 positions of a lexeme) and the chunk's length
+-- (24 bits: a tsvector is under 1 MB, 2 bytes a position).
+CREATE OR REPLACE FUNCTION docforge_bm25_posting(seq bigint, tf int, dl int) RETURNS bigint
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS
+$$ SELECT (seq::int::bigint << 32) | ((tf - 1)::bigint << 24) | dl $$;
+CREATE OR REPLACE FUNCTION docforge_bm25_seq(posting bigint) RETURNS int
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$ SELECT (posting >> 32)::int $$;
+CREATE OR REPLACE FUNCTION docforge_bm25_tf(posting bigint) RETURNS int
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$ SELECT ((posting >> 24) & 255)::int + 1 $$;
+CREATE OR REPLACE FUNCTION docforge_bm25_dl(posting bigint) RETURNS int
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$ SELECT (posting & 16777215)::int $$;
+
 CREATE TABLE bm25_docs (
     seq   bigint PRIMARY KEY,       -- chunks.seq
     dl    int NOT NULL,             -- the chunk's length in lexeme occurrences
     terms int[] NOT NULL,           -- bm25_terms.id, ascending
-    tfs   smallint[] NOT NULL       -- occurrences of each (a tsvector keeps at most 256 positions)
+    tfs   smallint[] NOT NULL       -- occurrences of each
 );
 
 CREATE TABLE bm25_blocks (
-    term_id int NOT NULL,           -- bm25_terms.id
-    imp     float8 NOT NULL,        -- the block's key: its lowest posting's impact ...
-    seq     int NOT NULL,           -- ... and seq
-    seqs    int[] NOT NULL,         -- chunks.seq, in list order (seqs past 2^31 fail the insert, loudly)
-    tfs     smallint[] NOT NULL,
-    dls     int[] NOT NULL
+    term_id  int NOT NULL,          -- bm25_terms.id
+    imp      float8 NOT NULL,       -- the key: the block's last posting's impact ...
+    nseq     int NOT NULL,          -- ... and its seq, negated (list order is seq ascending within an impact)
+    postings bigint[] NOT NULL      -- docforge_bm25_posting values, in list order
 );
-CREATE INDEX bm25_blocks_list ON bm25_blocks (term_id, imp, seq);
+CREATE INDEX bm25_blocks_list ON bm25_blocks (term_id, imp, nseq);
 
--- The postings of bm25_docs rows `chunk_seqs`, merged into the blocks.
--- A posting goes to its block (below every block: the last one); each block that
--- gains postings is rewritten, split in even parts of at most 128. Terms without
--- blocks (all of them in a cold load) skip the probes and are cut straight.
+-- The postings of bm25_docs rows `chunk_seqs`, merged into the blocks. A posting
+-- goes to its block (below every block: the last one); each block that gains
+-- postings is rewritten, split in even parts of at most 128. Terms without blocks
+-- (all of them in a cold load) skip the probes and are cut straight.
 CREATE OR REPLACE FUNCTION docforge_bm25_merge(chunk_seqs bigint[]) RETURNS void
 LANGUAGE sql SET work_mem = '64MB' AS $$
 WITH p AS MATERIALIZED (
-    SELECT u.term_id, d.seq::int AS seq, u.tf, d.dl, docforge_bm25_impact(u.tf, d.dl) AS imp
+    SELECT u.term_id, d.seq::int AS seq, docforge_bm25_posting(d.seq, u.tf, d.dl) AS x,
+           docforge_bm25_impact(u.tf, d.dl) AS imp
     FROM bm25_docs d, unnest(d.terms, d.tfs) u(term_id, tf)
     WHERE d.seq = ANY (chunk_seqs)),
 known AS MATERIALIZED (
     SELECT t.term_id FROM (SELECT DISTINCT term_id FROM p) t
     WHERE EXISTS (SELECT FROM bm25_blocks b WHERE b.term_id = t.term_id)),
 placed AS MATERIALIZED (
-    SELECT p.*, b.imp AS bimp, b.seq AS bseq FROM p JOIN known USING (term_id) CROSS JOIN LATERAL (
-        (SELECT b.imp, b.seq FROM bm25_blocks b WHERE b.term_id = p.term_id AND (b.imp, b.seq) <= (p.imp, p.seq)
-         ORDER BY b.imp DESC, b.seq DESC LIMIT 1)
+    SELECT p.*, b.imp AS bimp, b.nseq AS bnseq FROM p JOIN known USING (term_id) CROSS JOIN LATERAL (
+        (SELECT b.imp, b.nseq FROM bm25_blocks b WHERE b.term_id = p.term_id AND (b.imp, b.nseq) <= (p.imp, -p.seq)
+         ORDER BY b.imp DESC, b.nseq DESC LIMIT 1)
         UNION ALL
-        (SELECT b.imp, b.seq FROM bm25_blocks b WHERE b.term_id = p.term_id ORDER BY b.imp, b.seq LIMIT 1)
+        (SELECT b.imp, b.nseq FROM bm25_blocks b WHERE b.term_id = p.term_id ORDER BY b.imp, b.nseq LIMIT 1)
         LIMIT 1) b
     UNION ALL
     SELECT p.*, NULL, NULL FROM p WHERE p.term_id NOT IN (SELECT term_id FROM known)),
 old AS (
-    DELETE FROM bm25_blocks b USING (SELECT DISTINCT term_id, bimp, bseq FROM placed WHERE bimp IS NOT NULL) x
-    WHERE b.term_id = x.term_id AND b.imp = x.bimp AND b.seq = x.bseq
+    DELETE FROM bm25_blocks b USING (SELECT DISTINCT term_id, bimp, bnseq FROM placed WHERE bimp IS NOT NULL) x
+    WHERE b.term_id = x.term_id AND b.imp = x.bimp AND b.nseq = x.bnseq
     RETURNING b.*),
 merged AS (
-    SELECT term_id, seq, tf, dl, imp, bimp, bseq FROM placed
+    SELECT term_id, seq, x, imp, bimp, bnseq FROM placed
     UNION ALL
-    SELECT o.term_id, u.seq, u.tf, u.dl, docforge_bm25_impact(u.tf, u.dl), o.imp, o.seq
-    FROM old o, unnest(o.seqs, o.tfs, o.dls) u(seq, tf, dl)),
+    SELECT o.term_id, docforge_bm25_seq(u.x), u.x, docforge_bm25_impact(docforge_bm25_tf(u.x), docforge_bm25_dl(u.x)),
+           o.imp, o.nseq
+    FROM old o, unnest(o.postings) u(x)),
 ranked AS (
-    SELECT m.*, row_number() OVER w - 1 AS i, count(*) OVER (PARTITION BY term_id, bimp, bseq) AS n
-    FROM merged m WINDOW w AS (PARTITION BY term_id, bimp, bseq ORDER BY imp DESC, seq DESC))
-INSERT INTO bm25_blocks (term_id, imp, seq, seqs, tfs, dls)
-SELECT term_id, min(imp), (array_agg(seq ORDER BY i DESC))[1],
-       array_agg(seq ORDER BY i), array_agg(tf ORDER BY i), array_agg(dl ORDER BY i)
-FROM ranked
-GROUP BY term_id, bimp, bseq, i * ceil(n / 128.0)::bigint / n
+    SELECT m.*, row_number() OVER w - 1 AS i, count(*) OVER (PARTITION BY term_id, bimp, bnseq) AS n
+    FROM merged m WINDOW w AS (PARTITION BY term_id, bimp, bnseq ORDER BY imp DESC, seq))
+INSERT INTO bm25_blocks (term_id, imp, nseq, postings)
+SELECT term_id, docforge_bm25_impact(docforge_bm25_tf(last), docforge_bm25_dl(last)), -docforge_bm25_seq(last),
+       postings
+FROM (SELECT term_id, postings, postings[cardinality(postings)] AS last FROM (
+          SELECT term_id, array_agg(x ORDER BY i) AS postings FROM ranked
+          GROUP BY term_id, bimp, bnseq, i * ceil(n / 128.0)::bigint / n) a) b
 $$;
 
--- The postings of chunks `chunk_seqs`, taken out of the blocks (a block left empty goes), and their bm25_docs rows.
+-- The postings of chunks `chunk_seqs`, taken out of the blocks (a block left empty
+-- goes), and their bm25_docs rows.
 CREATE OR REPLACE FUNCTION docforge_bm25_remove(chunk_seqs bigint[]) RETURNS void
 LANGUAGE sql SET work_mem = '64MB' AS $$
 WITH gone AS MATERIALIZED (
@@ -119,37 +135,41 @@ p AS (
     SELECT u.term_id, d.seq::int AS seq, docforge_bm25_impact(u.tf, d.dl) AS imp
     FROM gone d, unnest(d.terms, d.tfs) u(term_id, tf)),
 placed AS MATERIALIZED (
-    SELECT DISTINCT p.term_id, b.imp, b.seq FROM p CROSS JOIN LATERAL (
-        SELECT b.imp, b.seq FROM bm25_blocks b WHERE b.term_id = p.term_id AND (b.imp, b.seq) <= (p.imp, p.seq)
-        ORDER BY b.imp DESC, b.seq DESC LIMIT 1) b),
+    SELECT DISTINCT p.term_id, b.imp, b.nseq FROM p CROSS JOIN LATERAL (
+        SELECT b.imp, b.nseq FROM bm25_blocks b WHERE b.term_id = p.term_id AND (b.imp, b.nseq) <= (p.imp, -p.seq)
+        ORDER BY b.imp DESC, b.nseq DESC LIMIT 1) b),
 old AS (
-    DELETE FROM bm25_blocks b USING placed x WHERE b.term_id = x.term_id AND b.imp = x.imp AND b.seq = x.seq
+    DELETE FROM bm25_blocks b USING placed x WHERE b.term_id = x.term_id AND b.imp = x.imp AND b.nseq = x.nseq
     RETURNING b.*),
 kept AS (
-    SELECT o.term_id, o.imp AS bimp, o.seq AS bseq, u.* FROM old o,
-           unnest(o.seqs, o.tfs, o.dls) WITH ORDINALITY u(seq, tf, dl, i)
-    WHERE NOT EXISTS (SELECT FROM gone g WHERE g.seq = u.seq))
-INSERT INTO bm25_blocks (term_id, imp, seq, seqs, tfs, dls)
-SELECT term_id, docforge_bm25_impact((array_agg(tf ORDER BY i DESC))[1], (array_agg(dl ORDER BY i DESC))[1]),
-       (array_agg(seq ORDER BY i DESC))[1], array_agg(seq ORDER BY i), array_agg(tf ORDER BY i),
-       array_agg(dl ORDER BY i)
-FROM kept GROUP BY term_id, bimp, bseq
+    SELECT o.term_id, o.imp AS bimp, o.nseq AS bnseq, array_agg(u.x ORDER BY u.i) AS postings
+    FROM old o, unnest(o.postings) WITH ORDINALITY u(x, i)
+    WHERE NOT EXISTS (SELECT FROM gone g WHERE g.seq = docforge_bm25_seq(u.x))
+    GROUP BY o.term_id, o.imp, o.nseq)
+INSERT INTO bm25_blocks (term_id, imp, nseq, postings)
+SELECT term_id, docforge_bm25_impact(docforge_bm25_tf(last), docforge_bm25_dl(last)), -docforge_bm25_seq(last),
+       postings
+FROM (SELECT k.*, k.postings[cardinality(k.postings)] AS last FROM kept k) k
 $$;
 
--- A term's best k postings, best first: its first blocks, read until they hold k.
-CREATE OR REPLACE FUNCTION docforge_bm25_top(term int, k int) RETURNS TABLE (seq int, tf smallint, dl int)
-LANGUAGE plpgsql STABLE STRICT PARALLEL SAFE ROWS 300 AS $$
-DECLARE
-    b record;
-    got int := 0;
-BEGIN
-    FOR b IN SELECT x.seqs, x.tfs, x.dls FROM bm25_blocks x WHERE x.term_id = term
-             ORDER BY x.imp DESC, x.seq DESC LOOP
-        RETURN QUERY SELECT * FROM unnest(b.seqs, b.tfs, b.dls) LIMIT k - got;
-        got := got + cardinality(b.seqs);
-        EXIT WHEN got >= k;
-    END LOOP;
-END $$;
+-- The best k postings of each term of `term_ids`, best first: each list's blocks,
+-- from the top, until they hold k (one index probe a block, all terms at once).
+-- Plain SQL, so the planner inlines it into the query.
+CREATE OR REPLACE FUNCTION docforge_bm25_top(term_ids int[], k int)
+RETURNS TABLE (term_id int, seq int, tf int, dl int)
+LANGUAGE sql STABLE PARALLEL SAFE ROWS 1000 AS $$
+WITH RECURSIVE blocks AS (
+    SELECT t.id AS term_id, b.imp, b.nseq, 0 AS above, b.postings FROM unnest(term_ids) t(id) CROSS JOIN LATERAL (
+        SELECT x.imp, x.nseq, x.postings FROM bm25_blocks x WHERE x.term_id = t.id
+        ORDER BY x.imp DESC, x.nseq DESC LIMIT 1) b
+    UNION ALL
+    SELECT b.term_id, n.imp, n.nseq, b.above + cardinality(b.postings), n.postings FROM blocks b CROSS JOIN LATERAL (
+        SELECT x.imp, x.nseq, x.postings FROM bm25_blocks x WHERE x.term_id = b.term_id AND (x.imp, x.nseq) < (b.imp, b.nseq)
+        ORDER BY x.imp DESC, x.nseq DESC LIMIT 1) n
+    WHERE b.above + cardinality(b.postings) < k)
+SELECT term_id, docforge_bm25_seq(x), docforge_bm25_tf(x), docforge_bm25_dl(x)
+FROM (SELECT b.term_id, unnest(b.postings[:k - b.above]) AS x FROM blocks b) u  -- in the select list: streamed
+$$;
 
 -- bm25_docs rows for chunks (seq, tsv); their terms are in bm25_terms already (0002's triggers ran first).
 CREATE OR REPLACE FUNCTION docforge_bm25_docs(chunk_seqs bigint[], chunk_tsvs tsvector[]) RETURNS void
@@ -209,14 +229,19 @@ CREATE TRIGGER chunks_postings_update AFTER UPDATE ON chunks REFERENCING OLD TAB
 DROP FUNCTION docforge_postings_inserted(), docforge_postings_deleted(), docforge_postings_updated(),
     docforge_postings_insert(bigint[], tsvector[]);
 
--- Backfill from 0003's postings (same terms, tf and lengths), then drop them.
+-- Backfill from 0003's postings (the same terms, tf and lengths), then drop them.
 INSERT INTO bm25_docs (seq, dl, terms, tfs)
 SELECT seq, min(dl), array_agg(term_id ORDER BY term_id), array_agg(tf::smallint ORDER BY term_id)
 FROM bm25_postings GROUP BY seq;
 DROP TABLE bm25_postings;
 SELECT docforge_bm25_merge(ARRAY(SELECT seq FROM bm25_docs));
 
+-- The GIN index of chunks.tsv served keyword search before 0003's postings; nothing
+-- reads it since (a filter that keeps few chunks tests their tsvectors one by one),
+-- and every chunk written paid for it.
+DROP INDEX IF EXISTS chunks_tsv;
+
 CREATE VIEW bm25_postings AS  -- one row per posting, as migration 0003's table had them
-SELECT b.term_id, u.seq::bigint AS seq, u.tf::int AS tf, u.dl
-FROM bm25_blocks b, unnest(b.seqs, b.tfs, b.dls) u(seq, tf, dl);
+SELECT b.term_id, docforge_bm25_seq(u.x)::bigint AS seq, docforge_bm25_tf(u.x) AS tf, docforge_bm25_dl(u.x) AS dl
+FROM bm25_blocks b, unnest(b.postings) u(x);
 ANALYZE bm25_docs, bm25_blocks;
