@@ -52,21 +52,23 @@ def _insert(conn, rows: list[tuple[str, str]], model: str | None = None, vectors
 
 
 def _block_violations(conn) -> list:
-    """Blocks out of shape: size outside 1..BLOCK, a posting not strictly below the one before it in its
-    term's list (blocks read by key, highest first; list order impact down, seq up), a key that is not
-    its block's last posting."""
+    """Blocks out of shape: size outside 1..BLOCK, a posting below its block's key or not below the key of
+    the block above it (list order: impact down, seq up; a block is a range, in no order inside), or a
+    posting listed twice."""
     return conn.execute(f"""
-        WITH e AS (
-            SELECT b.term_id, b.imp AS bimp, b.nseq AS bnseq, u.i, docforge_bm25_seq(u.x) AS seq,
-                   docforge_bm25_impact(docforge_bm25_tf(u.x), docforge_bm25_dl(u.x)) AS imp,
-                   cardinality(b.postings) AS n
-            FROM bm25_blocks b, unnest(b.postings) WITH ORDINALITY u(x, i)),
-        o AS (SELECT e.*, lag(imp) OVER w AS pimp, lag(seq) OVER w AS pseq
-              FROM e WINDOW w AS (PARTITION BY term_id ORDER BY bimp DESC, bnseq DESC, i))
-        SELECT term_id, bimp, bnseq, i FROM o
-        WHERE n NOT BETWEEN 1 AND {bm25.BLOCK}
-           OR (pimp IS NOT NULL AND (imp, -seq) >= (pimp, -pseq))
-           OR (i = n AND (imp, -seq) <> (bimp, bnseq))""").fetchall()
+        WITH b AS (
+            SELECT term_id, imp, nseq, postings, cardinality(postings) AS n,
+                   lag(imp) OVER w AS up_imp, lag(nseq) OVER w AS up_nseq
+            FROM bm25_blocks WINDOW w AS (PARTITION BY term_id ORDER BY imp DESC, nseq DESC)),
+        e AS (
+            SELECT b.*, docforge_bm25_impact(docforge_bm25_tf(u.x), docforge_bm25_dl(u.x)) AS pimp,
+                   -docforge_bm25_seq(u.x) AS pnseq
+            FROM b, unnest(b.postings) u(x))
+        SELECT term_id, imp, nseq FROM e
+        WHERE n NOT BETWEEN 1 AND {bm25.BLOCK} OR (pimp, pnseq) < (imp, nseq)
+           OR (up_imp IS NOT NULL AND (pimp, pnseq) >= (up_imp, up_nseq))
+        UNION ALL
+        SELECT term_id, NULL, seq FROM bm25_postings GROUP BY term_id, seq HAVING count(*) > 1""").fetchall()
 
 
 def _posting_mismatches(conn) -> list:

@@ -28,13 +28,14 @@ END $$;
 -- chunks themselves. The same information now lives in two packed tables:
 --
 --   bm25_blocks  each term's posting list in impact order (best first), cut into
---                blocks of at most 128 postings, one row each: an int8 array, one
+--                ranges of at most 128 postings, one row each: an int8 array, one
 --                element a posting (chunk seq, tf and chunk length packed:
---                docforge_bm25_posting). A block is keyed by its last (lowest)
---                posting: a posting belongs to the block with the greatest key at or
---                below its own, so one index probe finds it, to add or to remove.
---                A query reads a term's blocks from the top until it holds the best
---                `per_term` (docforge_bm25_top).
+--                docforge_bm25_posting), in no order inside. A block is keyed by a
+--                lower bound of its range (its lowest posting when it was cut): a
+--                posting belongs to the block with the greatest key at or below its
+--                own, so one index probe finds it, to add or to remove. A query
+--                reads a term's blocks from the top until they hold `per_term`
+--                postings and sorts only the last one (docforge_bm25_top).
 --   bm25_docs    per chunk: its length and its terms with their frequencies (sorted
 --                term ids, parallel tf array): exact scores for the chosen candidates
 --                (one probe per chunk, not one per chunk and term), and where a
@@ -82,9 +83,11 @@ CREATE TABLE bm25_blocks (
 CREATE INDEX bm25_blocks_list ON bm25_blocks (term_id, imp, nseq);
 
 -- The postings of bm25_docs rows `chunk_seqs`, merged into the blocks. A posting
--- goes to its block (below every block: the last one); each block that gains
--- postings is rewritten, split in even parts of at most 128. Terms without blocks
--- (all of them in a cold load) skip the probes and are cut straight.
+-- goes to its block (below every block: the last one, whose key it becomes) and is
+-- appended there: a block is a range of its list, in no order inside, so adding a
+-- posting copies one array in C rather than re-sorting a block. A block that would
+-- pass 128 is sorted and split in even parts; so are the postings of terms without
+-- blocks (all of them in a cold load), which skip the probes.
 CREATE OR REPLACE FUNCTION docforge_bm25_merge(chunk_seqs bigint[]) RETURNS void
 LANGUAGE sql SET work_mem = '64MB' AS $$
 WITH p AS MATERIALIZED (
@@ -104,19 +107,34 @@ placed AS MATERIALIZED (
         LIMIT 1) b
     UNION ALL
     SELECT p.*, NULL, NULL FROM p WHERE p.term_id NOT IN (SELECT term_id FROM known)),
-old AS (
-    DELETE FROM bm25_blocks b USING (SELECT DISTINCT term_id, bimp, bnseq FROM placed WHERE bimp IS NOT NULL) x
-    WHERE b.term_id = x.term_id AND b.imp = x.bimp AND b.nseq = x.bnseq
+gains AS MATERIALIZED (  -- per block: the new postings, and the lowest of them
+    SELECT g.*, n.n, n.xs, b.had FROM (
+        SELECT DISTINCT ON (term_id, bimp, bnseq) term_id, bimp, bnseq, imp AS lo_imp, -seq AS lo_nseq
+        FROM placed ORDER BY term_id, bimp, bnseq, imp, -seq) g
+    JOIN (SELECT term_id, bimp, bnseq, count(*) AS n, array_agg(x) AS xs FROM placed
+          WHERE bimp IS NOT NULL GROUP BY 1, 2, 3) n USING (term_id, bimp, bnseq)
+    JOIN LATERAL (SELECT cardinality(b.postings) AS had FROM bm25_blocks b
+                  WHERE b.term_id = g.term_id AND b.imp = g.bimp AND b.nseq = g.bnseq) b ON true),
+appended AS (
+    UPDATE bm25_blocks b SET postings = b.postings || g.xs,
+        imp = CASE WHEN (g.lo_imp, g.lo_nseq) < (b.imp, b.nseq) THEN g.lo_imp ELSE b.imp END,
+        nseq = CASE WHEN (g.lo_imp, g.lo_nseq) < (b.imp, b.nseq) THEN g.lo_nseq ELSE b.nseq END
+    FROM gains g
+    WHERE g.had + g.n <= 128 AND b.term_id = g.term_id AND b.imp = g.bimp AND b.nseq = g.bnseq),
+split AS (  -- blocks that would pass 128: out, to be cut again with their new postings
+    DELETE FROM bm25_blocks b USING gains g
+    WHERE g.had + g.n > 128 AND b.term_id = g.term_id AND b.imp = g.bimp AND b.nseq = g.bnseq
     RETURNING b.*),
-merged AS (
-    SELECT term_id, seq, x, imp, bimp, bnseq FROM placed
+cut AS (
+    SELECT term_id, x, imp, seq, bimp, bnseq FROM placed p
+    WHERE bimp IS NULL OR EXISTS (SELECT FROM split s WHERE s.term_id = p.term_id AND s.imp = p.bimp AND s.nseq = p.bnseq)
     UNION ALL
-    SELECT o.term_id, docforge_bm25_seq(u.x), u.x, docforge_bm25_impact(docforge_bm25_tf(u.x), docforge_bm25_dl(u.x)),
-           o.imp, o.nseq
-    FROM old o, unnest(o.postings) u(x)),
+    SELECT s.term_id, u.x, docforge_bm25_impact(docforge_bm25_tf(u.x), docforge_bm25_dl(u.x)), docforge_bm25_seq(u.x),
+           s.imp, s.nseq
+    FROM split s, unnest(s.postings) u(x)),
 ranked AS (
-    SELECT m.*, row_number() OVER w - 1 AS i, count(*) OVER (PARTITION BY term_id, bimp, bnseq) AS n
-    FROM merged m WINDOW w AS (PARTITION BY term_id, bimp, bnseq ORDER BY imp DESC, seq))
+    SELECT c.*, row_number() OVER w - 1 AS i, count(*) OVER (PARTITION BY term_id, bimp, bnseq) AS n
+    FROM cut c WINDOW w AS (PARTITION BY term_id, bimp, bnseq ORDER BY imp DESC, seq))
 INSERT INTO bm25_blocks (term_id, imp, nseq, postings)
 SELECT term_id, docforge_bm25_impact(docforge_bm25_tf(last), docforge_bm25_dl(last)), -docforge_bm25_seq(last),
        postings
@@ -125,36 +143,43 @@ FROM (SELECT term_id, postings, postings[cardinality(postings)] AS last FROM (
           GROUP BY term_id, bimp, bnseq, i * ceil(n / 128.0)::bigint / n) a) b
 $$;
 
--- The postings of chunks `chunk_seqs`, taken out of the blocks (a block left empty
--- goes), and their bm25_docs rows.
+-- `postings` without the values `gone` (a posting value is unique in its list).
+CREATE OR REPLACE FUNCTION docforge_bm25_without(postings bigint[], gone bigint[]) RETURNS bigint[]
+LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE AS $$
+DECLARE
+    x bigint;
+BEGIN
+    FOREACH x IN ARRAY gone LOOP
+        postings := array_remove(postings, x);
+    END LOOP;
+    RETURN postings;
+END $$;
+
+-- The postings of chunks `chunk_seqs`, taken out of their blocks (a block left empty
+-- goes; a block keeps its key, still a bound of its range), and their bm25_docs rows.
 CREATE OR REPLACE FUNCTION docforge_bm25_remove(chunk_seqs bigint[]) RETURNS void
 LANGUAGE sql SET work_mem = '64MB' AS $$
 WITH gone AS MATERIALIZED (
     DELETE FROM bm25_docs d WHERE d.seq = ANY (chunk_seqs) RETURNING d.*),
-p AS (
-    SELECT u.term_id, d.seq::int AS seq, docforge_bm25_impact(u.tf, d.dl) AS imp
-    FROM gone d, unnest(d.terms, d.tfs) u(term_id, tf)),
-placed AS MATERIALIZED (
-    SELECT DISTINCT p.term_id, b.imp, b.nseq FROM p CROSS JOIN LATERAL (
+losses AS MATERIALIZED (
+    SELECT p.term_id, b.imp, b.nseq, array_agg(p.x) AS xs FROM (
+        SELECT u.term_id, d.seq::int AS seq, docforge_bm25_posting(d.seq, u.tf, d.dl) AS x,
+               docforge_bm25_impact(u.tf, d.dl) AS imp
+        FROM gone d, unnest(d.terms, d.tfs) u(term_id, tf)) p
+    CROSS JOIN LATERAL (
         SELECT b.imp, b.nseq FROM bm25_blocks b WHERE b.term_id = p.term_id AND (b.imp, b.nseq) <= (p.imp, -p.seq)
-        ORDER BY b.imp DESC, b.nseq DESC LIMIT 1) b),
-old AS (
-    DELETE FROM bm25_blocks b USING placed x WHERE b.term_id = x.term_id AND b.imp = x.imp AND b.nseq = x.nseq
-    RETURNING b.*),
-kept AS (
-    SELECT o.term_id, o.imp AS bimp, o.nseq AS bnseq, array_agg(u.x ORDER BY u.i) AS postings
-    FROM old o, unnest(o.postings) WITH ORDINALITY u(x, i)
-    WHERE NOT EXISTS (SELECT FROM gone g WHERE g.seq = docforge_bm25_seq(u.x))
-    GROUP BY o.term_id, o.imp, o.nseq)
-INSERT INTO bm25_blocks (term_id, imp, nseq, postings)
-SELECT term_id, docforge_bm25_impact(docforge_bm25_tf(last), docforge_bm25_dl(last)), -docforge_bm25_seq(last),
-       postings
-FROM (SELECT k.*, k.postings[cardinality(k.postings)] AS last FROM kept k) k
+        ORDER BY b.imp DESC, b.nseq DESC LIMIT 1) b
+    GROUP BY 1, 2, 3),
+emptied AS (
+    DELETE FROM bm25_blocks b USING losses l
+    WHERE b.term_id = l.term_id AND b.imp = l.imp AND b.nseq = l.nseq AND cardinality(b.postings) <= cardinality(l.xs))
+UPDATE bm25_blocks b SET postings = docforge_bm25_without(b.postings, l.xs) FROM losses l
+WHERE b.term_id = l.term_id AND b.imp = l.imp AND b.nseq = l.nseq AND cardinality(b.postings) > cardinality(l.xs)
 $$;
 
--- The best k postings of each term of `term_ids`, best first: each list's blocks,
--- from the top, until they hold k (one index probe a block, all terms at once).
--- Plain SQL, so the planner inlines it into the query.
+-- The best k postings of each term of `term_ids`: each list's blocks, from the top,
+-- until they hold k (one index probe a block, all terms at once); the last block read
+-- is sorted for the rest. Plain SQL, so the planner inlines it into the query.
 CREATE OR REPLACE FUNCTION docforge_bm25_top(term_ids int[], k int)
 RETURNS TABLE (term_id int, seq int, tf int, dl int)
 LANGUAGE sql STABLE PARALLEL SAFE ROWS 1000 AS $$
@@ -167,8 +192,15 @@ WITH RECURSIVE blocks AS (
         SELECT x.imp, x.nseq, x.postings FROM bm25_blocks x WHERE x.term_id = b.term_id AND (x.imp, x.nseq) < (b.imp, b.nseq)
         ORDER BY x.imp DESC, x.nseq DESC LIMIT 1) n
     WHERE b.above + cardinality(b.postings) < k)
-SELECT term_id, docforge_bm25_seq(x), docforge_bm25_tf(x), docforge_bm25_dl(x)
-FROM (SELECT b.term_id, unnest(b.postings[:k - b.above]) AS x FROM blocks b) u  -- in the select list: streamed
+SELECT term_id, docforge_bm25_seq(x), docforge_bm25_tf(x), docforge_bm25_dl(x) FROM (
+    SELECT b.term_id, unnest(b.postings) AS x FROM blocks b  -- in the select list: streamed
+    WHERE b.above + cardinality(b.postings) <= k
+    UNION ALL
+    SELECT b.term_id, l.x FROM blocks b CROSS JOIN LATERAL (
+        SELECT u.x FROM unnest(b.postings) u(x)
+        ORDER BY docforge_bm25_impact(docforge_bm25_tf(u.x), docforge_bm25_dl(u.x)) DESC, docforge_bm25_seq(u.x)
+        LIMIT k - b.above) l
+    WHERE b.above + cardinality(b.postings) > k) u
 $$;
 
 -- bm25_docs rows for chunks (seq, tsv); their terms are in bm25_terms already (0002's triggers ran first).
