@@ -3,7 +3,9 @@
 nDCG@k: DCG = sum over ranks i (1-based) of rel / log2(i + 1); divided by the DCG
 of the ideal ordering of that query's judged documents. Recall@k: relevant
 documents (rel > 0) in the top k / all relevant documents of the query.
-A judged query with no results scores 0 on both.
+A judged query with no results scores 0 on both. For questions with one expected
+answer: hit@k = share answered within the top k, MRR@k = mean of 1 / rank of the
+first right item (0 beyond k).
 """
 
 from __future__ import annotations
@@ -43,3 +45,17 @@ def mean_metric(metric, run: Run, qrels: Qrels, k: int) -> float:
 def _dedupe(ranked: Sequence[str]) -> list[str]:
     seen: set[str] = set()
     return [d for d in ranked if not (d in seen or seen.add(d))]
+
+
+def first_rank(ranked: Sequence[str], wanted: str | Sequence[str], k: int) -> int | None:
+    """1-based rank of the first item in `wanted` within the top k, or None."""
+    wanted = {wanted} if isinstance(wanted, str) else set(wanted)
+    return next((i for i, d in enumerate(ranked[:k], 1) if d in wanted), None)
+
+
+def hit_rates(ranks: Sequence[int | None], ks: Sequence[int] = (1, 5, 10), mrr_k: int = 10) -> dict[str, float]:
+    """hit@k (share of questions answered within the top k) and MRR@mrr_k from first-hit ranks."""
+    n = max(1, len(ranks))
+    out = {f"hit@{k}": sum(1 for r in ranks if r is not None and r <= k) / n for k in ks}
+    out[f"mrr@{mrr_k}"] = sum(1 / r for r in ranks if r is not None and r <= mrr_k) / n
+    return out

@@ -1,15 +1,26 @@
-"""Retrieval quality on a BEIR dataset: nDCG@10 and recall@100 per search mode.
+"""Retrieval quality per search mode: a BEIR dataset (nDCG@10, recall@100) and, in the
+same run, questions over a documentation corpus (hit@1/5/10 and MRR@10).
 
-The corpus goes through the real pipeline: every document becomes a markdown
-file (`# title` + text) in a git repository, ingested by `ingest_source` into a
-store of its own (an embedded Postgres under --workdir, or --database-url).
-Re-running with the same --workdir re-uses the index (unchanged files are
-skipped). Chunk hits are turned into a document ranking by each document's
-best chunk, as BEIR scores documents.
+BEIR: every document becomes a markdown file (`# title` + text) in a git
+repository, ingested by `ingest_source` into a store of its own (an embedded
+Postgres under --workdir, or --database-url). Chunk hits are turned into a
+document ranking by each document's best chunk, as BEIR scores documents.
+
+Questions (--questions, default bench/rfcs_dev.jsonl: paraphrased questions over
+the rust-rfcs corpus, each with the file that answers it): the corpus (a git
+repository or bundle, --corpus) is cloned into --questions-workdir and ingested
+as one git source of every markdown file. Each question is asked as a user would
+(the default settings, `per_doc` included): chunk level = rank of the first chunk
+of the right file among the first 10 hits; document level = rank of the right
+file among the first 10 distinct documents of 50 hits.
+
+Re-running with the same work folders re-uses the indexes (unchanged files are
+skipped), so an existing store is picked up as it is.
 
 \b
-    python bench/retrieval.py                                   # SciFact, every mode
-    python bench/retrieval.py --limit-docs 500 --queries 50     # a quick run
+    python bench/retrieval.py                                   # SciFact + rust-rfcs questions, every mode
+    python bench/retrieval.py --questions-workdir /work/bench-home/rfcs   # an existing rfcs store
+    python bench/retrieval.py --limit-docs 500 --queries 50 --questions ''  # a quick SciFact-only run
     RERANK_ENABLED=true RERANKER_MODEL=/models/ms-marco-MiniLM-L-6-v2 python bench/retrieval.py
 """
 
@@ -25,10 +36,12 @@ from pathlib import Path
 import click
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from metrics import Qrels, mean_metric, ndcg_at_k, recall_at_k  # noqa: E402
+from metrics import Qrels, first_rank, hit_rates, mean_metric, ndcg_at_k, recall_at_k  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "beir" / "scifact"
+DEFAULT_QUESTIONS = ROOT / "bench" / "rfcs_dev.jsonl"
+DEFAULT_CORPUS = ROOT.parent / "shared" / "data" / "corpus" / "rust-rfcs-md.bundle"
 GIT_ENV = {
     "GIT_AUTHOR_NAME": "bench",
     "GIT_AUTHOR_EMAIL": "bench@example.com",
@@ -94,20 +107,66 @@ def write_repo(repo: Path, corpus: dict) -> None:
 
 def ingest(workdir: Path, corpus: dict, url: str | None):
     """Index the corpus; returns (settings, database url, ingest stats)."""
-    from pipeline.config import load_settings
-    from pipeline.ingest import IngestContext, ingest_source
-
     write_repo(workdir / "repo", corpus)
     config = workdir / "sources.yml"
     config.write_text("sources:\n  - name: beir\n    type: git\n    repo: repo\n    globs: ['docs/*.md']\n")
+    return ingest_source_at(config, "beir", url)
+
+
+def ingest_source_at(config: Path, source: str | None, url: str | None):
+    """Index one source (default: the first) of a sources.yml; returns (settings, database url, ingest
+    stats, embedder)."""
+    from pipeline.config import load_settings
+    from pipeline.ingest import IngestContext, ingest_source
+
     settings = load_settings(config)
+    source = source or settings.sources[0].name
 
     def progress(stage: str, done: int, total: int) -> None:
         if done == total or done % 500 == 0:
             print(f"  {stage}: {done}/{total}", file=sys.stderr, flush=True)
 
     ctx = IngestContext(settings, url=url, progress=progress)
-    return settings, ctx.url, ingest_source(ctx, "beir"), ctx.embedder
+    return settings, ctx.url, ingest_source(ctx, source), ctx.embedder
+
+
+def load_questions(path: Path) -> list[dict]:
+    """{"question", "expected"} per line: the question and the path of the file that answers it."""
+    out = []
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if line.strip():
+            q = json.loads(line)
+            if not q.get("question") or not q.get("expected"):
+                raise click.BadParameter(f"{path}:{n}: needs 'question' and 'expected'")
+            out.append(q)
+    return out
+
+
+def corpus_store(workdir: Path, corpus: Path) -> Path:
+    """The questions' corpus as a git source in `workdir` (repo/, sources.yml); kept when present."""
+    repo, config = workdir / "repo", workdir / "sources.yml"
+    if not (repo / ".git").exists():
+        workdir.mkdir(parents=True, exist_ok=True)
+        subprocess.run(["git", "clone", "-q", str(corpus), str(repo)], check=True)
+    if not config.exists():
+        config.write_text("sources:\n  - name: docs\n    type: git\n    repo: repo\n    globs: ['**/*.md']\n")
+    return config
+
+
+def evaluate_questions(searcher, questions: list[dict], mode: str, per_doc: int | None) -> dict:
+    """Chunk level: the first 10 hits as a user sees them; document level: the first 10 documents of 50 hits."""
+    chunk, doc, t0 = [], [], time.perf_counter()
+    for q in questions:
+        hits = searcher.search(q["question"], limit=50, mode=mode, per_doc=per_doc)
+        first = searcher.search(q["question"], limit=10, mode=mode, per_doc=per_doc)
+        chunk.append(first_rank([_path(h) for h in first], q["expected"], 10))
+        doc.append(first_rank(list(dict.fromkeys(_path(h) for h in hits)), q["expected"], 10))
+    ms = (time.perf_counter() - t0) * 1000 / max(1, 2 * len(questions))
+    return {"chunk": hit_rates(chunk), "document": hit_rates(doc), "ms/query": ms}
+
+
+def _path(hit) -> str:
+    return hit.doc_key.split(":", 1)[1]
 
 
 def doc_ranking(hits) -> list[str]:
@@ -159,6 +218,39 @@ def evaluate(searcher, queries: dict, qrels: Qrels, mode: str, depth: int, reran
     default=None,
     help="Use this database instead of an embedded one [env: BENCH_DATABASE_URL].",
 )
+@click.option(
+    "--questions",
+    "questions_file",
+    default=str(DEFAULT_QUESTIONS),
+    show_default=True,
+    help="Questions over a documentation corpus, one JSON object a line ('' skips them).",
+)
+@click.option(
+    "--corpus",
+    type=click.Path(exists=True, path_type=Path),
+    default=DEFAULT_CORPUS,
+    show_default=True,
+    help="Git repository or bundle the questions are about.",
+)
+@click.option(
+    "--questions-workdir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Where its clone (repo/), sources.yml and embedded store (home/) live; an existing one is "
+    "reused [default: bench/results/<corpus name>].",
+)
+@click.option(
+    "--questions-database-url",
+    envvar="BENCH_QUESTIONS_DATABASE_URL",
+    default=None,
+    help="Use this database for the questions' corpus [env: BENCH_QUESTIONS_DATABASE_URL].",
+)
+@click.option(
+    "--per-doc",
+    type=click.IntRange(0),
+    default=None,
+    help="Chunks of one document per result list for the questions (0: no limit) [default: configured].",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
 def main(
     data: Path,
@@ -169,11 +261,38 @@ def main(
     depth: int,
     workdir: Path | None,
     database_url: str | None,
+    questions_file: str,
+    corpus: Path,
+    questions_workdir: Path | None,
+    questions_database_url: str | None,
+    per_doc: int | None,
     as_json: bool,
 ) -> None:
-    """Ingest a BEIR dataset and print nDCG@10 and recall@100 per search mode."""
+    """Print nDCG@10 and recall@100 per search mode on a BEIR dataset, and hit@k and MRR on the questions."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    mode_list = modes.split(",")
+    questions = load_questions(Path(questions_file)) if questions_file else []
+    beir = run_beir(data, split, limit_docs, n_queries, mode_list, depth, workdir, database_url)
+    asked = None
+    if questions:
+        qwork = (questions_workdir or ROOT / "bench" / "results" / corpus.name.removesuffix(".bundle")).resolve()
+        asked = run_questions(questions, corpus, qwork, questions_database_url, mode_list, per_doc)
+    _report(*beir, as_json)
+    if asked:
+        _report_questions(corpus.name.removesuffix(".bundle"), len(questions), asked, as_json)
+
+
+def run_beir(
+    data: Path,
+    split: str,
+    limit_docs,
+    n_queries,
+    modes: list[str],
+    depth: int,
+    workdir: Path | None,
+    database_url: str | None,
+):
     from pipeline.query import Searcher
 
     corpus, queries, qrels = subset(*load_beir(data, split), n_queries, limit_docs)
@@ -190,21 +309,49 @@ def main(
     )
     results = {}
     with Searcher(settings, url=url, embedder=embedder) as searcher:
-        runs = [(m, False) for m in modes.split(",")]
-        if "hybrid" in modes.split(",") and searcher.reranker is not None:
+        runs = [(m, False) for m in modes]
+        if "hybrid" in modes and searcher.reranker is not None:
             runs.append(("hybrid", True))
         for mode, rerank in runs:
             name = mode + ("+rerank" if rerank else "")
             results[name] = evaluate(searcher, queries, qrels, mode, depth, rerank)
             print(f"  {name}: {results[name]}", file=sys.stderr)
+    _stop(workdir, database_url)
+    return data.name, len(corpus), len(queries), results, searcher.reranker is None
+
+
+def run_questions(
+    questions: list[dict], corpus: Path, workdir: Path, url: str | None, modes: list[str], per_doc: int | None
+) -> dict:
+    from pipeline.query import Searcher
+
+    os.environ["DOCFORGE_HOME"] = str(workdir / "home")
+    os.environ.pop("DATABASE_URL", None)
+    config = corpus_store(workdir, corpus)
+    t0 = time.perf_counter()
+    settings, url_, stats, embedder = ingest_source_at(config, None, url)
+    print(
+        f"{corpus.name}: ingested in {time.perf_counter() - t0:.0f}s: {stats.chunks_embedded} chunks embedded, "
+        f"{stats.files_unchanged} documents unchanged",
+        file=sys.stderr,
+    )
+    results = {}
+    with Searcher(settings, url=url_, embedder=embedder) as searcher:
+        for mode in modes:
+            results[mode] = evaluate_questions(searcher, questions, mode, per_doc)
+            print(f"  {mode}: {results[mode]}", file=sys.stderr)
+    _stop(workdir, url)
+    return results
+
+
+def _stop(workdir: Path, database_url: str | None) -> None:
     if not database_url:  # the embedded server we started; the next run restarts it and reuses the index
         from pipeline.store.db import stop_embedded
 
         stop_embedded(workdir / "home")
-    _report(data.name, len(corpus), len(queries), results, as_json, rerank_missing=searcher.reranker is None)
 
 
-def _report(name: str, n_docs: int, n_queries: int, results: dict, as_json: bool, rerank_missing: bool) -> None:
+def _report(name: str, n_docs: int, n_queries: int, results: dict, rerank_missing: bool, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps({"dataset": name, "documents": n_docs, "queries": n_queries, "modes": results}))
         return
@@ -214,6 +361,20 @@ def _report(name: str, n_docs: int, n_queries: int, results: dict, as_json: bool
         click.echo(f"| {mode} | {r['ndcg@10']:.3f} | {r['recall@100']:.3f} | {r['ms/query']:.0f} |")
     if rerank_missing:
         click.echo("\n(hybrid+rerank skipped: no reranker; set RERANK_ENABLED=true and RERANKER_MODEL or RERANKER_URL)")
+
+
+def _report_questions(name: str, n: int, results: dict, as_json: bool) -> None:
+    if as_json:
+        click.echo(json.dumps({"questions": name, "count": n, "modes": results}))
+        return
+    click.echo(f"\n{name}: {n} questions (chunk: first 10 hits; document: first 10 documents)\n")
+    click.echo("| mode | level | hit@1 | hit@5 | hit@10 | MRR@10 |\n|---|---|---|---|---|---|")
+    for mode, r in results.items():
+        for level in ("chunk", "document"):
+            m = r[level]
+            click.echo(
+                f"| {mode} | {level} | {m['hit@1']:.3f} | {m['hit@5']:.3f} | {m['hit@10']:.3f} | {m['mrr@10']:.3f} |"
+            )
 
 
 if __name__ == "__main__":

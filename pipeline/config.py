@@ -334,12 +334,16 @@ class SearchConfig(_Section):
     env_prefix: ClassVar[str] = "DOCFORGE_SEARCH_"
 
     fetch_k: int = Field(default=50, ge=1, le=1000)  # candidates per ranking before fusion
+    fusion: Literal["convex", "rrf"] = "convex"  # hybrid: scores relative to each leg's best, or ranks (RRF)
     rrf_k: int = Field(default=60, ge=1)
-    dense_weight: float = Field(default=1.0, ge=0)
+    dense_weight: float = Field(default=1.0, ge=0)  # fusion weights (convex: as shares of their sum)
     keyword_weight: float = Field(default=1.0, ge=0)
+    per_doc: int = Field(default=2, ge=0)  # chunks of one document per result list; 0: no limit
+    repeat_discount: float = Field(default=0.5, ge=0, le=1)  # hybrid: × on each further chunk of a document
     tag_boost: float = Field(default=0.1, ge=0, le=1)  # hybrid: × (1 + boost) when a source tag matches
     bm25_k1: float = Field(default=1.2, ge=0)
     bm25_b: float = Field(default=0.75, ge=0, le=1)
+    bm25_heading_weight: float = Field(default=1.0, ge=0)  # BM25F: a heading-path term counts this many times
     bm25_prune_idf: float = Field(default=2.0, ge=0)  # see pipeline.query.search; 0 disables pruning
     bm25_prune_df: int = Field(default=1000, ge=0)
     bm25_per_term: int = Field(default=300, ge=1)  # postings read per query term (best first)
@@ -454,7 +458,7 @@ class AnswersConfig(_Section):
     max_iterations: int = Field(default=3, ge=1, le=10)
     evidence_k: int = Field(default=6, ge=1, le=50)  # chunks retrieved per iteration
     max_evidence: int = Field(default=12, ge=1, le=100)  # evidence blocks shown to the model at most
-    per_doc: int = Field(default=3, ge=1, le=20)  # chunks of one document, where search supports it
+    per_doc: int = Field(default=3, ge=1, le=20)  # chunks of one document per search: context beyond search's 2
     extractive_sentences: int = Field(default=4, ge=1, le=10)
 
 

@@ -53,18 +53,33 @@ def test_hit_carries_citation_fields(searcher):
     assert h.page is None and h.rerank_score is None
 
 
-def test_explain_ranks(searcher):
-    hybrid = searcher.search("rotate the vault secret", limit=7, mode="hybrid")
-    dense = [h.chunk_id for h in searcher.search("rotate the vault secret", limit=50, mode="dense")]
-    keyword = [h.chunk_id for h in searcher.search("rotate the vault secret", limit=50, mode="keyword")]
+def test_explain_ranks_and_fused_scores(searcher):
+    q = "rotate the vault secret"
+    hybrid = searcher.search(q, limit=7, mode="hybrid")
+    dense = {h.chunk_id: h for h in searcher.search(q, limit=50, mode="dense", per_doc=0)}
+    keyword = {h.chunk_id: h for h in searcher.search(q, limit=50, mode="keyword", per_doc=0)}
     for h in hybrid:
-        assert h.dense_rank == (dense.index(h.chunk_id) + 1 if h.chunk_id in dense else None)
-        assert h.keyword_rank == (keyword.index(h.chunk_id) + 1 if h.chunk_id in keyword else None)
+        assert h.dense_rank == (dense[h.chunk_id].dense_rank if h.chunk_id in dense else None)
+        assert h.keyword_rank == (keyword[h.chunk_id].keyword_rank if h.chunk_id in keyword else None)
     top = hybrid[0]
     assert top.doc_key == "handbook:docs/credentials.md" and top.dense_rank == 1 and top.keyword_rank == 1
-    assert top.score == 1.0  # first in both rankings: the best RRF score there is
-    rrf = 1 / (60 + hybrid[1].dense_rank) + (1 / (60 + hybrid[1].keyword_rank) if hybrid[1].keyword_rank else 0)
-    assert hybrid[1].score == pytest.approx(rrf / (2 / 61), abs=1e-5)
+    assert top.score == 1.0  # first in both rankings: the best fused score there is
+    # Default fusion: each leg's score above its floor (dense: cosine 0, keyword: 0) relative to the
+    # leg's best, combined with the configured weights (every document of this corpus is one chunk,
+    # so a document's score is its chunk's).
+    cfg = SearchConfig()
+    wd, wk = (
+        cfg.dense_weight / (cfg.dense_weight + cfg.keyword_weight),
+        cfg.keyword_weight / (cfg.dense_weight + cfg.keyword_weight),
+    )
+
+    def relative(leg: dict, cid: str, floor: float) -> float:
+        best = max(h.score for h in leg.values())
+        return max(0.0, leg[cid].score - floor) / (best - floor) if cid in leg else 0.0
+
+    for h in hybrid[1:]:
+        want = wd * relative(dense, h.chunk_id, 0.5) + wk * relative(keyword, h.chunk_id, 0.0)
+        assert h.score == pytest.approx(want, abs=1e-5)
 
 
 def test_keyword_is_or_of_terms(searcher):
@@ -74,32 +89,61 @@ def test_keyword_is_or_of_terms(searcher):
     assert searcher.search("the and of", mode="keyword") == []  # stop words only
 
 
-def test_keyword_scores_are_okapi_bm25(searcher):
-    """Scores equal a reference BM25 computed in Python from the same tsvectors."""
+@pytest.mark.parametrize("heading_weight", [1.0, 3.0])
+def test_keyword_scores_are_okapi_bm25(corpus, embedder, heading_weight):
+    """Scores equal a reference BM25 computed in Python from the same tsvectors; with a heading
+    weight w, an occurrence in the heading path ('A'-weighted positions) counts w times in the term
+    frequency (BM25F's), lengths unchanged. w = 1 is plain Okapi BM25."""
     query = "refund the payments charge"
-    with searcher.connection() as conn:
-        terms = [r[0] for r in conn.execute("SELECT unnest(tsvector_to_array(to_tsvector('english', %s)))", (query,))]
-        docs: dict[str, dict[str, int]] = {}
-        for cid, lexeme, n in conn.execute(
-            "SELECT c.id, u.lexeme, coalesce(array_length(u.positions, 1), 1) FROM chunks c, unnest(c.tsv) u"
-        ):
-            docs.setdefault(cid, {})[lexeme] = n
+    cfg = SearchConfig(bm25_heading_weight=heading_weight)
+    with Searcher(corpus.settings, url=corpus.url, embedder=embedder, reranker=None, config=cfg) as searcher:
+        got = {h.chunk_id: h.score for h in searcher.search(query, limit=50, mode="keyword", per_doc=0)}
+        with searcher.connection() as conn:
+            terms = [
+                r[0] for r in conn.execute("SELECT unnest(tsvector_to_array(to_tsvector('english', %s)))", (query,))
+            ]
+            docs: dict[str, dict[str, int]] = {}
+            heads: dict[str, dict[str, int]] = {}
+            for cid, lexeme, n, head in conn.execute(
+                "SELECT c.id, u.lexeme, coalesce(array_length(u.positions, 1), 1), "
+                "coalesce(cardinality(array_positions(u.weights, 'A')), 0) FROM chunks c, unnest(c.tsv) u"
+            ):
+                docs.setdefault(cid, {})[lexeme] = n
+                heads.setdefault(cid, {})[lexeme] = head
     n_docs, avgdl = len(docs), sum(sum(d.values()) for d in docs.values()) / len(docs)
     k1, b = 1.2, 0.75
     idf = {t: math.log(1 + (n_docs - (df := sum(t in d for d in docs.values())) + 0.5) / (df + 0.5)) for t in terms}
     best = sum(idf.values()) * (k1 + 1)
+
+    def weight(cid: str, t: str) -> float:
+        d = docs[cid]
+        tf = d[t] + (heading_weight - 1) * heads[cid][t]
+        return idf[t] * tf * (k1 + 1) / (tf + k1 * (1 - b + b * sum(d.values()) / avgdl))
+
     want = {
-        cid: sum(
-            idf[t] * d[t] * (k1 + 1) / (d[t] + k1 * (1 - b + b * sum(d.values()) / avgdl)) for t in terms if t in d
-        )
-        / best
+        cid: sum(weight(cid, t) for t in terms if t in d) / best
         for cid, d in docs.items()
         if any(t in d for t in terms)
     }
-    got = {h.chunk_id: h.score for h in searcher.search(query, limit=50, mode="keyword")}
     assert got.keys() == want.keys()
     for cid, score in got.items():
         assert score == pytest.approx(want[cid], abs=1e-5)
+
+
+def test_a_heading_weight_favours_the_chunk_whose_heading_holds_the_term(corpus, embedder):
+    """ "refund" is in the heading of refunds.md ("Issuing refunds") and only in the body of ledger.md."""
+    lead = {}
+    for w in (1.0, 4.0):
+        with Searcher(
+            corpus.settings,
+            url=corpus.url,
+            embedder=embedder,
+            reranker=None,
+            config=SearchConfig(bm25_heading_weight=w),
+        ) as s:
+            scores = {h.doc_key: h.score for h in s.search("refund", mode="keyword", per_doc=0)}
+        lead[w] = scores["payments:docs/refunds.md"] / scores["payments:docs/ledger.md"]
+    assert lead[4.0] > lead[1.0] > 1
 
 
 def test_bm25_statistics_match_the_chunks(searcher):
@@ -147,12 +191,17 @@ def test_statistics_follow_edits_and_deletes(database_url, embedder, make_repo, 
         assert [h.doc_key for h in s.search("epsilon", mode="keyword")] == ["s:docs/a.md"]
 
 
-def test_weights_and_rrf_k(searcher):
+def test_weights_and_rrf_k(corpus, embedder, searcher):
     q = "how do I undo a release with argocd?"
     dense_only = searcher.search(q, limit=5, mode="hybrid", weights=(1.0, 0.0))
     assert [h.chunk_id for h in dense_only] == [h.chunk_id for h in searcher.search(q, limit=5, mode="dense")]
-    flat = searcher.search(q, limit=5, mode="hybrid", rrf_k=1000)
-    assert flat[0].score == 1.0 and all(h.score > 0.98 for h in flat if h.dense_rank and h.keyword_rank)
+    with Searcher(
+        corpus.settings, url=corpus.url, embedder=embedder, reranker=None, config=SearchConfig(fusion="rrf")
+    ) as rrf:
+        dense_only = rrf.search(q, limit=5, mode="hybrid", weights=(1.0, 0.0))
+        assert [h.chunk_id for h in dense_only] == [h.chunk_id for h in rrf.search(q, limit=5, mode="dense")]
+        flat = rrf.search(q, limit=5, mode="hybrid", rrf_k=1000)
+        assert flat[0].score == 1.0 and all(h.score > 0.98 for h in flat if h.dense_rank and h.keyword_rank)
 
 
 def test_tag_boost(searcher):

@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
-from metrics import mean_metric, ndcg_at_k, recall_at_k  # noqa: E402
+from metrics import first_rank, hit_rates, mean_metric, ndcg_at_k, recall_at_k  # noqa: E402
 
 
 def test_ndcg_hand_computed():
@@ -39,6 +39,14 @@ def test_recall_and_mean():
     )
 
 
+def test_first_rank_and_hit_rates():
+    assert first_rank(["a", "b", "c"], "b", 10) == 2
+    assert first_rank(["a", "b", "c"], ["c", "b"], 10) == 2
+    assert first_rank(["a", "b", "c"], "c", 2) is None
+    rates = hit_rates([1, 3, None, 7, 12])
+    assert rates == {"hit@1": 0.2, "hit@5": 0.4, "hit@10": 0.6, "mrr@10": pytest.approx((1 + 1 / 3 + 1 / 7) / 5)}
+
+
 def write_beir(root: Path) -> Path:
     docs = [
         ("d1", "Vitamin D and bone density", "Vitamin D supplements increase bone mineral density in adults."),
@@ -61,31 +69,61 @@ def write_beir(root: Path) -> Path:
     return root
 
 
-def test_tiny_beir_run_end_to_end(pg_server, tmp_path):
+def test_tiny_beir_and_questions_run_end_to_end(pg_server, tmp_path, make_repo):
+    """One run: a BEIR dataset and questions over a git corpus, each in a database of its own."""
     import retrieval
 
-    name = f"b_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(pg_server.get_uri(), autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
+    urls = []
+    for _ in range(2):
+        name = f"b_{uuid.uuid4().hex[:12]}"
+        with psycopg.connect(pg_server.get_uri(), autocommit=True) as conn:
+            conn.execute(f'CREATE DATABASE "{name}"')
+        urls.append(pg_server.get_uri(name))
     data = write_beir(tmp_path / "beir")
+    repo = make_repo(
+        {
+            "guide/rollback.md": "# Rolling back\n\nSwitch traffic back to the previous release.\n",
+            "guide/keys.md": "# Rotating keys\n\nIssue a new signing key and retire the old one.\n",
+            "README.md": "# Handbook\n\nOperations guides.\n",
+        }
+    )
+    questions = tmp_path / "questions.jsonl"
+    questions.write_text(
+        json.dumps({"question": "how do I undo a bad deploy?", "expected": "guide/rollback.md"})
+        + "\n"
+        + json.dumps({"question": "replace the signing key", "expected": "guide/keys.md"})
+    )
     args = [
         "--data",
         str(data),
         "--workdir",
         str(tmp_path / "work"),
         "--database-url",
-        pg_server.get_uri(name),
+        urls[0],
         "--json",
         "--depth",
         "10",
+        "--questions",
+        str(questions),
+        "--corpus",
+        str(repo),
+        "--questions-workdir",
+        str(tmp_path / "qwork"),
+        "--questions-database-url",
+        urls[1],
     ]
     res = CliRunner().invoke(retrieval.main, args)
     assert res.exit_code == 0, res.output
-    report = json.loads(res.stdout.strip().splitlines()[-1])
-    assert (report["documents"], report["queries"]) == (4, 2)
-    assert set(report["modes"]) == {"dense", "keyword", "hybrid"}
-    for scores in report["modes"].values():
+    beir, asked = (json.loads(line) for line in res.stdout.strip().splitlines()[-2:])
+    assert (beir["documents"], beir["queries"]) == (4, 2)
+    assert set(beir["modes"]) == {"dense", "keyword", "hybrid"}
+    for scores in beir["modes"].values():
         assert scores["ndcg@10"] == 1.0 and scores["recall@100"] == 1.0
+    assert asked["count"] == 2 and set(asked["modes"]) == {"dense", "keyword", "hybrid"}
+    for mode in ("dense", "hybrid"):
+        for level in ("chunk", "document"):
+            assert asked["modes"][mode][level]["hit@1"] == 1.0, (mode, level, asked)
+    assert (tmp_path / "qwork" / "repo" / "guide" / "keys.md").exists()  # the corpus, cloned once
 
 
 def test_subset_keeps_judged_documents():

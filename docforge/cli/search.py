@@ -8,7 +8,7 @@ import click
 
 from docforge.cli import config_option, json_option
 from pipeline.config import load_settings
-from pipeline.query import MODES, Searcher
+from pipeline.query import MODES, SearchConfig, Searcher
 
 JSON_KEYS = (
     "doc_key",
@@ -65,6 +65,14 @@ def _parse_filter(ctx, param, value: str | None) -> dict | None:
     help="Rerank the candidates (needs RERANK_ENABLED=true and RERANKER_MODEL or RERANKER_URL). "
     "Default: on when enabled.",
 )
+@click.option(
+    "--per-doc",
+    type=click.IntRange(0),
+    default=None,
+    metavar="N",
+    help="At most N chunks of one document in the results (0: no limit) "
+    f"[default: {SearchConfig.model_fields['per_doc'].default}, env: DOCFORGE_SEARCH_PER_DOC].",
+)
 @click.option("--explain", is_flag=True, help="Show each hit's dense and keyword rank next to its fused score.")
 @json_option
 def command(
@@ -74,6 +82,7 @@ def command(
     limit: int,
     filters: dict | None,
     rerank: bool | None,
+    per_doc: int | None,
     explain: bool,
     as_json: bool,
 ) -> None:
@@ -83,10 +92,11 @@ def command(
     Examples:
       docforge search "how do I rotate credentials?"
       docforge search "error E0502" --mode keyword --json
+      docforge search "borrow checker" --per-doc 1      # one chunk per document
       docforge search "deploy" --filter '{"tags": {"$in": ["ops"]}}' --explain
     """
     with Searcher(load_settings(config)) as searcher:
-        hits = searcher.search(query, limit=limit, mode=mode, filters=filters, rerank=rerank)
+        hits = searcher.search(query, limit=limit, mode=mode, filters=filters, rerank=rerank, per_doc=per_doc)
     if as_json:
         keys = JSON_KEYS + (EXPLAIN_KEYS if explain else ())
         click.echo(json.dumps([{k: h.as_dict()[k] for k in keys} for h in hits], indent=2, ensure_ascii=False))

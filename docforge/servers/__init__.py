@@ -37,6 +37,13 @@ class SearchRequest(BaseModel):
         default=None, max_length=500, description="Only repositories whose path or URL contains this."
     )
     rerank: bool | None = Field(default=None, description="Rerank (None: as the server is configured).")
+    per_doc: int | None = Field(
+        default=None,
+        ge=0,
+        le=50,
+        description="At most this many chunks of one document (0: no limit; None: as the server is "
+        "configured, 2 by default).",
+    )
 
 
 SearchFn = Callable[[SearchRequest], list[dict]]
@@ -98,7 +105,7 @@ class LocalSearch:
         filters = with_repo(req.filters, req.filter_repo)
         boost = [t for t in (req.team_name, req.area_name) if t]
         hits = self.searcher.search(
-            req.query, req.limit, req.mode, filters=filters, boost_tags=boost, rerank=req.rerank
+            req.query, req.limit, req.mode, filters=filters, boost_tags=boost, rerank=req.rerank, per_doc=req.per_doc
         )
         return [citation(h) for h in hits]
 

@@ -30,7 +30,9 @@ TOOL_DESCRIPTION = """Search the documentation and return the most relevant pass
 Each hit has title, section (heading path), url, source, text and score (0..1).
 Ask in natural language; results are hybrid (semantic + keyword) ranked.
 user_name, team_name, area_name identify who asks (logged; their team/area tags
-rank slightly higher). filter_repo keeps only repositories whose path contains it."""
+rank slightly higher). filter_repo keeps only repositories whose path contains it.
+per_doc caps the passages taken from one document (default 2; raise it for more
+context from the same document, 0 for no limit)."""
 
 
 def build_mcp(search: SearchFn, ask: AskFn | None = None) -> MCPServer:
@@ -46,6 +48,7 @@ def build_mcp(search: SearchFn, ask: AskFn | None = None) -> MCPServer:
         area_name: str | None = None,
         limit: int = 10,
         filter_repo: str | None = None,
+        per_doc: int | None = None,
     ) -> SearchResponse:
         try:
             req = SearchRequest(
@@ -55,6 +58,7 @@ def build_mcp(search: SearchFn, ask: AskFn | None = None) -> MCPServer:
                 area_name=area_name,
                 limit=limit,
                 filter_repo=filter_repo,
+                per_doc=per_doc,
             )
         except ValidationError as e:
             raise ToolError(f"invalid arguments: {e.errors()[0]['loc'][0]}: {e.errors()[0]['msg']}") from None

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,13 +36,9 @@ class Scope:
 
 def search(searcher: Searcher, query: str, scope: Scope, limit: int, per_doc: int | None = None) -> list[Hit]:
     kwargs: dict[str, Any] = {"filters": scope.search_filters(), "boost_tags": scope.boost_tags, "rerank": scope.rerank}
-    if per_doc and _supports(searcher, "per_doc"):
+    if per_doc:
         kwargs["per_doc"] = per_doc  # the answer layer wants context: several chunks of a good document
     return searcher.search(query, limit, scope.mode, **kwargs)  # type: ignore[arg-type]
-
-
-def _supports(searcher: Searcher, param: str) -> bool:
-    return param in inspect.signature(searcher.search).parameters
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""Search the index: dense, keyword (BM25) or hybrid (Reciprocal Rank Fusion of both).
+"""Search the index: dense, keyword (BM25) or hybrid (document-aware fusion of both).
 
 Every surface (CLI, MCP server, HTTP API) calls `Searcher.search`. Each mode is
 one SQL statement. Scores are in [0, 1] for every mode:
@@ -6,8 +6,12 @@ one SQL statement. Scores are in [0, 1] for every mode:
 - dense:   (1 + cosine similarity) / 2 of query and chunk vectors;
 - keyword: BM25 / the most BM25 the query's terms could score (every term
            saturated), so 1 means "every query term, many times, in a short chunk";
-- hybrid:  RRF score (× 1 + tag_boost when a tag matches) / the best an item
-           can get (first in both rankings), capped at 1.
+- hybrid:  the document-aware fused score of `pipeline.query.fusion` (convex by
+           default), × 1 + tag_boost when a tag matches, capped at 1.
+
+Every mode keeps at most `per_doc` chunks of one document in a result list
+(reading deeper when the cap leaves too few); hybrid puts neighbouring chunks of
+one document that end up side by side in document order.
 
 Keyword ranking is Okapi BM25 (k1, b) with Lucene's non-negative IDF, computed in
 Postgres from posting lists and corpus statistics that triggers keep exact
@@ -44,6 +48,7 @@ from pipeline.embed import TextEmbedder
 from pipeline.errors import QueryError, StoreError
 from pipeline.parse.text import first_surrogate
 from pipeline.query.filters import compile_filter
+from pipeline.query.fusion import Candidate, diversify, fuse, per_document, reading_order
 from pipeline.query.hits import Hit
 from pipeline.query.rerank import Reranker, load_reranker, rerank_or_keep
 from pipeline.store import generations
@@ -55,6 +60,7 @@ from pipeline.store.schema import is_current, open_built, store_model
 Mode = Literal["dense", "keyword", "hybrid"]
 MODES = ("dense", "keyword", "hybrid")
 _UNSET = object()
+_MAX_K = 1000  # the deepest candidate list a search reads
 
 
 # Every statement returns these columns, by these names: a Hit's fields, then the
@@ -110,11 +116,22 @@ _FILTER_CANDIDATES = rf"""kept AS MATERIALIZED (
 candidates AS (
     SELECT seq FROM kept WHERE tsv @@ (SELECT to_tsquery('simple', string_agg(
         '''' || replace(replace(term, '\', '\\'), '''', '''''') || '''', ' | ')) FROM terms))"""
-_KEYWORD = f"""{{candidates}},
+# Field weights (BM25F's term frequency): with bm25_heading_weight w != 1, an occurrence
+# in the chunk's heading path (its 'A'-weighted tsvector positions, migration 0001)
+# counts w times in the exact scores: tf' = tf + (w - 1) * tf_heading; lengths stay as
+# they are. Read from the candidates' own tsvectors, so no index changes; w = 1 leaves
+# this out and is plain BM25.
+_HEADINGS = """headings AS (
+    SELECT x.seq, u.lexeme AS term, cardinality(u.positions) AS tf
+    FROM candidates x JOIN chunks c ON c.seq = x.seq CROSS JOIN LATERAL unnest(ts_filter(c.tsv, '{a}')) u
+    WHERE u.lexeme IN (SELECT term FROM terms)),"""
+_HEADING_TF = "LEFT JOIN headings h ON h.seq = x.seq AND h.term = t.term"
+_KEYWORD = f"""{{candidates}},{{headings}}
 scored AS (
     SELECT x.seq, sum({_WEIGHT}) AS bm25
-    FROM candidates x JOIN bm25_docs d ON d.seq = x.seq CROSS JOIN terms t CROSS JOIN LATERAL (
-        SELECT d.tfs[i] AS tf, d.dl FROM (SELECT array_position(d.terms, t.id) AS i) i WHERE i IS NOT NULL) p
+    FROM candidates x JOIN bm25_docs d ON d.seq = x.seq CROSS JOIN terms t {{heading_join}} CROSS JOIN LATERAL (
+        SELECT d.tfs[i] {{heading_tf}} AS tf, d.dl FROM (SELECT array_position(d.terms, t.id) AS i) i
+        WHERE i IS NOT NULL) p
     GROUP BY x.seq),
 keyword AS (
     SELECT id, score, row_number() OVER (ORDER BY score DESC, id) AS rank FROM (
@@ -126,12 +143,13 @@ keyword AS (
 # deeper lists could find more of the chunks the filter keeps).
 _FOUND = """(SELECT count(*) FROM candidates) AS found,
     coalesce((SELECT bool_or(df > {per_term}) FROM terms), false) AS cut"""
+# Hybrid returns both legs' candidates, ranks and scores; pipeline.query.fusion fuses them.
 _FUSED = """fused AS (
     SELECT coalesce(d.id, k.id) AS id, d.rank AS dense_rank, k.rank AS keyword_rank,
-           coalesce(%(wd)s / (%(rrf_k)s + d.rank), 0) + coalesce(%(wk)s / (%(rrf_k)s + k.rank), 0) AS rrf
+           d.score AS dense_score, k.score AS keyword_score
     FROM dense d FULL JOIN keyword k ON k.id = d.id)"""
-_BOOSTED = """f.rrf * (CASE WHEN EXISTS (SELECT 1 FROM unnest(doc.tags) g WHERE lower(g) = ANY(%(tags)s::text[]))
-    THEN 1 + %(boost)s ELSE 1 END) / %(best)s"""
+_BOOST = """CASE WHEN EXISTS (SELECT 1 FROM unnest(doc.tags) g WHERE lower(g) = ANY(%(tags)s::text[]))
+    THEN 1 + %(boost)s ELSE 1 END AS boost"""
 _STATEMENTS = {
     "dense": f"WITH {_DENSE} SELECT {_COLS}, d.score, d.rank AS dense_rank, NULL::bigint AS keyword_rank, "
     f"0 AS found, false AS cut, {_LIVE} FROM dense d {_JOIN.format(alias='d')} ORDER BY d.rank "
@@ -139,9 +157,8 @@ _STATEMENTS = {
     "keyword": f"WITH {_TERMS}, {_KEYWORD} SELECT {_COLS}, k.score, NULL::bigint AS dense_rank, "
     f"k.rank AS keyword_rank, {_FOUND} FROM keyword k {_JOIN.format(alias='k')} "
     "ORDER BY k.rank LIMIT {limit}",
-    "hybrid": f"WITH {_DENSE}, {_TERMS}, {_KEYWORD}, {_FUSED} SELECT {_COLS}, {_BOOSTED} AS score, f.dense_rank, "
-    f"f.keyword_rank, {_FOUND}, {_LIVE} FROM fused f {_JOIN.format(alias='f')} "
-    "ORDER BY score DESC, f.dense_rank NULLS LAST, c.id LIMIT {limit}",
+    "hybrid": f"WITH {_DENSE}, {_TERMS}, {_KEYWORD}, {_FUSED} SELECT {_COLS}, {_BOOST}, f.dense_rank, "
+    f"f.keyword_rank, f.dense_score, f.keyword_score, {_FOUND}, {_LIVE} FROM fused f {_JOIN.format(alias='f')}",
 }
 
 
@@ -258,9 +275,11 @@ class Searcher:
         weights: tuple[float, float] | None = None,
         boost_tags: tuple[str, ...] | list[str] = (),
         rerank: bool | None = None,
+        per_doc: int | None = None,
     ) -> list[Hit]:
         """The best `limit` chunks for `query`. `filters`: see pipeline.query.filters. `weights`:
-        (dense, keyword) for hybrid fusion. `rerank`: None follows RERANK_ENABLED."""
+        (dense, keyword) for hybrid fusion. `rerank`: None follows RERANK_ENABLED. `per_doc`: at
+        most this many chunks of one document (0: no limit; None: the configured `search.per_doc`)."""
         if mode not in MODES:
             raise QueryError(f"unknown mode {mode!r}: choose one of {', '.join(MODES)}")
         if limit < 1:
@@ -269,6 +288,9 @@ class Searcher:
         for tag in boost_tags:
             _check_text("a boost tag", tag)
         cfg = self.config
+        cap = cfg.per_doc if per_doc is None else per_doc
+        if cap < 0:
+            raise QueryError(f"per_doc must be at least 0 (0: no limit), got {per_doc}")
         where, fparams = compile_filter(
             filters, max_values=cfg.filter_max_values, max_depth=cfg.filter_max_depth, max_terms=cfg.filter_max_terms
         )
@@ -279,9 +301,9 @@ class Searcher:
         n = max(limit, cfg.rerank_candidates) if reranker else limit
         for _ in range(_SWITCHES):  # a reindex switching generations mid-search: embed again, search again
             gen = None if mode == "keyword" else self._generation()
-            params = self._params(query, mode, n, fetch_k, rrf_k, weights, boost_tags, gen)  # embeds: no connection
+            params = self._params(query, mode, n, fetch_k, rrf_k, weights, boost_tags, gen, cap)  # embeds first
             try:
-                hits = self._search(mode, where, params, fparams, bool(filters), gen)
+                hits = self._search(mode, where, params, fparams, bool(filters), gen, cap or None)
             except _Switched:
                 self._generation(refresh=True)
                 continue
@@ -289,21 +311,76 @@ class Searcher:
         raise StoreError(f"the live model generation changed {_SWITCHES} times during one search; try again")
 
     def _search(
-        self, mode: str, where: sql.Composable, params: dict, fparams: dict, filtered: bool, gen: Generation | None
+        self,
+        mode: str,
+        where: sql.Composable,
+        params: dict,
+        fparams: dict,
+        filtered: bool,
+        gen: Generation | None,
+        cap: int | None,
     ) -> list[Hit]:
-        """One search on one connection; _Switched when `gen` was not live in the statement's snapshot."""
+        """One search on one connection, at most `cap` hits of one document; _Switched when `gen` was not
+        live in the statement's snapshot."""
         with self.connection() as conn:
-            depth: int | None = 1
             while True:
-                stmt = _statement(mode, where, params, depth, filtered, gen)
-                hits, found, cut, live = self._run(conn, stmt, {**params, **fparams}, mode)
-                if gen is not None and (live if hits else _live_id(conn)) != gen.id:
-                    raise _Switched
-                if not filtered or mode == "dense" or depth is None or not cut or found >= params["pool"]:
-                    break  # one pass, unless a filter dropped most of what the cut lists held:
-                # then lists ten times deeper if that should do, else every chunk the filter keeps.
-                depth = 10 if depth == 1 and found * 10 >= params["pool"] else None
-        return hits
+                hits, full = self._candidates(conn, mode, where, params, fparams, filtered, gen, cap)
+                if len(hits) >= params["n"] or not full or params["k"] >= _MAX_K:
+                    return hits
+                # the cap left too few hits of a list that may hold more: read deeper
+                k = min(_MAX_K, params["k"] * 4)
+                params = {
+                    **params,
+                    "k": k,
+                    "limit": k if mode != "hybrid" else params["n"],
+                    "pool": max(params["pool"], k),
+                }
+
+    def _candidates(
+        self,
+        conn: psycopg.Connection,
+        mode: str,
+        where: sql.Composable,
+        params: dict,
+        fparams: dict,
+        filtered: bool,
+        gen: Generation | None,
+        cap: int | None,
+    ) -> tuple[list[Hit], bool]:
+        """The best hits, at most `cap` of one document, and whether a candidate list was full."""
+        depth: int | None = 1
+        while True:
+            stmt = _statement(mode, where, params, depth, filtered, gen)
+            rows, found, cut, live = self._run(conn, stmt, {**params, **fparams}, mode)
+            if gen is not None and (live if rows else _live_id(conn)) != gen.id:
+                raise _Switched
+            if not filtered or mode == "dense" or depth is None or not cut or found >= params["pool"]:
+                break  # one pass, unless a filter dropped most of what the cut lists held:
+            # then lists ten times deeper if that should do, else every chunk the filter keeps.
+            depth = 10 if depth == 1 and found * 10 >= params["pool"] else None
+        n = params["n"]
+        if mode != "hybrid":
+            hits = [_hit(r, r["score"]) for r in per_document(rows, cap, lambda r: r["doc_key"])[:n]]
+            return hits, len(rows) >= params["k"]
+        by_id = {r["chunk_id"]: r for r in rows}
+        cands = [
+            Candidate(
+                r["chunk_id"],
+                r["doc_key"],
+                r["chunk_index"],
+                r["dense_rank"],
+                _float(r["dense_score"]),
+                r["keyword_rank"],
+                _float(r["keyword_score"]),
+                float(r["boost"]),
+            )
+            for r in rows
+        ]
+        fused = fuse(cands, self.config.fusion, rrf_k=params["rrf_k"], weights=(params["wd"], params["wk"]))
+        fused = reading_order(diversify(fused, cap, self.config.repeat_discount)[:n])
+        hits = [_hit(by_id[f.candidate.id], f.score) for f in fused]
+        legs = (sum(c.dense_rank is not None for c in cands), sum(c.keyword_rank is not None for c in cands))
+        return hits, max(legs) >= params["k"]
 
     def _pick_reranker(self, rerank: bool | None) -> Reranker | None:
         if rerank is False:
@@ -340,25 +417,31 @@ class Searcher:
         weights: tuple[float, float] | None,
         boost_tags,
         gen: Generation | None = None,
+        cap: int = 0,
     ) -> dict:
+        """Statement parameters; `k` candidates per ranking: a hybrid fetches `fetch_k` of each, a
+        capped dense or keyword search five times what it returns (deeper if the cap needs it)."""
         cfg = self.config
-        k = max(fetch_k or cfg.fetch_k, n) if mode == "hybrid" else n
+        if mode == "hybrid":
+            k = max(fetch_k or cfg.fetch_k, n)
+        else:
+            k = min(max(n, fetch_k or cfg.fetch_k), 5 * n) if cap else n
         wd, wk = weights or (cfg.dense_weight, cfg.keyword_weight)
-        rrf = rrf_k or cfg.rrf_k
         p = {
             "q": query,
             "k": k,
-            "limit": n,
+            "n": n,
+            "limit": n if mode == "hybrid" else k,
             "k1": cfg.bm25_k1,
             "b": cfg.bm25_b,
+            "wh": cfg.bm25_heading_weight - 1.0,
             "prune_df": cfg.bm25_prune_df,
             "prune_idf": cfg.bm25_prune_idf,
             "per_term": cfg.bm25_per_term,
             "pool": max(cfg.bm25_pool, k),
             "wd": float(wd),
             "wk": float(wk),
-            "rrf_k": rrf,
-            "best": (float(wd) + float(wk)) / (rrf + 1) or 1.0,
+            "rrf_k": rrf_k or cfg.rrf_k,
             "boost": cfg.tag_boost,
             "tags": sorted(_boost_tags(query, boost_tags)),
         }
@@ -399,9 +482,9 @@ class Searcher:
 
     def _run(
         self, conn: psycopg.Connection, stmt: sql.Composed, params: dict, mode: str
-    ) -> tuple[list[Hit], int, bool, int | None]:
-        """The hits, the keyword candidates that passed the filter, whether a list was cut, and the
-        generation live in the statement's snapshot (None without hits)."""
+    ) -> tuple[list[dict], int, bool, int | None]:
+        """The rows, the keyword candidates that passed the filter, whether a list was cut, and the
+        generation live in the statement's snapshot (None without rows)."""
         try:
             if mode != "keyword":  # exact enough candidates, even when a filter drops most of them
                 self._set_ef_search(conn, min(1000, max(self.config.ef_search, params["k"])))
@@ -417,18 +500,22 @@ class Searcher:
                 f"{self.config.statement_timeout_ms} ms) and was cancelled: narrow its filters, "
                 "or raise DOCFORGE_SEARCH_STATEMENT_TIMEOUT_MS"
             ) from None
-        hits = [
-            Hit(
-                **{f: r[f] for f in _HIT_FIELDS},
-                score=round(min(1.0, float(r["score"] or 0.0)), 6),
-                dense_rank=r["dense_rank"],
-                keyword_rank=r["keyword_rank"],
-            )
-            for r in rows
-        ]
         if not rows:
-            return hits, 0, True, None
-        return hits, rows[0]["found"], rows[0]["cut"], rows[0].get("live_generation")
+            return rows, 0, True, None
+        return rows, rows[0]["found"], rows[0]["cut"], rows[0].get("live_generation")
+
+
+def _hit(row: dict, score) -> Hit:
+    return Hit(
+        **{f: row[f] for f in _HIT_FIELDS},
+        score=round(min(1.0, float(score or 0.0)), 6),
+        dense_rank=row["dense_rank"],
+        keyword_rank=row["keyword_rank"],
+    )
+
+
+def _float(value) -> float | None:
+    return None if value is None else float(value)
 
 
 _SWITCHES = 5  # generation switches one search follows before it gives up (one is already rare)
@@ -466,7 +553,13 @@ def _statement(
         listed = _FILTERED_LIST_CANDIDATES if filtered else _LIST_CANDIDATES
         candidates = sql.SQL(listed).format(filter=where, **limits)
     vectors = {"vectors": gen.table, "vtype": gen.column_type} if gen is not None else {}
-    return sql.SQL(_STATEMENTS[mode]).format(filter=where, candidates=candidates, **limits, **vectors)
+    weighted = params.get("wh", 0.0) != 0.0
+    fields = {
+        "headings": sql.SQL(_HEADINGS if weighted else ""),
+        "heading_tf": sql.SQL("+ %(wh)s * coalesce(h.tf, 0)" if weighted else ""),
+        "heading_join": sql.SQL(_HEADING_TF if weighted else ""),
+    }
+    return sql.SQL(_STATEMENTS[mode]).format(filter=where, candidates=candidates, **limits, **vectors, **fields)
 
 
 def _boost_tags(query: str, extra) -> set[str]:

@@ -1,0 +1,193 @@
+"""Hybrid fusion and result diversity, in plain Python over each leg's candidates.
+
+Hybrid search fetches the dense and the keyword candidates (chunks, with their
+document, position, rank and score in each leg) and fuses them here. Fusion is
+document-aware: long documents are many chunks, and the two legs often find
+*different* chunks of the right document (dense its opening, keyword the section
+that names the query's terms). Fused per chunk, neither chunk is in both lists
+and chunks of other documents that both legs rank lower outrank them. So:
+
+1. each leg's chunks are collapsed to documents (a document ranks and scores
+   as its best chunk in that leg);
+2. documents are fused: a convex combination of each leg's scores relative to
+   the leg's best (`convex`, the default), or RRF over the document ranks (`rrf`);
+3. a chunk scores its document's fused score × how good its own evidence is
+   next to its document's best chunk (fused the same way, per chunk): the best
+   chunk of a document carries the document's score, the others trail it.
+
+Then `diversify` halves (`discount`) the score of each further chunk of a
+document already listed and keeps at most N chunks of one document (dense and
+keyword results only get the cap, `per_document`), and `reading_order` puts
+neighbouring chunks of one document that end up next to each other in
+document order. docs/query.md has the measurements behind the defaults.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Literal, TypeVar
+
+Method = Literal["convex", "rrf"]
+METHODS = ("convex", "rrf")
+# Where each leg's relevance starts: dense scores are (1 + cos) / 2, so 0.5 is cosine 0
+# (nothing in common); keyword scores are BM25 / a constant, 0 when no term matches.
+FLOORS = (0.5, 0.0)
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One chunk from either leg of a hybrid search; a leg that did not find it has None."""
+
+    id: str
+    doc: str  # the document's key
+    ordinal: int  # the chunk's position in its document
+    dense_rank: int | None = None  # 1-based
+    dense_score: float | None = None
+    keyword_rank: int | None = None
+    keyword_score: float | None = None
+    boost: float = 1.0  # tag boost of the document (× on its fused score)
+
+
+@dataclass(frozen=True)
+class Fused:
+    candidate: Candidate
+    score: float  # in [0, 1]
+
+
+def fuse(
+    cands: Sequence[Candidate],
+    method: Method = "convex",
+    *,
+    rrf_k: int = 60,
+    weights: tuple[float, float] = (1.0, 1.0),
+    floors: tuple[float, float] = FLOORS,
+) -> list[Fused]:
+    """Document-aware fusion of both legs' candidates, best first (ties: dense rank, then id).
+
+    convex: Σ wᵢ·nᵢ / Σ wᵢ with nᵢ = (score − floorᵢ) / (best score of the leg − floorᵢ), clipped at 0,
+    0 when the leg did not find it (theoretical-min-max normalisation: a short or weak list keeps its
+    scores' proportions, unlike min-max, which sends its last candidate to 0).
+    rrf: Σ wᵢ / (rrf_k + rankᵢ) / the best possible (first in both)."""
+    if method not in METHODS:
+        raise ValueError(f"unknown fusion method {method!r}: choose one of {', '.join(METHODS)}")
+    wd, wk = weights
+    if method == "rrf":
+        legs = [(wd, _ranks(cands, _dense_rank)), (wk, _ranks(cands, _keyword_rank))]
+        best = (wd + wk) / (rrf_k + 1) or 1.0
+        chunk = {c.id: sum(w / (rrf_k + r[0][c.id]) for w, r in legs if c.id in r[0]) / best for c in cands}
+        doc = {d: sum(w / (rrf_k + r[1][d]) for w, r in legs if d in r[1]) / best for d in {c.doc for c in cands}}
+    else:
+        total = (wd + wk) or 1.0
+        legs = [
+            (wd / total, _relative(cands, _dense_score, floors[0])),
+            (wk / total, _relative(cands, _keyword_score, floors[1])),
+        ]
+        chunk = {c.id: sum(w * n[c.id] for w, n in legs if c.id in n) for c in cands}
+        doc_best: dict[str, list[float]] = {}
+        for w, n in legs:
+            per_doc: dict[str, float] = {}
+            for c in cands:
+                if c.id in n:
+                    per_doc[c.doc] = max(per_doc.get(c.doc, 0.0), n[c.id])
+            for d, v in per_doc.items():
+                doc_best.setdefault(d, []).append(w * v)
+        doc = {d: sum(v) for d, v in doc_best.items()}
+    top = {}
+    for c in cands:
+        top[c.doc] = max(top.get(c.doc, 0.0), chunk[c.id])
+    out = [Fused(c, min(1.0, doc[c.doc] * c.boost * (chunk[c.id] / top[c.doc] if top[c.doc] else 1.0))) for c in cands]
+    out.sort(key=lambda f: (-f.score, f.candidate.dense_rank or 1 << 30, f.candidate.id))
+    return out
+
+
+def diversify(fused: Sequence[Fused], per_doc: int | None, discount: float = 0.5) -> list[Fused]:
+    """`fused` (best first) with the j-th further chunk of a document scored × discount^j, re-sorted,
+    and at most `per_doc` chunks of each document (None: all). A document's second chunk then
+    outranks another document's best only when it is clearly better, not merely close."""
+    seen: dict[str, int] = {}
+    out = []
+    for f in fused:
+        j = seen.get(f.candidate.doc, 0)
+        seen[f.candidate.doc] = j + 1
+        out.append(Fused(f.candidate, f.score * discount**j) if j else f)
+    out.sort(key=lambda f: (-f.score, f.candidate.dense_rank or 1 << 30, f.candidate.id))
+    return per_document(out, per_doc, lambda f: f.candidate.doc)
+
+
+def per_document(items: Iterable[T], per_doc: int | None, doc: Callable[[T], str]) -> list[T]:
+    """`items` (best first) keeping at most `per_doc` of each document; None keeps all."""
+    if per_doc is None:
+        return list(items)
+    seen: dict[str, int] = {}
+    kept = []
+    for it in items:
+        d = doc(it)
+        if seen.get(d, 0) < per_doc:
+            seen[d] = seen.get(d, 0) + 1
+            kept.append(it)
+    return kept
+
+
+def reading_order(fused: Sequence[Fused]) -> list[Fused]:
+    """Neighbouring chunks of one document that sit next to each other in `fused` (best
+    first) are put in document order (chunk 4 before chunk 5) and read as one passage:
+    each takes the best score among them. They only swap places among themselves, so
+    every other result keeps its position and scores stay sorted."""
+    out = list(fused)
+    i = 0
+    while i < len(out):
+        j = i + 1
+        while j < len(out) and out[j].candidate.doc == out[i].candidate.doc:
+            j += 1
+        if j - i > 1:
+            out[i:j] = _neighbours_in_order(out[i:j])
+        i = j
+    return out
+
+
+def _neighbours_in_order(run: list[Fused]) -> list[Fused]:
+    """One document's run: clusters of consecutive positions, each in document order and at
+    its best score, the clusters in the order of their best member."""
+    by_pos = sorted(run, key=lambda f: f.candidate.ordinal)
+    clusters: list[list[Fused]] = []
+    for f in by_pos:
+        if clusters and f.candidate.ordinal - clusters[-1][-1].candidate.ordinal <= 1:
+            clusters[-1].append(f)
+        else:
+            clusters.append([f])
+    clusters.sort(key=lambda c: -max(f.score for f in c))
+    return [Fused(f.candidate, max(x.score for x in c)) for c in clusters for f in c]
+
+
+def _dense_rank(c: Candidate) -> int | None:
+    return c.dense_rank
+
+
+def _keyword_rank(c: Candidate) -> int | None:
+    return c.keyword_rank
+
+
+def _dense_score(c: Candidate) -> float | None:
+    return c.dense_score
+
+
+def _keyword_score(c: Candidate) -> float | None:
+    return c.keyword_score
+
+
+def _ranks(cands: Sequence[Candidate], rank: Callable[[Candidate], int | None]) -> tuple[dict, dict]:
+    """(chunk id → rank in the leg, document → rank among the leg's documents by their best chunk)."""
+    found = sorted((r, c.id, c.doc) for c in cands if (r := rank(c)) is not None)
+    docs: dict[str, int] = {}
+    for _, _, d in found:
+        docs.setdefault(d, len(docs) + 1)
+    return {cid: r for r, cid, _ in found}, docs
+
+
+def _relative(cands: Sequence[Candidate], score: Callable[[Candidate], float | None], floor: float) -> dict[str, float]:
+    """chunk id → the leg's score above `floor`, relative to the leg's best (0 when none is above it)."""
+    found = {c.id: s for c in cands if (s := score(c)) is not None}
+    hi = max(found.values(), default=floor)
+    return {cid: max(0.0, s - floor) / (hi - floor) if hi > floor else 0.0 for cid, s in found.items()}
