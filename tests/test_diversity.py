@@ -73,9 +73,7 @@ def store(pg_server, embedder, tmp_path_factory):
     stats = ingest_source(IngestContext(settings, url=url, embedder=embedder), "eng")
     assert stats.files_failed == 0
     with psycopg.connect(url) as conn:  # the premise: one document holds many chunks
-        assert (
-            conn.execute("SELECT count(*) FROM chunks WHERE doc_key = 'eng:docs/compaction.md'").fetchone()[0] >= 6
-        )
+        assert conn.execute("SELECT count(*) FROM chunks WHERE doc_key = 'eng:docs/compaction.md'").fetchone()[0] >= 6
     return url, config, settings
 
 

@@ -105,8 +105,10 @@ def test_unknown_method_is_refused():
 
 def test_per_document_keeps_the_best_n_of_each_document_in_order():
     items = ["A#0", "A#1", "B#0", "A#2", "C#0", "B#1", "B#2", "A#3"]
+
     def doc(s):
         return s.split("#")[0]
+
     assert per_document(items, 1, doc) == ["A#0", "B#0", "C#0"]
     assert per_document(items, 2, doc) == ["A#0", "A#1", "B#0", "C#0", "B#1"]
     assert per_document(items, None, doc) == items

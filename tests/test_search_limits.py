@@ -70,11 +70,11 @@ def test_session_settings_of_a_pooled_connection(corpus, embedder):
                     conn.execute("SHOW hnsw.ef_search").fetchone()[0],
                 )
 
-        s.search("refund", mode="dense")  # k = 10: ef_search stays at its default
+        s.search("refund", mode="dense", per_doc=0)  # k = 10 (no cap to read past): ef_search stays at its default
         assert session() == ("1234ms", "40")
         s.search("refund", mode="hybrid", fetch_k=300)  # k = 300: more candidates, ef_search raised to match
         assert session() == ("1234ms", "300")
-        s.search("refund", mode="dense")
+        s.search("refund", mode="dense", per_doc=0)
         assert session() == ("1234ms", "40")
 
 

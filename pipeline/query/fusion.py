@@ -72,34 +72,47 @@ def fuse(
     rrf: Σ wᵢ / (rrf_k + rankᵢ) / the best possible (first in both)."""
     if method not in METHODS:
         raise ValueError(f"unknown fusion method {method!r}: choose one of {', '.join(METHODS)}")
-    wd, wk = weights
-    if method == "rrf":
-        legs = [(wd, _ranks(cands, _dense_rank)), (wk, _ranks(cands, _keyword_rank))]
-        best = (wd + wk) / (rrf_k + 1) or 1.0
-        chunk = {c.id: sum(w / (rrf_k + r[0][c.id]) for w, r in legs if c.id in r[0]) / best for c in cands}
-        doc = {d: sum(w / (rrf_k + r[1][d]) for w, r in legs if d in r[1]) / best for d in {c.doc for c in cands}}
-    else:
-        total = (wd + wk) or 1.0
-        legs = [
-            (wd / total, _relative(cands, _dense_score, floors[0])),
-            (wk / total, _relative(cands, _keyword_score, floors[1])),
-        ]
-        chunk = {c.id: sum(w * n[c.id] for w, n in legs if c.id in n) for c in cands}
-        doc_best: dict[str, list[float]] = {}
-        for w, n in legs:
-            per_doc: dict[str, float] = {}
-            for c in cands:
-                if c.id in n:
-                    per_doc[c.doc] = max(per_doc.get(c.doc, 0.0), n[c.id])
-            for d, v in per_doc.items():
-                doc_best.setdefault(d, []).append(w * v)
-        doc = {d: sum(v) for d, v in doc_best.items()}
-    top = {}
+    fuse_legs = _rrf if method == "rrf" else _convex
+    chunk, doc = fuse_legs(cands, weights, rrf_k, floors)
+    top: dict[str, float] = {}
     for c in cands:
         top[c.doc] = max(top.get(c.doc, 0.0), chunk[c.id])
     out = [Fused(c, min(1.0, doc[c.doc] * c.boost * (chunk[c.id] / top[c.doc] if top[c.doc] else 1.0))) for c in cands]
     out.sort(key=lambda f: (-f.score, f.candidate.dense_rank or 1 << 30, f.candidate.id))
     return out
+
+
+Scores = tuple[dict[str, float], dict[str, float]]  # (chunk id → fused score, document → fused score)
+
+
+def _rrf(cands: Sequence[Candidate], weights: tuple[float, float], rrf_k: int, floors) -> Scores:
+    """Σ wᵢ / (rrf_k + rankᵢ), per chunk and per document (its rank among the leg's documents)."""
+    wd, wk = weights
+    legs = [(wd, _ranks(cands, _dense_rank)), (wk, _ranks(cands, _keyword_rank))]
+    best = (wd + wk) / (rrf_k + 1) or 1.0
+    chunk = {c.id: sum(w / (rrf_k + r[0][c.id]) for w, r in legs if c.id in r[0]) / best for c in cands}
+    doc = {d: sum(w / (rrf_k + r[1][d]) for w, r in legs if d in r[1]) / best for d in {c.doc for c in cands}}
+    return chunk, doc
+
+
+def _convex(cands: Sequence[Candidate], weights: tuple[float, float], rrf_k: int, floors) -> Scores:
+    """Σ wᵢ·nᵢ / Σ wᵢ per chunk, and per document with each leg's best chunk of it."""
+    wd, wk = weights
+    total = (wd + wk) or 1.0
+    legs = [
+        (wd / total, _relative(cands, _dense_score, floors[0])),
+        (wk / total, _relative(cands, _keyword_score, floors[1])),
+    ]
+    chunk = {c.id: sum(w * n[c.id] for w, n in legs if c.id in n) for c in cands}
+    doc: dict[str, float] = {}
+    for w, n in legs:
+        best: dict[str, float] = {}
+        for c in cands:
+            if c.id in n:
+                best[c.doc] = max(best.get(c.doc, 0.0), n[c.id])
+        for d, v in best.items():
+            doc[d] = doc.get(d, 0.0) + w * v
+    return chunk, doc
 
 
 def diversify(fused: Sequence[Fused], per_doc: int | None, discount: float = 0.5) -> list[Fused]:
