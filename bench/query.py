@@ -416,7 +416,7 @@ def _recall(args, url: str, vectors: np.ndarray, qvecs: np.ndarray, efs: list[in
     unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
     q = qvecs / np.linalg.norm(qvecs, axis=1, keepdims=True)
     truth = [set(np.argpartition(-(unit @ v), 10)[:10].tolist()) for v in q]
-    out: dict = {}
+    out: dict = {"exact_halfvec": _exact_half_recall(vectors, qvecs, truth)}
     with connect(url) as conn:
         gen = generations.live(conn)
         row = {seq: int(cid[1:]) for cid, seq in conn.execute("SELECT id, seq FROM chunks")}
@@ -463,6 +463,17 @@ def _recall(args, url: str, vectors: np.ndarray, qvecs: np.ndarray, efs: list[in
                     "p50_ms": float(np.percentile(ms, 50)),
                 }
     return out
+
+
+def _exact_half_recall(vectors: np.ndarray, qvecs: np.ndarray, truth: list[set[int]]) -> float:
+    """recall@10 of exact search over half-precision vectors (no index): what rounding to halfvec alone
+    costs. pgvector's halfvec cosine converts each half to float and computes in float, as here."""
+    half = vectors.astype(np.float16).astype(np.float32)
+    half /= np.linalg.norm(half, axis=1, keepdims=True)
+    hits = 0
+    for v, want in zip(qvecs.astype(np.float16).astype(np.float32), truth, strict=True):
+        hits += len(set(np.argpartition(-(half @ v), 10)[:10].tolist()) & want)
+    return hits / (10 * len(truth))
 
 
 def _report(args, results: dict) -> None:
@@ -513,6 +524,7 @@ def _report(args, results: dict) -> None:
         if mode in TARGETS:
             print(f"  ({mode}: {TARGETS[mode]})")
     print(f"dense SQL plan: {first['recall']['plan']}")
+    line("recall@10 exact halfvec (no index)", [f"{results[n]['recall']['exact_halfvec']:.3f}" for n in sizes])
     chosen = Settings().search.ef_search
     kinds = [k for k in ("halfvec", "vector") if k in first["recall"]]
     for kind in kinds:

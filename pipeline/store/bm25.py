@@ -1,19 +1,19 @@
-"""The keyword index's layout and impact order (migrations 0003 and 0009).
+"""The keyword index's layout and impact order (migrations 0003, 0009 and 0010).
 
 Each term's posting list is kept in impact order: a BM25 term weight with fixed
 parameters, k1 and b at the search configuration's defaults (BM25's usual
 values) and a nominal chunk length standing in for the corpus average (which
 changes with every ingest; a stored order cannot). A query reads the best
 `per_term` postings of each term in that order, so every reader and writer of the
-lists must use the same expression: migration 0009 defines it once, in SQL, as
-`docforge_bm25_impact(tf, dl)` (the expression 0003 indexed, so the order did not
-change), and tests/test_query.py checks it against the constants here. Exact
-scores use the configured k1 and b; changing the defaults below (or the length)
-means a migration that rebuilds the lists.
+lists must use the same expression: migration 0010 defines it once, in SQL, as
+`docforge_bm25_impact(tf, dl)` (0003's weight, in float8 arithmetic), and
+tests/test_postings.py checks that it gives the very bits `impact` below does.
+Exact scores use the configured k1 and b; changing the defaults below (or the
+length) means a migration that rebuilds the lists.
 
 Migration 0009 stores the lists packed, `BLOCK` postings at most per row of
-`bm25_blocks`, a posting in 8 bytes; `docforge_bm25_top(term_ids, k)` returns
-the best k postings of each term.
+`bm25_blocks`, a posting in 8 bytes; `docforge_bm25_top(term_ids, k)` (0010)
+returns the best k postings of each term, with the term's place in `term_ids`.
 """
 
 from __future__ import annotations
@@ -28,5 +28,6 @@ BLOCK = 128  # postings per bm25_blocks row at most: 1 kB, under Postgres's 2 kB
 
 
 def impact(tf: int, dl: int) -> float:
-    """The list order's weight of a posting (term frequency tf in a chunk of length dl), in Python."""
+    """The list order's weight of a posting (term frequency tf in a chunk of length dl): the SQL
+    function's operations, in the same order, so the same IEEE doubles."""
     return tf / (tf + K1 * (1 - B + B * dl / IMPACT_LENGTH))
