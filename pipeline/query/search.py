@@ -424,10 +424,7 @@ class Searcher:
         capped dense or keyword search twice what it returns (deeper when the cap leaves too few: each
         row read costs its text, ~0.4 ms per 10 rows at 100k chunks)."""
         cfg = self.config
-        if mode == "hybrid":
-            k = max(fetch_k or cfg.fetch_k, n)
-        else:
-            k = 2 * n if cap else n
+        k = max(fetch_k or cfg.fetch_k, n) if mode == "hybrid" else (2 * n if cap else n)
         wd, wk = weights or (cfg.dense_weight, cfg.keyword_weight)
         p = {
             "q": query,
