@@ -35,6 +35,7 @@ import threading
 import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Literal
 
 import psycopg
@@ -304,28 +305,19 @@ class Searcher:
             gen = None if mode == "keyword" else self._generation()
             params = self._params(query, mode, n, fetch_k, rrf_k, weights, boost_tags, gen, cap)  # embeds first
             try:
-                hits = self._search(mode, where, params, fparams, bool(filters), gen, cap or None)
+                hits = self._search(_Plan(mode, where, fparams, bool(filters), gen, cap or None), params)
             except _Switched:
                 self._generation(refresh=True)
                 continue
             return rerank_or_keep(reranker, query, hits, limit) if reranker else hits
         raise StoreError(f"the live model generation changed {_SWITCHES} times during one search; try again")
 
-    def _search(
-        self,
-        mode: str,
-        where: sql.Composable,
-        params: dict,
-        fparams: dict,
-        filtered: bool,
-        gen: Generation | None,
-        cap: int | None,
-    ) -> list[Hit]:
-        """One search on one connection, at most `cap` hits of one document; _Switched when `gen` was not
-        live in the statement's snapshot."""
+    def _search(self, plan: _Plan, params: dict) -> list[Hit]:
+        """One search on one connection, at most `plan.cap` hits of one document; _Switched when
+        `plan.gen` was not live in the statement's snapshot."""
         with self.connection() as conn:
             while True:
-                hits, full = self._candidates(conn, mode, where, params, fparams, filtered, gen, cap)
+                hits, full = self._candidates(conn, plan, params)
                 if len(hits) >= params["n"] or not full or params["k"] >= _MAX_K:
                     return hits
                 # the cap left too few hits of a list that may hold more: read deeper
@@ -333,29 +325,20 @@ class Searcher:
                 params = {
                     **params,
                     "k": k,
-                    "limit": k if mode != "hybrid" else params["n"],
+                    "limit": k if plan.mode != "hybrid" else params["n"],
                     "pool": max(params["pool"], k),
                 }
 
-    def _candidates(
-        self,
-        conn: psycopg.Connection,
-        mode: str,
-        where: sql.Composable,
-        params: dict,
-        fparams: dict,
-        filtered: bool,
-        gen: Generation | None,
-        cap: int | None,
-    ) -> tuple[list[Hit], bool]:
-        """The best hits, at most `cap` of one document, and whether a candidate list was full."""
+    def _candidates(self, conn: psycopg.Connection, plan: _Plan, params: dict) -> tuple[list[Hit], bool]:
+        """The best hits, at most `plan.cap` of one document, and whether a candidate list was full."""
+        mode, gen, cap = plan.mode, plan.gen, plan.cap
         depth: int | None = 1
         while True:
-            stmt = _statement(mode, where, params, depth, filtered, gen)
-            rows, found, cut, live = self._run(conn, stmt, {**params, **fparams}, mode)
+            stmt = _statement(mode, plan.where, params, depth, plan.filtered, gen)
+            rows, found, cut, live = self._run(conn, stmt, {**params, **plan.fparams}, mode)
             if gen is not None and (live if rows else _live_id(conn)) != gen.id:
                 raise _Switched
-            if not filtered or mode == "dense" or depth is None or not cut or found >= params["pool"]:
+            if not plan.filtered or mode == "dense" or depth is None or not cut or found >= params["pool"]:
                 break  # one pass, unless a filter dropped most of what the cut lists held:
             # then lists ten times deeper if that should do, else every chunk the filter keeps.
             depth = 10 if depth == 1 and found * 10 >= params["pool"] else None
@@ -515,6 +498,19 @@ def _hit(row: dict, score) -> Hit:
 
 def _float(value) -> float | None:
     return None if value is None else float(value)
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """What one search runs, whatever its depth: the mode, the compiled filter, the generation read, the
+    per-document cap (None: no limit)."""
+
+    mode: str
+    where: sql.Composable
+    fparams: dict
+    filtered: bool
+    gen: Generation | None
+    cap: int | None
 
 
 _SWITCHES = 5  # generation switches one search follows before it gives up (one is already rare)
