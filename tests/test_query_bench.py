@@ -230,3 +230,42 @@ def test_query_bench_measures_each_size_side_by_side(pg_server, tmp_path, monkey
     assert "chunks" in out and "60" in out and "150" in out and "recall@10 halfvec" in out
     with psycopg.connect(pg_server.get_uri()) as conn:  # the bench's databases are dropped
         assert conn.execute("SELECT count(*) FROM pg_database WHERE datname LIKE 'docforge_query_%'").fetchone()[0] == 0
+
+
+def test_partitions_and_churn_benches_run_on_a_kept_store(pg_server, tmp_path, monkeypatch, capsys):
+    """bench/query.py --keep leaves its store; bench/partitions.py times the dense k-NN over P partitions
+    with recall, bench/churn.py re-writes a share of it and reports steps, sizes and vacuum."""
+    import churn
+    import partitions
+    import query as bench
+    from conftest import git
+
+    data = _tiny_data(tmp_path / "data", git)
+    monkeypatch.setenv("DATABASE_URL", pg_server.get_uri())
+    args = ["--chunks", "150", "--baseline", "0", "--vectors", "gaussian", "--real-sample", "20", "--queries", "1"]
+    args += ["--recall-queries", "5", "--ef-search", "10", "--filters", "none", "--keep", "--data", str(data)]
+    monkeypatch.setattr(sys, "argv", ["query.py", *args])
+    bench.main()
+    assert "recall@10 exact halfvec (no index)" in capsys.readouterr().out
+    url = pg_server.get_uri("docforge_query_150")
+    try:
+        monkeypatch.setattr(sys, "argv", ["partitions.py", url, "--partitions", "1", "3", "--queries", "5"])
+        partitions.main()
+        rows = [ln.split() for ln in capsys.readouterr().out.splitlines()[2:]]
+        assert [r[0] for r in rows] == ["1", "3"]
+        assert all(0.0 <= float(r[4]) <= 1.0 for r in rows)  # recall@10
+        monkeypatch.setattr(sys, "argv", ["churn.py", url, "--share", "0.2"])
+        churn.main()
+        out = capsys.readouterr().out
+        assert out.startswith("re-wrote ") and "insert (postings merged)" in out and "bm25_blocks" in out
+        with psycopg.connect(url) as conn:  # the re-written chunks are back, with vectors and exact postings
+            assert conn.execute("SELECT count(*) FROM chunks").fetchone()[0] == 150
+            assert conn.execute("SELECT count(*) FROM vectors_1").fetchone()[0] == 150
+            assert conn.execute("SELECT to_regclass('bench_parts')").fetchone()[0] is None
+            lists = "SELECT seq, term_id, tf, dl FROM bm25_postings"
+            docs = "SELECT d.seq, u.t, u.tf, d.dl FROM bm25_docs d, unnest(d.terms, d.tfs) u(t, tf)"
+            for a, b in ((lists, docs), (docs, lists)):  # the blocks hold each chunk's postings, no more
+                assert conn.execute(f"SELECT count(*) FROM ({a} EXCEPT ALL {b}) x").fetchone()[0] == 0
+    finally:
+        with psycopg.connect(pg_server.get_uri(), autocommit=True) as conn:
+            conn.execute('DROP DATABASE IF EXISTS "docforge_query_150" WITH (FORCE)')
