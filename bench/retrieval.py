@@ -297,16 +297,11 @@ def run_beir(
 
     corpus, queries, qrels = subset(*load_beir(data, split), n_queries, limit_docs)
     workdir = (workdir or ROOT / "bench" / "results" / data.name).resolve()
-    os.environ["DOCFORGE_HOME"] = str(workdir / "home")  # a store of its own, never the user's
-    os.environ.pop("DATABASE_URL", None)
+    _own_store(workdir)
     print(f"{data.name}: {len(corpus)} documents, {len(queries)} queries ({split})", file=sys.stderr)
     t0 = time.perf_counter()
     settings, url, stats, embedder = ingest(workdir, corpus, database_url)
-    print(
-        f"ingested in {time.perf_counter() - t0:.0f}s: {stats.chunks_embedded} chunks embedded, "
-        f"{stats.files_unchanged} documents unchanged",
-        file=sys.stderr,
-    )
+    _ingested(data.name, t0, stats)
     results = {}
     with Searcher(settings, url=url, embedder=embedder) as searcher:
         runs = [(m, False) for m in modes]
@@ -325,16 +320,11 @@ def run_questions(
 ) -> dict:
     from pipeline.query import Searcher
 
-    os.environ["DOCFORGE_HOME"] = str(workdir / "home")
-    os.environ.pop("DATABASE_URL", None)
+    _own_store(workdir)
     config = corpus_store(workdir, corpus)
     t0 = time.perf_counter()
     settings, url_, stats, embedder = ingest_source_at(config, None, url)
-    print(
-        f"{corpus.name}: ingested in {time.perf_counter() - t0:.0f}s: {stats.chunks_embedded} chunks embedded, "
-        f"{stats.files_unchanged} documents unchanged",
-        file=sys.stderr,
-    )
+    _ingested(corpus.name, t0, stats)
     results = {}
     with Searcher(settings, url=url_, embedder=embedder) as searcher:
         for mode in modes:
@@ -342,6 +332,20 @@ def run_questions(
             print(f"  {mode}: {results[mode]}", file=sys.stderr)
     _stop(workdir, url)
     return results
+
+
+def _own_store(workdir: Path) -> None:
+    """A store of its own under `workdir` (an embedded server), never the user's DATABASE_URL."""
+    os.environ["DOCFORGE_HOME"] = str(workdir / "home")
+    os.environ.pop("DATABASE_URL", None)
+
+
+def _ingested(name: str, t0: float, stats) -> None:
+    print(
+        f"{name}: ingested in {time.perf_counter() - t0:.0f}s: {stats.chunks_embedded} chunks embedded, "
+        f"{stats.files_unchanged} documents unchanged",
+        file=sys.stderr,
+    )
 
 
 def _stop(workdir: Path, database_url: str | None) -> None:
