@@ -7,12 +7,11 @@ import logging
 from collections.abc import Callable
 from typing import Any, Literal
 
-import httpx
 from pydantic import BaseModel, ConfigDict, Field
 
+from docforge.servers.remote import RemoteRoute
 from pipeline.answers import Answer, Answerer
-from pipeline.errors import AnswerError, DocforgeError
-from pipeline.redact import redact, register
+from pipeline.errors import AnswerError
 
 log = logging.getLogger("docforge.servers")
 
@@ -81,22 +80,11 @@ class LocalAsk:
         )
 
 
-class RemoteAsk:
+class RemoteAsk(RemoteRoute):
     """AskFn that asks a hosted docforge API (`POST {url}/ask`) with a bearer token."""
 
     def __init__(self, url: str, token: str | None, timeout_s: float = 300.0):
-        self.url = url.rstrip("/") + "/ask"
-        register(token)  # an error quoting it back never shows it
-        headers = {"Authorization": f"Bearer {token}"} if token else {}
-        self.client = httpx.Client(headers=headers, timeout=timeout_s)
+        super().__init__(url, "/ask", token, timeout_s, error=AnswerError)
 
     def __call__(self, req: AskRequest) -> Answer:
-        try:
-            resp = self.client.post(self.url, json=req.model_dump(exclude_none=True))
-        except httpx.HTTPError as e:
-            raise DocforgeError(f"the docforge API at {self.url} is unreachable: {type(e).__name__}") from None
-        if resp.status_code == 401:
-            raise DocforgeError(f"the docforge API at {self.url} refused the token (401): set DOCFORGE_API_TOKEN")
-        if resp.status_code >= 400:
-            raise AnswerError(f"the docforge API at {self.url} answered {resp.status_code}: {redact(resp.text, 300)}")
-        return Answer(**resp.json())
+        return Answer(**self.post(req.model_dump(exclude_none=True)))

@@ -9,17 +9,16 @@ from __future__ import annotations
 
 from typing import Any
 
-import httpx
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import ValidationError
 
 from docforge.servers import Citation, SearchFn, SearchRequest, SearchResponse, log_request
 from docforge.servers.ask import AskFn, AskRequest, log_ask
+from docforge.servers.remote import RemoteRoute
 from pipeline import __version__
 from pipeline.answers import Answer
 from pipeline.errors import DocforgeError
-from pipeline.redact import redact, register
 
 INSTRUCTIONS = (
     "Search the organisation's indexed documentation (git repositories, Confluence). "
@@ -104,22 +103,11 @@ def _add_ask_tool(server: MCPServer, ask: AskFn) -> None:
             raise ToolError(str(e)) from None
 
 
-class RemoteSearch:
+class RemoteSearch(RemoteRoute):
     """SearchFn that asks a hosted docforge API (`POST {url}/search`) with a bearer token."""
 
     def __init__(self, url: str, token: str | None, timeout_s: float = 60.0):
-        self.url = url.rstrip("/") + "/search"
-        register(token)  # an error quoting it back never shows it
-        headers = {"Authorization": f"Bearer {token}"} if token else {}
-        self.client = httpx.Client(headers=headers, timeout=timeout_s)
+        super().__init__(url, "/search", token, timeout_s)
 
     def __call__(self, req: SearchRequest) -> list[dict]:
-        try:
-            resp = self.client.post(self.url, json=req.model_dump(exclude_none=True))
-        except httpx.HTTPError as e:
-            raise DocforgeError(f"the docforge API at {self.url} is unreachable: {redact(str(e))}") from None
-        if resp.status_code == 401:
-            raise DocforgeError(f"the docforge API at {self.url} refused the token (401): set DOCFORGE_API_TOKEN")
-        if resp.status_code >= 400:
-            raise DocforgeError(f"the docforge API at {self.url} answered {resp.status_code}: {redact(resp.text, 300)}")
-        return resp.json()["hits"]
+        return self.post(req.model_dump(exclude_none=True))["hits"]
