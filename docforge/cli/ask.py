@@ -6,22 +6,14 @@ import json
 
 import click
 
-from docforge.cli import config_option, json_option
-from docforge.cli.search import _parse_filter
+from docforge.cli import config_option, filter_option, json_option
 from pipeline.query import MODES
 
 
 @click.command("ask")
 @click.argument("question")
 @config_option
-@click.option(
-    "--filter",
-    "-f",
-    "filters",
-    callback=_parse_filter,
-    metavar="JSON",
-    help='Only evidence matching this filter expression, e.g. \'{"source": "handbook"}\' (docs/query.md).',
-)
+@filter_option('Only evidence matching this filter expression, e.g. \'{"source": "handbook"}\' (docs/query.md).')
 @click.option("--filter-repo", metavar="TEXT", help="Only repositories whose path or URL contains TEXT.")
 @click.option(
     "--mode", "-m", type=click.Choice(MODES), default="hybrid", show_default=True, help="How evidence is searched."

@@ -6,7 +6,7 @@ import json
 
 import click
 
-from docforge.cli import config_option, json_option
+from docforge.cli import config_option, filter_option, json_option
 from pipeline.config import load_settings
 from pipeline.query import MODES, SearchConfig, Searcher
 
@@ -26,18 +26,6 @@ JSON_KEYS = (
 EXPLAIN_KEYS = ("dense_rank", "keyword_rank")
 
 
-def _parse_filter(ctx, param, value: str | None) -> dict | None:
-    if not value:
-        return None
-    try:
-        expr = json.loads(value)
-    except json.JSONDecodeError as e:
-        raise click.BadParameter(f"not valid JSON ({e.msg} at column {e.colno})") from None
-    if not isinstance(expr, dict):
-        raise click.BadParameter('must be a JSON object, e.g. \'{"tags": "ops"}\'')
-    return expr
-
-
 @click.command("search")
 @click.argument("query")
 @config_option
@@ -51,14 +39,7 @@ def _parse_filter(ctx, param, value: str | None) -> dict | None:
     help="Dense vectors, keyword (BM25), or both fused [env: DOCFORGE_SEARCH_MODE].",
 )
 @click.option("--limit", "-n", type=click.IntRange(1, 100), default=5, show_default=True, help="Hits to return.")
-@click.option(
-    "--filter",
-    "-f",
-    "filters",
-    callback=_parse_filter,
-    metavar="JSON",
-    help='Filter expression, e.g. \'{"source": "handbook", "path": {"$prefix": "docs/"}}\' (docs/query.md).',
-)
+@filter_option('Filter expression, e.g. \'{"source": "handbook", "path": {"$prefix": "docs/"}}\' (docs/query.md).')
 @click.option(
     "--rerank/--no-rerank",
     default=None,
