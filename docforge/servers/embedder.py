@@ -36,7 +36,7 @@ from fastapi.responses import JSONResponse, PlainTextResponse
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.types import ASGIApp
 
-from docforge.servers.sidecar import SidecarGate
+from docforge.servers.sidecar import SidecarGate, check_items, limits_info
 from pipeline import __version__
 from pipeline.config import ServiceConfig
 from pipeline.embed import Embedder, Kind
@@ -134,11 +134,7 @@ def create_app(embedder: Embedder, token: str | None, limits: ServiceConfig) -> 
     info = {
         **embedder.info(),
         "device": embedder.device,
-        "limits": {
-            "max_items": limits.max_items,
-            "max_item_chars": limits.max_item_chars,
-            "max_body_bytes": limits.max_body_bytes,
-        },
+        "limits": limits_info(limits),
     }
 
     @app.get("/health")
@@ -155,19 +151,8 @@ def create_app(embedder: Embedder, token: str | None, limits: ServiceConfig) -> 
 
     @app.post("/embed")
     async def embed(req: EmbedRequest) -> JSONResponse:
-        if len(req.texts) > limits.max_items:
-            raise HTTPException(
-                422,
-                f"{len(req.texts)} texts in one request; the limit is {limits.max_items} "
-                "(DOCFORGE_SERVICE_MAX_ITEMS): send them in several requests",
-            )
-        for i, t in enumerate(req.texts):
-            if len(t) > limits.max_item_chars:
-                raise HTTPException(
-                    422,
-                    f"texts[{i}] has {len(t)} characters; the limit is "
-                    f"{limits.max_item_chars} (DOCFORGE_SERVICE_MAX_ITEM_CHARS)",
-                )
+        named = ((f"texts[{i}]", t) for i, t in enumerate(req.texts))
+        check_items(limits, len(req.texts), "texts", named, hint=": send them in several requests")
         try:
             vectors = await asyncio.wrap_future(batcher.submit(req.texts, req.kind))
         except Exception as e:  # noqa: BLE001 (the model's fault: a 500 the client may retry)

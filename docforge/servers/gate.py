@@ -55,7 +55,7 @@ class RequestGate:
             + sum(len(k) + len(v) + 4 for k, v in scope["headers"])
         )  # "name: value\r\n"
         if size > self.max_header_bytes:
-            await _refuse(
+            await refuse(
                 scope,
                 receive,
                 send,
@@ -71,26 +71,21 @@ class RequestGate:
             # A JWT may need the identity provider's keys fetched: never on the event loop.
             who = await run_in_threadpool(self.authenticate, token.strip() if scheme.lower() == "bearer" else None)
             if who is None:
-                await _refuse(
+                await refuse(
                     scope, receive, send, 401, "missing or invalid bearer token", {"WWW-Authenticate": "Bearer"}
                 )
                 return
             scope.setdefault("state", {})[PRINCIPAL] = who
-        length = headers.get("content-length")
-        if length is not None:
-            if not length.strip().isdigit():
-                await _refuse(scope, receive, send, 400, "Content-Length is not a number")
-                return
-            if int(length) > self.max_body_bytes:
-                await _refuse(
-                    scope,
-                    receive,
-                    send,
-                    413,
-                    f"request body too large: {int(length)} bytes, the limit "
-                    f"is {self.max_body_bytes} (DOCFORGE_API_MAX_BODY_BYTES)",
-                )
-                return
+        refusal = declared_length_refusal(
+            headers.get("content-length"),
+            self.max_body_bytes,
+            lambda n: (
+                f"request body too large: {n} bytes, the limit is {self.max_body_bytes} (DOCFORGE_API_MAX_BODY_BYTES)"
+            ),
+        )
+        if refusal:
+            await refuse(scope, receive, send, *refusal)
+            return
         await self.app(scope, self._counted(receive), send)
 
     def _counted(self, receive: Receive) -> Receive:
@@ -111,8 +106,19 @@ class RequestGate:
         return counted
 
 
-async def _refuse(
+def declared_length_refusal(
+    length: str | bytes | None, limit: int, too_large: Callable[[int], str]
+) -> tuple[int, str] | None:
+    """(status, detail) for a declared Content-Length that is no number (400) or passes `limit` (413)."""
+    if length is None:
+        return None
+    if not length.strip().isdigit():
+        return 400, "Content-Length is not a number"
+    return (413, too_large(int(length))) if int(length) > limit else None
+
+
+async def refuse(
     scope: Scope, receive: Receive, send: Send, status: int, detail: str, headers: dict[str, str] | None = None
 ) -> None:
-    # The body is left unread: the server closes the connection after this answer.
+    """Answer {"detail": ...} with `status`. The body is left unread: the server closes the connection after."""
     await JSONResponse({"detail": detail}, status_code=status, headers=headers)(scope, receive, send)

@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 from starlette.types import ASGIApp
 
-from docforge.servers.sidecar import SidecarGate
+from docforge.servers.sidecar import SidecarGate, check_items, limits_info
 from pipeline import __version__
 from pipeline.config import ServiceConfig
 from pipeline.query.rerank import CrossEncoderReranker
@@ -56,31 +56,12 @@ def create_app(reranker: CrossEncoderReranker, token: str | None, limits: Servic
 
     @app.get("/info")
     def info() -> dict:
-        return {
-            "model": name,
-            "limits": {
-                "max_items": limits.max_items,
-                "max_item_chars": limits.max_item_chars,
-                "max_body_bytes": limits.max_body_bytes,
-            },
-        }
+        return {"model": name, "limits": limits_info(limits)}
 
     @app.post("/rerank")
     async def rerank(req: RerankRequest) -> dict:
-        if len(req.documents) > limits.max_items:
-            raise HTTPException(
-                422,
-                f"{len(req.documents)} documents in one request; the limit is "
-                f"{limits.max_items} (DOCFORGE_SERVICE_MAX_ITEMS)",
-            )
-        for i, d in enumerate([req.query, *req.documents]):
-            if len(d) > limits.max_item_chars:
-                what = "the query" if i == 0 else f"documents[{i - 1}]"
-                raise HTTPException(
-                    422,
-                    f"{what} has {len(d)} characters; the limit is {limits.max_item_chars} "
-                    "(DOCFORGE_SERVICE_MAX_ITEM_CHARS)",
-                )
+        named = [("the query", req.query), *((f"documents[{i}]", d) for i, d in enumerate(req.documents))]
+        check_items(limits, len(req.documents), "documents", named)
 
         def score() -> list[float]:
             with lock:

@@ -1,4 +1,5 @@
-"""What the model sidecars (`serve --embedder`, `serve --reranker`) share: a bearer token and body limits.
+"""What the model sidecars (`serve --embedder`, `serve --reranker`) share: a bearer token, body limits
+and the per-request item limits (`check_items`, `limits_info`).
 
 One ASGI middleware, before any route runs:
 - 401 when a route other than /health gets no bearer token equal to the
@@ -14,10 +15,13 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
+from collections.abc import Iterable
 
-from starlette.responses import JSONResponse
+from fastapi import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from docforge.servers.gate import declared_length_refusal, refuse
+from pipeline.config import ServiceConfig
 from pipeline.errors import ConfigError
 
 OPEN_PATHS = frozenset({"/health"})
@@ -66,18 +70,14 @@ class SidecarGate:
         if self.token is not None and scope["path"] not in OPEN_PATHS:
             scheme, _, given = headers.get("authorization", b"").partition(b" ")
             if scheme.lower() != b"bearer" or not hmac.compare_digest(given.strip(), self.token):
-                await _refuse(
+                await refuse(
                     scope, receive, send, 401, "missing or invalid bearer token", {"WWW-Authenticate": "Bearer"}
                 )
                 return
-        length = headers.get("content-length")
-        if length is not None:
-            if not length.strip().isdigit():
-                await _refuse(scope, receive, send, 400, "Content-Length is not a number")
-                return
-            if int(length) > self.max_body_bytes:
-                await _refuse(scope, receive, send, 413, self._too_large(int(length)))
-                return
+        refusal = declared_length_refusal(headers.get("content-length"), self.max_body_bytes, self._too_large)
+        if refusal:
+            await refuse(scope, receive, send, *refusal)
+            return
         # The body is read here, against the limit, before the app sees a byte of it (a body sent
         # without Content-Length is counted as it streams), then handed on whole.
         body = bytearray()
@@ -87,7 +87,7 @@ class SidecarGate:
                 return
             body += message.get("body", b"")
             if len(body) > self.max_body_bytes:
-                await _refuse(scope, receive, send, 413, self._too_large(None))
+                await refuse(scope, receive, send, 413, self._too_large(None))
                 return
             if not message.get("more_body"):
                 break
@@ -110,7 +110,26 @@ class SidecarGate:
         )
 
 
-async def _refuse(
-    scope: Scope, receive: Receive, send: Send, status: int, detail: str, headers: dict[str, str] | None = None
-) -> None:
-    await JSONResponse({"detail": detail}, status_code=status, headers=headers)(scope, receive, send)
+def limits_info(limits: ServiceConfig) -> dict[str, int]:
+    """What one request may ask, as `GET /info` reports it."""
+    return {
+        "max_items": limits.max_items,
+        "max_item_chars": limits.max_item_chars,
+        "max_body_bytes": limits.max_body_bytes,
+    }
+
+
+def check_items(limits: ServiceConfig, count: int, noun: str, named: Iterable[tuple[str, str]], hint: str = "") -> None:
+    """422 when a request holds more than `max_items` `noun`s, or an item (`named`: (what, text)) more than
+    `max_item_chars` characters."""
+    if count > limits.max_items:
+        raise HTTPException(
+            422, f"{count} {noun} in one request; the limit is {limits.max_items} (DOCFORGE_SERVICE_MAX_ITEMS){hint}"
+        )
+    for what, text in named:
+        if len(text) > limits.max_item_chars:
+            raise HTTPException(
+                422,
+                f"{what} has {len(text)} characters; the limit is {limits.max_item_chars} "
+                "(DOCFORGE_SERVICE_MAX_ITEM_CHARS)",
+            )
