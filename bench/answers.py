@@ -42,7 +42,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 DATA = ROOT.parent / "shared" / "data"
@@ -309,7 +308,6 @@ def pct(xs: list[float], p: float) -> float:
 
 
 def bench_ask(args, repo: Path) -> None:
-    from llm_double import LLMDouble
     from pydantic import SecretStr
 
     from pipeline.answers import Answerer
@@ -317,6 +315,7 @@ def bench_ask(args, repo: Path) -> None:
     from pipeline.config import LLMConfig, load_settings
     from pipeline.ingest import IngestContext, ingest_source
     from pipeline.query import Searcher
+    from tests.llm_double import LLMDouble
 
     cfg = args.home / "sources.yml"
     cfg.write_text(

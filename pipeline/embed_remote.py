@@ -10,47 +10,56 @@ an API replica never imports torch, transformers or onnxruntime. The protocol:
                      → {"model", "dimension", "count", "base64": <count × dimension little-endian float32>}
                        (or "vectors": [[...]] for "float")
 
-Every call but /health carries `Authorization: Bearer $EMBEDDER_TOKEN`.
-Connection errors, 429 and 5xx are retried (`max_retries`, backoff, Retry-After
-honoured up to a cap); every attempt is bounded by `timeout_s`, so a dead
-service is a clear EmbedError within a known time, never a hang. `connect`
-checks the service's model against the one the store's vectors came from.
+Every call but /health carries `Authorization: Bearer $EMBEDDER_TOKEN`. Calls go
+through `pipeline.http`: connection errors, 429 and 5xx are retried (`max_retries`,
+backoff, Retry-After honoured up to `max_wait_s`); every attempt is bounded by
+`timeout_s`, so a dead service is a clear EmbedError within a known time, never a
+hang. `connect` checks the service's model against the one the store's vectors came from.
 """
 
 from __future__ import annotations
 
 import base64
-import logging
-import time
 from collections.abc import Sequence
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 import httpx
 
+from pipeline import http
 from pipeline.config import EmbeddingConfig
 from pipeline.errors import EmbedError
-from pipeline.redact import redact, register
 
 if TYPE_CHECKING:
     import numpy as np
     from tokenizers import Tokenizer
 
-log = logging.getLogger(__name__)
-_RETRIED = {429, 500, 502, 503, 504}
-_MAX_WAIT_S = 4.0  # one backoff wait at most (Retry-After included)
+MAX_WAIT_S = 4.0  # one wait before a retry at most (Retry-After included)
 
 
 class RemoteEmbedder:
     """One embedder service (`docforge serve --embedder`): the `TextEmbedder` an API replica uses."""
 
-    def __init__(self, url: str, token: str | None = None, *, timeout_s: float = 30.0, max_retries: int = 2):
+    def __init__(
+        self,
+        url: str,
+        token: str | None = None,
+        *,
+        timeout_s: float = 30.0,
+        max_retries: int = 2,
+        max_wait_s: float = MAX_WAIT_S,
+        clock: http.Clock | None = None,
+    ):
         self.url = url.rstrip("/")
-        register(token)  # an error quoting a request back never shows it
-        headers = {"Authorization": f"Bearer {token}"} if token else {}
-        self.timeout = httpx.Timeout(timeout_s, connect=min(5.0, timeout_s))
-        self.max_retries = max_retries
-        self.client = httpx.Client(headers=headers, timeout=self.timeout)
+        self.service = http.Service(
+            "the embedder service",
+            EmbedError,
+            timeout_s=timeout_s,
+            auth=http.bearer(token),
+            retry=http.RetryPolicy(attempts=max_retries + 1, max_wait_s=max_wait_s, clock=clock or http.SystemClock()),
+            hints={401: "refused the token sent: set EMBEDDER_TOKEN to the service's token"},
+            setting="EMBEDDER_URL",
+        )
 
     def __repr__(self) -> str:
         return f"RemoteEmbedder({self.url!r})"
@@ -59,7 +68,7 @@ class RemoteEmbedder:
 
     @cached_property
     def info(self) -> dict[str, Any]:
-        data = self._call("GET", "/info").json()
+        data = self.service.json(self._call("GET", "/info"), self.service.where(self.url + "/info"))
         if not isinstance(data, dict) or not {"model", "dimension", "max_seq_length"} <= data.keys():
             raise EmbedError(
                 f"the embedder service at {self.url} answered /info without model, dimension "
@@ -126,7 +135,8 @@ class RemoteEmbedder:
     def _embed(self, texts: list[str], kind: str) -> np.ndarray:
         import numpy as np
 
-        data = self._call("POST", "/embed", {"texts": texts, "kind": kind, "encoding": "base64"}).json()
+        resp = self._call("POST", "/embed", {"texts": texts, "kind": kind, "encoding": "base64"})
+        data = self.service.json(resp, self.service.where(resp.url))
         if data.get("model") != self.model_id or int(data.get("dimension", -1)) != self.dimension:
             raise EmbedError(
                 f"the embedder service at {self.url} now serves {data.get('model')!r} "
@@ -142,52 +152,11 @@ class RemoteEmbedder:
         return vecs.reshape(len(texts), self.dimension)
 
     def _call(self, method: str, path: str, body: dict | None = None) -> httpx.Response:
-        """One request, retried on connection errors, 429 and 5xx; EmbedError saying why when it fails."""
-        url = self.url + path
-        for attempt in range(self.max_retries + 1):
-            wait = min(_MAX_WAIT_S, 0.25 * 2**attempt)
-            try:
-                resp = self.client.request(method, url, json=body)
-            except httpx.HTTPError as e:
-                problem = f"unreachable ({type(e).__name__}: {redact(str(e), 200) or 'no answer'})"
-            else:
-                if resp.status_code < 400:
-                    return resp
-                if resp.status_code == 401:
-                    raise EmbedError(
-                        f"the embedder service at {url} refused the token (401): set EMBEDDER_TOKEN "
-                        "to the service's token"
-                    )
-                detail = _detail(resp)
-                if resp.status_code not in _RETRIED:
-                    raise EmbedError(f"the embedder service at {url} answered {resp.status_code}: {detail}")
-                problem = f"answered {resp.status_code}: {detail}"
-                wait = min(_MAX_WAIT_S, max(wait, _retry_after(resp)))
-            if attempt < self.max_retries:
-                log.warning("embedder service at %s %s; retrying in %.2f s", url, problem, wait)
-                time.sleep(wait)
-        raise EmbedError(
-            f"the embedder service at {url}: {problem}, after {self.max_retries + 1} attempt(s) "
-            f"(EMBEDDER_URL; timeout {self.timeout.read} s each)"
-        )
+        """One request under the retry policy; EmbedError saying why when it fails."""
+        return self.service.request(method, self.url + path, json=body)
 
     def close(self) -> None:
-        self.client.close()
-
-
-def _detail(resp: httpx.Response) -> str:
-    try:
-        data = resp.json()
-        return redact(str(data.get("detail", data)) if isinstance(data, dict) else str(data), 300)
-    except ValueError:
-        return redact(resp.text, 300)
-
-
-def _retry_after(resp: httpx.Response) -> float:
-    try:
-        return float(resp.headers.get("retry-after", 0))
-    except ValueError:
-        return 0.0
+        self.service.close()
 
 
 def connect(cfg: EmbeddingConfig, model: str | None = None, dimension: int | None = None) -> RemoteEmbedder:

@@ -9,6 +9,7 @@ DocforgeError
 ├── EmbedError           no embedding model could be loaded
 ├── StoreError           the database refused or does not match
 ├── QueryError           a search request is invalid
+│   └── RerankError      the rerank service is down or answered garbage
 └── AnswerError          an answer could not be produced or checked
     └── LLMError         the chat server is down or answered garbage
 """
@@ -48,6 +49,10 @@ class StoreError(DocforgeError):
 
 class QueryError(DocforgeError):
     """A search request (mode, filter expression) is invalid."""
+
+
+class RerankError(QueryError):
+    """The rerank service failed or answered something unusable (the search keeps its fused order)."""
 
 
 class AnswerError(DocforgeError):

@@ -25,6 +25,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs, quote, urlencode, urlsplit
 
+from tests.helpers import send_json
+
 CREATED = "2024-07-14T05:22:57.682Z"
 AUTHOR = "630c844a9796033b256b98a5"
 _ROUTES = [
@@ -412,13 +414,7 @@ class _Handler(BaseHTTPRequestHandler):
         status, headers, body = double.handle(self.path, self.headers.get("Authorization"))
         with double.lock:
             double.log.append((self.path, status))
-        data = json.dumps(body).encode()
-        self.send_response(status)
-        for k, v in {"Content-Type": "application/json", **headers}.items():
-            self.send_header(k, v)
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        send_json(self, status, body, headers)
 
     def log_message(self, *args) -> None:  # quiet: tests read `double.log` instead
         pass

@@ -1,5 +1,6 @@
 """Shared fixtures: a real embedded Postgres (one server, a fresh database per
-test), the real packaged model (loaded once per session), real git repos."""
+test), the real packaged model (loaded once per session), real git repos.
+Plain helpers (git, shared data, a server thread) are in tests/helpers.py."""
 
 from __future__ import annotations
 
@@ -13,31 +14,14 @@ import psycopg
 import pytest
 import yaml
 
-from pipeline.config import EmbeddingConfig, Settings, load_settings
+from pipeline.config import EmbeddingConfig
 from pipeline.embed import Embedder
-
-SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
-GIT_ENV = {
-    "GIT_AUTHOR_NAME": "t",
-    "GIT_AUTHOR_EMAIL": "t@example.com",
-    "GIT_COMMITTER_NAME": "t",
-    "GIT_COMMITTER_EMAIL": "t@example.com",
-}
-# The incremental-ingest subset of the rust-rfcs corpus (small enough for CI).
-RFC_GLOBS = ["text/000[1-3]*.md", "text/387*.md", "text/0000-*.md", "text/3931-*.md"]
+from tests.helpers import commit_repo, git, shared
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
-
-
-def shared(*parts: str) -> Path:
-    """A path under ../shared/data, or skip the test when a user's clone lacks it."""
-    p = SHARED_DATA.joinpath(*parts)
-    if not p.exists():
-        pytest.skip(f"needs the shared test data at {p} (absent in a plain clone)")
-    return p
 
 
 @pytest.fixture(scope="session")
@@ -89,7 +73,7 @@ def embedder() -> Embedder:
 @pytest.fixture(scope="session")
 def corpus(pg_server, embedder, tmp_path_factory):
     """The query tests' corpus (tests/query_corpus.py), ingested once per session; tests only read it."""
-    from query_corpus import build_corpus
+    from tests.query_corpus import build_corpus
 
     return build_corpus(pg_server, embedder, tmp_path_factory.mktemp("corpus"))
 
@@ -103,37 +87,14 @@ def searcher(corpus, embedder):
         yield s
 
 
-def git(repo: Path, *args: str) -> str:
-    res = subprocess.run(
-        ["git", "-C", str(repo), *args], capture_output=True, text=True, check=True, env={**os.environ, **GIT_ENV}
-    )
-    return res.stdout.strip()
-
-
 @pytest.fixture
 def make_repo(tmp_path):
     """make_repo({"README.md": "# Hi"}) → a committed git repository."""
 
     def make(files: dict[str, str | bytes], name: str = "repo") -> Path:
-        repo = tmp_path / name
-        repo.mkdir(parents=True, exist_ok=True)
-        git(repo, "init", "-q", "-b", "main")
-        write_files(repo, files)
-        git(repo, "add", "-A")
-        git(repo, "commit", "-qm", "init")
-        return repo
+        return commit_repo(tmp_path / name, files)
 
     return make
-
-
-def write_files(repo: Path, files: dict[str, str | bytes]) -> None:
-    for rel, content in files.items():
-        p = repo / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        if isinstance(content, bytes):
-            p.write_bytes(content)
-        else:
-            p.write_text(content, encoding="utf-8")
 
 
 @pytest.fixture
@@ -156,7 +117,3 @@ def rfcs_repo(tmp_path) -> Path:
     subprocess.run(["git", "clone", "-q", str(bundle), str(repo)], check=True)
     git(repo, "checkout", "-q", "snapshot-1")
     return repo
-
-
-def settings_for(config: Path) -> Settings:
-    return load_settings(config)

@@ -3,8 +3,6 @@ ingested once per session (conftest.py) through the real pipeline (real model, r
 
 from __future__ import annotations
 
-import os
-import subprocess
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,13 +12,7 @@ import yaml
 
 from pipeline.config import Settings, load_settings
 from pipeline.ingest import IngestContext, ingest_source
-
-GIT_ENV = {
-    "GIT_AUTHOR_NAME": "t",
-    "GIT_AUTHOR_EMAIL": "t@example.com",
-    "GIT_COMMITTER_NAME": "t",
-    "GIT_COMMITTER_EMAIL": "t@example.com",
-}
+from tests.helpers import commit_repo
 
 HANDBOOK = {
     "README.md": "# Platform handbook\n\nHow the platform team works: deploys, secrets, onboarding.\n",
@@ -63,34 +55,14 @@ class Corpus:
     settings: Settings
 
 
-def make_repo(path: Path, files: dict[str, str]) -> Path:
-    path.mkdir(parents=True)
-
-    def run(*a):
-        return subprocess.run(
-            ["git", "-C", str(path), *a],
-            check=True,
-            capture_output=True,  # noqa: E731
-            env={**os.environ, **GIT_ENV},
-        )
-
-    run("init", "-q", "-b", "main")
-    for rel, text in files.items():
-        (path / rel).parent.mkdir(parents=True, exist_ok=True)
-        (path / rel).write_text(text, encoding="utf-8")
-    run("add", "-A")
-    run("commit", "-qm", "init")
-    return path
-
-
 def build_corpus(pg_server, embedder, root: Path) -> Corpus:
     """Fresh database + two ingested sources: `handbook` (tags platform, handbook) and `payments`."""
     name = f"q_{uuid.uuid4().hex[:12]}"
     with psycopg.connect(pg_server.get_uri(), autocommit=True) as conn:
         conn.execute(f'CREATE DATABASE "{name}"')
     url = pg_server.get_uri(name)
-    make_repo(root / "handbook", HANDBOOK)
-    make_repo(root / "payments", PAYMENTS)
+    commit_repo(root / "handbook", HANDBOOK)
+    commit_repo(root / "payments", PAYMENTS)
     config = root / "sources.yml"
     config.write_text(
         yaml.safe_dump(
@@ -108,34 +80,3 @@ def build_corpus(pg_server, embedder, root: Path) -> Corpus:
         stats = ingest_source(ctx, source)
         assert stats.files_failed == 0, stats.failures
     return Corpus(url, config, settings)
-
-
-class ServerThread:
-    """An ASGI app served by uvicorn on 127.0.0.1 (a free port) in a thread: a real HTTP server."""
-
-    def __init__(self, app):
-        import threading
-
-        import uvicorn
-
-        self.server = uvicorn.Server(
-            uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", timeout_graceful_shutdown=1)
-        )
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
-
-    def __enter__(self) -> ServerThread:
-        import time
-
-        self.thread.start()
-        deadline = time.monotonic() + 20
-        while not self.server.started:
-            if time.monotonic() > deadline or not self.thread.is_alive():
-                raise RuntimeError("uvicorn did not start")
-            time.sleep(0.02)
-        port = self.server.servers[0].sockets[0].getsockname()[1]
-        self.url = f"http://127.0.0.1:{port}"
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.server.should_exit = True
-        self.thread.join(10)

@@ -11,7 +11,7 @@ from rich.console import Console
 from docforge.cli.ingest import print_report
 from pipeline.adhoc import register
 from pipeline.config import adhoc_file, load_settings
-from tests.conftest import write_files
+from tests.helpers import write_files
 from tests.test_ingest_cli import docforge
 
 

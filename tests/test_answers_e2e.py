@@ -11,8 +11,6 @@ import httpx
 import psycopg
 import pytest
 from click.testing import CliRunner
-from conftest import git
-from llm_double import LLMDouble
 from pydantic import SecretStr
 
 from docforge.cli import main
@@ -22,6 +20,8 @@ from pipeline.config import AuthConfig, LLMConfig, load_settings
 from pipeline.errors import LLMError
 from pipeline.ingest import IngestContext, ingest_source
 from pipeline.query import Searcher
+from tests.helpers import git
+from tests.llm_double import LLMDouble
 
 KEY = "sk-test-DO-NOT-LEAK-4f9a2c"
 DOCS = {
@@ -279,12 +279,11 @@ def test_a_model_that_declines_gives_an_explicit_abstention(kb, llm):
 
 
 def test_http_ask_is_behind_the_same_auth_as_search(kb, llm):
-    from query_corpus import ServerThread
-
     from docforge.servers import LocalSearch
     from docforge.servers.api import create_app
     from docforge.servers.ask import LocalAsk
     from docforge.servers.auth import Authenticator
+    from tests.helpers import ServerThread
 
     with kb.answerer(llm) as a:
         app = create_app(

@@ -14,14 +14,14 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from fastapi import FastAPI
 from mcp import StdioServerParameters
-from query_corpus import ServerThread
-from test_mcp import DOCFORGE, session_calls
 
 from docforge.servers import LocalSearch
 from docforge.servers.api import create_app
 from docforge.servers.auth import AuthConfig, Authenticator
 from pipeline.errors import ConfigError
 from pipeline.query import Searcher
+from tests.helpers import ServerThread
+from tests.test_mcp import DOCFORGE, session_calls
 
 AUDIENCE, ISSUER, TOKENS = "api://docforge", "https://idp.example.test/tenant/v2.0", ("tok-one", "tok-two")
 QUESTION = {"query": "how do I give a customer their money back?", "user_name": "ada", "team_name": "payments"}

@@ -27,7 +27,8 @@ import httpx
 import psutil
 import psycopg
 import pytest
-from query_corpus import build_corpus
+
+from tests.query_corpus import build_corpus
 
 TOKEN = "abuse-suite-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}

@@ -8,7 +8,7 @@ import pytest
 from pipeline.chunk import Chunker, make_header
 from pipeline.parse.markdown import parse_markdown
 from pipeline.records import Section
-from tests.conftest import shared
+from tests.helpers import shared
 
 
 @pytest.fixture(scope="module")

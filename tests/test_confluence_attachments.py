@@ -4,13 +4,13 @@ cited with the page, the attachment and the PDF page; incremental by attachment 
 from __future__ import annotations
 
 import pytest
-from doc_files import make_docx, make_pdf
 
 from pipeline.config import load_settings
 from pipeline.ingest import IngestContext, ingest_source
 from pipeline.query import Searcher
 from tests.confluence_double import ConfluenceDouble
 from tests.conftest_confluence import TOKEN, confluence_double, confluence_env  # noqa: F401
+from tests.doc_files import make_docx, make_pdf
 
 RUNBOOK = [
     ["Incident runbook."],

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import base64
 import logging
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from email.utils import format_datetime
 
 import httpx
@@ -15,26 +15,12 @@ from pipeline.errors import ConfluenceError
 from pipeline.records import Document, Failure
 from pipeline.sources import open_source
 from pipeline.sources.confluence import ConfluenceSource
-from pipeline.sources.confluence_client import ConfluenceClient, _retry_after
+from pipeline.sources.confluence_client import ConfluenceClient
 from tests.confluence_double import ConfluenceDouble
 from tests.conftest_confluence import EMAIL, TOKEN, confluence_double, confluence_env  # noqa: F401 (fixtures)
+from tests.fake_clock import NOW, FakeClock
 
 SECRETS = [TOKEN, base64.b64encode(f"{EMAIL}:{TOKEN}".encode()).decode()]
-NOW = datetime(2030, 1, 1, tzinfo=UTC)
-
-
-class FakeClock:
-    """The client's clock: records each wait instead of sleeping it."""
-
-    def __init__(self) -> None:
-        self.t, self.waits = NOW, []
-
-    def now(self) -> datetime:
-        return self.t
-
-    def sleep(self, seconds: float) -> None:
-        self.waits.append(seconds)
-        self.t += timedelta(seconds=seconds)
 
 
 def config(double: ConfluenceDouble, **kw) -> ConfluenceSourceConfig:
@@ -212,7 +198,7 @@ def test_secrets_never_appear_in_errors_logs_or_metadata(wiki, caplog, monkeypat
     refs = src.list_refs()
     wiki.pages["101"].fail = 403
     wiki.inject(429, 100, endpoint="page", retry_after="0")
-    texts = [str(x) for x in src.fetch(refs[:3])] + [repr(src.__dict__), repr(src.api.http.auth)]
+    texts = [str(x) for x in src.fetch(refs[:3])] + [repr(src.__dict__), repr(src.api.service.http.auth)]
     monkeypatch.setenv("CONFLUENCE_API_TOKEN", "wrong-" + TOKEN)
     with pytest.raises(ConfluenceError, match="401 unauthorized") as err:
         source(wiki).list_refs()
@@ -228,7 +214,7 @@ def test_error_bodies_are_redacted(confluence_env):
     client = ConfluenceClient(cfg)
     resp = httpx.Response(400, text=f"bad request from {TOKEN}", request=httpx.Request("GET", "https://x"))
     with pytest.raises(ConfluenceError) as err:
-        client._check(resp, httpx.URL("https://x.atlassian.net/wiki/api/v2/pages"))
+        client.service.check(resp, "GET /wiki/api/v2/pages")
     assert TOKEN not in str(err.value) and "***" in str(err.value)
 
 
@@ -278,16 +264,6 @@ def test_next_links_resolve_against_the_site(confluence_env, link, expected):
     assert str(client._resolve(link)) == expected
     # another host: never sent credentials; the same path is asked of our own site
     assert str(client._resolve("https://evil.example.com" + link.removeprefix("https://x.atlassian.net"))) == expected
-
-
-def test_retry_after_forms():
-    def resp(value):
-        return httpx.Response(429, headers={"Retry-After": value} if value is not None else {})
-
-    assert _retry_after(resp("7"), NOW) == 7.0 and _retry_after(resp("1.5"), NOW) == 1.5
-    assert _retry_after(resp(None), NOW) is None and _retry_after(resp("soon"), NOW) is None
-    assert _retry_after(resp("Wed, 21 Oct 2015 07:28:00 GMT"), NOW) == 0.0  # in the past
-    assert _retry_after(resp("Tue, 01 Jan 2030 00:01:30 GMT"), NOW) == 90.0
 
 
 def test_open_source_builds_a_confluence_source(wiki):

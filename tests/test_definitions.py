@@ -7,13 +7,15 @@ import os
 import re
 import subprocess
 import sys
+import uuid
 from pathlib import Path
+from urllib.parse import parse_qs, urlparse
 
 import jsonschema
+import psycopg
 import pytest
 import yaml
 from dagster import AssetKey, BackfillPolicy, DagsterInstance, DefaultScheduleStatus, DefaultSensorStatus
-from dagster._core.instance.config import dagster_instance_config
 
 from assets.ingest import embed_op_tags
 from orchestration.definitions import defs
@@ -107,11 +109,26 @@ def test_every_yaml_block_parses():
         assert isinstance(yaml.safe_load(text), dict)
 
 
-def test_the_k8s_instance_config_validates_against_dagsters_schema(tmp_path):
-    (tmp_path / "dagster.yaml").write_text(yaml.safe_dump(block("# dagster.yaml on Kubernetes")))
-    config, _ = dagster_instance_config(str(tmp_path))
-    assert config["run_launcher"]["class"] == "K8sRunLauncher"
-    assert config["storage"]["postgres"]["postgres_db"]["db_name"] == "dagster"
+def test_the_k8s_instance_config_loads_as_a_dagster_instance(tmp_path, pg_server, monkeypatch):
+    """Dagster's own loader (the public DagsterInstance.from_config) validates the block against its schema
+    and opens the instance; its Postgres storage is pointed at the test server, over its unix socket."""
+    config = block("# dagster.yaml on Kubernetes")
+    name = f"dagster_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(pg_server.get_uri(), autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    uri = urlparse(pg_server.get_uri())
+    db = config["storage"]["postgres"]["postgres_db"]
+    assert db["db_name"] == "dagster" and db["password"] == {"env": "DAGSTER_PG_PASSWORD"}
+    socket = parse_qs(uri.query)["host"][0]
+    db.update(hostname="localhost", port=uri.port or 5432, username=uri.username, db_name=name, params={"host": socket})
+    monkeypatch.setenv("DAGSTER_PG_PASSWORD", uri.password or "")
+    (tmp_path / "dagster.yaml").write_text(yaml.safe_dump(config))
+    instance = DagsterInstance.from_config(str(tmp_path))
+    try:
+        assert type(instance.run_storage).__name__ == "PostgresRunStorage"
+        assert instance.get_ref().run_launcher_data.class_name == "K8sRunLauncher"
+    finally:
+        instance.dispose()
 
 
 _OBJ = {"type": "object"}

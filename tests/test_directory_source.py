@@ -8,7 +8,6 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from doc_files import make_docx, make_pdf
 
 from pipeline.config import load_settings
 from pipeline.errors import SourceError
@@ -16,7 +15,8 @@ from pipeline.ingest import IngestContext, ingest_source
 from pipeline.query import Searcher
 from pipeline.records import Document, Failure
 from pipeline.sources import open_source
-from tests.conftest import write_files
+from tests.doc_files import make_docx, make_pdf
+from tests.helpers import write_files
 
 OUTSIDE_SECRET = "zebra-password-4242"
 SERVER_PY = '''"""Tenant administration."""

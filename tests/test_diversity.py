@@ -14,7 +14,6 @@ import psycopg
 import pytest
 import yaml
 from click.testing import CliRunner
-from query_corpus import ServerThread, make_repo
 
 from docforge.cli import main
 from docforge.servers import LocalSearch
@@ -24,6 +23,7 @@ from docforge.servers.mcp import build_mcp
 from pipeline.config import load_settings
 from pipeline.ingest import IngestContext, ingest_source
 from pipeline.query import MODES, SearchConfig, Searcher
+from tests.helpers import ServerThread, commit_repo
 
 TOPICS = [
     "write amplification",
@@ -57,7 +57,7 @@ def store(pg_server, embedder, tmp_path_factory):
     with psycopg.connect(pg_server.get_uri(), autocommit=True) as conn:
         conn.execute(f'CREATE DATABASE "{name}"')
     url = pg_server.get_uri(name)
-    make_repo(
+    commit_repo(
         root / "repo",
         {
             "docs/compaction.md": "# Compaction guide\n\n" + "\n".join(_section(t) for t in TOPICS),

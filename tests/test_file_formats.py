@@ -4,7 +4,6 @@ HTML through the Confluence walk, rst and text by paragraph; pages kept through 
 from __future__ import annotations
 
 import pytest
-from doc_files import make_docx, make_pdf
 
 from pipeline.chunk import Chunker
 from pipeline.errors import ParseError
@@ -18,6 +17,7 @@ from pipeline.parse.pdf import parse_pdf
 from pipeline.parse.plain import parse_rst, parse_text
 from pipeline.query.hits import cite_label
 from pipeline.records import DocRef, Document, Section
+from tests.doc_files import make_docx, make_pdf
 
 
 def paths(parsed) -> list[str]:

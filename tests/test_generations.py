@@ -11,9 +11,6 @@ import httpx
 import psycopg
 import pytest
 from click.testing import CliRunner
-from conftest import git
-from query_corpus import ServerThread
-from tiny_models import embedding_model
 
 from docforge.cli import main
 from docforge.servers import LocalSearch
@@ -27,6 +24,8 @@ from pipeline.errors import StoreError
 from pipeline.ingest import IngestContext, ingest_source, reindex
 from pipeline.query import Searcher
 from pipeline.store import generations
+from tests.helpers import ServerThread, git
+from tests.tiny_models import embedding_model
 
 DOCS = {
     "docs/deploy.md": "# Deploying\n\nReleases go out blue-green through ArgoCD.\n\n## Rollback\n\n"

@@ -6,7 +6,7 @@ from pipeline.config import GitSourceConfig
 from pipeline.errors import GitSourceError
 from pipeline.records import Document, Failure
 from pipeline.sources.git import GitSource, web_url
-from tests.conftest import git, write_files
+from tests.helpers import git, write_files
 
 
 def source(repo, **kw):

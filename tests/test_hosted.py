@@ -14,15 +14,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from query_corpus import ServerThread
-from test_services import TOKEN
 
+from bench.hosted import HEAVY, free_port
 from docforge.servers import embedder as embedder_service
 from pipeline.config import ServiceConfig
 from pipeline.query import Searcher
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from bench.hosted import HEAVY, free_port  # noqa: E402
+from tests.helpers import ServerThread
+from tests.test_services import TOKEN
 
 API_TOKEN = "api-t0ken"
 QUERY = "how do I undo a bad release?"

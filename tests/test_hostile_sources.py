@@ -17,8 +17,8 @@ from pipeline.config import load_settings
 from pipeline.ingest import IngestContext, ingest_source
 from pipeline.query import Searcher
 from tests.confluence_double import ConfluenceDouble
-from tests.conftest import git
 from tests.conftest_confluence import confluence_double, confluence_env  # noqa: F401 (fixtures)
+from tests.helpers import git
 
 SECRET = "zanzibar-credential-7f3a"  # in a file beside the repository, never inside it
 

@@ -14,7 +14,7 @@ from pipeline.ingest import IngestContext, ingest_source
 from pipeline.query import Searcher
 from pipeline.store.db import connect
 from pipeline.store.schema import migrations
-from tests.conftest import RFC_GLOBS, git, write_files
+from tests.helpers import RFC_GLOBS, git, write_files
 from tests.test_query import _df_mismatches, _posting_mismatches
 
 

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from conftest import git
 from rich.console import Console
 
 from docforge.cli.ingest import print_report
 from pipeline.store.db import database_url
+from tests.helpers import git
 
 CHECKS = {"chunks_have_embeddings", "no_orphan_chunks", "ledger_matches_index", "chunks_fit_model_window"}
 

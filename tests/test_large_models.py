@@ -10,7 +10,6 @@ import numpy as np
 import psycopg
 import pytest
 from psycopg import sql
-from tiny_models import embedding_model
 
 from pipeline.config import ChunkingConfig, EmbeddingConfig, load_settings
 from pipeline.embed import Embedder, load_embedder, query_embedder
@@ -19,6 +18,7 @@ from pipeline.ingest import IngestContext, ingest_source
 from pipeline.query import Searcher
 from pipeline.query.search import _statement
 from pipeline.store import generations
+from tests.tiny_models import embedding_model
 
 PROMPTS = {"query": "Instruct: find the passage that answers\nQuery: ", "document": "passage: "}
 DOCS = {

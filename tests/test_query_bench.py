@@ -12,8 +12,7 @@ import psycopg
 import pytest
 from click.testing import CliRunner
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
-from metrics import first_rank, hit_rates, mean_metric, ndcg_at_k, recall_at_k  # noqa: E402
+from bench.metrics import first_rank, hit_rates, mean_metric, ndcg_at_k, recall_at_k
 
 
 def test_ndcg_hand_computed():
@@ -71,7 +70,7 @@ def write_beir(root: Path) -> Path:
 
 def test_tiny_beir_and_questions_run_end_to_end(pg_server, tmp_path, make_repo):
     """One run: a BEIR dataset and questions over a git corpus, each in a database of its own."""
-    import retrieval
+    from bench import retrieval
 
     urls = []
     for _ in range(2):
@@ -127,7 +126,7 @@ def test_tiny_beir_and_questions_run_end_to_end(pg_server, tmp_path, make_repo):
 
 
 def test_subset_keeps_judged_documents():
-    import retrieval
+    from bench import retrieval
 
     corpus = {str(i): {"title": "", "text": str(i)} for i in range(10)}
     queries = {"1": "a", "2": "b", "3": "c"}
@@ -177,8 +176,8 @@ def _tiny_data(root: Path, git) -> Path:
 def test_query_bench_measures_each_size_side_by_side(pg_server, tmp_path, monkeypatch, capsys):
     """bench/query.py --chunks A B: a store per size, each with build stages, bytes by table and index,
     latency per mode and filter, and recall of the live (halfvec) and a float32 HNSW index."""
-    import query as bench
-    from conftest import git
+    from bench import query as bench
+    from tests.helpers import git
 
     data = _tiny_data(tmp_path / "data", git)
     monkeypatch.setenv("DATABASE_URL", pg_server.get_uri())  # the bench makes a database per size there
@@ -235,10 +234,9 @@ def test_query_bench_measures_each_size_side_by_side(pg_server, tmp_path, monkey
 def test_partitions_and_churn_benches_run_on_a_kept_store(pg_server, tmp_path, monkeypatch, capsys):
     """bench/query.py --keep leaves its store; bench/partitions.py times the dense k-NN over P partitions
     with recall, bench/churn.py re-writes a share of it and reports steps, sizes and vacuum."""
-    import churn
-    import partitions
-    import query as bench
-    from conftest import git
+    from bench import churn, partitions
+    from bench import query as bench
+    from tests.helpers import git
 
     data = _tiny_data(tmp_path / "data", git)
     monkeypatch.setenv("DATABASE_URL", pg_server.get_uri())

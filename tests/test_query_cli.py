@@ -7,9 +7,9 @@ import subprocess
 
 import pytest
 from click.testing import CliRunner
-from test_mcp import DOCFORGE
 
 from docforge.cli import main
+from tests.test_mcp import DOCFORGE
 
 
 @pytest.fixture

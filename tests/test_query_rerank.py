@@ -8,12 +8,12 @@ import logging
 import pytest
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
-from query_corpus import ServerThread
 
 from pipeline.config import load_settings
 from pipeline.errors import QueryError
 from pipeline.query import Searcher
 from pipeline.query.rerank import CrossEncoderReranker, RemoteReranker, RerankConfig, load_reranker, passage
+from tests.helpers import ServerThread
 
 QUERY = "how are refunds recorded?"
 

@@ -8,7 +8,6 @@ import subprocess
 
 import psycopg
 import pytest
-from git_server import GitHTTPServer, serve_repo
 
 from orchestration.sensors import watched_commit
 from pipeline.config import load_settings
@@ -17,7 +16,8 @@ from pipeline.ingest import IngestContext, ingest_source
 from pipeline.records import Document
 from pipeline.sources import open_source
 from pipeline.sources.remote import clone_path, is_remote
-from tests.conftest import git, write_files
+from tests.git_server import GitHTTPServer, serve_repo
+from tests.helpers import git, write_files
 from tests.test_sensors import PUSH, evaluate, instance, runs  # noqa: F401 (a fixture)
 
 TOKEN = "tok-S3cr3t-9f8e7d"

@@ -6,7 +6,6 @@ import subprocess
 
 import psycopg
 import pytest
-from conftest import RFC_GLOBS, git, shared
 from dagster import (
     AddDynamicPartitionsRequest,
     DeleteDynamicPartitionsRequest,
@@ -21,6 +20,7 @@ from pipeline.config import load_settings
 from pipeline.ingest import IngestContext, ingest_source
 from pipeline.store.db import lock_id, source_lock
 from resources import PostgresResource, SourcesResource
+from tests.helpers import RFC_GLOBS, git, shared
 
 SNAP3, SNAP4, SNAP5 = (
     "219947ecc6e04d36e4f0a05a0cd64db86f932493",

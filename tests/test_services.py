@@ -11,9 +11,6 @@ import threading
 import httpx
 import numpy as np
 import pytest
-from query_corpus import ServerThread
-from test_mcp import DOCFORGE
-from tiny_models import cross_encoder
 
 from docforge.servers import embedder as embedder_service
 from docforge.servers import reranker as reranker_service
@@ -23,6 +20,9 @@ from pipeline.embed_remote import RemoteEmbedder, connect
 from pipeline.errors import ConfigError, EmbedError
 from pipeline.query import Searcher
 from pipeline.query.rerank import CrossEncoderReranker, RemoteReranker, passage
+from tests.helpers import ServerThread
+from tests.test_mcp import DOCFORGE
+from tests.tiny_models import cross_encoder
 
 TOKEN = "emb-s3cret"
 TEXTS = ["how do I roll back a release?", "", "Refunds settle in five to ten business days. " * 20, "ünïcödé — ✓"]

@@ -18,7 +18,6 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 from pydantic import SecretStr
-from query_corpus import ServerThread, build_corpus
 
 from docforge.servers import LocalSearch
 from docforge.servers.api import create_app
@@ -27,6 +26,8 @@ from docforge.servers.auth import AuthConfig, Authenticator
 from docforge.servers.web import CSP, LocalStore
 from pipeline.answers import Answerer
 from pipeline.query import Searcher
+from tests.helpers import ServerThread
+from tests.query_corpus import build_corpus
 
 TOKEN = "web-test-token"
 CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")

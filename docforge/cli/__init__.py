@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import sys
 
@@ -12,34 +11,6 @@ from pipeline import __version__
 from pipeline.errors import DocforgeError
 
 CONTEXT = {"help_option_names": ["-h", "--help"]}
-config_option = click.option(
-    "--config",
-    "-c",
-    "config",
-    default="sources.yml",
-    show_default=True,
-    envvar="DOCFORGE_CONFIG",
-    type=click.Path(dir_okay=False),
-    help="Path to sources.yml [env: DOCFORGE_CONFIG].",
-)
-json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON on stdout, for machines.")
-
-
-def filter_option(help: str):
-    """`--filter/-f JSON`: a filter expression (docs/query.md), parsed into `filters`."""
-    return click.option("--filter", "-f", "filters", callback=_parse_filter, metavar="JSON", help=help)
-
-
-def _parse_filter(ctx, param, value: str | None) -> dict | None:
-    if not value:
-        return None
-    try:
-        expr = json.loads(value)
-    except json.JSONDecodeError as e:
-        raise click.BadParameter(f"not valid JSON ({e.msg} at column {e.colno})") from None
-    if not isinstance(expr, dict):
-        raise click.BadParameter('must be a JSON object, e.g. \'{"tags": "ops"}\'')
-    return expr
 
 
 class Group(click.Group):

@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from docforge.cli import config_option, json_option
+from docforge.cli.options import config_option, json_option
 
 
 def _conn(config: str):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from docforge.cli import config_option
+from docforge.cli.options import config_option
 from pipeline.config import load_settings
 from pipeline.store.db import connect, store_url
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from docforge.cli import config_option, json_option
+from docforge.cli.options import config_option, json_option
 from pipeline.config import load_settings
 from pipeline.errors import ConfigError
 

@@ -7,7 +7,7 @@ import logging
 
 import click
 
-from docforge.cli import config_option
+from docforge.cli.options import config_option
 
 
 @click.command("serve")

@@ -6,7 +6,7 @@ import json
 
 import click
 
-from docforge.cli import config_option, json_option
+from docforge.cli.options import config_option, json_option
 from pipeline.config import load_settings
 from pipeline.store import generations
 from pipeline.store.admin import per_source

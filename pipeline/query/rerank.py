@@ -23,10 +23,11 @@ from dataclasses import replace
 from functools import cached_property
 from typing import Protocol
 
+from pipeline import http
 from pipeline.config import RerankConfig
-from pipeline.errors import ConfigError
+from pipeline.errors import ConfigError, RerankError
 from pipeline.query.hits import Hit
-from pipeline.redact import redact, register
+from pipeline.redact import redact
 
 log = logging.getLogger(__name__)
 
@@ -100,26 +101,35 @@ class CrossEncoderReranker:
 
 
 class RemoteReranker:
-    """A rerank service over HTTP (`POST {url}/rerank`)."""
+    """A rerank service over HTTP (`POST {url}/rerank`). Not retried: a search waits on no reranker,
+    it keeps the fused order instead (`rerank_or_keep`)."""
 
     def __init__(self, url: str, api_key: str | None = None, timeout_s: float = 10.0):
         self.url = url.rstrip("/") + "/rerank"
-        register(api_key)  # an error quoting it back never shows it
-        self.headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self.timeout_s = timeout_s
+        self.service = http.Service(
+            "the rerank service",
+            RerankError,
+            timeout_s=timeout_s,
+            auth=http.bearer(api_key),
+            retry=http.RetryPolicy(attempts=1),
+            hints={401: "refused the key sent: set RERANKER_API_KEY to the service's key"},
+            setting="RERANKER_URL",
+        )
+
+    def close(self) -> None:
+        self.service.close()
 
     def rerank(self, query: str, candidates: Sequence[Hit], top_n: int) -> list[Hit]:
-        import httpx
-
         body = {
             "query": query,
             "documents": [passage(h) for h in candidates],
             "top_n": len(candidates),
             "return_documents": False,
         }
-        resp = httpx.post(self.url, json=body, headers=self.headers, timeout=self.timeout_s)
-        resp.raise_for_status()
-        return ordered(candidates, _scores(resp.json(), len(candidates)), top_n)
+        resp = self.service.request("POST", self.url, json=body)
+        return ordered(
+            candidates, _scores(self.service.json(resp, self.service.where(self.url)), len(candidates)), top_n
+        )
 
 
 def _scores(data, n: int) -> list[float]:

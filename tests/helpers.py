@@ -1,0 +1,96 @@
+"""Helpers the tests share (fixtures live in conftest.py): the shared data, git repositories, a server thread."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import threading
+import time
+from http.server import BaseHTTPRequestHandler
+from pathlib import Path
+
+import pytest
+
+SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "t",
+    "GIT_AUTHOR_EMAIL": "t@example.com",
+    "GIT_COMMITTER_NAME": "t",
+    "GIT_COMMITTER_EMAIL": "t@example.com",
+}
+# The incremental-ingest subset of the rust-rfcs corpus (small enough for CI).
+RFC_GLOBS = ["text/000[1-3]*.md", "text/387*.md", "text/0000-*.md", "text/3931-*.md"]
+
+
+def shared(*parts: str) -> Path:
+    """A path under ../shared/data, or skip the test when a user's clone lacks it."""
+    p = SHARED_DATA.joinpath(*parts)
+    if not p.exists():
+        pytest.skip(f"needs the shared test data at {p} (absent in a plain clone)")
+    return p
+
+
+def git(repo: Path, *args: str) -> str:
+    res = subprocess.run(
+        ["git", "-C", str(repo), *args], capture_output=True, text=True, check=True, env={**os.environ, **GIT_ENV}
+    )
+    return res.stdout.strip()
+
+
+def write_files(repo: Path, files: dict[str, str | bytes]) -> None:
+    for rel, content in files.items():
+        p = repo / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            p.write_bytes(content)
+        else:
+            p.write_text(content, encoding="utf-8")
+
+
+def commit_repo(repo: Path, files: dict[str, str | bytes]) -> Path:
+    """A git repository at `repo` holding `files`, committed on `main`."""
+    repo.mkdir(parents=True, exist_ok=True)
+    git(repo, "init", "-q", "-b", "main")
+    write_files(repo, files)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "init")
+    return repo
+
+
+class ServerThread:
+    """An ASGI app served by uvicorn on 127.0.0.1 (a free port) in a thread: a real HTTP server."""
+
+    def __init__(self, app):
+        import uvicorn
+
+        self.server = uvicorn.Server(
+            uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", timeout_graceful_shutdown=1)
+        )
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    def __enter__(self) -> ServerThread:
+        self.thread.start()
+        deadline = time.monotonic() + 20
+        while not self.server.started:
+            if time.monotonic() > deadline or not self.thread.is_alive():
+                raise RuntimeError("uvicorn did not start")
+            time.sleep(0.02)
+        port = self.server.servers[0].sockets[0].getsockname()[1]
+        self.url = f"http://127.0.0.1:{port}"
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.server.should_exit = True
+        self.thread.join(10)
+
+
+def send_json(handler: BaseHTTPRequestHandler, status: int, body: object, headers: dict | None = None) -> None:
+    """Answer a request of a `http.server` handler with `body` as JSON (bytes are sent as they are)."""
+    data = body if isinstance(body, bytes) else json.dumps(body).encode()
+    handler.send_response(status)
+    for k, v in {"Content-Type": "application/json", **(headers or {})}.items():
+        handler.send_header(k, v)
+    handler.send_header("Content-Length", str(len(data)))
+    handler.end_headers()
+    handler.wfile.write(data)
