@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from pipeline.errors import DocforgeError
-from pipeline.query import Hit, Searcher
+from pipeline.query import Hit, Mode, Searcher
 from pipeline.query.filters import with_repo
 
 log = logging.getLogger("docforge.servers")
@@ -31,7 +31,7 @@ class SearchRequest(BaseModel):
     team_name: str | None = Field(default=None, max_length=200, description="Their team (logged; boosts tags).")
     area_name: str | None = Field(default=None, max_length=200, description="Their area (logged; boosts tags).")
     limit: int = Field(default=10, ge=1, le=50)
-    mode: Literal["dense", "keyword", "hybrid"] = "hybrid"
+    mode: Mode = "hybrid"
     filters: dict[str, Any] | None = Field(default=None, description="Filter expression, see docs/query.md.")
     filter_repo: str | None = Field(
         default=None, max_length=500, description="Only repositories whose path or URL contains this."

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from docforge.servers.remote import RemoteRoute
 from pipeline.answers import Answer, Answerer
 from pipeline.errors import AnswerError
+from pipeline.query import Mode
 
 log = logging.getLogger("docforge.servers")
 
@@ -36,7 +37,7 @@ class AskRequest(BaseModel):
     filter_repo: str | None = Field(
         default=None, max_length=500, description="Only repositories whose path or URL contains this."
     )
-    mode: Literal["dense", "keyword", "hybrid"] = "hybrid"
+    mode: Mode = "hybrid"
     rerank: bool | None = None
     max_iterations: int | None = Field(default=None, ge=1, le=10)
     history: list[Turn] | None = Field(default=None, max_length=20, description="Prior turns, oldest first.")

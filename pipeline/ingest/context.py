@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass, field, fields, replace
 from functools import cached_property
@@ -17,14 +16,13 @@ from pipeline.config import ChunkingConfig, Settings
 from pipeline.embed import Embedder, TextEmbedder
 from pipeline.ingest.faults import storable
 from pipeline.ingest.ledger import Fingerprint
+from pipeline.progress import Progress
 from pipeline.records import Failure, Skipped
 from pipeline.redact import redact
 from pipeline.store import generations
 from pipeline.store.db import advisory_lock, connect, source_lock, store_url
 from pipeline.store.generations import Generation
 from pipeline.store.schema import ensure_schema, open_built
-
-Progress = Callable[[str, int, int], None]  # (stage, done, total)
 
 
 @dataclass(frozen=True)

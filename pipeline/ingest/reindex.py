@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -41,6 +40,7 @@ from pipeline.embed_remote import RemoteEmbedder
 from pipeline.errors import EmbedError, StoreError
 from pipeline.ingest.chunks import text_hash
 from pipeline.ingest.context import fingerprint_of
+from pipeline.progress import Progress
 from pipeline.store import generations
 from pipeline.store.db import advisory_lock, connect
 from pipeline.store.generations import Generation
@@ -52,7 +52,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 BLOCK = 512  # distinct texts per encode call / commit
 _PAGE = 8192  # chunks read per pass over the pending ones
-Progress = Callable[[str, int, int], None]  # (stage, done, total)
 
 
 @dataclass
