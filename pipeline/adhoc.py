@@ -13,17 +13,14 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
 import yaml
 
-from pipeline.config import DirectorySourceConfig, Settings, adhoc_file, read_adhoc
+from pipeline.config import DirectorySourceConfig, Settings, adhoc_file, read_adhoc, safe_source_name
 from pipeline.errors import ConfigError
-
-_UNSAFE = re.compile(r"[\x00-\x1f\x7f]|\.\.\.")  # what a Dagster partition key cannot hold
 
 
 def register(settings: Settings, paths: Sequence[str | Path]) -> list[str]:
@@ -67,7 +64,7 @@ def _configured(settings: Settings, real: Path) -> str | None:
 
 
 def _name_for(real: Path, taken: set[str]) -> str:
-    base = _UNSAFE.sub("-", real.name).strip() or "root"
+    base = safe_source_name(real.name)
     if base not in taken:
         return base
     return f"{base}-{hashlib.sha256(real.as_posix().encode()).hexdigest()[:8]}"

@@ -82,11 +82,4 @@ def for_new_store(cfg: EmbeddingConfig, given: Embedder | None = None) -> TextEm
     if it loads, else the first of model + fallbacks that loads."""
     if remote(cfg, "ingest"):
         return connect(cfg)
-    if given is not None:
-        try:
-            return given.load()
-        except Exception as e:  # noqa: BLE001 (any load failure: the fallbacks are for exactly this)
-            if not [n for n in candidates(cfg) if n != given.name]:
-                raise
-            log.warning("embedding model %r failed to load, trying the fallbacks: %s", given.name, e)
-    return load_embedder(cfg, skip=[given.name] if given is not None else [])
+    return load_embedder(cfg, first=given)

@@ -15,7 +15,6 @@ atomically, under `<cache>/<model>-<digest>/`.
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import os
 import tempfile
@@ -50,7 +49,7 @@ class OnnxModel:
     model_id: str
     path: Path  # the model's local files: config.json, weights
     cache_dir: Path  # exports of every model, one folder each
-    pooling: str  # "mean" or "cls" (see pooling_mode)
+    pooling: str  # "mean" or "cls" (pipeline.embed.files.ModelFiles.pooling)
     inputs: Inputs  # how texts become a batch, to check an export on probes
     reference: Vectors  # the baseline an export must match on those probes
 
@@ -198,16 +197,3 @@ class OnnxRunner:
             mask = batch["attention_mask"][..., None].astype(hidden.dtype)
             vecs = (hidden * mask).sum(axis=1) / np.maximum(mask.sum(axis=1), 1e-9)
         return (vecs / np.linalg.norm(vecs, axis=1, keepdims=True)).astype(np.float32)
-
-
-def pooling_mode(model_path: Path | None) -> str:
-    """The pooling the sentence-transformers config declares (mean when unknown)."""
-    f = model_path / "1_Pooling" / "config.json" if model_path else None
-    if not f or not f.exists():
-        return "mean"
-    cfg = json.loads(f.read_text())
-    if isinstance(cfg.get("pooling_mode"), str):  # sentence-transformers 6 writes the mode by name
-        return {"mean": "mean", "cls": "cls"}.get(cfg["pooling_mode"], "unsupported")
-    on = [k for k, v in cfg.items() if k.startswith("pooling_mode_") and v is True]
-    names = {"pooling_mode_mean_tokens": "mean", "pooling_mode_cls_token": "cls"}
-    return names.get(on[0], "unsupported") if len(on) == 1 else "unsupported"

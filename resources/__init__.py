@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from dagster import ConfigurableResource
+from dagster import ConfigurableResource, InitResourceContext
+from pydantic import PrivateAttr
 
 from pipeline.config import EmbeddingConfig, Settings, load_settings
 from pipeline.embed import Embedder
@@ -14,12 +15,19 @@ from pipeline.store.db import store_url
 
 
 class SourcesResource(ConfigurableResource):
-    """sources.yml: the sources, model and chunking settings."""
+    """sources.yml: the sources, model and chunking settings, read once per run (or sensor tick):
+    every asset, check and sensor of one run sees the same settings, and an edit shows in the next."""
 
     config_path: str = "sources.yml"
+    _settings: Settings | None = PrivateAttr(default=None)
+
+    def setup_for_execution(self, context: InitResourceContext) -> None:
+        self._settings = None  # Dagster sets up a fresh copy for each run: read the file again
 
     def settings(self) -> Settings:
-        return load_settings(self.config_path)
+        if self._settings is None:
+            self._settings = load_settings(self.config_path)
+        return self._settings
 
 
 class PostgresResource(ConfigurableResource):

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from docforge.cli import main
-from pipeline.config import _sections
+from pipeline.config import sections
 
 ROOT = Path(__file__).resolve().parents[1]
 COMPOSE = yaml.safe_load((ROOT / "deploy" / "compose.yaml").read_text())
@@ -22,7 +22,7 @@ DAGSTER_NAMES = {"DAGSTER_HOME", "DAGSTER_PG_URL"}
 
 def known_names() -> set[str]:
     names = {"DATABASE_URL", "DOCFORGE_CONFIG", "DOCFORGE_HOME", *DAGSTER_NAMES}
-    for cls in _sections().values():
+    for cls in sections().values():
         for key in cls.model_fields:
             names.update(cls.env_names(key))
     return names

@@ -14,9 +14,11 @@ from pipeline.config import (
     ConfluenceCredentials,
     OrchestrationConfig,
     Settings,
+    check_source_name,
     env_section,
     env_settings,
     load_settings,
+    safe_source_name,
 )
 from pipeline.errors import ConfigError, GitSourceError
 
@@ -48,12 +50,30 @@ def test_defaults(write_config):
         ({"name": "hb", "type": "git"}, "source 'hb' (sources[0]), key 'repo': Field required"),
         ({"name": "c", "type": "confluence", "base_url": 3}, "source 'c' (sources[0]), key 'base_url'"),
         ({"name": "x", "type": "svn", "repo": "."}, "source 'x' (sources[0])"),
+        # every source type's tag is left out of the key, not only git's and confluence's
+        ({"name": "d", "type": "directory"}, "source 'd' (sources[0]), key 'path': Field required"),
+        ({"name": "d", "type": "directory", "path": "."}, None),
+        (
+            {"name": "d", "type": "directory", "path": ".", "gitignore": "maybe"},
+            "source 'd' (sources[0]), key 'gitignore'",
+        ),
     ],
 )
 def test_bad_source_is_named(write_config, entry, expected):
+    if expected is None:  # the control: the same source, valid
+        assert load_settings(write_config([entry])).source(entry["name"])
+        return
     with pytest.raises(ConfigError) as e:
         load_settings(write_config([entry]))
-    assert expected in str(e.value)
+    assert expected in str(e.value) and f"'{entry['type']}." not in str(e.value)
+
+
+def test_a_name_made_from_a_path_is_one_the_name_rules_accept():
+    """`docforge ingest PATH` names a source after the path; the one rule of a source's name accepts it."""
+    for raw in ("a...b", "tab\there", "esc\x1bname", " padded ", "...", "\x7f"):
+        assert check_source_name(safe_source_name(raw)) == safe_source_name(raw)
+    with pytest.raises(ValueError, match="Dagster partition key"):
+        check_source_name("esc\x1bname")
 
 
 def test_unknown_top_level_key(write_config):

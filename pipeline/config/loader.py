@@ -1,0 +1,177 @@
+"""Loading the tree: sources.yml (and the ad-hoc sources of `docforge ingest PATH`) plus the
+environment, into `Settings`; a section alone from the environment; problems as a ConfigError that
+names the key and where its value came from (never a secret's value)."""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+from pydantic import SecretStr, TypeAdapter, ValidationError
+
+from pipeline.config.base import Section, first_set, generic_name
+from pipeline.config.settings import Settings, secrets, sections
+from pipeline.config.sources import SOURCE_TYPES, SourceConfig
+from pipeline.errors import ConfigError
+
+log = logging.getLogger(__name__)
+DEFAULT_CONFIG = "sources.yml"
+
+# Keys the file may not hold, and why.
+_ORCHESTRATION_NAMES = "DOCFORGE_EXECUTOR, DOCFORGE_EMBED_POOL, DOCFORGE_EMBED_GPUS or DOCFORGE_EMBED_NODE_SELECTOR"
+_ENV_ONLY = {
+    "orchestration": f"Dagster reads it as it loads its definitions: set {_ORCHESTRATION_NAMES} in the environment",
+    "confluence": "credentials come from the environment: set CONFLUENCE_EMAIL and CONFLUENCE_API_TOKEN "
+    "(or CONFLUENCE_BEARER_TOKEN)",
+    "config_path": "it is where this file was read from",
+}
+
+
+def config_file() -> Path:
+    """Where sources.yml is: $DOCFORGE_CONFIG, else ./sources.yml."""
+    return Path(os.environ.get("DOCFORGE_CONFIG") or DEFAULT_CONFIG)
+
+
+def load_settings(path: str | Path | None = None) -> Settings:
+    """Read and validate sources.yml, then the environment; raise ConfigError naming the key and source."""
+    path = Path(path or config_file()).resolve()
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: file not found (pass --config or set DOCFORGE_CONFIG)") from None
+    except IsADirectoryError:
+        raise ConfigError(f"{path}: is a directory, not a sources.yml file") from None
+    except (yaml.YAMLError, UnicodeDecodeError) as e:
+        raise ConfigError(f"{path}: not valid YAML: {e}") from None
+    if data is None:
+        log.warning("%s is empty: no sources configured", path)
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a mapping with a 'sources' list, got {type(data).__name__}")
+    _refuse_file_only_problems(path, data)
+    return _with_adhoc(_build(data, path))
+
+
+def source_secret(env_name: str) -> SecretStr | None:
+    """A source's secret from the environment variable its config names (e.g. `credentials_env`)."""
+    value = os.environ.get(env_name)
+    return SecretStr(value) if value else None
+
+
+# `docforge ingest PATH…` records the sources it makes here (pipeline.adhoc writes it), under the
+# store's home, so the Dagster run, the sensors and later commands see them without sources.yml edits.
+ADHOC_FILE = "adhoc-sources.yml"
+
+
+def adhoc_file(home: Path) -> Path:
+    return Path(home) / ADHOC_FILE
+
+
+def read_adhoc(home: Path) -> list[SourceConfig]:
+    """The ad-hoc sources recorded under `home` ([] when none); ConfigError naming the file if it is damaged."""
+    f = adhoc_file(home)
+    try:
+        data = yaml.safe_load(f.read_text(encoding="utf-8")) or {}
+    except FileNotFoundError:
+        return []
+    except (OSError, yaml.YAMLError, UnicodeDecodeError) as e:
+        raise ConfigError(f"{f}: cannot read the ad-hoc sources of `docforge ingest PATH`: {e}") from None
+    entries = data.get("sources") if isinstance(data, dict) else None
+    if not isinstance(entries, list):
+        raise ConfigError(f"{f}: expected a mapping with a 'sources' list")
+    try:
+        return [TypeAdapter(SourceConfig).validate_python(e) for e in entries]
+    except ValidationError as e:
+        raise ConfigError(f"{f}: an ad-hoc source is invalid: {e}") from None
+
+
+def _with_adhoc(settings: Settings) -> Settings:
+    """The settings with the ad-hoc sources added; a name sources.yml also uses is the file's."""
+    if settings.config_path is not None and settings.config_path == adhoc_file(settings.home).resolve():
+        return settings  # the ad-hoc file itself is the config (no sources.yml)
+    names = {s.name for s in settings.sources}
+    extra = [s for s in read_adhoc(settings.home) if s.name not in names]
+    return settings.model_copy(update={"sources": [*settings.sources, *extra]}) if extra else settings
+
+
+def env_settings() -> Settings:
+    """The tree from the environment and defaults alone: for what runs without sources.yml."""
+    return _build({}, None)
+
+
+S = TypeVar("S", bound=Section)
+
+
+def env_section(cls: type[S]) -> S:
+    """One section from the environment and defaults alone, as the tree would read it; a problem
+    elsewhere in the tree does not stop it (the Dagster code location loads with a typo elsewhere)."""
+    (name,) = [n for n, c in sections().items() if c is cls]
+    values: dict[str, Any] = {}
+    for key in cls.model_fields:
+        if found := first_set((generic_name(name, key), *cls.env_names(key))):
+            values[key] = found[1]
+    try:
+        return cls.model_validate(values)
+    except ValidationError as e:
+        raise ConfigError(_describe(None, {}, e, (name,))) from None
+
+
+def _build(data: dict, path: Path | None) -> Settings:
+    try:
+        return Settings(**data, config_path=path)
+    except ValidationError as e:
+        raise ConfigError(_describe(path, data, e)) from None
+
+
+def _refuse_file_only_problems(path: Path, data: dict) -> None:
+    """Secrets and environment-only sections never come from the file."""
+    for (*parents, key), names in secrets().items():
+        node: Any = data
+        for p in parents:
+            node = node.get(p) if isinstance(node, dict) else None
+        keys = {key, *names} if not parents else {key}
+        if isinstance(node, dict) and keys & node.keys():
+            where = ".".join([*parents, key])
+            raise ConfigError(
+                f"{path}: {where} is a secret and is never read from this file: remove it and set "
+                f"{names[0]} in the environment"
+            )
+    for key, why in _ENV_ONLY.items():
+        if key in data:
+            raise ConfigError(f"{path}: {key!r} cannot be set in this file: {why}")
+
+
+def _env_hint(loc: list) -> str:
+    """` (from NAME='value')` when the environment gave the value at `loc` (never a secret's value)."""
+    names: tuple[str, ...] = (generic_name(*loc),)  # read first (pydantic-settings), so named first
+    if len(loc) >= 2 and (cls := sections().get(str(loc[0]))) and str(loc[1]) in cls.model_fields:
+        names += cls.env_names(str(loc[1]))
+    if not (found := first_set(names)):
+        return ""
+    name, value = found
+    secret = tuple(str(p) for p in loc[:2]) in secrets() or tuple(str(p) for p in loc[:1]) in secrets()
+    return f" (from {name})" if secret else f" (from {name}={value!r})"
+
+
+def _describe(path: Path | None, data: dict, err: ValidationError, parent: tuple[str, ...] = ()) -> str:
+    lines = [f"{path or 'environment'}: {err.error_count()} problem(s)"]
+    for e in err.errors():
+        loc = [*parent, *e["loc"]]
+        where = ".".join(str(p) for p in loc)
+        if loc[:1] == ["sources"] and len(loc) > 1 and isinstance(loc[1], int):
+            listed = data.get("sources")
+            srcs = listed if isinstance(listed, list) else []
+            src = srcs[loc[1]] if loc[1] < len(srcs) else {}
+            name = src.get("name", "?") if isinstance(src, dict) else "?"
+            key = [str(p) for p in loc[2:]]
+            if key[:1] and key[0] in SOURCE_TYPES:  # pydantic names the source's type first: not a key
+                key = key[1:]
+            where = f"source {name!r} (sources[{loc[1]}])" + (f", key {'.'.join(key)!r}" if key else "")
+        else:
+            where += _env_hint(loc)
+        msg = "unknown key" if e["type"] == "extra_forbidden" else e["msg"]
+        lines.append(f"  {where}: {msg}")
+    return "\n".join(lines)

@@ -1,0 +1,278 @@
+"""The settings sections: what each part of docforge is configured with, and its environment names.
+
+Each section is a frozen model; one that is a `Section` is also read from its documented environment
+names (pipeline.config.base). The tree that holds them is `pipeline.config.settings.Settings`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+from pydantic import Field, SecretStr, field_validator
+
+from pipeline.config.base import Section, Strict
+
+DEFAULT_MODEL = "all-MiniLM-L6-v2"
+DEFAULT_CHUNK_TOKENS = 512  # chunking.max_tokens: the cap, below a large model's window
+MAX_DIMENSIONS = 4000  # pgvector's HNSW index takes halfvec up to 4,000 dimensions (vector: 2,000)
+
+
+def _user_model_cache() -> Path:
+    # The XDG base-directory convention for a user's caches.
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "docforge" / "models"
+
+
+# --- ingest -----------------------------------------------------------------------------------------
+
+
+class EmbeddingConfig(Section):
+    """Which model embeds: `model`, else the first of `fallbacks` that loads (tried in order, each
+    failure logged with its reason). With `url` set (EMBEDDER_URL), an embedder service embeds instead
+    (pipeline.embed_remote): always for search, for ingest too with `remote_ingest`."""
+
+    env_aliases: ClassVar[dict[str, tuple[str, ...]]] = {
+        "cache_dir": ("DOCFORGE_MODEL_CACHE",),
+        "url": ("EMBEDDER_URL",),
+        "token": ("EMBEDDER_TOKEN",),
+        "remote_ingest": ("EMBEDDER_INGEST",),
+    }
+
+    model: str = DEFAULT_MODEL
+    fallbacks: list[str] = Field(default_factory=lambda: [DEFAULT_MODEL])
+    # Matryoshka truncation (sentence-transformers `truncate_dim`): the first N dimensions, renormalised;
+    # None: the model's own width. Above 2,000 the store keeps half-precision vectors (pgvector's HNSW limit).
+    dimensions: int | None = Field(default=None, ge=1, le=MAX_DIMENSIONS)
+    device: Literal["auto", "cpu", "cuda", "mps"] = "auto"
+    batch_size: int | None = Field(default=None, ge=1)  # None: chosen for the device
+    backend: Literal["torch", "onnx", "onnx-int8"] = "torch"
+    # Search queries are one short text each, where torch's per-call overhead dominates
+    # (MiniLM on CPU: 10.6 ms torch vs 3.6 ms ONNX fp32, same weights). auto: `backend`,
+    # except torch on a CPU becomes onnx when onnxruntime is installed.
+    query_backend: Literal["auto", "torch", "onnx", "onnx-int8"] = "auto"
+    # Exported ONNX models depend on the model files only: one cache per user, shared by stores.
+    cache_dir: Path = Field(default_factory=_user_model_cache)
+    # The embedder service (`docforge serve --embedder`): comma-separated URLs, one per model served;
+    # the client uses the one whose model the store's live generation was built with.
+    url: str | None = None
+    token: SecretStr | None = None  # EMBEDDER_TOKEN: the service's bearer token, both sides
+    remote_ingest: bool = False  # ingest (and reindex) embed through `url` too, not in process
+    timeout_s: float = Field(default=30.0, gt=0)  # one request to the service
+    max_retries: int = Field(default=2, ge=0, le=10)  # on connection errors, 429 and 5xx
+
+    @field_validator("url")
+    @classmethod
+    def _urls(cls, v: str | None) -> str | None:
+        for u in (v or "").split(","):
+            if u.strip() and not u.strip().startswith(("http://", "https://")):
+                raise ValueError(f"{u.strip()!r} is not an http(s) URL")
+        return v
+
+    @property
+    def urls(self) -> list[str]:
+        return [u.strip().rstrip("/") for u in (self.url or "").split(",") if u.strip()]
+
+
+class ChunkingConfig(Strict):
+    """Chunk budget in model tokens, never more than the model's window; None means the whole window
+    (a large model's is 8k-32k tokens: chunks that long retrieve poorly and cost quadratic attention)."""
+
+    max_tokens: int | None = Field(default=DEFAULT_CHUNK_TOKENS, ge=16)
+    overlap_tokens: int = Field(default=0, ge=0)
+
+
+class ScheduleConfig(Strict):
+    cron: str = "0 2 * * *"
+    timezone: str = "UTC"
+
+
+# --- query ------------------------------------------------------------------------------------------
+
+
+class SearchConfig(Section):
+    """Retrieval knobs; `DOCFORGE_SEARCH_<KEY>` overrides each."""
+
+    env_prefix: ClassVar[str] = "DOCFORGE_SEARCH_"
+
+    fetch_k: int = Field(default=50, ge=1, le=1000)  # candidates per ranking before fusion
+    fusion: Literal["convex", "rrf"] = "convex"  # hybrid: scores relative to each leg's best, or ranks (RRF)
+    rrf_k: int = Field(default=60, ge=1)
+    dense_weight: float = Field(default=1.0, ge=0)  # fusion weights (convex: as shares of their sum)
+    keyword_weight: float = Field(default=1.0, ge=0)
+    per_doc: int = Field(default=2, ge=0)  # chunks of one document per result list; 0: no limit
+    repeat_discount: float = Field(default=0.5, ge=0, le=1)  # hybrid: × on each further chunk of a document
+    tag_boost: float = Field(default=0.1, ge=0, le=1)  # hybrid: × (1 + boost) when a source tag matches
+    bm25_k1: float = Field(default=1.2, ge=0)
+    bm25_b: float = Field(default=0.75, ge=0, le=1)
+    bm25_heading_weight: float = Field(default=1.0, ge=0)  # BM25F: a heading-path term counts this many times
+    bm25_prune_idf: float = Field(default=2.0, ge=0)  # see pipeline.query.search; 0 disables pruning
+    bm25_prune_df: int = Field(default=1000, ge=0)
+    bm25_per_term: int = Field(default=300, ge=1)  # postings read per query term (best first)
+    bm25_pool: int = Field(default=100, ge=1)  # candidates scored exactly (at least k)
+    rerank_candidates: int = Field(default=50, ge=1, le=1000)
+    # HNSW candidate list (at least k): recall@10 vs exact at 100k chunks, see docs/performance.md
+    ef_search: int = Field(default=100, ge=1, le=1000)
+    # Long-lived servers (API, MCP): concurrent searches run on pooled connections, each search waits at
+    # most pool_timeout_s for one (then "store unavailable", HTTP 503), and each statement runs at most
+    # statement_timeout_ms (then a clear error, HTTP 503; 0: no limit). See pipeline.store.pool.
+    pool_size: int = Field(default=8, ge=1, le=100)
+    pool_timeout_s: float = Field(default=5.0, gt=0)
+    statement_timeout_ms: int = Field(default=10_000, ge=0)
+    # The filter complexity budget (pipeline.query.filters): values in all lists and conditions together,
+    # nesting depth of $and/$or, and conditions plus $and/$or branches. Over it: a QueryError (HTTP 400).
+    filter_max_values: int = Field(default=1000, ge=1)
+    filter_max_depth: int = Field(default=8, ge=1)
+    filter_max_terms: int = Field(default=64, ge=1)
+    # The knobs above that bound a search's cost, never its results (the answer cache's key leaves them out).
+    limits: ClassVar[frozenset[str]] = frozenset(
+        {
+            "pool_size",
+            "pool_timeout_s",
+            "statement_timeout_ms",
+            "filter_max_values",
+            "filter_max_depth",
+            "filter_max_terms",
+        }
+    )
+
+
+class ApiConfig(Section):
+    """The HTTP API's request limits, checked before a body is read (docforge.servers.api)."""
+
+    env_prefix: ClassVar[str] = "DOCFORGE_API_"
+
+    max_body_bytes: int = Field(default=2**20, ge=1)  # larger: 413 (by Content-Length, or counted as it streams)
+    max_header_bytes: int = Field(default=16 * 2**10, ge=1024)  # request line + headers; larger: 431
+    # The Dagster UI the page's Sources tab links each source's partition to (docs/web.md).
+    dagster_url: str = "http://127.0.0.1:3000"
+
+
+class RerankConfig(Section):
+    """The optional reranker: on only when enabled and a model or URL is set (pipeline.query.rerank)."""
+
+    env_prefix: ClassVar[str] = "RERANKER_"
+    env_aliases: ClassVar[dict[str, tuple[str, ...]]] = {"enabled": ("RERANK_ENABLED",)}
+
+    enabled: bool = False
+    model: str | None = None  # a local sentence-transformers CrossEncoder directory
+    url: str | None = None  # a rerank service: POST {url}/rerank
+    api_key: SecretStr | None = None  # sent to `url` as a bearer token
+    timeout_s: float = Field(default=10.0, gt=0)
+
+
+# --- surfaces ---------------------------------------------------------------------------------------
+
+
+class ServiceConfig(Section):
+    """The model sidecars, `docforge serve --embedder` and `--reranker`: what one request may ask
+    (docforge.servers.embedder, docforge.servers.reranker). Over a limit: 413 (body) or 422 (items)."""
+
+    env_prefix: ClassVar[str] = "DOCFORGE_SERVICE_"
+
+    max_body_bytes: int = Field(default=8 * 2**20, ge=1024)
+    max_items: int = Field(default=512, ge=1, le=100_000)  # texts per /embed, documents per /rerank
+    max_item_chars: int = Field(default=100_000, ge=1)  # one text or document
+    # Concurrent requests are merged into one forward pass: the batcher waits this long for company,
+    # and passes at most max_batch texts at once (None: the model's batch size).
+    batch_wait_ms: float = Field(default=2.0, ge=0, le=1000)
+    max_batch: int | None = Field(default=None, ge=1)
+
+
+class AuthConfig(Section):
+    """Who may call the HTTP API (docforge.servers.auth), and the token `serve --remote-api` sends."""
+
+    env_prefix: ClassVar[str] = "DOCFORGE_"
+    env_aliases: ClassVar[dict[str, tuple[str, ...]]] = {"remote_api_token": ("DOCFORGE_API_TOKEN",)}
+
+    api_tokens: SecretStr | None = None  # comma-separated opaque tokens
+    jwt_jwks_url: str | None = None
+    jwt_audience: str | None = None
+    jwt_issuer: str | None = None
+    jwt_algorithms: str = "RS256"
+    jwt_leeway_s: int = Field(default=30, ge=0)
+    remote_api_token: SecretStr | None = None
+
+
+class LLMConfig(Section):
+    """An OpenAI-compatible chat server for `docforge ask`; none (no base_url) means extractive answers."""
+
+    env_prefix: ClassVar[str] = "DOCFORGE_LLM_"
+    env_aliases: ClassVar[dict[str, tuple[str, ...]]] = {"api_key": ("DOCFORGE_LLM_API_KEY", "OPENAI_API_KEY")}
+
+    base_url: str | None = None  # e.g. http://localhost:11434/v1 (Ollama), https://api.openai.com/v1
+    model: str | None = None
+    temperature: float = Field(default=0.0, ge=0, le=2)
+    max_tokens: int = Field(default=800, ge=1)
+    timeout_s: float = Field(default=60.0, gt=0)
+    max_retries: int = Field(default=4, ge=0, le=10)  # on 429 / 5xx / connection errors
+    max_backoff_s: float = Field(default=8.0, gt=0)  # cap of one wait (Retry-After included)
+    api_key: SecretStr | None = None
+
+
+class AnswersConfig(Section):
+    """The answer layer (pipeline.answers): loop, evidence and cache."""
+
+    env_prefix: ClassVar[str] = "DOCFORGE_ANSWERS_"
+
+    cache: bool = True
+    cache_mode: Literal["strict", "equivalence"] = "strict"  # how questions are compared (docs/answers.md)
+    max_iterations: int = Field(default=3, ge=1, le=10)
+    evidence_k: int = Field(default=6, ge=1, le=50)  # chunks retrieved per iteration
+    max_evidence: int = Field(default=12, ge=1, le=100)  # evidence blocks shown to the model at most
+    per_doc: int = Field(default=3, ge=1, le=20)  # chunks of one document per search: context beyond search's 2
+    extractive_sentences: int = Field(default=4, ge=1, le=10)
+
+
+# --- sources' credentials ---------------------------------------------------------------------------
+
+
+class ConfluenceCredentials(Section):
+    """Confluence Cloud auth: email + API token (basic), else a bearer token / PAT."""
+
+    env_prefix: ClassVar[str] = "CONFLUENCE_"
+    env_aliases: ClassVar[dict[str, tuple[str, ...]]] = {"bearer_token": ("CONFLUENCE_BEARER_TOKEN", "CONFLUENCE_PAT")}
+
+    email: str | None = None
+    api_token: SecretStr | None = None
+    bearer_token: SecretStr | None = None
+
+
+# --- the Dagster shell ------------------------------------------------------------------------------
+
+Executor = Literal["multiprocess", "in_process", "k8s"]
+
+
+class OrchestrationConfig(Section):
+    """How Dagster runs the ingest; read when the code location loads, so from the environment only."""
+
+    env_prefix: ClassVar[str] = "DOCFORGE_"
+
+    # multiprocess: Dagster's default, a process per step; in_process: every step in the run's
+    # process (a small machine); k8s: a pod per step (dagster-k8s), so embedding can get a GPU.
+    executor: Executor = "multiprocess"
+    embed_pool: str = Field(default="gpu", min_length=1)  # the embedding step's concurrency pool
+    embed_gpus: int = Field(default=0, ge=0)  # >0 (k8s): the embedding step's pod asks for this many GPUs
+    embed_node_selector: dict[str, str] | None = None  # JSON in the environment: pins a GPU node type
+
+    @field_validator("executor", mode="before")
+    @classmethod
+    def _executor_name(cls, v: Any) -> Any:
+        if isinstance(v, str):
+            v = v.strip().lower()
+            return "multiprocess" if v in ("", "default") else v
+        return v
+
+    @field_validator("embed_node_selector", mode="before")
+    @classmethod
+    def _json_object(cls, v: Any) -> Any:
+        if isinstance(v, str):
+            try:
+                v = json.loads(v)
+            except json.JSONDecodeError as e:
+                raise ValueError(
+                    f"not JSON ({e.msg}): expected an object such as "
+                    '{"cloud.google.com/gke-accelerator": "nvidia-l4"}'
+                ) from None
+        return v

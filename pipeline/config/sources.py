@@ -1,0 +1,195 @@
+"""The sources to index: one schema per source type (`type: git | directory | confluence`), and the
+rules of a source's name."""
+
+from __future__ import annotations
+
+import re
+from pathlib import PurePosixPath
+from typing import Annotated, Any, Literal, get_args
+
+from pydantic import Field, field_validator, model_validator
+
+from pipeline.config.base import Strict
+
+DEFAULT_GLOBS = ["README.md", "CLAUDE.md", "docs/**/*.md"]
+MAX_FILE_BYTES = 20 * 2**20  # a source file larger than this is not read (a docs page is kilobytes)
+# A source's name is its Dagster partition key, which cannot hold "..." nor (most) control characters;
+# every control character is refused (they garble a terminal too).
+_UNSAFE_IN_NAME = re.compile(r"[\x00-\x1f\x7f]|\.\.\.")
+
+
+def check_source_name(name: str) -> str:
+    """`name` when it can name a source; else a ValueError saying why."""
+    if not name.strip():
+        raise ValueError("a source needs a non-empty name (it names the source's documents and its Dagster partition)")
+    if name != name.strip():
+        raise ValueError(f"source name {name!r} starts or ends with whitespace")
+    if bad := _UNSAFE_IN_NAME.search(name):
+        raise ValueError(f"source name {name!r} contains {bad.group()!r}, which a Dagster partition key cannot hold")
+    return name
+
+
+def safe_source_name(text: str) -> str:
+    """`text` made into a valid source name: what a name cannot hold becomes "-" ("root" when nothing is left)."""
+    return _UNSAFE_IN_NAME.sub("-", text).strip() or "root"
+
+
+class _SourceBase(Strict):
+    name: str
+    tags: list[str] = Field(default_factory=list)
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        return check_source_name(v)
+
+
+class GitSourceConfig(_SourceBase):
+    """A git repository: a local path (relative to sources.yml) or a URL."""
+
+    type: Literal["git"]
+    repo: str
+    branch: str | None = None  # None: the checked-out working tree (a URL: the remote's default branch)
+    globs: list[str] = Field(default_factory=lambda: list(DEFAULT_GLOBS))
+    max_file_bytes: int = Field(default=MAX_FILE_BYTES, ge=1)  # larger files are listed as failures, never read
+    # A URL's credentials: the NAME of an environment variable holding "token" or "user:token"
+    # (pipeline.sources.remote); the value itself never enters the config, a URL, a log or the store.
+    credentials_env: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+    @field_validator("repo")
+    @classmethod
+    def _repo_given(cls, v: str) -> str:
+        if not v.strip():
+            raise ValueError("repo is empty: give a path (relative to sources.yml) or a URL")
+        if "://" in v:
+            from urllib.parse import urlsplit
+
+            if urlsplit(v).password is not None:
+                raise ValueError(
+                    "the repo URL holds a password: remove it, put it in an environment variable "
+                    "and name that variable in `credentials_env`"
+                )
+        return v
+
+    @field_validator("globs")
+    @classmethod
+    def _globs_inside(cls, v: list[str]) -> list[str]:
+        # Globs match paths inside the repository, from its root: a '..' part would match nothing.
+        for g in v:
+            if ".." in PurePosixPath(g.lstrip("!").lstrip("/")).parts:
+                raise ValueError(
+                    f"glob {g!r} points outside the repository (a '..' part): globs match paths "
+                    "inside it, from its root (`docs/**/*.md`); index another repository as another "
+                    "source"
+                )
+        return v
+
+
+# Directories a directory source never enters (fnmatch patterns on the name); `ignore_dirs` replaces
+# the list. A directory holding `pyvenv.cfg` (any virtualenv, whatever its name) is skipped too.
+DEFAULT_IGNORED_DIRS = [
+    ".git",
+    ".hg",
+    ".svn",
+    ".bzr",
+    "node_modules",
+    "bower_components",
+    "__pycache__",
+    ".venv",
+    "venv",
+    ".tox",
+    ".nox",
+    ".mypy_cache",
+    ".pytest_cache",
+    ".ruff_cache",
+    ".hypothesis",
+    ".cache",
+    ".eggs",
+    "*.egg-info",
+    "build",
+    "dist",
+    "target",
+    "out",
+    "_build",
+    ".next",
+    ".nuxt",
+    ".svelte-kit",
+    ".gradle",
+    ".terraform",
+    ".idea",
+    "coverage",
+    "htmlcov",
+    "site-packages",
+    ".docforge",
+]
+
+
+class DirectorySourceConfig(_SourceBase):
+    """A plain directory tree, no git needed (pipeline.sources.directory)."""
+
+    type: Literal["directory"]
+    path: str  # relative to sources.yml
+    globs: list[str] = Field(default_factory=lambda: ["**"])  # gitignore-style, anchored at `path`
+    extensions: list[str] | None = None  # e.g. [".md", ".py"]; None: every format docforge reads
+    ignore: list[str] = Field(default_factory=list)  # more gitignore-style patterns to skip
+    ignore_dirs: list[str] = Field(default_factory=lambda: list(DEFAULT_IGNORED_DIRS))
+    gitignore: bool = True  # honour the root .gitignore
+    max_file_bytes: int = Field(default=MAX_FILE_BYTES, ge=1)
+
+    @field_validator("path")
+    @classmethod
+    def _path_given(cls, v: str) -> str:
+        if not v.strip():
+            raise ValueError("path is empty: give a directory (relative to sources.yml)")
+        return v
+
+    @field_validator("globs")
+    @classmethod
+    def _globs_inside(cls, v: list[str]) -> list[str]:
+        return GitSourceConfig._globs_inside(v)
+
+    @field_validator("extensions")
+    @classmethod
+    def _dotted(cls, v: list[str] | None) -> list[str] | None:
+        return None if v is None else ["." + e.lower().lstrip(".") for e in v if e.strip(". ")]
+
+
+class ConfluenceSourceConfig(_SourceBase):
+    """A Confluence Cloud site: a whole space and/or explicit pages."""
+
+    type: Literal["confluence"]
+    base_url: str  # https://example.atlassian.net/wiki
+    space: str | None = None
+    page_ids: list[str] = Field(default_factory=list)
+    include_children: bool = False
+    labels_include: list[str] = Field(default_factory=list)
+    labels_exclude: list[str] = Field(default_factory=list)
+    page_size: int = Field(default=100, ge=1, le=250)
+    max_retry_after_s: float = Field(default=60.0, gt=0)
+    retry_budget_s: float = Field(default=300.0, gt=0)
+    max_attempts: int = Field(default=8, ge=1)
+    timeout_s: float = Field(default=30.0, gt=0)
+    # PDF and Word attachments of the pages in scope, as documents of their own (one more request per
+    # page and listing); larger ones are skipped, never downloaded.
+    attachments: bool = False
+    max_attachment_bytes: int = Field(default=MAX_FILE_BYTES, ge=1)
+
+    @field_validator("page_ids", mode="before")
+    @classmethod
+    def _ids_as_strings(cls, v: Any) -> Any:
+        return [str(i) for i in v] if isinstance(v, list) else v
+
+    @model_validator(mode="after")
+    def _has_scope(self) -> ConfluenceSourceConfig:
+        if not self.space and not self.page_ids:
+            raise ValueError("set 'space' (a space key) and/or 'page_ids'")
+        return self
+
+
+SourceConfig = Annotated[GitSourceConfig | DirectorySourceConfig | ConfluenceSourceConfig, Field(discriminator="type")]
+# Each type's tag (`type: git`): pydantic puts it in a validation error's location, between the list
+# index and the key.
+SOURCE_TYPES = frozenset(
+    get_args(c.model_fields["type"].annotation)[0]
+    for c in (GitSourceConfig, DirectorySourceConfig, ConfluenceSourceConfig)
+)
