@@ -384,6 +384,13 @@ class ApiConfig(_Section):
     max_header_bytes: int = Field(default=16 * 2**10, ge=1024)  # request line + headers; larger: 431
     # The Dagster UI the page's Sources tab links each source's partition to (docs/web.md).
     dagster_url: str = "http://127.0.0.1:3000"
+    # Admission control (docforge.servers.gate, docs/deploy.md "Sizing the API"): at most max_in_flight
+    # searches (and page reads) and max_asks_in_flight asks are worked on at once; others wait, at most
+    # max_wait_s and at most max_queued of them, then get 503 with Retry-After at once.
+    max_in_flight: int = Field(default=8, ge=1, le=1000)
+    max_asks_in_flight: int = Field(default=8, ge=1, le=1000)
+    max_queued: int = Field(default=256, ge=0, le=100_000)
+    max_wait_s: float = Field(default=1.0, ge=0, le=60)
 
 
 class RerankConfig(_Section):
