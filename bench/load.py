@@ -4,6 +4,7 @@
     python bench/load.py --seconds 10 --levels 8,128
     python bench/load.py --compare             # and again with admission control off (the old behaviour)
     python bench/load.py --json
+    python bench/load.py --work /tmp/load-store  # keep the store (and reuse it next time)
 
 Builds a small real store (this repository's docs, as bench/hosted.py does),
 starts `docforge serve --api` on 127.0.0.1 (model in process, the defaults of
@@ -170,24 +171,26 @@ def main() -> None:
     ap.add_argument("--levels", default="8,32,128", help="concurrent clients, comma-separated (first: baseline)")
     ap.add_argument("--routes", default="search,ask")
     ap.add_argument("--compare", action="store_true", help="also run with admission control off")
+    ap.add_argument("--work", help="keep the store in this folder and reuse it on the next run")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     levels = [int(x) for x in args.levels.split(",")]
     routes = args.routes.split(",")
     with tempfile.TemporaryDirectory(prefix="docforge-load-") as tmp:
-        work = Path(tmp)
+        work = Path(args.work or tmp)
         env = {**os.environ, "DOCFORGE_HOME": str(work / "home"), "DOCFORGE_API_TOKENS": API_TOKEN}
         env.pop("DATABASE_URL", None)
         os.environ.update(DOCFORGE_HOME=env["DOCFORGE_HOME"])
         os.environ.pop("DATABASE_URL", None)
-        config = build_store(work)
+        config = work / "sources.yml" if (work / "sources.yml").exists() else build_store(work)
         runs = {"admission control on": run(config, env, levels, args.seconds, routes)}
         if args.compare:
             off = {**env, "DOCFORGE_API_MAX_IN_FLIGHT": "1000", "DOCFORGE_API_MAX_ASKS_IN_FLIGHT": "1000"}
             runs["admission control off"] = run(config, off, levels, args.seconds, routes)
-        from pipeline.store.db import stop_embedded
+        if not args.work:
+            from pipeline.store.db import stop_embedded
 
-        stop_embedded(work / "home")
+            stop_embedded(work / "home")
     if args.json:
         print(json.dumps(runs, indent=2))
         return

@@ -375,6 +375,15 @@ class SearchConfig(_Section):
     )
 
 
+def _per_core(n: int) -> int:
+    """`n` per CPU this process may run on (at least 2, at most 64): a default that follows the machine."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cores = os.cpu_count() or 1
+    return max(2, min(64, n * cores))
+
+
 class ApiConfig(_Section):
     """The HTTP API's request limits, checked before a body is read (docforge.servers.api)."""
 
@@ -387,8 +396,8 @@ class ApiConfig(_Section):
     # Admission control (docforge.servers.gate, docs/deploy.md "Sizing the API"): at most max_in_flight
     # searches (and page reads) and max_asks_in_flight asks are worked on at once; others wait, at most
     # max_wait_s and at most max_queued of them, then get 503 with Retry-After at once.
-    max_in_flight: int = Field(default=8, ge=1, le=1000)
-    max_asks_in_flight: int = Field(default=8, ge=1, le=1000)
+    max_in_flight: int = Field(default_factory=lambda: _per_core(2), ge=1, le=1000)
+    max_asks_in_flight: int = Field(default_factory=lambda: _per_core(2), ge=1, le=1000)
     max_queued: int = Field(default=256, ge=0, le=100_000)
     max_wait_s: float = Field(default=1.0, ge=0, le=60)
 
