@@ -59,6 +59,12 @@ ROUTES = {
 }
 
 
+def question(i: int) -> str:
+    """The i-th question: one of QUESTIONS with a number, so no two requests share a query vector and
+    every one is embedded (the query LRU would answer a repeated one for free)."""
+    return f"{QUESTIONS[i % len(QUESTIONS)]} {i // len(QUESTIONS)}"
+
+
 def pct(xs: list[float], p: float) -> float:
     if not xs:
         return float("nan")
@@ -66,38 +72,75 @@ def pct(xs: list[float], p: float) -> float:
     return xs[min(len(xs) - 1, int(p / 100 * len(xs)))]
 
 
-async def level(url: str, route: str, clients: int, seconds: float) -> dict:
-    """`clients` closed-loop clients on `route` for `seconds`: the answered latencies and every status."""
-    import httpx
+class Connection:
+    """One keep-alive HTTP/1.1 connection, spoken over asyncio streams: a client this cheap leaves the
+    CPU to the server (httpx costs about as much per request as a search, on a small machine)."""
 
+    def __init__(self, port: int):
+        self.port = port
+        self.reader: asyncio.StreamReader | None = None
+        self.writer: asyncio.StreamWriter | None = None
+
+    async def post(self, path: str, body: dict) -> tuple[int, dict[str, str]]:
+        if self.writer is None or self.writer.is_closing():
+            self.reader, self.writer = await asyncio.open_connection("127.0.0.1", self.port)
+        data = json.dumps(body).encode()
+        head = (
+            f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{self.port}\r\nAuthorization: Bearer {API_TOKEN}\r\n"
+            f"Content-Type: application/json\r\nContent-Length: {len(data)}\r\n\r\n"
+        )
+        self.writer.write(head.encode() + data)
+        assert self.reader is not None
+        status_line = await self.reader.readline()
+        if not status_line:
+            self.writer = None
+            raise ConnectionError("the server closed the connection")
+        headers = {}
+        while (line := await self.reader.readline()) not in (b"\r\n", b""):
+            name, _, value = line.decode("latin-1").partition(":")
+            headers[name.strip().lower()] = value.strip()
+        await self.reader.readexactly(int(headers.get("content-length", "0")))
+        if headers.get("connection", "").lower() == "close":
+            self.writer.close()
+            self.writer = None
+        return int(status_line.split()[1]), headers
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+
+
+async def level(port: int, route: str, clients: int, seconds: float) -> dict:
+    """`clients` closed-loop clients on `route` for `seconds`: the answered latencies and every status."""
     latencies: list[float] = []
     statuses: Counter[str] = Counter()
     deadline = time.monotonic() + seconds
-    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
-    headers = {"Authorization": f"Bearer {API_TOKEN}"}
-    async with httpx.AsyncClient(base_url=url, headers=headers, limits=limits, timeout=60) as client:
 
-        async def worker(n: int) -> None:
-            i = n
+    async def worker(n: int) -> None:
+        conn, i = Connection(port), n + clients * 1000 * len(QUESTIONS)  # this worker's own questions
+        try:
             while time.monotonic() < deadline:
                 t0 = time.monotonic()
                 try:
-                    resp = await client.post(f"/{route}", json=ROUTES[route](QUESTIONS[i % len(QUESTIONS)]))
-                except httpx.HTTPError as e:
+                    status, headers = await conn.post(f"/{route}", ROUTES[route](question(i)))
+                except (OSError, asyncio.IncompleteReadError) as e:
                     statuses[type(e).__name__] += 1
+                    conn = Connection(port)
                     continue
-                i += 1
-                if resp.status_code == 200:
+                i += clients
+                if status == 200:
                     latencies.append(time.monotonic() - t0)
                     statuses["200"] += 1
-                elif resp.status_code == 503 and resp.headers.get("retry-after"):
+                elif status == 503 and headers.get("retry-after"):
                     statuses["503+Retry-After"] += 1
                 else:
-                    statuses[str(resp.status_code)] += 1
+                    statuses[str(status)] += 1
+        finally:
+            conn.close()
 
-        t0 = time.monotonic()
-        await asyncio.gather(*(worker(n) for n in range(clients)))
-        elapsed = time.monotonic() - t0
+    t0 = time.monotonic()
+    await asyncio.gather(*(worker(n) for n in range(clients)))
+    elapsed = time.monotonic() - t0
     return {
         "route": route,
         "clients": clients,
@@ -129,7 +172,7 @@ def run(config: Path, env: dict, levels: list[int], seconds: float, routes: list
                     httpx.post(f"{url}/{route}", json=ROUTES[route](q), headers=headers, timeout=120).raise_for_status()
             health = httpx.get(f"{url}/health", timeout=10).json()
             rss_before = status_kb(api.pid, "VmRSS")
-            results = [asyncio.run(level(url, r, c, seconds)) for r in routes for c in levels]
+            results = [asyncio.run(level(port, r, c, seconds)) for r in routes for c in levels]
             rss_after = status_kb(api.pid, "VmRSS")
         finally:
             api.terminate()

@@ -145,7 +145,11 @@ def server_config(app: FastAPI, host: str, port: int, limits: ApiConfig | None =
     unfinished header block (the gate refuses a complete one over the limit with 431)."""
     import uvicorn
 
+    from pipeline.redact import redact_logs
+
     limits = limits or ApiConfig()
-    return uvicorn.Config(
+    config = uvicorn.Config(
         app, host=host, port=port, http="h11", h11_max_incomplete_event_size=2 * limits.max_header_bytes, **kw
     )
+    redact_logs()  # on the handlers uvicorn just configured, too
+    return config
