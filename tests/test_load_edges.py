@@ -15,7 +15,11 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from query_corpus import ServerThread
 
+from pipeline.config import GitSourceConfig
+from pipeline.records import Document
 from pipeline.redact import MASK
+from pipeline.sources.git import GitSource
+from tests.conftest import git
 
 DOCFORGE = str(Path(sys.executable).parent / "docforge")
 TOKEN = "edge-suite-embedder-token-5f1c"
@@ -52,3 +56,96 @@ def test_httpcore_debug_log_never_shows_an_echoed_token(database_url, write_conf
     assert "httpcore" in err and "receive_response_headers" in err, err[-3000:]  # the debug log is there
     assert TOKEN not in err and f"Bearer {MASK}" in err
     assert res.returncode == 1 and "Traceback" not in err
+
+
+def test_tracked_symlinks_are_skipped_in_branch_mode(make_repo):
+    """A symlink committed to the branch is no document: its blob is only the target's path."""
+    repo = make_repo({"docs/a.md": "# A\n\nThe real page."})
+    (repo / "docs" / "link.md").symlink_to("a.md")
+    (repo / "docs" / "passwd.md").symlink_to("/etc/passwd")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "links")
+    src = GitSource(GitSourceConfig(name="hb", type="git", repo=str(repo), branch="main"), repo)
+    refs = src.list_refs()
+    assert [r.path for r in refs] == ["docs/a.md"]
+    assert [d.content for d in src.fetch(refs) if isinstance(d, Document)] == ["# A\n\nThe real page."]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "sources:\n" + "".join("  " * i + "- x:\n" for i in range(1, 2000)),  # block style
+        "sources: " + "[" * 2000 + "]" * 2000 + "\n",  # flow style
+        "sources: " + "{a: " * 2000 + "1" + "}" * 2000 + "\n",
+    ],
+    ids=["block", "flow-list", "flow-map"],
+)
+def test_a_config_nested_2000_deep_is_a_clear_error(tmp_path, text):
+    config = tmp_path / "sources.yml"
+    config.write_text(text)
+    res = run(["status", "-c", str(config)], timeout=120)
+    err = res.stderr.decode()
+    assert res.returncode == 1 and "Traceback" not in err and "RecursionError" not in err
+    assert "nested more than 64 levels deep" in err and str(config) in err
+
+
+def test_verify_answers_every_line_of_a_hostile_file(tmp_path):
+    """A lone surrogate, JSON nested 1,500 deep, NaN, bytes that are not UTF-8, a wrong shape: each line
+    gets its own error, every good line its verdict, the output is valid JSON, exit 1, no traceback."""
+    good = {"id": "ok", "answer": "Tokens rotate every 90 days [E1]", "evidence": ["Tokens rotate every 90 days."]}
+    lines = [
+        json.dumps(good).encode(),
+        rb'{"id": 2, "answer": "bad \ud800 text [E1]", "evidence": "bad text"}',
+        b"[" * 1500 + b"]" * 1500,
+        b'{"id": 1500, "answer": ' + b"[" * 1500 + b"]" * 1500 + b', "evidence": "x"}',
+        b'{"id": NaN, "answer": "x [E1]", "evidence": "x"}',
+        b'{"id": 5, "answer": "x [E1]", "evidence": "x", "n": 1e999}',
+        b"\xff\xfe not utf-8",
+        b'{"id": 7, "answer": 5}',
+        b"",
+        json.dumps({**good, "id": "last"}).encode(),
+    ]
+    path = tmp_path / "in.jsonl"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    res = run(["verify", str(path)], timeout=120)
+    assert res.returncode == 1 and b"Traceback" not in res.stderr, res.stderr
+    out = [
+        json.loads(line, parse_constant=lambda c: pytest.fail(f"{c} in the output")) for line in res.stdout.splitlines()
+    ]
+    assert len(out) == 9  # every line but the blank one
+    assert out[0]["id"] == "ok" and out[0]["verified"] and out[-1]["id"] == "last" and out[-1]["verified"]
+    errors = {o["line"]: o["error"] for o in out[1:-1]}
+    assert list(errors) == [2, 3, 4, 5, 6, 7, 8]
+    assert "lone surrogate" in errors[2]
+    assert "nested too deeply" in errors[3] and "nested too deeply" in errors[4]
+    assert "NaN" in errors[5] and "1e999" in errors[6]
+    assert "not UTF-8" in errors[7] and "'answer' must be a string" in errors[8]
+    assert "7 input line(s) could not be verified" in res.stderr.decode()
+
+
+def test_verify_takes_time_linear_in_the_claims():
+    """Claims checked against one block that grows with them (every claim's sentence, names repeated in
+    each): the work per claim stays flat. Counted in evidence sentences looked at, not timed."""
+    from pipeline.answers import verify as v
+
+    looked = []
+    real = v.Block.sentences_with
+
+    def counting(self, positions):
+        looked.append(len(positions))
+        return real(self, positions)
+
+    def work(n: int) -> int:
+        sents = [f"The cache of team {i} keeps {i} items for Alice." for i in range(n)]
+        answer = "\n".join(f"Alice says the cache of team {i} keeps {i} items [E1]" for i in range(n))
+        looked.clear()
+        verdict = v.verify(answer, {"E1": " ".join(sents)})
+        assert len(verdict.claims) == n
+        return sum(looked)
+
+    v.Block.sentences_with = counting
+    try:
+        small, large = work(200), work(800)
+    finally:
+        v.Block.sentences_with = real
+    assert large <= 4 * small * 1.5  # 4x the claims: about 4x the work, not 16x
