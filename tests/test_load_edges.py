@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -149,3 +151,35 @@ def test_verify_takes_time_linear_in_the_claims():
     finally:
         v.Block.sentences_with = real
     assert large <= 4 * small * 1.5  # 4x the claims: about 4x the work, not 16x
+
+
+def test_two_ingests_of_one_source_on_a_fresh_home(make_repo, write_config):
+    """Two `docforge ingest` at once on a DOCFORGE_HOME with no server yet: one starts the embedded
+    Postgres while the other waits for it, then one ingests while the other says another ingest of the
+    source is running and waits; both succeed, the index holds each chunk once."""
+    docs = {f"docs/p{i}.md": f"# Page {i}\n\nTopic {i} in plain words. " * 5 for i in range(4)}
+    config = write_config([{"name": "a", "type": "git", "repo": str(make_repo(docs))}])
+    # Outside pytest's tmp root: the server runs as its own system user, which must reach its data.
+    home = Path(tempfile.mkdtemp(prefix="docforge-ingest-race-")) / "home"
+    env = {**os.environ, "DOCFORGE_HOME": str(home)}
+    env.pop("DATABASE_URL", None)
+    procs = [
+        subprocess.Popen(
+            [DOCFORGE, "ingest", "-c", str(config), "--json"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+        for _ in range(2)
+    ]
+    try:
+        outs = [p.communicate(timeout=600) for p in procs]
+    finally:
+        from pipeline.store.db import stop_embedded
+
+        stop_embedded(home)
+        shutil.rmtree(home.parent, ignore_errors=True)
+    errs = [e.decode(errors="replace") for _, e in outs]
+    assert [p.returncode for p in procs] == [0, 0], errs
+    assert not any("AssertionError" in e or "Traceback" in e for e in errs), errs
+    assert sum("another ingest of source 'a' is running" in e for e in errs) == 1, errs
+    reports = [json.loads(o) for o, _ in outs]
+    added = sorted(r["sources"]["a"]["files_added"] for r in reports)
+    assert added == [0, 4], reports  # the second run found the work done
