@@ -368,3 +368,39 @@ def test_ask_recovers_within_two_calls_after_a_store_restart(api, pg):
         second = ask(api)
         assert second.status_code == 200, second.text
     assert api.search(QUESTION).status_code == 200
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"query": "refund", "limit": NaN}',
+        b'{"query": "refund", "limit": Infinity}',
+        b'{"query": "refund", "limit": -Infinity}',
+        b'{"query": "refund", "limit": 1e999}',
+        b'{"query": "refund", "filters": {"chunk_index": {"$lt": NaN}}}',
+        b'{"query": "refund", "filters": {"chunk_index": {"$gte": -Infinity}}}',
+        b'{"query": NaN}',
+    ],
+)
+def test_non_finite_numbers_are_422(api, body):
+    """Not JSON, whatever Python's parser allows: refused before any field is read, as valid JSON."""
+    resp = api.search(body)
+    assert resp.status_code == 422, resp.text
+    assert "non-finite" in json.dumps(resp.json())
+    ask_resp = api.client.post("/ask", content=body.replace(b'"query"', b'"question"'), headers=AUTH)
+    assert ask_resp.status_code == 422, ask_resp.text
+
+
+@pytest.mark.parametrize("path", ["/chunks/a%00b", "/chunks/%00", "/search%00"])
+def test_a_nul_in_the_path_is_404(api, path):
+    resp = api.client.get(path, headers=AUTH)
+    assert resp.status_code == 404 and "NUL" in resp.json()["detail"]
+
+
+def test_health_reports_the_admission_limits(api):
+    body = api.client.get("/health").json()
+    assert body["status"] == "ok"
+    limits = body["admission"]
+    assert limits["requests"]["max_in_flight"] >= 2 and limits["asks"]["max_in_flight"] >= 2
+    assert limits["max_queued"] == 256 and limits["max_wait_s"] == 1.0
+    assert {"in_flight", "queued", "shed"} <= set(limits["requests"])
