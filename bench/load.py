@@ -37,15 +37,10 @@ from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from hosted import API_TOKEN, DOCFORGE, build_store, free_port, status_kb, wait_health  # noqa: E402
+from hosted import API_TOKEN, DOCFORGE, QUERIES, build_store, free_port, status_kb, wait_health  # noqa: E402
 
 QUESTIONS = [
-    "how do I deploy docforge?",
-    "what does the embedder service do?",
-    "keyword search BM25",
-    "incremental ingest ledger",
-    "rotate the API token",
-    "how are chunks sized?",
+    *QUERIES,
     "which settings limit the request body?",
     "how does the reranker sidecar work?",
     "what happens when the store restarts?",

@@ -141,4 +141,4 @@ class SharedEncoder:
 
 def shared(embedder: TextEmbedder) -> TextEmbedder:
     """`embedder` behind a SharedEncoder (once: a shared one is returned as it is)."""
-    return embedder if isinstance(embedder, SharedEncoder) else SharedEncoder(embedder)  # type: ignore[return-value]
+    return embedder if isinstance(embedder, SharedEncoder) else SharedEncoder(embedder)

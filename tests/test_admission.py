@@ -12,6 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import numpy as np
 from query_corpus import ServerThread
+from test_services import _Gated
 
 from docforge.servers.api import create_app
 from docforge.servers.auth import Authenticator
@@ -91,19 +92,6 @@ def test_a_wait_past_max_wait_is_503():
         assert again.status_code == 200  # the slot came back
 
 
-class _Gated:
-    """An embedder whose first encode waits for a gate, so calls made meanwhile queue up; counts passes."""
-
-    def __init__(self, inner):
-        self.inner, self.gate, self.calls = inner, threading.Event(), []
-
-    def encode(self, texts, kind="document"):
-        self.calls.append(list(texts))
-        if len(self.calls) == 1:
-            self.gate.wait(30)
-        return self.inner.encode(texts, kind=kind)
-
-
 def test_concurrent_queries_share_one_forward_pass_and_repeats_are_remembered(embedder):
     gated = _Gated(embedder)
     shared = SharedEncoder(gated)
@@ -112,11 +100,14 @@ def test_concurrent_queries_share_one_forward_pass_and_repeats_are_remembered(em
         while not gated.calls:
             time.sleep(0.01)
         later = [pool.submit(shared.encode, [f"question {i}"], "query") for i in range(8)]
-        time.sleep(0.2)  # all eight queued behind the first pass
+        for _ in range(600):  # bounded: until all eight wait behind the first pass (at most 30 s)
+            if shared._batcher is not None and shared._batcher._queue.qsize() == 8:
+                break
+            time.sleep(0.05)
         gated.gate.set()
         got = [f.result(30) for f in later]
         first.result(30)
-    assert [len(c) for c in gated.calls] == [1, 8]  # eight searches, one forward pass
+    assert gated.calls == [1, 8]  # eight searches, one forward pass
     for i, vec in enumerate(got):
         np.testing.assert_allclose(vec, embedder.encode([f"question {i}"], kind="query"), atol=1e-5)
     again = shared.encode(["question 3", "question 5"], "query")
