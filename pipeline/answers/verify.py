@@ -184,6 +184,20 @@ class Block:
     def _phrases(self) -> dict[str, list[int]]:
         return {}
 
+    def words_of(self, hay: str) -> frozenset[str]:
+        """The words of `norm` or `norm_plain` (whichever `hay` is), as a span match needs them all."""
+        if hay is self.norm:
+            return self._norm_words
+        return self._plain_words
+
+    @cached_property
+    def _norm_words(self) -> frozenset[str]:
+        return frozenset(self.norm.split())
+
+    @cached_property
+    def _plain_words(self) -> frozenset[str]:
+        return frozenset(self.norm_plain.split())
+
     # Sentence lookups, so a claim costs what its own words cost, not a pass over every sentence.
     @cached_property
     def sentence_of(self) -> list[int]:
@@ -386,8 +400,11 @@ def _quote(s: str, cited: list[Block]) -> str | None:
 
 
 def _span(norm: str, cited: list[Block]) -> str | None:
+    words = set(norm.split())
     for b in cited:
         for hay in (b.norm, b.norm_plain):
+            if not words <= b.words_of(hay):  # a word it lacks: no need to scan the whole text for it
+                continue
             i = hay.find(norm)
             while i >= 0:
                 before = hay[max(0, i - 40) : i].split()[-2:]
