@@ -3,6 +3,7 @@
     python bench/load.py                       # 20 s per level, /search then /ask
     python bench/load.py --seconds 10 --levels 8,128
     python bench/load.py --compare             # and again with admission control off (the old behaviour)
+    python bench/load.py --polite              # clients that wait Retry-After after a 503
     python bench/load.py --json
     python bench/load.py --work /tmp/load-store  # keep the store (and reuse it next time)
 
@@ -105,7 +106,7 @@ class Connection:
             self.writer.close()
 
 
-async def level(port: int, route: str, clients: int, seconds: float) -> dict:
+async def level(port: int, route: str, clients: int, seconds: float, polite: bool = False) -> dict:
     """`clients` closed-loop clients on `route` for `seconds`: the answered latencies and every status."""
     latencies: list[float] = []
     statuses: Counter[str] = Counter()
@@ -128,6 +129,8 @@ async def level(port: int, route: str, clients: int, seconds: float) -> dict:
                     statuses["200"] += 1
                 elif status == 503 and headers.get("retry-after"):
                     statuses["503+Retry-After"] += 1
+                    if polite:  # a client that does as it is told
+                        await asyncio.sleep(min(float(headers["retry-after"]), max(0.0, deadline - time.monotonic())))
                 else:
                     statuses[str(status)] += 1
         finally:
@@ -149,7 +152,7 @@ async def level(port: int, route: str, clients: int, seconds: float) -> dict:
     }
 
 
-def run(config: Path, env: dict, levels: list[int], seconds: float, routes: list[str]) -> dict:
+def run(config: Path, env: dict, levels: list[int], seconds: float, routes: list[str], polite: bool = False) -> dict:
     import httpx
 
     port = free_port()
@@ -167,7 +170,7 @@ def run(config: Path, env: dict, levels: list[int], seconds: float, routes: list
                     httpx.post(f"{url}/{route}", json=ROUTES[route](q), headers=headers, timeout=120).raise_for_status()
             health = httpx.get(f"{url}/health", timeout=10).json()
             rss_before = status_kb(api.pid, "VmRSS")
-            results = [asyncio.run(level(port, r, c, seconds)) for r in routes for c in levels]
+            results = [asyncio.run(level(port, r, c, seconds, polite)) for r in routes for c in levels]
             rss_after = status_kb(api.pid, "VmRSS")
         finally:
             api.terminate()
@@ -209,6 +212,9 @@ def main() -> None:
     ap.add_argument("--levels", default="8,32,128", help="concurrent clients, comma-separated (first: baseline)")
     ap.add_argument("--routes", default="search,ask")
     ap.add_argument("--compare", action="store_true", help="also run with admission control off")
+    ap.add_argument(
+        "--polite", action="store_true", help="clients wait Retry-After after a 503 (default: retry at once)"
+    )
     ap.add_argument("--work", help="keep the store in this folder and reuse it on the next run")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
@@ -221,7 +227,7 @@ def main() -> None:
         os.environ.update(DOCFORGE_HOME=env["DOCFORGE_HOME"])
         os.environ.pop("DATABASE_URL", None)
         config = work / "sources.yml" if (work / "sources.yml").exists() else build_store(work)
-        runs = {"admission control on": run(config, env, levels, args.seconds, routes)}
+        runs = {"admission control on": run(config, env, levels, args.seconds, routes, args.polite)}
         if args.compare:
             off = {**env, "DOCFORGE_API_MAX_IN_FLIGHT": "1000", "DOCFORGE_API_MAX_ASKS_IN_FLIGHT": "1000"}
             runs["admission control off"] = run(config, off, levels, args.seconds, routes)
