@@ -116,7 +116,10 @@ def create_app(
             """A grounded answer: claims cited, verified (STRICT / HYBRID / UNGROUNDED), cached; see docs/answers.md."""
             log_ask("api", req, who.name)
             try:
-                return ask(req)
+                try:
+                    return ask(req)
+                except psycopg.OperationalError:  # a connection a store restart dropped: once more, on a new one
+                    return ask(req)
             except (QueryError, AnswerError) as e:
                 if isinstance(e, LLMError):
                     raise HTTPException(502, str(e)) from None
