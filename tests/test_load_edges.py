@@ -183,3 +183,22 @@ def test_two_ingests_of_one_source_on_a_fresh_home(make_repo, write_config):
     reports = [json.loads(o) for o, _ in outs]
     added = sorted(r["sources"]["a"]["files_added"] for r in reports)
     assert added == [0, 4], reports  # the second run found the work done
+
+
+def test_an_embedded_server_that_cannot_start_says_why(write_config):
+    """A data folder Postgres refuses (no configuration in it): the error names the failure and ends
+    with the server log's own reason, not a bare exception type."""
+    home = Path(tempfile.mkdtemp(prefix="docforge-bad-pg-")) / "home"
+    (home / "pg").mkdir(parents=True)
+    (home / "pg" / "PG_VERSION").write_text("17\n")  # looks initialised, holds nothing
+    env = {**os.environ, "DOCFORGE_HOME": str(home)}
+    env.pop("DATABASE_URL", None)
+    try:
+        res = subprocess.run(
+            [DOCFORGE, "status", "-c", str(write_config([]))], env=env, capture_output=True, timeout=120
+        )
+    finally:
+        shutil.rmtree(home.parent, ignore_errors=True)
+    err = res.stderr.decode(errors="replace")
+    assert res.returncode == 1 and "Traceback" not in err, err
+    assert "cannot start the embedded Postgres" in err and "postgresql.conf" in err, err
