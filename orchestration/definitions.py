@@ -79,7 +79,9 @@ def materialize_sources(config_path: str, names: list[str], log_level: str = "CR
     from dagster import DagsterInstance, materialize
 
     from assets.ingest import stats_from_metadata
+    from pipeline.config import load_settings
     from pipeline.progress import begin_source
+    from pipeline.store.db import one_run_of, store_url
 
     # DAGSTER_HOME is Dagster's own variable (DagsterInstance.get() reads it), not docforge configuration.
     instance = DagsterInstance.get() if os.environ.get("DAGSTER_HOME") else DagsterInstance.ephemeral()
@@ -88,17 +90,19 @@ def materialize_sources(config_path: str, names: list[str], log_level: str = "CR
     asset_steps = {a.op.name for a in ingest_assets}
     check_names = {c.op.name: key.name for c in ingest_checks for key in c.check_keys}  # step → check
     out: dict[str, SourceRun] = {}
+    url = store_url(load_settings(config_path))
     for name in names:
         begin_source(name)
-        res = materialize(
-            [*ingest_assets, *ingest_checks],
-            partition_key=name,
-            resources=resources(config_path),
-            instance=instance,
-            raise_on_error=False,
-            tags={"docforge/trigger": "cli"},
-            run_config={"loggers": {"console": {"config": {"log_level": log_level}}}},
-        )
+        with one_run_of(url, name):
+            res = materialize(
+                [*ingest_assets, *ingest_checks],
+                partition_key=name,
+                resources=resources(config_path),
+                instance=instance,
+                raise_on_error=False,
+                tags={"docforge/trigger": "cli"},
+                run_config={"loggers": {"console": {"config": {"log_level": log_level}}}},
+            )
         step_errors: dict[str, str] = {}
         for e in res.get_step_failure_events():
             err = e.step_failure_data.error if e.step_failure_data else None

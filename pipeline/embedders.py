@@ -18,6 +18,7 @@ from typing import Literal
 
 from pipeline.config import EmbeddingConfig
 from pipeline.embed import Embedder, TextEmbedder, candidates, load_embedder, locate, query_embedder
+from pipeline.embed_batch import shared
 from pipeline.embed_remote import connect
 from pipeline.errors import EmbedError
 from pipeline.store.generations import Generation
@@ -58,7 +59,7 @@ def for_generation(
     if given is not None and matches(given, gen):
         return given
     if remote(cfg, purpose):
-        return connect(cfg, gen.model, gen.dimension)
+        return _for(purpose, connect(cfg, gen.model, gen.dimension))
     local = config_for(cfg, gen)
     emb = query_embedder(local) if purpose == "query" else Embedder(local)
     if emb.model_id != gen.model:
@@ -67,14 +68,19 @@ def for_generation(
             f"available here (found {emb.model_id!r} for {local.model!r}): set embedding.model "
             "to its local path, or EMBEDDER_URL to a service serving it"
         )
-    return emb
+    return _for(purpose, emb)
 
 
 def for_config(cfg: EmbeddingConfig, purpose: Purpose) -> TextEmbedder:
     """The configured model's embedder, before any generation exists (an empty store)."""
     if remote(cfg, purpose):
-        return connect(cfg)
-    return query_embedder(cfg) if purpose == "query" else Embedder(cfg)
+        return _for(purpose, connect(cfg))
+    return _for(purpose, query_embedder(cfg) if purpose == "query" else Embedder(cfg))
+
+
+def _for(purpose: Purpose, emb: TextEmbedder) -> TextEmbedder:
+    """Query embedders share forward passes between concurrent searches (pipeline.embed_batch)."""
+    return shared(emb) if purpose == "query" else emb
 
 
 def for_new_store(cfg: EmbeddingConfig, given: Embedder | None = None) -> TextEmbedder:

@@ -11,11 +11,17 @@ an `Authorization: Basic|Bearer …` value and a password in a URL are masked to
 Secrets are registered where they are read (`register`, `register_basic`), once
 per process, so every sink (error messages, logs, the failures table, Dagster
 metadata) redacts with the one function and never needs the secrets passed in.
+
+Logs: `redact_logs()` puts a `RedactingFilter` on every handler configured so
+far (the CLI's, uvicorn's), so every record that reaches one is redacted,
+whichever library logged it: httpx and httpcore at debug level (-vv) print the
+request and response headers a server echoed back, Authorization included.
 """
 
 from __future__ import annotations
 
 import base64
+import logging
 import re
 import threading
 from collections.abc import Iterable
@@ -30,6 +36,11 @@ _GENERIC = (
         rf"\g<1>{MASK}",
     ),
     (re.compile(r"(://[^:/@\s]*:)[^@\s/]*@"), rf"\g<1>{MASK}@"),
+    # httpcore's debug log of headers: (b'Authorization', b'Bearer …')
+    (
+        re.compile(r"(?i)(authorization[\"']\s*,\s*b?[\"']\s*(?:basic|bearer|token)\s+)[A-Za-z0-9+/=._~\\-]+"),
+        rf"\g<1>{MASK}",
+    ),
 )
 _lock = threading.Lock()
 _forms: set[str] = set()
@@ -84,3 +95,30 @@ def _add(new: Iterable[str]) -> None:
 
 def _lower_hex(text: str) -> str:
     return re.sub(r"%[0-9A-F]{2}", lambda m: m.group(0).lower(), text)
+
+
+class RedactingFilter(logging.Filter):
+    """Masks secrets in a record's message and traceback before a handler writes it."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        masked = redact(message)
+        if masked != message:
+            record.msg, record.args = masked, None
+        if record.exc_info and not record.exc_text:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = redact(record.exc_text)
+        return True
+
+
+def redact_logs() -> None:
+    """A RedactingFilter on every handler configured so far (the root's and each named logger's)."""
+    loggers = [
+        logging.getLogger(),
+        *(v for v in logging.Logger.manager.loggerDict.values() if isinstance(v, logging.Logger)),
+    ]
+    for logger in loggers:
+        for handler in logger.handlers:
+            if not any(isinstance(f, RedactingFilter) for f in handler.filters):
+                handler.addFilter(RedactingFilter())

@@ -347,3 +347,57 @@ def _poll(probe, tries: int = 120, every: float = 0.5) -> bool:
             return True
         time.sleep(every)
     return False
+
+
+def ask(api, question: str = "how do I give a customer their money back?") -> httpx.Response:
+    return api.client.post("/ask", json={"question": question, "no_cache": True}, headers=AUTH)
+
+
+def test_ask_recovers_at_once_after_a_store_restart(api, pg):
+    """Postgres stops and starts with no request in between: the next /ask answers 200 (the API asks once
+    more when the first try met a connection the restart dropped; the pool replaces all its dead ones)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(16) as pool:  # every pooled connection opened, so every one is dropped below
+        assert set(pool.map(lambda _: ask(api).status_code, range(32))) == {200}
+    pg.stop()
+    pg.start()
+    first = ask(api)
+    assert first.status_code == 200, first.text
+    assert api.search(QUESTION).status_code == 200
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"query": "refund", "limit": NaN}',
+        b'{"query": "refund", "limit": Infinity}',
+        b'{"query": "refund", "limit": -Infinity}',
+        b'{"query": "refund", "limit": 1e999}',
+        b'{"query": "refund", "filters": {"chunk_index": {"$lt": NaN}}}',
+        b'{"query": "refund", "filters": {"chunk_index": {"$gte": -Infinity}}}',
+        b'{"query": NaN}',
+    ],
+)
+def test_non_finite_numbers_are_422(api, body):
+    """Not JSON, whatever Python's parser allows: refused before any field is read, as valid JSON."""
+    resp = api.search(body)
+    assert resp.status_code == 422, resp.text
+    assert "non-finite" in json.dumps(resp.json())
+    ask_resp = api.client.post("/ask", content=body.replace(b'"query"', b'"question"'), headers=AUTH)
+    assert ask_resp.status_code == 422, ask_resp.text
+
+
+@pytest.mark.parametrize("path", ["/chunks/a%00b", "/chunks/%00", "/search%00"])
+def test_a_nul_in_the_path_is_404(api, path):
+    resp = api.client.get(path, headers=AUTH)
+    assert resp.status_code == 404 and "NUL" in resp.json()["detail"]
+
+
+def test_health_reports_the_admission_limits(api):
+    body = api.client.get("/health").json()
+    assert body["status"] == "ok"
+    limits = body["admission"]
+    assert limits["requests"]["max_in_flight"] >= 2 and limits["asks"]["max_in_flight"] >= 2
+    assert limits["max_queued"] == 256 and limits["max_wait_s"] == 1.0
+    assert {"in_flight", "queued", "shed"} <= set(limits["requests"])

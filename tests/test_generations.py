@@ -215,5 +215,5 @@ def test_reindex_through_the_embedder_service(store, database_url, new_model, mo
         result = reindex.reindex(settings, database_url, target)
         assert result.switched and (result.model, result.dimension) == ("tiny-48", 48)
         with Searcher(settings, url=database_url, reranker=None) as s:
-            assert isinstance(s.embedder, RemoteEmbedder) and s.embedder.model_id == "tiny-48"
+            assert isinstance(s.embedder.inner, RemoteEmbedder) and s.embedder.model_id == "tiny-48"
             assert len(s.search("refund a customer", mode="dense", limit=3)) == 3

@@ -82,3 +82,74 @@ def test_search_documentation_over_stdio(corpus, tmp_path):
     log = (tmp_path / "stderr.log").read_text()
     assert "user='ada' team='payments' area='finance'" in log
     assert "user='bob' team='platform' area=None" in log
+
+
+class RawSession:
+    """`docforge serve` over stdio, driven line by line: what a buggy or hostile client can send."""
+
+    def __init__(self, env: dict[str, str], errlog):
+        import subprocess
+
+        self.proc = subprocess.Popen(
+            [DOCFORGE, "serve"], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errlog
+        )
+
+    def send(self, line: bytes) -> None:
+        self.proc.stdin.write(line + b"\n")
+        self.proc.stdin.flush()
+
+    def reply(self) -> dict:
+        line = self.proc.stdout.readline()  # bounded: the server answers each line (or the test fails on EOF)
+        assert line, "the server closed stdout"
+        return json.loads(line)
+
+    def call(self, rid: int, method: str, params: dict) -> dict:
+        self.send(json.dumps({"jsonrpc": "2.0", "id": rid, "method": method, "params": params}).encode())
+        return self.reply()
+
+    def close(self) -> None:
+        self.proc.stdin.close()
+        self.proc.wait(30)
+
+
+def test_malformed_lines_get_an_error_reply_and_the_next_call_works(corpus, tmp_path):
+    """A line that is not JSON, JSON that is no JSON-RPC message, and a call with a lone surrogate in its
+    arguments each get a JSON-RPC error reply (to the call's id where there is one); the session goes on."""
+    with open(tmp_path / "stderr.log", "wb") as errlog:
+        s = RawSession(server_env(corpus, tmp_path), errlog)
+        try:
+            init = s.call(
+                1,
+                "initialize",
+                {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+            )
+            assert init["id"] == 1 and "result" in init
+            s.send(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}')
+
+            s.send(b"this is not json {")
+            parse = s.reply()
+            assert parse["id"] is None and parse["error"]["code"] == -32700
+
+            s.send(b'{"jsonrpc": "2.0", "id": 2}')
+            invalid = s.reply()
+            assert invalid["id"] == 2 and invalid["error"]["code"] == -32600
+
+            args = rb'{"query": "refund \ud800", "user_name": "ada", "team_name": "payments"}'
+            s.send(
+                b'{"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "search_documentation", '
+                b'"arguments": ' + args + b"}}"
+            )
+            surrogate = s.reply()
+            assert surrogate["id"] == 3 and surrogate["error"]["code"] == -32602
+            assert "not valid Unicode" in surrogate["error"]["message"]
+
+            ok = s.call(
+                4,
+                "tools/call",
+                {"name": "search_documentation", "arguments": {"query": "refund", "user_name": "a", "team_name": "b"}},
+            )
+            assert ok["id"] == 4 and not ok["result"].get("isError")
+            assert ok["result"]["structuredContent"]["hits"][0]["source"] == "payments"
+        finally:
+            s.close()
+    assert "Traceback" not in (tmp_path / "stderr.log").read_text(errors="replace")

@@ -107,6 +107,30 @@ class _Gated:
         return self.inner.encode(texts, kind=kind)
 
 
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"texts": ["a"], "n": NaN}',
+        b'{"texts": ["a", Infinity]}',
+        b'{"texts": ["a"], "kind": "query", "x": 1e999}',
+        rb'{"texts": ["fine", "bad \ud800 text"]}',
+        rb'{"texts": "\udc00"}',
+    ],
+)
+def test_non_finite_numbers_and_lone_surrogates_are_422(service, body):
+    resp = httpx.post(
+        f"{service.url}/embed",
+        content=body,
+        headers={"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"},
+        timeout=60,
+    )
+    assert resp.status_code == 422, resp.text
+    resp.json()  # valid JSON, whatever the input held
+    assert httpx.post(
+        f"{service.url}/embed", json={"texts": ["still up"]}, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=60
+    ).is_success
+
+
 def test_concurrent_requests_share_a_forward_pass(embedder):
     gated = _Gated(embedder)
     batcher = embedder_service.Batcher(gated, max_batch=64, wait_s=0.0)
@@ -142,7 +166,7 @@ def test_search_through_the_service_equals_in_process_search(service, corpus, em
         Searcher(settings, url=corpus.url, reranker=None) as remote,
         Searcher(corpus.settings, url=corpus.url, embedder=embedder, reranker=None) as local,
     ):
-        assert isinstance(remote.embedder, RemoteEmbedder)
+        assert isinstance(remote.embedder.inner, RemoteEmbedder)  # behind the shared forward passes
         for q in ("how do I undo a bad release?", "rotate the database password", "refund a charge"):
             for mode in ("dense", "hybrid"):
                 got = [(h.chunk_id, h.score) for h in remote.search(q, limit=5, mode=mode)]

@@ -37,6 +37,9 @@ def main(verbose: int) -> None:
     """
     level = logging.WARNING - 10 * verbose
     logging.basicConfig(level=level, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
+    from pipeline.redact import redact_logs
+
+    redact_logs()  # every library's records too: httpcore's debug log prints echoed headers
 
 
 def _register() -> None:

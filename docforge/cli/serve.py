@@ -105,13 +105,13 @@ def command(
     from pipeline.config import AuthConfig, env_section, load_settings
 
     if remote_api:
-        from docforge.servers.mcp import RemoteSearch, build_mcp
+        from docforge.servers.mcp import RemoteSearch, build_mcp, run_stdio
 
         token = env_section(AuthConfig).remote_api_token  # a proxy needs no sources.yml
         from docforge.servers.ask import RemoteAsk
 
         secret = token.get_secret_value() if token else None
-        build_mcp(RemoteSearch(remote_api, secret), RemoteAsk(remote_api, secret)).run("stdio")
+        run_stdio(build_mcp(RemoteSearch(remote_api, secret), RemoteAsk(remote_api, secret)))
         return
     settings = load_settings(config)
     if api:
@@ -120,10 +120,10 @@ def command(
         auth = Authenticator(settings.auth)  # before anything heavy: no auth configured → ConfigError, exit 1
         _serve_api(_local(settings), auth, host, port, settings.api)
     else:
-        from docforge.servers.mcp import build_mcp
+        from docforge.servers.mcp import build_mcp, run_stdio
 
         search = _local(settings)
-        build_mcp(search, _local_ask(search)).run("stdio")
+        run_stdio(build_mcp(search, _local_ask(search)))
 
 
 def _local(settings):

@@ -9,7 +9,7 @@ import click
 
 
 @click.command("verify")
-@click.argument("input_file", metavar="[FILE]", type=click.File("r", encoding="utf-8"), default="-")
+@click.argument("input_file", metavar="[FILE]", type=click.File("rb"), default="-")
 @click.option(
     "--output", "-o", type=click.File("w", encoding="utf-8"), default="-", help="Where verdicts go (default: stdout)."
 )
@@ -26,23 +26,43 @@ def command(input_file, output) -> None:
     Output, one JSON object per line:
       {"audit_mode": "STRICT|HYBRID|UNGROUNDED", "verified": bool,
        "claims": [{"text", "pointers", "verified", "strategy", "violations"}]}
-    A line that is not such an object gets {"line": N, "error": "..."} and
+    A line that is not such an object (not UTF-8, not JSON, NaN, nested too
+    deeply, text with a lone surrogate) gets {"line": N, "error": "..."} and
     the exit status is 1; every other line is still verified.
     """
-    from pipeline.answers.verify import verify_request
-
     bad = 0
-    for n, line in enumerate(input_file, 1):
-        if not line.strip():
+    for n, raw in enumerate(input_file, 1):
+        if not raw.strip():
             continue
-        try:
-            verdict = verify_request(json.loads(line))
-        except json.JSONDecodeError as e:
-            verdict, bad = {"line": n, "error": f"not JSON: {e.msg} at column {e.colno}"}, bad + 1
-        except ValueError as e:
-            verdict, bad = {"line": n, "error": str(e)}, bad + 1
-        output.write(json.dumps(verdict, ensure_ascii=False) + "\n")
+        verdict = _verdict(n, raw)
+        bad += "error" in verdict
+        output.write(json.dumps(verdict, ensure_ascii=False, allow_nan=False) + "\n")
     output.flush()
     if bad:
         click.echo(f"{bad} input line(s) could not be verified (see their error lines)", err=True)
         sys.exit(1)
+
+
+def _verdict(n: int, raw: bytes) -> dict:
+    """Line `n`'s verdict, or {"line": n, "error": ...}: whatever the line holds, never an exception."""
+    from pipeline.answers.verify import verify_request
+    from pipeline.json_strict import loads
+    from pipeline.parse.text import first_surrogate
+
+    try:
+        line = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        return {"line": n, "error": f"not UTF-8: byte {e.start + 1} of the line"}
+    try:
+        req = loads(line)
+    except json.JSONDecodeError as e:
+        where = f" at column {e.colno}" if e.doc == line else ""
+        return {"line": n, "error": f"not JSON: {e.msg}{where}"}
+    if (i := first_surrogate(text := json.dumps(req, ensure_ascii=False))) is not None:
+        return {"line": n, "error": f"text that is not valid Unicode: a lone surrogate U+{ord(text[i]):04X}"}
+    try:
+        return verify_request(req)
+    except ValueError as e:
+        return {"line": n, "error": str(e)}
+    except (RecursionError, MemoryError) as e:
+        return {"line": n, "error": f"could not verify: {type(e).__name__}"}

@@ -21,16 +21,14 @@ from typing import Annotated, Any
 
 import psycopg
 from fastapi import Depends, FastAPI, HTTPException, Request
-from fastapi.encoders import jsonable_encoder
-from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from fastapi.staticfiles import StaticFiles
 
-from docforge.servers import Citation, SearchFn, SearchRequest, SearchResponse, log_request
+from docforge.servers import Citation, SearchFn, SearchRequest, SearchResponse, log_request, strict_json
 from docforge.servers.ask import AskFn, AskRequest, log_ask
 from docforge.servers.auth import Authenticator, Principal
-from docforge.servers.gate import PRINCIPAL, RequestGate
+from docforge.servers.gate import PRINCIPAL, Admissions, RequestGate
 from docforge.servers.web import PageStore, add_page, is_page
 from pipeline import __version__
 from pipeline.answers import Answer
@@ -38,19 +36,12 @@ from pipeline.config import ApiConfig
 from pipeline.errors import AnswerError, DocforgeError, LLMError, QueryError
 
 _bearer = HTTPBearer(auto_error=False, description="An API token or a JWT from the configured identity provider.")
+RETRY = {"Retry-After": "1"}  # on every 503: the store or the process is expected back within seconds
 DOCS_ASSETS = "/docs/assets"  # swagger-ui-bundle.js, swagger-ui.css, favicon.png
 _SWAGGER = """<!doctype html><html><head><title>docforge API</title>
 <link rel="icon" href="ASSETS/favicon.png"><link rel="stylesheet" href="ASSETS/swagger-ui.css"></head>
 <body><div id="ui"></div><script src="ASSETS/swagger-ui-bundle.js"></script>
 <script>SwaggerUIBundle({spec: SPEC, dom_id: "#ui"});</script></body></html>"""
-
-
-class _AsciiJSON(JSONResponse):
-    """JSON with every non-ASCII character escaped: an error may quote text that has no UTF-8 form
-    (a lone surrogate from a JSON "\\ud800" escape), which must not turn a 422 into a 500."""
-
-    def render(self, content: Any) -> bytes:
-        return json.dumps(content, ensure_ascii=True, allow_nan=False, separators=(",", ":")).encode("ascii")
 
 
 def is_open(path: str) -> bool:
@@ -78,22 +69,16 @@ def create_app(
         openapi_url=None,
         description="Search the indexed documentation, with citations.",
     )
+    strict_json.install(app)  # NaN, Infinity, text with no UTF-8 form: 422
+    admissions = Admissions(limits)
     app.add_middleware(
-        RequestGate,
-        authenticate=auth.authenticate,
-        is_open=is_open,
-        max_body_bytes=limits.max_body_bytes,
-        max_header_bytes=limits.max_header_bytes,
+        RequestGate, authenticate=auth.authenticate, is_open=is_open, limits=limits, admissions=admissions
     )
-
-    @app.exception_handler(RequestValidationError)
-    async def invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
-        return _AsciiJSON({"detail": jsonable_encoder(exc.errors())}, status_code=422)
 
     @app.exception_handler(psycopg.OperationalError)
     async def store_lost(request: Request, exc: psycopg.OperationalError) -> JSONResponse:
         # A safety net: the search path says so itself (StoreError); anything else that meets a lost store too.
-        return JSONResponse({"detail": "the store is unavailable; try again shortly"}, status_code=503)
+        return JSONResponse({"detail": "the store is unavailable; try again shortly"}, status_code=503, headers=RETRY)
 
     def principal(
         request: Request, creds: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
@@ -109,7 +94,8 @@ def create_app(
     @app.get("/health", tags=["meta"])
     def get_health() -> JSONResponse:
         ok = health() if health else True  # the only unauthenticated route
-        return JSONResponse({"status": "ok" if ok else "unavailable"}, status_code=200 if ok else 503)
+        body = {"status": "ok" if ok else "unavailable", "admission": admissions.report()}
+        return JSONResponse(body, status_code=200 if ok else 503, headers=None if ok else RETRY)
 
     @app.post("/search", response_model=SearchResponse, tags=["search"])
     def post_search(req: SearchRequest, who: Caller) -> SearchResponse:
@@ -120,7 +106,7 @@ def create_app(
         except QueryError as e:
             raise HTTPException(400, str(e)) from None
         except DocforgeError as e:
-            raise HTTPException(503, str(e)) from None
+            raise HTTPException(503, str(e), headers=RETRY) from None
         return SearchResponse(query=req.query, hits=[Citation(**h) for h in hits])
 
     if ask is not None:
@@ -130,13 +116,16 @@ def create_app(
             """A grounded answer: claims cited, verified (STRICT / HYBRID / UNGROUNDED), cached; see docs/answers.md."""
             log_ask("api", req, who.name)
             try:
-                return ask(req)
+                try:
+                    return ask(req)
+                except psycopg.OperationalError:  # a connection a store restart dropped: once more, on a new one
+                    return ask(req)
             except (QueryError, AnswerError) as e:
                 if isinstance(e, LLMError):
                     raise HTTPException(502, str(e)) from None
                 raise HTTPException(400, str(e)) from None
             except DocforgeError as e:
-                raise HTTPException(503, str(e)) from None
+                raise HTTPException(503, str(e), headers=RETRY) from None
 
     @app.get("/openapi.json", include_in_schema=False)
     def openapi(_: Caller) -> JSONResponse:
@@ -159,7 +148,11 @@ def server_config(app: FastAPI, host: str, port: int, limits: ApiConfig | None =
     unfinished header block (the gate refuses a complete one over the limit with 431)."""
     import uvicorn
 
+    from pipeline.redact import redact_logs
+
     limits = limits or ApiConfig()
-    return uvicorn.Config(
+    config = uvicorn.Config(
         app, host=host, port=port, http="h11", h11_max_incomplete_event_size=2 * limits.max_header_bytes, **kw
     )
+    redact_logs()  # on the handlers uvicorn just configured, too
+    return config

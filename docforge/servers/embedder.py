@@ -21,13 +21,8 @@ from __future__ import annotations
 import asyncio
 import base64
 import logging
-import queue
-import threading
-import time
 from collections.abc import AsyncIterator
-from concurrent.futures import Future
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
 from typing import Literal
 
 import numpy as np
@@ -36,10 +31,12 @@ from fastapi.responses import JSONResponse, PlainTextResponse
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.types import ASGIApp
 
+from docforge.servers import strict_json
 from docforge.servers.sidecar import SidecarGate, check_items, limits_info
 from pipeline import __version__
 from pipeline.config import ServiceConfig
-from pipeline.embed import Embedder, Kind
+from pipeline.embed import Embedder
+from pipeline.embed_batch import Batcher
 
 log = logging.getLogger("docforge.servers.embedder")
 
@@ -54,64 +51,6 @@ class EmbedRequest(BaseModel):
     encoding: Literal["float", "base64"] = Field(
         default="float", description="base64: count × dimension little-endian float32."
     )
-
-
-@dataclass
-class _Job:
-    texts: list[str]
-    kind: Kind
-    future: Future = field(default_factory=Future)
-
-
-class Batcher:
-    """One thread owns the model; concurrent requests are encoded together (see module doc)."""
-
-    def __init__(self, embedder: Embedder, max_batch: int, wait_s: float):
-        self.embedder, self.max_batch, self.wait_s = embedder, max_batch, wait_s
-        self._queue: queue.Queue[_Job | None] = queue.Queue()
-        self.batches = 0  # forward passes, for /info (and the tests' proof that requests were merged)
-        self._thread = threading.Thread(target=self._run, name="docforge-embedder", daemon=True)
-        self._thread.start()
-
-    def submit(self, texts: list[str], kind: Kind) -> Future:
-        job = _Job(texts, kind)
-        self._queue.put(job)
-        return job.future
-
-    def close(self) -> None:
-        self._queue.put(None)
-
-    def _run(self) -> None:
-        while (first := self._queue.get()) is not None:
-            jobs, n = [first], len(first.texts)
-            deadline = time.monotonic() + self.wait_s
-            while n < self.max_batch:
-                try:
-                    job = self._queue.get(timeout=max(0.0, deadline - time.monotonic()))
-                except queue.Empty:
-                    break
-                if job is None:
-                    self._queue.put(None)  # stop after this batch
-                    break
-                jobs.append(job)
-                n += len(job.texts)
-            for kind in ("query", "document"):
-                self._encode([j for j in jobs if j.kind == kind], kind)
-
-    def _encode(self, jobs: list[_Job], kind: Kind) -> None:
-        if not jobs:
-            return
-        try:
-            vectors = self.embedder.encode([t for j in jobs for t in j.texts], kind=kind)
-        except Exception as e:  # noqa: BLE001 (handed to every request of the batch)
-            for j in jobs:
-                j.future.set_exception(e)
-            return
-        self.batches += 1
-        start = 0
-        for j in jobs:
-            j.future.set_result(vectors[start : start + len(j.texts)])
-            start += len(j.texts)
 
 
 def create_app(embedder: Embedder, token: str | None, limits: ServiceConfig) -> ASGIApp:
@@ -131,6 +70,7 @@ def create_app(embedder: Embedder, token: str | None, limits: ServiceConfig) -> 
         openapi_url=None,
         lifespan=lifespan,
     )
+    strict_json.install(app)  # NaN, Infinity, text with no UTF-8 form: 422
     info = {
         **embedder.info(),
         "device": embedder.device,

@@ -3,11 +3,21 @@
 An ASGI middleware, in this order:
 
 - 431 when the request line and headers together pass `max_header_bytes`;
+- 404 when the path holds a NUL (no route or id can: it never reaches the store);
 - 401 when a route that needs a token gets none that authenticates: an
   unauthenticated caller never has its body read, let alone parsed;
+- 503 with `Retry-After` when the process is full (admission control, below);
 - 413 when the declared Content-Length passes `max_body_bytes` (400 when it is
   no number), and when a body sent without one (chunked) passes it as it
   streams: the route's read fails at the first chunk past the limit.
+
+Admission control: an authenticated request takes a slot of its kind (asks, or
+everything else: searches, page reads) before it runs, and gives it back when its
+response is sent. With every slot taken it waits in line, at most `max_wait_s`
+and only while fewer than `max_queued` wait; past either bound it gets 503 with
+`Retry-After` at once. So a burst of callers meets a short, bounded wait or a
+clear "come back shortly", never a queue that grows with the crowd; the open
+routes (/health above all) are never held up.
 
 Beneath all this, the HTTP parser (h11, see `docforge.servers.api.server_config`)
 never holds more than twice `max_header_bytes` of an unfinished header block, so
@@ -16,6 +26,9 @@ an endless or slow one is dropped (400) in bounded memory.
 
 from __future__ import annotations
 
+import asyncio
+import math
+from collections import deque
 from collections.abc import Callable
 
 from starlette.concurrency import run_in_threadpool
@@ -25,8 +38,91 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from docforge.servers.auth import Principal
+from pipeline.config import ApiConfig
 
 PRINCIPAL = "docforge.principal"  # where the gate leaves the caller, in the request's state
+
+
+class Admission:
+    """At most `limit` requests in flight; at most `max_queued` more waiting, each at most `wait_s`.
+    Used from the event loop only, so it needs no lock; a freed slot goes straight to the oldest waiter."""
+
+    def __init__(self, name: str, limit: int, max_queued: int, wait_s: float):
+        self.name, self.limit, self.max_queued, self.wait_s = name, limit, max_queued, wait_s
+        self.in_flight = 0
+        self.shed = 0  # refused since the start
+        self._waiters: deque[asyncio.Future[None]] = deque()
+
+    async def acquire(self) -> bool:
+        """Whether a slot was taken (then `release` it); False: refuse the request."""
+        if self.in_flight < self.limit and not self._waiters:
+            self.in_flight += 1
+            return True
+        if len(self._waiters) >= self.max_queued or self.wait_s <= 0:
+            self.shed += 1
+            return False
+        slot: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiters.append(slot)
+        try:
+            await asyncio.wait_for(asyncio.shield(slot), self.wait_s)
+            return True
+        except TimeoutError:
+            if slot.done():  # handed a slot as the time ran out
+                return True
+            self._waiters.remove(slot)
+            self.shed += 1
+            return False
+        except asyncio.CancelledError:  # the caller went away while waiting
+            if slot.done():
+                self.release()
+            else:
+                self._waiters.remove(slot)
+            raise
+
+    def release(self) -> None:
+        while self._waiters:
+            slot = self._waiters.popleft()
+            if not slot.done():
+                slot.set_result(None)  # the slot passes on: in_flight stays
+                return
+        self.in_flight -= 1
+
+    def report(self) -> dict[str, int | float]:
+        return {
+            "max_in_flight": self.limit,
+            "in_flight": self.in_flight,
+            "queued": len(self._waiters),
+            "shed": self.shed,
+        }
+
+    def busy(self) -> str:
+        return (
+            f"the server is busy: {self.limit} {self.name} in flight and no room to wait "
+            f"(DOCFORGE_API_MAX_{'ASKS_' if self.name == 'asks' else ''}IN_FLIGHT, DOCFORGE_API_MAX_QUEUED, "
+            "DOCFORGE_API_MAX_WAIT_S); retry shortly"
+        )
+
+
+class Admissions:
+    """The process's admission limits (ApiConfig): one line for asks, one for every other authenticated route."""
+
+    def __init__(self, limits: ApiConfig):
+        self.limits = limits
+        self.asks = Admission("asks", limits.max_asks_in_flight, limits.max_queued, limits.max_wait_s)
+        self.requests = Admission("requests", limits.max_in_flight, limits.max_queued, limits.max_wait_s)
+        self.retry_after = str(max(1, math.ceil(limits.max_wait_s)))
+
+    def for_path(self, path: str) -> Admission:
+        return self.asks if path == "/ask" else self.requests
+
+    def report(self) -> dict:
+        """What /health says about load: the limits, and how full each line is now."""
+        return {
+            "max_queued": self.limits.max_queued,
+            "max_wait_s": self.limits.max_wait_s,
+            "requests": self.requests.report(),
+            "asks": self.asks.report(),
+        }
 
 
 class RequestGate:
@@ -36,14 +132,15 @@ class RequestGate:
         *,
         authenticate: Callable[[str | None], Principal | None],
         is_open: Callable[[str], bool],
-        max_body_bytes: int,
-        max_header_bytes: int,
+        limits: ApiConfig,
+        admissions: Admissions | None = None,
     ):
         self.app = app
         self.authenticate = authenticate
         self.is_open = is_open  # paths served without a token
-        self.max_body_bytes = max_body_bytes
-        self.max_header_bytes = max_header_bytes
+        self.max_body_bytes = limits.max_body_bytes
+        self.max_header_bytes = limits.max_header_bytes
+        self.admissions = admissions or Admissions(limits)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -66,16 +163,26 @@ class RequestGate:
         headers = Headers(scope=scope)
         root = scope.get("root_path", "")
         path = scope["path"][len(root) :] if root and scope["path"].startswith(root) else scope["path"]
+        if "\0" in path:
+            await refuse(scope, receive, send, 404, "not found: a path never holds a NUL character")
+            return
+        line: Admission | None = None
         if not self.is_open(path):
             scheme, _, token = headers.get("authorization", "").partition(" ")
-            # A JWT may need the identity provider's keys fetched: never on the event loop.
-            who = await run_in_threadpool(self.authenticate, token.strip() if scheme.lower() == "bearer" else None)
+            token = token.strip() if scheme.lower() == "bearer" else ""
+            # A JWT may need the identity provider's keys fetched: never on the event loop. Anything
+            # else is a constant-time compare, done here (a thread hop per request costs more, under load).
+            if token.count(".") == 2:
+                who = await run_in_threadpool(self.authenticate, token)
+            else:
+                who = self.authenticate(token or None)
             if who is None:
                 await refuse(
                     scope, receive, send, 401, "missing or invalid bearer token", {"WWW-Authenticate": "Bearer"}
                 )
                 return
             scope.setdefault("state", {})[PRINCIPAL] = who
+            line = self.admissions.for_path(path)
         refusal = declared_length_refusal(
             headers.get("content-length"),
             self.max_body_bytes,
@@ -86,7 +193,17 @@ class RequestGate:
         if refusal:
             await refuse(scope, receive, send, *refusal)
             return
-        await self.app(scope, self._counted(receive), send)
+        if line is None:
+            await self.app(scope, self._counted(receive), send)
+            return
+        if not await line.acquire():
+            await _drain(receive, self.max_body_bytes)  # read, so the connection stays open for the retry
+            await refuse(scope, receive, send, 503, line.busy(), {"Retry-After": self.admissions.retry_after})
+            return
+        try:
+            await self.app(scope, self._counted(receive), send)
+        finally:
+            line.release()
 
     def _counted(self, receive: Receive) -> Receive:
         seen = 0
@@ -104,6 +221,16 @@ class RequestGate:
             return message
 
         return counted
+
+
+async def _drain(receive: Receive, limit: int) -> None:
+    """Read a request's body to its end, or until `limit` bytes (then the server closes the connection)."""
+    seen = 0
+    while seen <= limit:
+        message = await receive()
+        seen += len(message.get("body", b""))
+        if message["type"] != "http.request" or not message.get("more_body"):
+            return
 
 
 def declared_length_refusal(

@@ -3,14 +3,26 @@
 Searches this machine's store (`LocalSearch`) or, with `docforge serve
 --remote-api URL`, proxies to a hosted docforge HTTP API (`RemoteSearch`).
 stdout carries the protocol, so everything else (the who-asked log) goes to stderr.
+
+`run_stdio` serves it, answering what the SDK's stdio transport drops without a
+word: a line that is not JSON gets a JSON-RPC parse error (id null), one that is
+JSON but no JSON-RPC message an "invalid request" error, and a request whose
+text holds a lone surrogate (a JSON "\\ud800" escape: no Unicode at all) an
+"invalid params" error to its id, so a client never waits on a reply that will
+not come; the next call is served as usual.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
+import anyio
+import mcp_types as types
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.stdio import stdio_server
+from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
 from docforge.servers import Citation, SearchFn, SearchRequest, SearchResponse, log_request
@@ -19,6 +31,7 @@ from docforge.servers.remote import RemoteRoute
 from pipeline import __version__
 from pipeline.answers import Answer
 from pipeline.errors import DocforgeError
+from pipeline.parse.text import first_surrogate
 
 INSTRUCTIONS = (
     "Search the organisation's indexed documentation (git repositories, Confluence). "
@@ -111,3 +124,57 @@ class RemoteSearch(RemoteRoute):
 
     def __call__(self, req: SearchRequest) -> list[dict]:
         return self.post(req.model_dump(exclude_none=True))["hits"]
+
+
+def run_stdio(server: MCPServer) -> None:
+    """Serve `server` over stdin/stdout, replying to every malformed line (see module doc)."""
+    anyio.run(_serve_stdio, server)
+
+
+async def _serve_stdio(server: MCPServer) -> None:
+    lowlevel = server._lowlevel_server  # noqa: SLF001 (MCPServer.run_stdio_async, with a screen in between)
+    async with stdio_server() as (incoming, outgoing):
+        send, screened = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+
+        async def screen() -> None:
+            async with send:
+                async for item in incoming:
+                    refusal = _refusal(item)
+                    if refusal is None:
+                        await send.send(item)
+                    elif refusal.id is not None or isinstance(item, Exception):
+                        await outgoing.send(SessionMessage(refusal))
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(screen)
+            await lowlevel.run(screened, outgoing, lowlevel.create_initialization_options())
+            tg.cancel_scope.cancel()
+
+
+def _refusal(item: SessionMessage | Exception) -> types.JSONRPCError | None:
+    """The error reply for a line the server cannot take; None for a message to serve."""
+    if isinstance(item, SessionMessage):
+        msg = item.message
+        params = getattr(msg, "params", None)
+        if params and first_surrogate(json.dumps(params, ensure_ascii=False)) is not None:
+            return _error(getattr(msg, "id", None), types.INVALID_PARAMS, _NOT_UNICODE)
+        return None
+    errors = item.errors() if isinstance(item, ValidationError) else []
+    raw = errors[0].get("input") if errors else None
+    try:  # Python's parser takes what pydantic's refuses ("\ud800"): enough to find the id to answer
+        obj = json.loads(raw) if isinstance(raw, str) else raw
+    except ValueError:
+        return _error(None, types.PARSE_ERROR, "Parse error: the line is not JSON")
+    rid = obj.get("id") if isinstance(obj, dict) else None
+    if isinstance(rid, bool) or not isinstance(rid, int | str) or first_surrogate(str(rid)) is not None:
+        rid = None
+    if first_surrogate(json.dumps(obj, ensure_ascii=False)) is not None:
+        return _error(rid, types.INVALID_PARAMS, _NOT_UNICODE)
+    return _error(rid, types.INVALID_REQUEST, "Invalid request: not a JSON-RPC 2.0 request or notification")
+
+
+_NOT_UNICODE = "Invalid params: text that is not valid Unicode (a lone surrogate, e.g. from a \\ud800 escape)"
+
+
+def _error(rid: Any, code: int, message: str) -> types.JSONRPCError:
+    return types.JSONRPCError(jsonrpc="2.0", id=rid, error=types.ErrorData(code=code, message=message))

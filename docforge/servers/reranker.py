@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 from starlette.types import ASGIApp
 
+from docforge.servers import strict_json
 from docforge.servers.sidecar import SidecarGate, check_items, limits_info
 from pipeline import __version__
 from pipeline.config import ServiceConfig
@@ -48,6 +49,7 @@ def create_app(reranker: CrossEncoderReranker, token: str | None, limits: Servic
     model = reranker.model  # load now: a bad path fails the start, not the first search
     lock = threading.Lock()  # one forward pass at a time: the model's memory is bounded
     app = FastAPI(title="docforge reranker", version=__version__, docs_url=None, redoc_url=None, openapi_url=None)
+    strict_json.install(app)  # NaN, Infinity, text with no UTF-8 form: 422
     name = str(reranker.path)
 
     @app.get("/health")

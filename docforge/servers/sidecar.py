@@ -23,6 +23,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from docforge.servers.gate import declared_length_refusal, refuse
 from pipeline.config import ServiceConfig
 from pipeline.errors import ConfigError
+from pipeline.parse.text import first_surrogate
 
 OPEN_PATHS = frozenset({"/health"})
 
@@ -120,13 +121,17 @@ def limits_info(limits: ServiceConfig) -> dict[str, int]:
 
 
 def check_items(limits: ServiceConfig, count: int, noun: str, named: Iterable[tuple[str, str]], hint: str = "") -> None:
-    """422 when a request holds more than `max_items` `noun`s, or an item (`named`: (what, text)) more than
-    `max_item_chars` characters."""
+    """422 when a request holds more than `max_items` `noun`s, or an item (`named`: (what, text)) has a
+    lone surrogate or more than `max_item_chars` characters."""
     if count > limits.max_items:
         raise HTTPException(
             422, f"{count} {noun} in one request; the limit is {limits.max_items} (DOCFORGE_SERVICE_MAX_ITEMS){hint}"
         )
     for what, text in named:
+        if (i := first_surrogate(text)) is not None:  # no UTF-8 form: the tokenizer cannot take it
+            raise HTTPException(
+                422, f"{what} is not valid Unicode: a lone surrogate U+{ord(text[i]):04X} at character {i}"
+            )
         if len(text) > limits.max_item_chars:
             raise HTTPException(
                 422,

@@ -26,6 +26,8 @@ Long claims are checked sentence by sentence (each must pass; the weakest strate
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
+from collections import Counter
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -165,14 +167,57 @@ class Block:
         return set(_dates(self.folded))
 
     def phrase_at(self, phrase_norm: str) -> list[int]:
-        """Token positions where a normalised phrase starts."""
-        out, i = [], self.norm.find(phrase_norm)
+        """Token positions where a normalised phrase starts (remembered: claims repeat their anchors)."""
+        if (known := self._phrases.get(phrase_norm)) is not None:
+            return known
+        out, i, last, spaces = [], self.norm.find(phrase_norm), 0, 0
         while i >= 0:
-            out.append(self.norm.count(" ", 0, i))
-            i = self.norm.find(phrase_norm, i + 1)
+            spaces += self.norm.count(" ", last, i)  # counted from the last hit, not from 0: linear in the text
+            out.append(spaces)
+            last, i = i, self.norm.find(phrase_norm, i + 1)
         if not out and phrase_norm in self.norm_plain:
             out.append(-1)  # present (in link text), position unknown
+        self._phrases[phrase_norm] = out
         return out
+
+    @cached_property
+    def _phrases(self) -> dict[str, list[int]]:
+        return {}
+
+    def words_of(self, hay: str) -> frozenset[str]:
+        """The words of `norm` or `norm_plain` (whichever `hay` is), as a span match needs them all."""
+        if hay is self.norm:
+            return self._norm_words
+        return self._plain_words
+
+    @cached_property
+    def _norm_words(self) -> frozenset[str]:
+        return frozenset(self.norm.split())
+
+    @cached_property
+    def _plain_words(self) -> frozenset[str]:
+        return frozenset(self.norm_plain.split())
+
+    # Sentence lookups, so a claim costs what its own words cost, not a pass over every sentence.
+    @cached_property
+    def sentence_of(self) -> list[int]:
+        """The sentence number of each token position."""
+        out = [0] * len(self.keys)
+        for n, (lo, hi) in enumerate(self.sentences):
+            out[lo:hi] = [n] * (hi - lo)
+        return out
+
+    @cached_property
+    def sentence_keys(self) -> list[frozenset[str]]:
+        return [frozenset(self.keys[lo:hi]) for lo, hi in self.sentences]
+
+    def sentences_with(self, positions: list[int]) -> set[int]:
+        """The sentence numbers holding these token positions (unknown ones, -1, left out)."""
+        return {self.sentence_of[p] for p in positions if 0 <= p < len(self.sentence_of)}
+
+    @cached_property
+    def key_sentences(self) -> dict[str, set[int]]:
+        return {k: self.sentences_with(ps) for k, ps in self.positions.items()}
 
 
 class LazyBlocks(dict):
@@ -355,8 +400,11 @@ def _quote(s: str, cited: list[Block]) -> str | None:
 
 
 def _span(norm: str, cited: list[Block]) -> str | None:
+    words = set(norm.split())
     for b in cited:
         for hay in (b.norm, b.norm_plain):
+            if not words <= b.words_of(hay):  # a word it lacks: no need to scan the whole text for it
+                continue
             i = hay.find(norm)
             while i >= 0:
                 before = hay[max(0, i - 40) : i].split()[-2:]
@@ -380,14 +428,14 @@ def _entity(s: str, anc: Anchors, cited: list[Block]) -> str | None:
             continue
         if not _near(spots, b) or not _together(anc.proper, anc, b):
             continue
-        known = [p for ps in spots for p in ps if p >= 0]
+        held = [b.sentences_with(ps) for ps in spots]
+        held = [h for h in held if h]
         # the other words must be found in the sentences that hold the anchors, not anywhere in the block
-        near = (
-            {k for lo, hi in b.sentences if any(lo <= p < hi for p in known) for k in b.keys[lo:hi]}
-            if known
-            else b.keyset
-        )
-        if other and sum(k in near for k in other) / len(other) < need:
+        if held:
+            hits = sum(any(not b.key_sentences.get(k, set()).isdisjoint(h) for h in held) for k in other)
+        else:
+            hits = sum(k in b.keyset for k in other)
+        if other and hits / len(other) < need:
             continue
         return "entity"
     return None
@@ -421,7 +469,16 @@ def _near(spots: list[list[int]], b: Block) -> bool:
     known = [ps for ps in known if ps]
     if len(known) < 2:
         return True
-    return any(all(any(abs(p - start) <= WINDOW for p in ps) for ps in known[1:]) for start in known[0])
+    return _within(known, WINDOW)
+
+
+def _within(spots: list[list[int]], span: int) -> bool:
+    """Some position of the first list has one of every other list within `span` tokens (lists are
+    ascending: a binary search each, not a scan)."""
+    return any(
+        all((j := bisect_left(ps, start - span)) < len(ps) and ps[j] <= start + span for ps in spots[1:])
+        for start in spots[0]
+    )
 
 
 def _together(names: list[str], anc: Anchors, b: Block) -> bool:
@@ -431,10 +488,9 @@ def _together(names: list[str], anc: Anchors, b: Block) -> bool:
     spots = [ps for ps in spots if ps]
     if len(spots) < 2:
         return True
-    for lo, hi in b.sentences:
-        if all(any(lo <= p < hi for p in ps) for ps in spots):
-            return True
-    return any(all(any(abs(p - start) <= TIGHT for p in ps) for ps in spots[1:]) for start in spots[0])
+    if set.intersection(*(b.sentences_with(ps) for ps in spots)):
+        return True
+    return _within(spots, TIGHT)
 
 
 def _anchor_problems(anc: Anchors, cited: list[Block]) -> list[str]:
@@ -469,9 +525,9 @@ def _sense_problems(s: str, anc: Anchors, cited: list[Block]) -> list[str]:
     keys = {tx.key(w) for w in words if tx.is_content(w) and w not in tx.NEGATIONS}
     best, best_b, best_r = -1.0, None, (0, 0)
     for b in cited:
-        for lo, hi in b.sentences:
-            sk = set(b.keys[lo:hi])
-            hit = len(keys & sk)
+        shared = Counter(n for k in keys for n in b.key_sentences.get(k, ()))  # only sentences it shares words with
+        for n in sorted(shared) or [0]:
+            (lo, hi), sk, hit = b.sentences[n], b.sentence_keys[n], shared[n]
             score = hit / (len(keys) or 1) + 0.01 * hit / (len(sk) or 1)  # ties: the more specific sentence
             if score > best:
                 best, best_b, best_r = score, b, (lo, hi)

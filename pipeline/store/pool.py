@@ -3,13 +3,17 @@
 Concurrent searches run on separate connections, at most `max_size` at once. A
 connection is checked as it is handed out, so one the database dropped (a
 restart, a failover) is replaced on the next request instead of failing every
-later one; while the database is down, reconnection is retried in the
+later one. A restart drops every connection at once, so the first dead one
+found has all idle ones checked there and then (not one per request, each after
+the pool's own back-off of a second or more, which left a pool of 8 dead
+connections answering "busy" for seconds); while the database is down, reconnection is retried in the
 background (1, 2, 4 … s apart for `RECONNECT_S`, then afresh on the next
 request) and each request waits at most `timeout_s` before a StoreError.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
@@ -40,7 +44,6 @@ def open_pool(
         timeout=timeout_s,
         kwargs={"autocommit": True},
         configure=configure,
-        check=ConnectionPool.check_connection,
         reconnect_timeout=RECONNECT_S,
         open=False,
     )
@@ -51,16 +54,35 @@ def open_pool(
 @contextmanager
 def checkout(pool: ConnectionPool, timeout_s: float | None = None) -> Iterator[psycopg.Connection]:
     """A connection from the pool; StoreError when none comes in time or the one given is lost."""
+    waited = pool.timeout if timeout_s is None else timeout_s
     try:
-        with pool.connection(timeout_s) as conn:
-            yield conn
+        conn = _checked(pool, waited)
     except PoolTimeout:
-        waited = pool.timeout if timeout_s is None else timeout_s
         raise StoreError(f"the store is unavailable: no connection within {waited:g} s ({_why(pool)})") from None
+    except (psycopg.OperationalError, psycopg.InterfaceError) as e:
+        raise StoreError(f"the store is unavailable: {redact(_first_line(e))}") from None
+    try:
+        yield conn
     except psycopg.errors.QueryCanceled:
         raise  # a statement time limit, not a lost store: the caller says which limit
     except (psycopg.OperationalError, psycopg.InterfaceError) as e:
         raise StoreError(f"the store is unavailable: {redact(_first_line(e))}") from None
+    finally:
+        pool.putconn(conn)  # a broken one is closed and replaced
+
+
+def _checked(pool: ConnectionPool, timeout_s: float) -> psycopg.Connection:
+    """A connection that answers: the pool's next one, or, when that one is dead, a new one once every
+    idle connection has been checked (see module doc)."""
+    deadline = time.monotonic() + timeout_s
+    conn = pool.getconn(timeout_s)
+    try:
+        ConnectionPool.check_connection(conn)
+        return conn
+    except psycopg.Error:
+        pool.putconn(conn)
+    pool.check()
+    return pool.getconn(max(0.01, deadline - time.monotonic()))
 
 
 def _why(pool: ConnectionPool) -> str:
