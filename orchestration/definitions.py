@@ -6,6 +6,7 @@ See docs/orchestration.md for how each trigger behaves.
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass
 
 from dagster import Definitions
@@ -68,6 +69,7 @@ class SourceRun:
     stats: IngestStats | None = None
     error: str | None = None
     checks: tuple[CheckOutcome, ...] = ()
+    wall_s: float = 0.0  # the run's wall time, start to end (the stages' seconds overlap and leave gaps)
 
 
 def materialize_sources(config_path: str, names: list[str], log_level: str = "CRITICAL") -> dict[str, SourceRun]:
@@ -90,6 +92,7 @@ def materialize_sources(config_path: str, names: list[str], log_level: str = "CR
     out: dict[str, SourceRun] = {}
     for name in names:
         begin_source(name)
+        t0 = time.perf_counter()
         res = materialize(
             [*ingest_assets, *ingest_checks],
             partition_key=name,
@@ -99,6 +102,7 @@ def materialize_sources(config_path: str, names: list[str], log_level: str = "CR
             tags={"docforge/trigger": "cli"},
             run_config={"loggers": {"console": {"config": {"log_level": log_level}}}},
         )
+        wall = time.perf_counter() - t0
         step_errors: dict[str, str] = {}
         for e in res.get_step_failure_events():
             err = e.step_failure_data.error if e.step_failure_data else None
@@ -114,8 +118,8 @@ def materialize_sources(config_path: str, names: list[str], log_level: str = "CR
         )
         ingest_errors = [msg for step, msg in step_errors.items() if step in asset_steps]
         if ingest_errors or (not res.success and not step_errors):
-            out[name] = SourceRun(error="; ".join(ingest_errors) or "run failed", checks=checks)
+            out[name] = SourceRun(error="; ".join(ingest_errors) or "run failed", checks=checks, wall_s=wall)
             continue
         metas = [m.metadata for m in res.get_asset_materialization_events() for m in [m.materialization]]
-        out[name] = SourceRun(stats=stats_from_metadata(metas), checks=checks)
+        out[name] = SourceRun(stats=stats_from_metadata(metas), checks=checks, wall_s=wall)
     return out

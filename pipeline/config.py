@@ -203,7 +203,8 @@ class DirectorySourceConfig(_SourceBase):
     type: Literal["directory"]
     path: str  # relative to sources.yml
     globs: list[str] = Field(default_factory=lambda: ["**"])  # gitignore-style, anchored at `path`
-    extensions: list[str] | None = None  # e.g. [".md", ".py"]; None: every format docforge reads
+    extensions: list[str] | None = None  # e.g. [".md", ".py", ""]; None: every format docforge reads; "": none
+    include: list[str] = Field(default_factory=list)  # name globs read as text when no format claims them
     ignore: list[str] = Field(default_factory=list)  # more gitignore-style patterns to skip
     ignore_dirs: list[str] = Field(default_factory=lambda: list(DEFAULT_IGNORED_DIRS))
     gitignore: bool = True  # honour the root .gitignore
@@ -224,7 +225,8 @@ class DirectorySourceConfig(_SourceBase):
     @field_validator("extensions")
     @classmethod
     def _dotted(cls, v: list[str] | None) -> list[str] | None:
-        return None if v is None else ["." + e.lower().lstrip(".") for e in v if e.strip(". ")]
+        """`md` and `.MD` are `.md`; `""` (or `.`) stands for files without an extension."""
+        return None if v is None else ["." + e.lower().strip().lstrip(".") if e.strip(". ") else "" for e in v]
 
 
 class ConfluenceSourceConfig(_SourceBase):
@@ -625,7 +627,19 @@ def _secrets() -> dict[tuple[str, ...], tuple[str, ...]]:
 
 
 def load_settings(path: str | Path | None = None) -> Settings:
-    """Read and validate sources.yml, then the environment; raise ConfigError naming the key and source."""
+    """Read and validate sources.yml, then the environment; raise ConfigError naming the key and source.
+
+    No path given, no $DOCFORGE_CONFIG and no ./sources.yml: the ad-hoc file of `docforge ingest PATH…`
+    is the configuration (`adhoc_home()` says where it is), so the ad-hoc flow works from any directory.
+    """
+    if path is None and not os.environ.get("DOCFORGE_CONFIG") and not Path(DEFAULT_CONFIG).exists():
+        f = adhoc_file(adhoc_home())
+        if not f.exists():
+            raise ConfigError(
+                f"no {DEFAULT_CONFIG} in {Path.cwd()} and nothing indexed yet: run `docforge ingest PATH…` "
+                "to index a folder, or pass --config / set DOCFORGE_CONFIG"
+            )
+        path = f
     path = Path(path or config_file()).resolve()
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
@@ -641,6 +655,8 @@ def load_settings(path: str | Path | None = None) -> Settings:
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: expected a mapping with a 'sources' list, got {type(data).__name__}")
     _refuse_file_only_problems(path, data)
+    if path.name == ADHOC_FILE and "home" not in data:
+        data = {**data, "home": path.parent}  # the ad-hoc file lives in its store's home (DOCFORGE_HOME wins)
     return _with_adhoc(_build(data, path))
 
 
@@ -657,6 +673,20 @@ ADHOC_FILE = "adhoc-sources.yml"
 
 def adhoc_file(home: Path) -> Path:
     return Path(home) / ADHOC_FILE
+
+
+def adhoc_home() -> Path:
+    """The home of the ad-hoc sources when there is no sources.yml: $DOCFORGE_HOME; else the nearest
+    `.docforge` holding ad-hoc sources in this directory or one above it; else the user's data directory
+    ($XDG_DATA_HOME/docforge, ~/.local/share/docforge), so `docforge search` finds from any directory
+    what `docforge ingest PATH…` indexed from another."""
+    if env := os.environ.get("DOCFORGE_HOME"):
+        return Path(env)
+    here = Path.cwd()
+    for d in (here, *here.parents):
+        if (d / ".docforge" / ADHOC_FILE).is_file():
+            return d / ".docforge"
+    return Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share") / "docforge"
 
 
 def read_adhoc(home: Path) -> list[SourceConfig]:

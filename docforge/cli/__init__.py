@@ -12,15 +12,26 @@ from pipeline import __version__
 from pipeline.errors import DocforgeError
 
 CONTEXT = {"help_option_names": ["-h", "--help"]}
+CONFIG_HELP = (
+    "Path to sources.yml [env: DOCFORGE_CONFIG; default: ./sources.yml, else the sources "
+    "`docforge ingest PATH…` recorded]."
+)
+
+
+def _inherit_config(ctx: click.Context, param, value: str | None) -> str | None:
+    """`docforge -c x status` and `docforge status -c x` are the same: the group's value is the fallback."""
+    return value if value is not None else ctx.find_root().params.get("config")
+
+
 config_option = click.option(
     "--config",
     "-c",
     "config",
-    default="sources.yml",
-    show_default=True,
+    default=None,
     envvar="DOCFORGE_CONFIG",
     type=click.Path(dir_okay=False),
-    help="Path to sources.yml [env: DOCFORGE_CONFIG].",
+    callback=_inherit_config,
+    help=CONFIG_HELP,
 )
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON on stdout, for machines.")
 
@@ -55,7 +66,8 @@ class Group(click.Group):
 @click.group(cls=Group, context_settings=CONTEXT)
 @click.version_option(__version__, "--version", prog_name="docforge")
 @click.option("-v", "--verbose", count=True, help="More log output on stderr (-vv for debug).")
-def main(verbose: int) -> None:
+@click.option("--config", "-c", "config", default=None, type=click.Path(dir_okay=False), help=CONFIG_HELP)
+def main(verbose: int, config: str | None) -> None:
     """docforge: keep a search index of your documentation fresh.
 
     \b
@@ -66,6 +78,9 @@ def main(verbose: int) -> None:
     """
     level = logging.WARNING - 10 * verbose
     logging.basicConfig(level=level, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
+    from docforge.cli.quiet import quiet_third_parties
+
+    quiet_third_parties(verbose)
 
 
 def _register() -> None:

@@ -65,6 +65,10 @@ def command(
             use_cache=False if no_cache else None,
             trace=trace,
         )
+        if not answer.citations:
+            from docforge.cli.search import require_indexed
+
+            require_indexed(answerer.searcher)  # an empty store: say what to run
     if as_json:
         click.echo(json.dumps(answer.model_dump(mode="json", exclude_none=False), indent=2, ensure_ascii=False))
         return
@@ -79,8 +83,6 @@ def _print(answer, trace: bool) -> None:
     from rich.markup import escape
     from rich.table import Table
 
-    from pipeline.answers.prompts import where
-
     console = Console()
     for line in answer.answer.splitlines():
         style = "green" if line.startswith("✓") else "red" if line.startswith(("✗", "UNGROUNDED")) else ""
@@ -92,10 +94,13 @@ def _print(answer, trace: bool) -> None:
         f"{answer.latency_ms:.0f} ms · answer {answer.answer_id or '-'}"
     )
     if answer.citations:
-        table = Table("ptr", "title › section", "citation", "score", title="Citations")
+        from docforge.cli import render
+
+        console.print()
+        console.print("Citations", style="bold")
         for c in answer.citations:
-            table.add_row(c.pointer, escape(where(c.title, c.section)), escape(c.url), f"{c.score:.3f}")
-        console.print(table)
+            head = render.heading(f"[{c.pointer}]", f"{c.score:.3f}", render.where(c.title, c.section))
+            console.print(render.block(head, render.citation(c.doc_key, c.source, c.url, c.page)))
     if trace and answer.trace:
         table = Table("step", "ms", "detail", title="Trace")
         for s in answer.trace:

@@ -46,7 +46,7 @@ CHUNK_COUNTS = (
 )
 @json_option
 @click.argument("paths", nargs=-1, type=click.Path(exists=True, file_okay=True, dir_okay=True))
-def command(config: str, names: tuple[str, ...], as_json: bool, paths: tuple[str, ...]) -> None:
+def command(config: str | None, names: tuple[str, ...], as_json: bool, paths: tuple[str, ...]) -> None:
     """Crawl, chunk, embed, index and check sources through Dagster, in-process.
 
     Only what changed since the last run is re-read and re-embedded. Exits 1
@@ -98,16 +98,18 @@ def command(config: str, names: tuple[str, ...], as_json: bool, paths: tuple[str
         sys.exit(1)
 
 
-def _settings(config: str, paths: tuple[str, ...]):
-    """sources.yml's settings (with the ad-hoc sources); with PATHS and no sources.yml, the ad-hoc file's."""
+def _settings(config: str | None, paths: tuple[str, ...]):
+    """sources.yml's settings (with the ad-hoc sources); with PATHS and no sources.yml, the ad-hoc file's
+    (under `adhoc_home()`: found again from any directory by search, status, sources …)."""
     from pathlib import Path
 
-    from pipeline.config import adhoc_file, env_settings
+    from pipeline.config import DEFAULT_CONFIG, adhoc_file, adhoc_home, env_settings
 
-    if paths and not Path(config).exists():
-        home = env_settings().home
-        f = adhoc_file(home)
-        return load_settings(f) if f.exists() else env_settings().model_copy(update={"config_path": f.resolve()})
+    if paths and config is None and not Path(DEFAULT_CONFIG).exists():
+        f = adhoc_file(adhoc_home()).resolve()
+        if f.exists():
+            return load_settings(f)
+        return env_settings().model_copy(update={"config_path": f, "home": f.parent})
     return load_settings(config)
 
 
@@ -115,6 +117,7 @@ def _source_report(run: SourceRun) -> dict:
     """One source's JSON: its IngestStats (or `error`), plus `checks`."""
     out = run.stats.as_dict() if run.stats is not None else {"error": run.error}
     out["checks"] = [c.as_dict() for c in run.checks]
+    out["wall_seconds"] = round(run.wall_s, 3)
     return out
 
 
@@ -153,21 +156,22 @@ def print_report(console, report: dict) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    table = Table(title="docforge ingest", show_lines=True)
+    wall = sum(r["wall_seconds"] for r in report.values())
+    table = Table(title="docforge ingest", caption=f"{len(report)} source(s) in {wall:.1f} s", show_lines=True)
     table.add_column("source", overflow="fold")  # a long name wraps rather than losing its end
     for header in ("files", "chunks", "checks"):
         table.add_column(header)
-    table.add_column("seconds", justify="right")
+    table.add_column("seconds", justify="right")  # the run's wall time; --json has each stage's
     for name, r in report.items():
         if "error" in r:
-            table.add_row(Text(name), Text("error", style="red"), "", _checks_cell(r), "")
+            table.add_row(Text(name), Text("error", style="red"), "", _checks_cell(r), f"{r['wall_seconds']:.1f}")
             continue
         table.add_row(
             Text(name),
             _counts(r, FILE_COUNTS),
             _counts(r, CHUNK_COUNTS),
             _checks_cell(r),
-            Text(f"{sum(r['seconds'].values()):.1f}", justify="right"),
+            Text(f"{r['wall_seconds']:.1f}", justify="right"),
         )
     console.print(table)
     for name, r in report.items():

@@ -26,6 +26,20 @@ JSON_KEYS = (
 EXPLAIN_KEYS = ("dense_rank", "keyword_rank")
 
 
+def require_indexed(searcher) -> None:
+    """Exit 1, saying what to run, when the store holds no chunk at all."""
+    from pipeline.store.schema import store_model
+
+    with searcher.connection() as conn:
+        empty = store_model(conn) is None or conn.execute("SELECT NOT EXISTS (SELECT 1 FROM chunks)").fetchone()[0]
+    if empty:
+        where = searcher.settings.config_path
+        raise click.ClickException(
+            f"nothing is indexed yet (sources from {where}): run `docforge ingest` for the configured sources, "
+            "or `docforge ingest PATH…` to index a folder"
+        )
+
+
 @click.command("search")
 @click.argument("query")
 @config_option
@@ -78,6 +92,8 @@ def command(
     """
     with Searcher(load_settings(config)) as searcher:
         hits = searcher.search(query, limit=limit, mode=mode, filters=filters, rerank=rerank, per_doc=per_doc)
+        if not hits:
+            require_indexed(searcher)  # an empty store is an error that says what to run, not "no results"
     if as_json:
         keys = JSON_KEYS + (EXPLAIN_KEYS if explain else ())
         click.echo(json.dumps([{k: h.as_dict()[k] for k in keys} for h in hits], indent=2, ensure_ascii=False))
@@ -86,33 +102,25 @@ def command(
 
 
 def _print(query: str, hits, explain: bool) -> None:
-    """A table of the hits. Query, titles, excerpts and URLs go in as rich `Text`, never markup:
-    `x[a..b]` and `[links](…)` print as typed."""
+    """Each hit as a block that reads at any width (docforge.cli.render)."""
     from rich.console import Console
-    from rich.table import Table
     from rich.text import Text
 
-    console = Console()
+    from docforge.cli import render
+
+    console = Console(highlight=False)
     if not hits:
-        console.print(Text(f"No results for {query!r}."))
+        console.print(Text(f"No results for {query!r}: try other words, --mode keyword, or a wider --filter."))
         return
-    reranked = any(h.rerank_score is not None for h in hits)
-    cols = ["#", "score"] + (["rerank"] if reranked else []) + (["dense#", "kw#"] if explain else [])
-    table = Table(
-        *cols, "title › section", "excerpt", "citation", title=Text(f"Results for {query!r}"), show_lines=True
-    )
+    words = render.terms(query)
     for i, h in enumerate(hits, 1):
-        excerpt = " ".join(h.text.split())[:160]
-        extra = [f"{h.rerank_score:.3f}" if h.rerank_score is not None else "-"] if reranked else []
+        score = f"{h.score:.3f}"
+        if h.rerank_score is not None:
+            score += f" (rerank {h.rerank_score:.3f})"
         if explain:
-            extra += [str(h.dense_rank or "-"), str(h.keyword_rank or "-")]
-        where = _where(h.title, h.section) + (f" (page {h.page})" if h.page is not None else "")
-        table.add_row(str(i), f"{h.score:.3f}", *extra, Text(where), Text(excerpt), Text(h.url))
-    console.print(table)
-
-
-def _where(title: str, section: str) -> str:
-    """Title › section, without repeating a title that is also the top heading."""
-    if not section or section == title:
-        return title
-    return section if section.startswith(f"{title} > ") else f"{title} › {section}"
+            score += f" (dense #{h.dense_rank or '-'}, keyword #{h.keyword_rank or '-'})"
+        head = render.heading(f"{i:>2}", f"{h.score:.3f}", render.where(h.title, h.section))
+        if score != f"{h.score:.3f}":
+            head.append(Text(score[len(f"{h.score:.3f}") :], style="dim"))
+        cite = render.citation(h.doc_key, h.source, h.url, h.page)
+        console.print(render.block(head, cite, render.excerpt(h.text, words)))

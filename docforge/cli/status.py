@@ -41,23 +41,24 @@ def command(config: str, as_json: bool) -> None:
     from rich.table import Table
     from rich.text import Text  # names and the model path are text, never rich markup
 
-    table = Table(
-        "source",
-        "documents",
-        "chunks",
-        "failures",
-        "last indexed",
-        title=Text(f"model {report['model']} · dim {report['dimension']}"),
+    from docforge.cli.when import ago
+
+    heading = (
+        f"model {report['model']} · dim {report['dimension']}"
+        if built
+        else "nothing indexed yet: `docforge ingest` indexes the configured sources, `docforge ingest PATH…` a folder"
     )
+    table = Table("source", "documents", "chunks", "failures", "last indexed", title=Text(heading))
     for s in sources:
         table.add_row(
             Text(s["name"] + ("" if s["configured"] else " (not in config)")),
             str(s["documents"]),
             str(s["chunks"]),
             str(s["failures"]),
-            s["last_indexed"] or "never",
+            ago(s["last_indexed"]),
         )
     console = Console()
+    console.print(Text(f"config: {settings.config_path} · store: {settings.home}", style="dim"))
     console.print(table)
     if "configured_model" in report:
         console.print(
