@@ -33,6 +33,9 @@ config_option = click.option(
     callback=_inherit_config,
     help=CONFIG_HELP,
 )
+# pipeline.query.MODES, named here so that `--help` and `ingest` do not import the search stack (models,
+# HTTP clients: most of a second); tests/test_first_hour.py checks the two agree.
+SEARCH_MODES = ("dense", "keyword", "hybrid")
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON on stdout, for machines.")
 
 

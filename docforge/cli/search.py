@@ -6,9 +6,8 @@ import json
 
 import click
 
-from docforge.cli import config_option, filter_option, json_option
-from pipeline.config import load_settings
-from pipeline.query import MODES, SearchConfig, Searcher
+from docforge.cli import SEARCH_MODES, config_option, filter_option, json_option
+from pipeline.config import SearchConfig
 
 JSON_KEYS = (
     "doc_key",
@@ -46,7 +45,7 @@ def require_indexed(searcher) -> None:
 @click.option(
     "--mode",
     "-m",
-    type=click.Choice(MODES),
+    type=click.Choice(SEARCH_MODES),
     default="hybrid",
     show_default=True,
     envvar="DOCFORGE_SEARCH_MODE",
@@ -90,6 +89,9 @@ def command(
       docforge search "borrow checker" --per-doc 1      # one chunk per document
       docforge search "deploy" --filter '{"tags": {"$in": ["ops"]}}' --explain
     """
+    from pipeline.config import load_settings
+    from pipeline.query import Searcher
+
     with Searcher(load_settings(config)) as searcher:
         hits = searcher.search(query, limit=limit, mode=mode, filters=filters, rerank=rerank, per_doc=per_doc)
         if not hits:

@@ -7,11 +7,6 @@ import json
 import click
 
 from docforge.cli import config_option, json_option
-from pipeline.config import load_settings
-from pipeline.store import generations
-from pipeline.store.admin import per_source
-from pipeline.store.db import connect, store_url
-from pipeline.store.schema import open_built
 
 
 @click.command("status")
@@ -19,6 +14,12 @@ from pipeline.store.schema import open_built
 @json_option
 def command(config: str, as_json: bool) -> None:
     """Show sources, document and chunk counts, model and dimension."""
+    from pipeline.config import load_settings
+    from pipeline.store import generations
+    from pipeline.store.admin import per_source
+    from pipeline.store.db import connect, store_url
+    from pipeline.store.schema import open_built
+
     settings = load_settings(config)
     with connect(store_url(settings)) as conn:
         built = open_built(conn)
@@ -75,7 +76,7 @@ def command(config: str, as_json: bool) -> None:
         console.print(Text(line))
 
 
-def _generation(conn, gen: generations.Generation) -> dict:
+def _generation(conn, gen) -> dict:
     """A generation as status shows it; a building one with its progress."""
     row = {
         "id": gen.id,
@@ -87,6 +88,8 @@ def _generation(conn, gen: generations.Generation) -> dict:
         "live_at": gen.live_at.isoformat() if gen.live_at else None,
     }
     if gen.state == "building":
+        from pipeline.store import generations
+
         row["vectors"], row["chunks"] = generations.coverage(conn, gen)
     return row
 
