@@ -7,17 +7,16 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass
 
 from dagster import Definitions
 
 from assets.checks import ingest_checks
 from assets.ingest import ingest_assets, source_partitions
 from orchestration.jobs import executor, ingest_job
+from orchestration.runs import CheckOutcome, SourceRun
 from orchestration.schedules import build_nightly_schedule, schedule_config
 from orchestration.sensors import build_push_sensor, build_sources_sync_sensor
 from pipeline.config import config_file
-from pipeline.ingest import IngestStats
 from resources import EmbedderResource, PostgresResource, SourcesResource
 
 CONFIG_PATH = str(config_file())  # $DOCFORGE_CONFIG, else ./sources.yml
@@ -47,29 +46,6 @@ def _root_cause(err) -> str:
     while err.cause is not None:
         err = err.cause
     return err.message.strip()
-
-
-@dataclass(frozen=True)
-class CheckOutcome:
-    """One asset check's verdict on one source, as the CLI reports it."""
-
-    name: str
-    passed: bool
-    severity: str  # "ERROR" or "WARN": an ERROR that fails makes `docforge ingest` exit 1
-    description: str
-
-    def as_dict(self) -> dict:
-        return {"name": self.name, "passed": self.passed, "severity": self.severity, "description": self.description}
-
-
-@dataclass(frozen=True)
-class SourceRun:
-    """One source's in-process run: its stats (None if an ingest step failed), the error, the checks."""
-
-    stats: IngestStats | None = None
-    error: str | None = None
-    checks: tuple[CheckOutcome, ...] = ()
-    wall_s: float = 0.0  # the run's wall time, start to end (the stages' seconds overlap and leave gaps)
 
 
 def materialize_sources(config_path: str, names: list[str], log_level: str = "CRITICAL") -> dict[str, SourceRun]:

@@ -81,6 +81,7 @@ def test_the_table_lists_formats_and_skipped_files():
             "chunks_reused": 0,
             "chunks_deleted": 0,
             "seconds": {"documents": 0.1},
+            "wall_seconds": 0.2,
             "failures": [],
             "languages": {"python": 1, "pdf": 1},
             "skipped_files": [

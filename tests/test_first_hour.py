@@ -99,7 +99,7 @@ def test_the_first_hour(tmp_path, database_url, docforge_home):
         assert hits[0]["title"] == "Operator Manual" and "Rotating credentials" in hits[0]["section"]
         readme = json.loads(cli("search", "quarterly invoices", "--json", cwd=cwd).stdout)
         assert readme[0]["doc_key"] == "folder:README" and readme[0]["title"] == "Widget Service"
-    man = json.loads(cli("search", "frobnicate tracked files", "--json", cwd=other).stdout)[0]
+    man = json.loads(cli("search", "keeping the index untouched", "--json", cwd=other).stdout)[0]
     assert man["doc_key"] == "folder:Documentation/git-frobnicate.txt" and "DESCRIPTION" in man["section"]
 
     # At 80 columns the citation is on its own line, in full; the excerpt holds the matched words.
@@ -129,8 +129,25 @@ def test_the_first_hour(tmp_path, database_url, docforge_home):
     # sources: a table with a header.
     sources = cli("sources", cwd=other).stdout
     header = next(line for line in sources.splitlines() if "name" in line)
-    assert [w for w in re.split(r"[\s┃│]+", header) if w] == ["name", "type", "location", "documents", "chunks", "last", "ingest"]
+    assert [w for w in re.split(r"[\s┃│]+", header) if w] == [
+        "name",
+        "type",
+        "location",
+        "documents",
+        "chunks",
+        "last",
+        "ingest",
+    ]
     assert re.search(r"│ folder\s+│ directory │", sources), sources
+
+    # Ingest again, from elsewhere: nothing changed, nothing done, the four checks still run.
+    again = cli("ingest", cwd=other)
+    assert re.search(r"│ folder\s+│ 5 unchanged", again.stdout) and "4/4 passed" in again.stdout, again.stdout
+    assert "embedded" not in again.stdout and "documents 0/" not in again.stderr  # no stage ran
+    (folder / "README").write_text("Widget Service\n\nThe widget service now renders yearly invoices too.\n")
+    edited = cli("ingest", "folder", cwd=work)
+    assert re.search(r"│ folder\s+│ 1 updated", edited.stdout) and "4/4 passed" in edited.stdout, edited.stdout
+    assert json.loads(cli("search", "yearly invoices", "--json", cwd=other).stdout)[0]["doc_key"] == "folder:README"
 
     # The page: served from the other directory, it lists the folder with its type.
     serve_and_read_the_page(other, tmp_path)
@@ -153,9 +170,9 @@ def serve_and_read_the_page(cwd: Path, tmp_path: Path) -> None:
             time.sleep(0.25)
         assert f"Open http://127.0.0.1:{port}/" in log.read_text(errors="replace")
         assert httpx.get(f"http://127.0.0.1:{port}/favicon.ico").status_code == 200
-        rows = httpx.get(
-            f"http://127.0.0.1:{port}/sources", headers={"Authorization": "Bearer first-hour"}
-        ).json()["sources"]
+        rows = httpx.get(f"http://127.0.0.1:{port}/sources", headers={"Authorization": "Bearer first-hour"}).json()[
+            "sources"
+        ]
         assert [(r["name"], r["type"], r["documents"]) for r in rows] == [("folder", "directory", 5)]
 
         # A second server on the same port: refused before it prints a URL, with the reason.

@@ -94,6 +94,7 @@ def test_summary_fits_80_columns():
         "chunks_reused": 3456,
         "chunks_deleted": 789,
         "seconds": {"documents": 12.5, "chunks": 30.25, "embeddings": 600.0},
+        "wall_seconds": 642.8,  # the table shows the run's wall time, not the sum of overlapping stages
     }
     checks = [
         {"name": n, "passed": n != "no_orphan_chunks", "severity": "ERROR", "description": "3 orphan chunks"}
@@ -106,7 +107,7 @@ def test_summary_fits_80_columns():
             "failures": [{"key": "confluence-engineering-space:123", "stage": "chunks", "error": "nested too deep"}],
         },
         "rust-rfcs": {**stats, "checks": checks[:1], "failures": []},
-        "gone": {"error": "repo path /nowhere does not exist", "checks": []},
+        "gone": {"error": "repo path /nowhere does not exist", "checks": [], "wall_seconds": 0.4},
     }
     console = Console(width=80, record=True)
     print_report(console, report)

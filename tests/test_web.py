@@ -199,9 +199,7 @@ def test_the_page_in_headless_chromium(site, browser, tmp_path):
     marks = [m.text.lower() for m in browser.find_elements(By.CSS_SELECTOR, "#results .excerpt mark")]
     assert marks and set(marks) == {"vault"}
     # Whole words only: "do" is marked in "do it", never inside "documented".
-    assert browser.execute_script("return [...'documented, do it'.matchAll(wordsRe(['do']))].map(m => m.index)") == [
-        12
-    ]
+    assert browser.execute_script("return [...'documented, do it'.matchAll(wordsRe(['do']))].map(m => m.index)") == [12]
     first = find(By.CSS_SELECTOR, "#results .result")
     assert "›" in first.find_element(By.CSS_SELECTOR, "h3").text and "score" in first.text
     ref = first.find_element(By.CSS_SELECTOR, "h3 .source-ref")  # file:// (a local repo): shown, not linked

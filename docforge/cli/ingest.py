@@ -14,7 +14,7 @@ from pipeline.config import load_settings
 from pipeline.errors import ConfigError
 
 if TYPE_CHECKING:  # the Dagster wiring costs seconds to import: only when a command runs it
-    from orchestration.definitions import SourceRun
+    from orchestration.runs import SourceRun
 
 # (label, IngestStats field): one line per non-zero count in the summary's cells.
 FILE_COUNTS = (
@@ -78,13 +78,17 @@ def command(config: str | None, names: tuple[str, ...], as_json: bool, paths: tu
         )
     for n in wanted:
         settings.source(n)  # unknown name: ConfigError before any work
-    from orchestration.definitions import materialize_sources
-    from pipeline.progress import showing
+    from orchestration.runs import settled_runs
 
-    level = logging.getLevelName(logging.getLogger().getEffectiveLevel())
-    with showing():  # bars on a terminal, plain lines otherwise; stderr, so --json stays clean
-        runs = materialize_sources(str(settings.config_path), wanted, "CRITICAL" if level == "WARNING" else level)
-    report = {name: _source_report(run) for name, run in runs.items()}
+    runs = settled_runs(str(settings.config_path), wanted)  # unchanged sources: proven and checked, no Dagster
+    if rest := [n for n in wanted if n not in runs]:
+        from orchestration.definitions import materialize_sources
+        from pipeline.progress import showing
+
+        level = logging.getLevelName(logging.getLogger().getEffectiveLevel())
+        with showing():  # bars on a terminal, plain lines otherwise; stderr, so --json stays clean
+            runs |= materialize_sources(str(settings.config_path), rest, "CRITICAL" if level == "WARNING" else level)
+    report = {name: _source_report(runs[name]) for name in wanted}
     failed = [n for n, r in report.items() if "error" in r or r["failures"] or _failed_checks(r)]
     if as_json:
         click.echo(
