@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import click
 
 from docforge.cli import config_option, json_option
-from pipeline.config import load_settings
+from pipeline.config import ADHOC_FILE, load_settings
 from pipeline.errors import ConfigError
 
 if TYPE_CHECKING:  # the Dagster wiring costs seconds to import: only when a command runs it
@@ -55,8 +55,14 @@ def command(config: str | None, names: tuple[str, ...], as_json: bool, paths: tu
 
     PATHS (directories or files) are indexed as sources of their own, named
     after them, without editing sources.yml: they are recorded in
-    $DOCFORGE_HOME/adhoc-sources.yml, and ingesting a path again updates its
-    source. Without sources.yml, only they are known.
+    adhoc-sources.yml under $DOCFORGE_HOME, and ingesting a path again updates
+    its source. Without a sources.yml, only they are known, and search, ask,
+    status, sources and serve find them from any directory (no DOCFORGE_HOME:
+    the nearest .docforge above holding them, else ~/.local/share/docforge).
+
+    A directory source that nothing changed in is proven unchanged from its
+    listing and the ledger and checked, without starting Dagster (unless
+    DAGSTER_HOME is set: then every run is recorded in the UI).
 
     \b
     Examples:
@@ -97,7 +103,18 @@ def command(config: str | None, names: tuple[str, ...], as_json: bool, paths: tu
     else:
         from rich.console import Console
 
-        print_report(Console(), report)
+        console = Console()
+        print_report(console, report)
+        if paths and settings.config_path is not None and settings.config_path.name == ADHOC_FILE:
+            from rich.text import Text
+
+            console.print(
+                Text(
+                    f"No sources.yml here: indexed into {settings.home}. `docforge search …`, `ask`, `status` "
+                    "and `sources` find it from any directory.",
+                    style="dim",
+                )
+            )
     if failed:
         sys.exit(1)
 

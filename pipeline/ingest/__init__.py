@@ -48,4 +48,8 @@ __all__ = [
 
 def ingest_source(ctx: IngestContext, name: str) -> IngestStats:
     """All three stages for one source, in order (what one orchestrated run of it does)."""
+    from pipeline.ingest.chunks import stage_chunks
+    from pipeline.ingest.documents import stage_documents
+    from pipeline.ingest.embeddings import stage_embeddings
+
     return stage_documents(ctx, name) + stage_chunks(ctx, name) + stage_embeddings(ctx, name)
