@@ -107,10 +107,11 @@ def test_the_first_hour(tmp_path, database_url, docforge_home):
         out = cli("search", "promote the standby replica", "-n", "2", cwd=other, columns=columns).stdout
         lines = out.splitlines()
         assert max(len(line) for line in lines) <= columns
-        head = lines[0]
+        assert lines[0] == "Results for 'promote the standby replica'"
+        head = lines[1]
         assert re.match(r"\s*1 \d\.\d{3} Database runbook › Failover$", head), out
-        assert lines[1].strip() == LONG, out
-        assert "Promote the standby replica" in lines[2]
+        assert lines[2].strip() == LONG, out
+        assert "Promote the standby replica" in lines[3]
 
     # ask: the answer, then each citation as a block with its file in full.
     ask = cli("ask", "How often are the service credentials rotated?", cwd=other)

@@ -158,7 +158,7 @@ def test_brackets_in_paths_and_text_print_as_typed(make_repo, write_config, data
     res = docforge("search", "slice x[a..b]", "-c", str(config), env={"COLUMNS": "250"})
     assert "Results for 'slice x[a..b]'" in res.stdout
     assert "Take x[a..b] to slice; see [the runbook](https://example.test/runbook) for more." in res.stdout
-    assert "docs/%5B/x%5D.md" in res.stdout, res.stdout  # the citation, a URL
+    assert "\n         docs/[/x].md\n" in res.stdout, res.stdout  # the citation: the path as typed, on its own line
 
 
 def test_no_stored_chunk_exceeds_the_window(make_repo, write_config, database_url):

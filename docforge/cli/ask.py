@@ -104,7 +104,7 @@ def _print(answer, trace: bool) -> None:
         console.print("Citations", style="bold")
         for c in answer.citations:
             head = render.heading(f"[{c.pointer}]", f"{c.score:.3f}", render.where(c.title, c.section))
-            console.print(render.block(head, render.citation(c.doc_key, c.source, c.url, c.page)))
+            render.emit(console, render.block(head, render.citation(c.doc_key, c.source, c.url, c.page)))
     if trace and answer.trace:
         table = Table("step", "ms", "detail", title="Trace")
         for s in answer.trace:

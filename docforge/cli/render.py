@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from rich.console import Group, RenderableType
+from rich.console import Console, Group, RenderableType
 from rich.padding import Padding
 from rich.style import Style
 from rich.text import Text
@@ -97,6 +97,16 @@ def block(head: Text, cite: Text, body: Text | None = None) -> RenderableType:
     """One result: its heading line, then the citation and the excerpt indented under the heading."""
     lines: list[RenderableType] = [cite] if body is None else [cite, body]
     return Group(head, Padding(Group(*lines), (0, 0, 1, INDENT), expand=False))
+
+
+def emit(console: Console, renderable: RenderableType) -> None:
+    """Print; into a pipe or a file, without the spaces rich pads an indented block's lines with."""
+    if console.is_terminal:
+        console.print(renderable)
+        return
+    with console.capture() as cap:
+        console.print(renderable)
+    console.file.write("".join(line.rstrip() + "\n" for line in cap.get().splitlines()))
 
 
 def heading(rank: str, score: str, title: str) -> Text:

@@ -114,6 +114,7 @@ def _print(query: str, hits, explain: bool) -> None:
     if not hits:
         console.print(Text(f"No results for {query!r}: try other words, --mode keyword, or a wider --filter."))
         return
+    console.print(Text(f"Results for {query!r}", style="bold"))
     words = render.terms(query)
     for i, h in enumerate(hits, 1):
         score = f"{h.score:.3f}"
@@ -125,4 +126,4 @@ def _print(query: str, hits, explain: bool) -> None:
         if score != f"{h.score:.3f}":
             head.append(Text(score[len(f"{h.score:.3f}") :], style="dim"))
         cite = render.citation(h.doc_key, h.source, h.url, h.page)
-        console.print(render.block(head, cite, render.excerpt(h.text, words)))
+        render.emit(console, render.block(head, cite, render.excerpt(h.text, words)))
