@@ -93,5 +93,5 @@ def test_the_table_lists_formats_and_skipped_files():
     out = io.StringIO()
     print_report(Console(file=out, width=100), report)
     text = out.getvalue()
-    assert "12 skipped" in text and "proj: 1 python, 1 pdf" in text
+    assert "12 skipped" in text and "source 'proj': 1 python, 1 pdf" in text
     assert "proj:bin0.png skipped: binary file type (.png)" in text and "2 more skipped in proj" in text

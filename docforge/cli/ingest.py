@@ -199,7 +199,9 @@ def print_report(console, report: dict) -> None:
         if "error" in r:
             console.print(Text.assemble(("✗ ", "red"), (name, "red bold"), (f": {r['error']}", "red")))
         if langs := r.get("languages"):
-            console.print(Text(f"{name}: " + ", ".join(f"{n} {lang}" for lang, n in langs.items()), style="dim"))
+            console.print(
+                Text(f"source {name!r}: " + ", ".join(f"{n} {lang}" for lang, n in langs.items()), style="dim")
+            )
         skipped = r.get("skipped_files", [])
         for s in skipped[:SKIPS_SHOWN]:
             console.print(Text(f"- {name}:{s['path']} skipped: {s['reason']}", style="dim"))
