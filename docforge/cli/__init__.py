@@ -39,6 +39,19 @@ SEARCH_MODES = ("dense", "keyword", "hybrid")
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON on stdout, for machines.")
 
 
+def mode_option(help: str, envvar: str | None = None):
+    """`--mode/-m`: dense, keyword or hybrid (the default)."""
+    return click.option(
+        "--mode",
+        "-m",
+        type=click.Choice(SEARCH_MODES),
+        default="hybrid",
+        show_default=True,
+        envvar=envvar,
+        help=help,
+    )
+
+
 def filter_option(help: str):
     """`--filter/-f JSON`: a filter expression (docs/query.md), parsed into `filters`."""
     return click.option("--filter", "-f", "filters", callback=_parse_filter, metavar="JSON", help=help)

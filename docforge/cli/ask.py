@@ -6,7 +6,7 @@ import json
 
 import click
 
-from docforge.cli import SEARCH_MODES, config_option, filter_option, json_option
+from docforge.cli import config_option, filter_option, json_option, mode_option
 
 
 @click.command("ask")
@@ -14,14 +14,7 @@ from docforge.cli import SEARCH_MODES, config_option, filter_option, json_option
 @config_option
 @filter_option('Only evidence matching this filter expression, e.g. \'{"source": "handbook"}\' (docs/query.md).')
 @click.option("--filter-repo", metavar="TEXT", help="Only repositories whose path or URL contains TEXT.")
-@click.option(
-    "--mode",
-    "-m",
-    type=click.Choice(SEARCH_MODES),
-    default="hybrid",
-    show_default=True,
-    help="How evidence is searched.",
-)
+@mode_option("How evidence is searched.")
 @click.option(
     "--max-iterations",
     type=click.IntRange(1, 10),

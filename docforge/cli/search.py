@@ -6,7 +6,7 @@ import json
 
 import click
 
-from docforge.cli import SEARCH_MODES, config_option, filter_option, json_option
+from docforge.cli import config_option, filter_option, json_option, mode_option
 from pipeline.config import SearchConfig
 
 JSON_KEYS = (
@@ -42,15 +42,7 @@ def require_indexed(searcher) -> None:
 @click.command("search")
 @click.argument("query")
 @config_option
-@click.option(
-    "--mode",
-    "-m",
-    type=click.Choice(SEARCH_MODES),
-    default="hybrid",
-    show_default=True,
-    envvar="DOCFORGE_SEARCH_MODE",
-    help="Dense vectors, keyword (BM25), or both fused [env: DOCFORGE_SEARCH_MODE].",
-)
+@mode_option("Dense vectors, keyword (BM25), or both fused [env: DOCFORGE_SEARCH_MODE].", "DOCFORGE_SEARCH_MODE")
 @click.option("--limit", "-n", type=click.IntRange(1, 100), default=5, show_default=True, help="Hits to return.")
 @filter_option('Filter expression, e.g. \'{"source": "handbook", "path": {"$prefix": "docs/"}}\' (docs/query.md).')
 @click.option(
