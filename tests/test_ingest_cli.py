@@ -245,4 +245,4 @@ def test_progress_bars_print_source_names_as_typed():
     with progress.showing(out):
         progress.begin_source("odd[/x]")
         progress.report("chunks", 1, 1)
-    assert "odd[/x] chunks" in out.getvalue()
+    assert "odd[/x]: chunks" in out.getvalue()
