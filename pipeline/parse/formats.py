@@ -63,6 +63,7 @@ _CODE = {
     ".lua": "lua",
     ".r": "r",
     ".pl": "perl",
+    ".pm": "perl",
     ".ex": "elixir",
     ".exs": "elixir",
     ".css": "css",
