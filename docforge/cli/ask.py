@@ -96,8 +96,9 @@ def _print(answer, trace: bool) -> None:
         console.print()
         console.print("Citations", style="bold")
         for c in answer.citations:
-            head = render.heading(f"[{c.pointer}]", f"{c.score:.3f}", render.where(c.title, c.section))
-            render.emit(console, render.block(head, render.citation(c.doc_key, c.source, c.url, c.page)))
+            cite = render.citation(c.doc_key, c.source, c.url, c.page)
+            head = render.heading(render.where(c.title, c.section))
+            render.emit(console, render.block(f"[{c.pointer}]", f"{c.score:.3f}", head, cite))
     if trace and answer.trace:
         table = Table("step", "ms", "detail", title="Trace")
         for s in answer.trace:

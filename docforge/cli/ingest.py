@@ -126,7 +126,7 @@ def _settings(config: str | None, paths: tuple[str, ...]):
 
     from pipeline.config import DEFAULT_CONFIG, adhoc_file, adhoc_home, env_settings
 
-    if paths and config is None and not Path(DEFAULT_CONFIG).exists():
+    if paths and not Path(config or DEFAULT_CONFIG).exists():
         f = adhoc_file(adhoc_home()).resolve()
         if f.exists():
             return load_settings(f)

@@ -20,10 +20,10 @@ from collections.abc import Iterable
 from rich.console import Console, Group, RenderableType
 from rich.padding import Padding
 from rich.style import Style
+from rich.table import Table
 from rich.text import Text
 
 EXCERPT_CHARS = 240  # about three lines at 80 columns
-INDENT = 9  # columns: under the title, past "NN 0.123 "
 _WORD = re.compile(r"[^\W_]{2,}|\d+", re.U)
 _STOP = frozenset(
     "the and for are was how what who why with from that this not you can does do is in of to on a an".split()
@@ -93,10 +93,14 @@ def _is_file(url: str) -> bool:
     return not url.startswith(("http://", "https://")) or "/blob/" in url or "/-/blob/" in url or "/src/" in url
 
 
-def block(head: Text, cite: Text, body: Text | None = None) -> RenderableType:
-    """One result: its heading line, then the citation and the excerpt indented under the heading."""
-    lines: list[RenderableType] = [cite] if body is None else [cite, body]
-    return Group(head, Padding(Group(*lines), (0, 0, 1, INDENT), expand=False))
+def block(rank: str, score: str, head: Text, cite: Text, body: Text | None = None) -> RenderableType:
+    """One result: `rank score` in a column of its own; beside it, with a hanging indent however they
+    wrap, the heading, the citation and the excerpt."""
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(no_wrap=True)
+    grid.add_column(overflow="fold")  # a long path folds onto the next line, never loses its end
+    grid.add_row(Text.assemble((rank, "bold"), " ", (score, "dim")), Group(head, cite, *([body] if body else [])))
+    return Padding(grid, (0, 0, 1, 0))
 
 
 def emit(console: Console, renderable: RenderableType) -> None:
@@ -109,6 +113,6 @@ def emit(console: Console, renderable: RenderableType) -> None:
     console.file.write("".join(line.rstrip() + "\n" for line in cap.get().splitlines()))
 
 
-def heading(rank: str, score: str, title: str) -> Text:
-    """`rank  score  title › section`; the rank and score padded so the titles line up."""
-    return Text.assemble((rank, "bold"), " ", (score, "dim"), " ", (title, "bold"))
+def heading(title: str, extra: str = "") -> Text:
+    """`title › section` in bold, then what else the reader asked to see (rerank, ranks), dim."""
+    return Text.assemble((title, "bold"), (f" {extra}" if extra else "", "dim"))

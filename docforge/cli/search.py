@@ -109,13 +109,9 @@ def _print(query: str, hits, explain: bool) -> None:
     console.print(Text(f"Results for {query!r}", style="bold"))
     words = render.terms(query)
     for i, h in enumerate(hits, 1):
-        score = f"{h.score:.3f}"
-        if h.rerank_score is not None:
-            score += f" (rerank {h.rerank_score:.3f})"
+        extra = [f"rerank {h.rerank_score:.3f}"] if h.rerank_score is not None else []
         if explain:
-            score += f" (dense #{h.dense_rank or '-'}, keyword #{h.keyword_rank or '-'})"
-        head = render.heading(f"{i:>2}", f"{h.score:.3f}", render.where(h.title, h.section))
-        if score != f"{h.score:.3f}":
-            head.append(Text(score[len(f"{h.score:.3f}") :], style="dim"))
+            extra.append(f"dense #{h.dense_rank or '-'}, keyword #{h.keyword_rank or '-'}")
+        head = render.heading(render.where(h.title, h.section), f"({'; '.join(extra)})" if extra else "")
         cite = render.citation(h.doc_key, h.source, h.url, h.page)
-        render.emit(console, render.block(head, cite, render.excerpt(h.text, words)))
+        render.emit(console, render.block(f"{i:>2}", f"{h.score:.3f}", head, cite, render.excerpt(h.text, words)))
