@@ -19,8 +19,11 @@ CONFIG_HELP = (
 
 
 def _inherit_config(ctx: click.Context, param, value: str | None) -> str | None:
-    """`docforge -c x status` and `docforge status -c x` are the same: the group's value is the fallback."""
-    return value if value is not None else ctx.find_root().params.get("config")
+    """`docforge -c x status` and `docforge status -c x` are the same: a flag given on the group beats
+    DOCFORGE_CONFIG as the subcommand's own flag would."""
+    group = ctx.find_root().params.get("config")
+    typed = ctx.get_parameter_source(param.name) == click.core.ParameterSource.COMMANDLINE
+    return value if typed or group is None else group
 
 
 config_option = click.option(
