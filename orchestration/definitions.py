@@ -6,17 +6,17 @@ See docs/orchestration.md for how each trigger behaves.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+import time
 
 from dagster import Definitions
 
 from assets.checks import ingest_checks
 from assets.ingest import ingest_assets, source_partitions
 from orchestration.jobs import executor, ingest_job
+from orchestration.runs import CheckOutcome, SourceRun
 from orchestration.schedules import build_nightly_schedule, schedule_config
 from orchestration.sensors import build_push_sensor, build_sources_sync_sensor
 from pipeline.config import config_file
-from pipeline.ingest import IngestStats
 from resources import EmbedderResource, PostgresResource, SourcesResource
 
 CONFIG_PATH = str(config_file())  # $DOCFORGE_CONFIG, else ./sources.yml
@@ -48,28 +48,6 @@ def _root_cause(err) -> str:
     return err.message.strip()
 
 
-@dataclass(frozen=True)
-class CheckOutcome:
-    """One asset check's verdict on one source, as the CLI reports it."""
-
-    name: str
-    passed: bool
-    severity: str  # "ERROR" or "WARN": an ERROR that fails makes `docforge ingest` exit 1
-    description: str
-
-    def as_dict(self) -> dict:
-        return {"name": self.name, "passed": self.passed, "severity": self.severity, "description": self.description}
-
-
-@dataclass(frozen=True)
-class SourceRun:
-    """One source's in-process run: its stats (None if an ingest step failed), the error, the checks."""
-
-    stats: IngestStats | None = None
-    error: str | None = None
-    checks: tuple[CheckOutcome, ...] = ()
-
-
 def materialize_sources(config_path: str, names: list[str], log_level: str = "CRITICAL") -> dict[str, SourceRun]:
     """Run the ingest assets and their asset checks for each source in-process, one run per source.
 
@@ -93,6 +71,7 @@ def materialize_sources(config_path: str, names: list[str], log_level: str = "CR
     url = store_url(load_settings(config_path))
     for name in names:
         begin_source(name)
+        t0 = time.perf_counter()
         with one_run_of(url, name):
             res = materialize(
                 [*ingest_assets, *ingest_checks],
@@ -103,6 +82,7 @@ def materialize_sources(config_path: str, names: list[str], log_level: str = "CR
                 tags={"docforge/trigger": "cli"},
                 run_config={"loggers": {"console": {"config": {"log_level": log_level}}}},
             )
+        wall = time.perf_counter() - t0
         step_errors: dict[str, str] = {}
         for e in res.get_step_failure_events():
             err = e.step_failure_data.error if e.step_failure_data else None
@@ -118,8 +98,8 @@ def materialize_sources(config_path: str, names: list[str], log_level: str = "CR
         )
         ingest_errors = [msg for step, msg in step_errors.items() if step in asset_steps]
         if ingest_errors or (not res.success and not step_errors):
-            out[name] = SourceRun(error="; ".join(ingest_errors) or "run failed", checks=checks)
+            out[name] = SourceRun(error="; ".join(ingest_errors) or "run failed", checks=checks, wall_s=wall)
             continue
         metas = [m.metadata for m in res.get_asset_materialization_events() for m in [m.materialization]]
-        out[name] = SourceRun(stats=stats_from_metadata(metas), checks=checks)
+        out[name] = SourceRun(stats=stats_from_metadata(metas), checks=checks, wall_s=wall)
     return out

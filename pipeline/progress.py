@@ -73,7 +73,7 @@ class LineDisplay:
 
     def line(self, stage: str, done: int, total: int, elapsed: float, progressed: int) -> str:
         unit = UNITS.get(stage, "items")
-        where = f"{self.source} " if self.source else ""
+        where = f"source {self.source!r}, " if self.source else ""  # a source named `git` is no type
         pct = f" ({100 * done / total:.0f}%)" if total else ""
         rate = f", {progressed / elapsed:.1f} {unit}/s" if elapsed > 0 and progressed else ""
         eta = ""
@@ -120,7 +120,7 @@ class BarDisplay:
 
     def __call__(self, stage: str, done: int, total: int) -> None:
         if stage not in self.tasks:
-            label = f"{self.source} {stage}" if self.source else stage
+            label = f"{self.source}: {stage}" if self.source else stage
             self.tasks[stage] = self.bars.add_task(label, total=total, unit=UNITS.get(stage, "items"), rate="")
         task_id = self.tasks[stage]
         self.bars.update(task_id, completed=done, total=total)

@@ -81,6 +81,7 @@ def test_the_table_lists_formats_and_skipped_files():
             "chunks_reused": 0,
             "chunks_deleted": 0,
             "seconds": {"documents": 0.1},
+            "wall_seconds": 0.2,
             "failures": [],
             "languages": {"python": 1, "pdf": 1},
             "skipped_files": [
@@ -92,5 +93,5 @@ def test_the_table_lists_formats_and_skipped_files():
     out = io.StringIO()
     print_report(Console(file=out, width=100), report)
     text = out.getvalue()
-    assert "12 skipped" in text and "proj: 1 python, 1 pdf" in text
+    assert "12 skipped" in text and "source 'proj': 1 python, 1 pdf" in text
     assert "proj:bin0.png skipped: binary file type (.png)" in text and "2 more skipped in proj" in text

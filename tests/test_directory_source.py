@@ -239,3 +239,46 @@ def test_a_mixed_directory_is_ingested_searched_and_cited(config, tree, database
             "SELECT c.page FROM chunks c WHERE c.doc_key = 'proj:docs/guide.pdf' ORDER BY c.ordinal"
         ).fetchall()
     assert [p for (p,) in pages] == [1, 2, 3]
+
+
+def test_well_known_names_include_globs_and_extensionless_files(tmp_path, write_config):
+    """README, copyright, *.Debian read as text; `include:` reads the rest; the skip says which line would."""
+    root = tmp_path / "pkg"
+    write_files(
+        root,
+        {
+            "README": "Pkg\n\nWhat the package does.\n",
+            "copyright": "Format: machine-readable\n",
+            "README.Debian": "Debian notes.\n",
+            "NEWS.old": "Old news.\n",
+            "changelog.gz": b"\x1f\x8b\x08\x00",
+            "Vagrantfile": "Vagrant.configure\n",
+            "run.log": "started\n",
+            "data.xyz": "opaque\n",
+            "manual.adoc": "= Manual\n\n== Install\n\nRun it.\n",
+        },
+    )
+    cfg = write_config(
+        [
+            {"name": "all", "type": "directory", "path": str(root), "include": ["Vagrantfile", "*.log"]},
+            {"name": "bare", "type": "directory", "path": str(root), "extensions": [""]},
+        ]
+    )
+    settings = load_settings(cfg)
+    src = open_source(settings, settings.source("all"))
+    formats = {r.path: r.meta["format"] for r in src.list_refs()}
+    assert formats == {
+        "NEWS.old": "text",
+        "README": "text",
+        "README.Debian": "text",
+        "Vagrantfile": "text",
+        "copyright": "text",
+        "manual.adoc": "asciidoc",
+        "run.log": "text",
+    }
+    skipped = {s.path: s.reason for s in src.skipped}
+    assert 'include: ["*.xyz"]' in skipped["data.xyz"] and "binary file type (.gz)" in skipped["changelog.gz"]
+    # `extensions: [""]` is files without an extension, not silently nothing.
+    assert settings.source("bare").extensions == [""]
+    bare = open_source(settings, settings.source("bare"))
+    assert {r.path for r in bare.list_refs()} == {"README", "Vagrantfile", "copyright"}

@@ -94,6 +94,7 @@ def test_summary_fits_80_columns():
         "chunks_reused": 3456,
         "chunks_deleted": 789,
         "seconds": {"documents": 12.5, "chunks": 30.25, "embeddings": 600.0},
+        "wall_seconds": 642.8,  # the table shows the run's wall time, not the sum of overlapping stages
     }
     checks = [
         {"name": n, "passed": n != "no_orphan_chunks", "severity": "ERROR", "description": "3 orphan chunks"}
@@ -106,7 +107,7 @@ def test_summary_fits_80_columns():
             "failures": [{"key": "confluence-engineering-space:123", "stage": "chunks", "error": "nested too deep"}],
         },
         "rust-rfcs": {**stats, "checks": checks[:1], "failures": []},
-        "gone": {"error": "repo path /nowhere does not exist", "checks": []},
+        "gone": {"error": "repo path /nowhere does not exist", "checks": [], "wall_seconds": 0.4},
     }
     console = Console(width=80, record=True)
     print_report(console, report)
@@ -157,7 +158,7 @@ def test_brackets_in_paths_and_text_print_as_typed(make_repo, write_config, data
     res = docforge("search", "slice x[a..b]", "-c", str(config), env={"COLUMNS": "250"})
     assert "Results for 'slice x[a..b]'" in res.stdout
     assert "Take x[a..b] to slice; see [the runbook](https://example.test/runbook) for more." in res.stdout
-    assert "docs/%5B/x%5D.md" in res.stdout, res.stdout  # the citation, a URL
+    assert "\n         docs/[/x].md\n" in res.stdout, res.stdout  # the citation: the path as typed, on its own line
 
 
 def test_no_stored_chunk_exceeds_the_window(make_repo, write_config, database_url):
@@ -244,4 +245,4 @@ def test_progress_bars_print_source_names_as_typed():
     with progress.showing(out):
         progress.begin_source("odd[/x]")
         progress.report("chunks", 1, 1)
-    assert "odd[/x] chunks" in out.getvalue()
+    assert "odd[/x]: chunks" in out.getvalue()

@@ -157,9 +157,10 @@ def test_line_display_throttles_and_reports_rate():
     for done in (0, 100, 200, 1000, 1200):
         show("embeddings", done, 1200)
     lines = out.getvalue().splitlines()
-    assert lines[0] == "docforge: docs embeddings 0/1200 chunks (0%)"
-    assert lines[1] == "docforge: docs embeddings 1000/1200 chunks (83%), 100.0 chunks/s, eta 2s"
-    assert lines[2] == "docforge: docs embeddings 1200/1200 chunks (100%), 100.0 chunks/s"
+    # The source is named as one: a source called `git` or `docs` does not read as a type or a stage.
+    assert lines[0] == "docforge: source 'docs', embeddings 0/1200 chunks (0%)"
+    assert lines[1] == "docforge: source 'docs', embeddings 1000/1200 chunks (83%), 100.0 chunks/s, eta 2s"
+    assert lines[2] == "docforge: source 'docs', embeddings 1200/1200 chunks (100%), 100.0 chunks/s"
     assert len(lines) == 3  # 100 and 200 fell inside the interval
 
 
@@ -170,7 +171,7 @@ def test_showing_installs_a_display_only_for_its_duration():
         progress.begin_source("s")
         progress.report("chunks", 2, 2)
     progress.report("chunks", 2, 2)
-    assert out.getvalue() == "docforge: s chunks 2/2 docs (100%)\n"
+    assert out.getvalue() == "docforge: source 's', chunks 2/2 docs (100%)\n"
 
 
 def test_bar_display_on_a_terminal():

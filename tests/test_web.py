@@ -56,8 +56,9 @@ def test_page_is_open_and_everything_it_reads_is_guarded(site):
     page = httpx.get(f"{site.url}/")
     assert page.status_code == 200 and 'id="login-view"' in page.text
     assert page.headers["content-security-policy"] == CSP and TOKEN not in page.text
-    for asset in ("web/app.js", "web/app.css"):
-        assert httpx.get(f"{site.url}/{asset}").status_code == 200
+    for asset in ("web/app.js", "web/app.css", "web/favicon.svg", "favicon.ico"):  # no 401 in the console
+        assert httpx.get(f"{site.url}/{asset}").status_code == 200, asset
+    assert httpx.get(f"{site.url}/favicon.ico").headers["content-type"].startswith("image/svg+xml")
     assert "http" not in httpx.get(f"{site.url}/web/app.css").text  # no external asset
     for path in ("sources", "chunks/x"):
         assert httpx.get(f"{site.url}/{path}").status_code == 401
@@ -66,6 +67,7 @@ def test_page_is_open_and_everything_it_reads_is_guarded(site):
     handbook = next(s for s in sources if s["name"] == "handbook")
     assert handbook["documents"] > 0 and handbook["chunks"] >= handbook["documents"] and handbook["failures"] == 0
     assert handbook["last_indexed"] and handbook["dagster_url"].endswith("partition=handbook")
+    assert handbook["type"] == "git"  # the store's type: the page's Type filter is built from these
     assert httpx.get(f"{site.url}/chunks/no-such-chunk", headers=auth).status_code == 404
 
 
@@ -186,12 +188,19 @@ def test_the_page_in_headless_chromium(site, browser, tmp_path):
     visible("app-view")
     assert browser.execute_script("return sessionStorage.getItem('docforge.token')") == TOKEN
 
+    # The Type filter offers the types the store holds, not a fixed list.
+    wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#search-type option")) > 1)
+    types = [o.get_attribute("value") for o in browser.find_elements(By.CSS_SELECTOR, "#search-type option")]
+    assert types == ["", "git"]
+
     # Search: the term is marked in an excerpt, under title › section, with a score and a link.
     find(By.ID, "q").send_keys("vault")
     find(By.CSS_SELECTOR, "#search-form button").click()
     wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#results .excerpt mark"))
     marks = [m.text.lower() for m in browser.find_elements(By.CSS_SELECTOR, "#results .excerpt mark")]
     assert marks and set(marks) == {"vault"}
+    # Whole words only: "do" is marked in "do it", never inside "documented".
+    assert browser.execute_script("return [...'documented, do it'.matchAll(wordsRe(['do']))].map(m => m.index)") == [12]
     first = find(By.CSS_SELECTOR, "#results .result")
     assert "›" in first.find_element(By.CSS_SELECTOR, "h3").text and "score" in first.text
     ref = first.find_element(By.CSS_SELECTOR, "h3 .source-ref")  # file:// (a local repo): shown, not linked
@@ -225,9 +234,13 @@ def test_the_page_in_headless_chromium(site, browser, tmp_path):
     assert "partition=handbook" in row.find_element(By.CSS_SELECTOR, "a").get_attribute("href")
     browser.save_screenshot(str(shots / "4-sources.png"))
 
-    # Readable on a narrow window: nothing wider than the viewport.
+    # Readable on a narrow window: nothing wider than the viewport, and the search box stays one line.
     browser.set_window_size(380, 800)
     assert browser.execute_script("return document.documentElement.scrollWidth <= window.innerWidth")
+    find(By.ID, "tab-search").click()
+    visible("q")
+    assert find(By.ID, "q").size["height"] <= 80, find(By.ID, "q").size
+    find(By.ID, "tab-sources").click()
     browser.save_screenshot(str(shots / "5-narrow.png"))
 
     # Logging out forgets the token.

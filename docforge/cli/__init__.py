@@ -7,6 +7,7 @@ import sys
 
 import click
 
+from docforge.cli.options import CONFIG_HELP
 from pipeline import __version__
 from pipeline.errors import DocforgeError
 
@@ -26,7 +27,8 @@ class Group(click.Group):
 @click.group(cls=Group, context_settings=CONTEXT)
 @click.version_option(__version__, "--version", prog_name="docforge")
 @click.option("-v", "--verbose", count=True, help="More log output on stderr (-vv for debug).")
-def main(verbose: int) -> None:
+@click.option("--config", "-c", "config", default=None, type=click.Path(dir_okay=False), help=CONFIG_HELP)
+def main(verbose: int, config: str | None) -> None:
     """docforge: keep a search index of your documentation fresh.
 
     \b
@@ -40,6 +42,9 @@ def main(verbose: int) -> None:
     from pipeline.redact import redact_logs
 
     redact_logs()  # every library's records too: httpcore's debug log prints echoed headers
+    from docforge.cli.quiet import quiet_third_parties
+
+    quiet_third_parties(verbose)
 
 
 def _register() -> None:

@@ -6,8 +6,7 @@ import json
 
 import click
 
-from docforge.cli.options import config_option, filter_option, json_option
-from pipeline.query import MODES
+from docforge.cli.options import config_option, filter_option, json_option, mode_option
 
 
 @click.command("ask")
@@ -15,9 +14,7 @@ from pipeline.query import MODES
 @config_option
 @filter_option('Only evidence matching this filter expression, e.g. \'{"source": "handbook"}\' (docs/query.md).')
 @click.option("--filter-repo", metavar="TEXT", help="Only repositories whose path or URL contains TEXT.")
-@click.option(
-    "--mode", "-m", type=click.Choice(MODES), default="hybrid", show_default=True, help="How evidence is searched."
-)
+@mode_option("How evidence is searched.")
 @click.option(
     "--max-iterations",
     type=click.IntRange(1, 10),
@@ -65,6 +62,10 @@ def command(
             use_cache=False if no_cache else None,
             trace=trace,
         )
+        if not answer.citations:
+            from docforge.cli.search import require_indexed
+
+            require_indexed(answerer.searcher)  # an empty store: say what to run
     if as_json:
         click.echo(json.dumps(answer.model_dump(mode="json", exclude_none=False), indent=2, ensure_ascii=False))
         return
@@ -79,8 +80,6 @@ def _print(answer, trace: bool) -> None:
     from rich.markup import escape
     from rich.table import Table
 
-    from pipeline.answers.prompts import where
-
     console = Console()
     for line in answer.answer.splitlines():
         style = "green" if line.startswith("✓") else "red" if line.startswith(("✗", "UNGROUNDED")) else ""
@@ -92,10 +91,14 @@ def _print(answer, trace: bool) -> None:
         f"{answer.latency_ms:.0f} ms · answer {answer.answer_id or '-'}"
     )
     if answer.citations:
-        table = Table("ptr", "title › section", "citation", "score", title="Citations")
+        import docforge.cli.render as render
+
+        console.print()
+        console.print("Citations", style="bold")
         for c in answer.citations:
-            table.add_row(c.pointer, escape(where(c.title, c.section)), escape(c.url), f"{c.score:.3f}")
-        console.print(table)
+            cite = render.citation(c.doc_key, c.source, c.url, c.page)
+            head = render.heading(render.where(c.title, c.section))
+            render.emit(console, render.block(f"[{c.pointer}]", f"{c.score:.3f}", head, cite))
     if trace and answer.trace:
         table = Table("step", "ms", "detail", title="Trace")
         for s in answer.trace:

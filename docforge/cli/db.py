@@ -5,8 +5,6 @@ from __future__ import annotations
 import click
 
 from docforge.cli.options import config_option
-from pipeline.config import load_settings
-from pipeline.store.db import connect, store_url
 
 
 @click.group("db")
@@ -18,6 +16,9 @@ def command() -> None:
 @config_option
 def url(config: str) -> None:
     """Print the connection URL (starts the embedded server if needed)."""
+    from pipeline.config import load_settings
+    from pipeline.store.db import store_url
+
     settings = load_settings(config)
     click.echo(store_url(settings))
 
@@ -29,6 +30,8 @@ def reset(config: str, yes: bool) -> None:
     """Drop the index (all tables); the next ingest rebuilds it, e.g. for a new model."""
     if not yes:
         raise click.UsageError("refusing to drop the index without --yes")
+    from pipeline.config import load_settings
+    from pipeline.store.db import connect, store_url
     from pipeline.store.schema import drop_all
 
     settings = load_settings(config)
@@ -41,6 +44,7 @@ def reset(config: str, yes: bool) -> None:
 @config_option
 def stop(config: str) -> None:
     """Stop the embedded Postgres server of this DOCFORGE_HOME."""
+    from pipeline.config import load_settings
     from pipeline.store.db import stop_embedded
 
     click.echo(stop_embedded(load_settings(config).home))

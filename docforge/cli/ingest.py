@@ -10,11 +10,11 @@ from typing import TYPE_CHECKING
 import click
 
 from docforge.cli.options import config_option, json_option
-from pipeline.config import load_settings
+from pipeline.config import ADHOC_FILE, load_settings
 from pipeline.errors import ConfigError
 
 if TYPE_CHECKING:  # the Dagster wiring costs seconds to import: only when a command runs it
-    from orchestration.definitions import SourceRun
+    from orchestration.runs import SourceRun
 
 # (label, IngestStats field): one line per non-zero count in the summary's cells.
 FILE_COUNTS = (
@@ -46,7 +46,7 @@ CHUNK_COUNTS = (
 )
 @json_option
 @click.argument("paths", nargs=-1, type=click.Path(exists=True, file_okay=True, dir_okay=True))
-def command(config: str, names: tuple[str, ...], as_json: bool, paths: tuple[str, ...]) -> None:
+def command(config: str | None, names: tuple[str, ...], as_json: bool, paths: tuple[str, ...]) -> None:
     """Crawl, chunk, embed, index and check sources through Dagster, in-process.
 
     Only what changed since the last run is re-read and re-embedded. Exits 1
@@ -55,8 +55,14 @@ def command(config: str, names: tuple[str, ...], as_json: bool, paths: tuple[str
 
     PATHS (directories or files) are indexed as sources of their own, named
     after them, without editing sources.yml: they are recorded in
-    $DOCFORGE_HOME/adhoc-sources.yml, and ingesting a path again updates its
-    source. Without sources.yml, only they are known.
+    adhoc-sources.yml under $DOCFORGE_HOME, and ingesting a path again updates
+    its source. Without a sources.yml, only they are known, and search, ask,
+    status, sources and serve find them from any directory (no DOCFORGE_HOME:
+    the nearest .docforge above holding them, else ~/.local/share/docforge).
+
+    A directory source that nothing changed in is proven unchanged from its
+    listing and the ledger and checked, without starting Dagster (unless
+    DAGSTER_HOME is set: then every run is recorded in the UI).
 
     \b
     Examples:
@@ -78,13 +84,17 @@ def command(config: str, names: tuple[str, ...], as_json: bool, paths: tuple[str
         )
     for n in wanted:
         settings.source(n)  # unknown name: ConfigError before any work
-    from orchestration.definitions import materialize_sources
-    from pipeline.progress import showing
+    from orchestration.runs import settled_runs
 
-    level = logging.getLevelName(logging.getLogger().getEffectiveLevel())
-    with showing():  # bars on a terminal, plain lines otherwise; stderr, so --json stays clean
-        runs = materialize_sources(str(settings.config_path), wanted, "CRITICAL" if level == "WARNING" else level)
-    report = {name: _source_report(run) for name, run in runs.items()}
+    runs = settled_runs(str(settings.config_path), wanted)  # unchanged sources: proven and checked, no Dagster
+    if rest := [n for n in wanted if n not in runs]:
+        from orchestration.definitions import materialize_sources
+        from pipeline.progress import showing
+
+        level = logging.getLevelName(logging.getLogger().getEffectiveLevel())
+        with showing():  # bars on a terminal, plain lines otherwise; stderr, so --json stays clean
+            runs |= materialize_sources(str(settings.config_path), rest, "CRITICAL" if level == "WARNING" else level)
+    report = {name: _source_report(runs[name]) for name in wanted}
     failed = [n for n, r in report.items() if "error" in r or r["failures"] or _failed_checks(r)]
     if as_json:
         click.echo(
@@ -93,21 +103,34 @@ def command(config: str, names: tuple[str, ...], as_json: bool, paths: tuple[str
     else:
         from rich.console import Console
 
-        print_report(Console(), report)
+        console = Console()
+        print_report(console, report)
+        if paths and settings.config_path is not None and settings.config_path.name == ADHOC_FILE:
+            from rich.text import Text
+
+            console.print(
+                Text(
+                    f"No sources.yml here: indexed into {settings.home}. `docforge search …`, `ask`, `status` "
+                    "and `sources` find it from any directory.",
+                    style="dim",
+                )
+            )
     if failed:
         sys.exit(1)
 
 
-def _settings(config: str, paths: tuple[str, ...]):
-    """sources.yml's settings (with the ad-hoc sources); with PATHS and no sources.yml, the ad-hoc file's."""
+def _settings(config: str | None, paths: tuple[str, ...]):
+    """sources.yml's settings (with the ad-hoc sources); with PATHS and no sources.yml, the ad-hoc file's
+    (under `adhoc_home()`: found again from any directory by search, status, sources …)."""
     from pathlib import Path
 
-    from pipeline.config import adhoc_file, env_settings
+    from pipeline.config import DEFAULT_CONFIG, adhoc_file, adhoc_home, env_settings
 
-    if paths and not Path(config).exists():
-        home = env_settings().home
-        f = adhoc_file(home)
-        return load_settings(f) if f.exists() else env_settings().model_copy(update={"config_path": f.resolve()})
+    if paths and not Path(config or DEFAULT_CONFIG).exists():
+        f = adhoc_file(adhoc_home()).resolve()
+        if f.exists():
+            return load_settings(f)
+        return env_settings().model_copy(update={"config_path": f, "home": f.parent})
     return load_settings(config)
 
 
@@ -115,6 +138,7 @@ def _source_report(run: SourceRun) -> dict:
     """One source's JSON: its IngestStats (or `error`), plus `checks`."""
     out = run.stats.as_dict() if run.stats is not None else {"error": run.error}
     out["checks"] = [c.as_dict() for c in run.checks]
+    out["wall_seconds"] = round(run.wall_s, 3)
     return out
 
 
@@ -153,28 +177,31 @@ def print_report(console, report: dict) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    table = Table(title="docforge ingest", show_lines=True)
+    wall = sum(r["wall_seconds"] for r in report.values())
+    table = Table(title="docforge ingest", caption=f"{len(report)} source(s) in {wall:.1f} s", show_lines=True)
     table.add_column("source", overflow="fold")  # a long name wraps rather than losing its end
     for header in ("files", "chunks", "checks"):
         table.add_column(header)
-    table.add_column("seconds", justify="right")
+    table.add_column("seconds", justify="right")  # the run's wall time; --json has each stage's
     for name, r in report.items():
         if "error" in r:
-            table.add_row(Text(name), Text("error", style="red"), "", _checks_cell(r), "")
+            table.add_row(Text(name), Text("error", style="red"), "", _checks_cell(r), f"{r['wall_seconds']:.1f}")
             continue
         table.add_row(
             Text(name),
             _counts(r, FILE_COUNTS),
             _counts(r, CHUNK_COUNTS),
             _checks_cell(r),
-            Text(f"{sum(r['seconds'].values()):.1f}", justify="right"),
+            Text(f"{r['wall_seconds']:.1f}", justify="right"),
         )
     console.print(table)
     for name, r in report.items():
         if "error" in r:
             console.print(Text.assemble(("✗ ", "red"), (name, "red bold"), (f": {r['error']}", "red")))
         if langs := r.get("languages"):
-            console.print(Text(f"{name}: " + ", ".join(f"{n} {lang}" for lang, n in langs.items()), style="dim"))
+            console.print(
+                Text(f"source {name!r}: " + ", ".join(f"{n} {lang}" for lang, n in langs.items()), style="dim")
+            )
         skipped = r.get("skipped_files", [])
         for s in skipped[:SKIPS_SHOWN]:
             console.print(Text(f"- {name}:{s['path']} skipped: {s['reason']}", style="dim"))

@@ -7,8 +7,6 @@ import json
 import click
 
 from docforge.cli.options import config_option, json_option
-from pipeline.config import load_settings
-from pipeline.store.db import store_url
 
 
 @click.command("reindex")
@@ -45,6 +43,9 @@ def command(
       docforge reindex --model /models/Qwen3-Embedding-4B --dimensions 1024
       docforge reindex --cancel
     """
+    from pipeline.config import load_settings
+    from pipeline.store.db import store_url
+
     settings = load_settings(config)
     url = store_url(settings)
     from pipeline.ingest import reindex

@@ -6,9 +6,8 @@ import json
 
 import click
 
-from docforge.cli.options import config_option, filter_option, json_option
-from pipeline.config import load_settings
-from pipeline.query import MODES, SearchConfig, Searcher
+from docforge.cli.options import config_option, filter_option, json_option, mode_option
+from pipeline.config import SearchConfig
 
 JSON_KEYS = (
     "doc_key",
@@ -26,18 +25,24 @@ JSON_KEYS = (
 EXPLAIN_KEYS = ("dense_rank", "keyword_rank")
 
 
+def require_indexed(searcher) -> None:
+    """Exit 1, saying what to run, when the store holds no chunk at all."""
+    from pipeline.store.schema import store_model
+
+    with searcher.connection() as conn:
+        empty = store_model(conn) is None or conn.execute("SELECT NOT EXISTS (SELECT 1 FROM chunks)").fetchone()[0]
+    if empty:
+        where = searcher.settings.config_path
+        raise click.ClickException(
+            f"nothing is indexed yet (sources from {where}): run `docforge ingest` for the configured sources, "
+            "or `docforge ingest PATH…` to index a folder"
+        )
+
+
 @click.command("search")
 @click.argument("query")
 @config_option
-@click.option(
-    "--mode",
-    "-m",
-    type=click.Choice(MODES),
-    default="hybrid",
-    show_default=True,
-    envvar="DOCFORGE_SEARCH_MODE",
-    help="Dense vectors, keyword (BM25), or both fused [env: DOCFORGE_SEARCH_MODE].",
-)
+@mode_option("Dense vectors, keyword (BM25), or both fused [env: DOCFORGE_SEARCH_MODE].", "DOCFORGE_SEARCH_MODE")
 @click.option("--limit", "-n", type=click.IntRange(1, 100), default=5, show_default=True, help="Hits to return.")
 @filter_option('Filter expression, e.g. \'{"source": "handbook", "path": {"$prefix": "docs/"}}\' (docs/query.md).')
 @click.option(
@@ -76,8 +81,13 @@ def command(
       docforge search "borrow checker" --per-doc 1      # one chunk per document
       docforge search "deploy" --filter '{"tags": {"$in": ["ops"]}}' --explain
     """
+    from pipeline.config import load_settings
+    from pipeline.query import Searcher
+
     with Searcher(load_settings(config)) as searcher:
         hits = searcher.search(query, limit=limit, mode=mode, filters=filters, rerank=rerank, per_doc=per_doc)
+        if not hits:
+            require_indexed(searcher)  # an empty store is an error that says what to run, not "no results"
     if as_json:
         keys = JSON_KEYS + (EXPLAIN_KEYS if explain else ())
         click.echo(json.dumps([{k: h.as_dict()[k] for k in keys} for h in hits], indent=2, ensure_ascii=False))
@@ -86,33 +96,22 @@ def command(
 
 
 def _print(query: str, hits, explain: bool) -> None:
-    """A table of the hits. Query, titles, excerpts and URLs go in as rich `Text`, never markup:
-    `x[a..b]` and `[links](…)` print as typed."""
+    """Each hit as a block that reads at any width (docforge.cli.render)."""
     from rich.console import Console
-    from rich.table import Table
     from rich.text import Text
 
-    console = Console()
+    import docforge.cli.render as render
+
+    console = Console(highlight=False)
     if not hits:
-        console.print(Text(f"No results for {query!r}."))
+        console.print(Text(f"No results for {query!r}: try other words, --mode keyword, or a wider --filter."))
         return
-    reranked = any(h.rerank_score is not None for h in hits)
-    cols = ["#", "score"] + (["rerank"] if reranked else []) + (["dense#", "kw#"] if explain else [])
-    table = Table(
-        *cols, "title › section", "excerpt", "citation", title=Text(f"Results for {query!r}"), show_lines=True
-    )
+    console.print(Text(f"Results for {query!r}", style="bold"))
+    words = render.terms(query)
     for i, h in enumerate(hits, 1):
-        excerpt = " ".join(h.text.split())[:160]
-        extra = [f"{h.rerank_score:.3f}" if h.rerank_score is not None else "-"] if reranked else []
+        extra = [f"rerank {h.rerank_score:.3f}"] if h.rerank_score is not None else []
         if explain:
-            extra += [str(h.dense_rank or "-"), str(h.keyword_rank or "-")]
-        where = _where(h.title, h.section) + (f" (page {h.page})" if h.page is not None else "")
-        table.add_row(str(i), f"{h.score:.3f}", *extra, Text(where), Text(excerpt), Text(h.url))
-    console.print(table)
-
-
-def _where(title: str, section: str) -> str:
-    """Title › section, without repeating a title that is also the top heading."""
-    if not section or section == title:
-        return title
-    return section if section.startswith(f"{title} > ") else f"{title} › {section}"
+            extra.append(f"dense #{h.dense_rank or '-'}, keyword #{h.keyword_rank or '-'}")
+        head = render.heading(render.where(h.title, h.section), f"({'; '.join(extra)})" if extra else "")
+        cite = render.citation(h.doc_key, h.source, h.url, h.page)
+        render.emit(console, render.block(f"{i:>2}", f"{h.score:.3f}", head, cite, render.excerpt(h.text, words)))

@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import errno
 import logging
+import socket
 
 import click
 
@@ -91,7 +93,7 @@ def command(
     if sum(map(bool, (api, remote_api, embedder, reranker))) > 1:
         raise click.UsageError("--api, --remote-api, --embedder and --reranker each serve something else: pick one")
     if embedder or reranker:
-        from docforge.cli import sidecars
+        import docforge.cli.sidecars as sidecars
 
         kind = "embedder" if embedder else "reranker"
         if ctx.get_parameter_source("port") == click.core.ParameterSource.DEFAULT:
@@ -146,6 +148,7 @@ def _serve_api(search, auth, host: str, port: int, limits) -> None:
     from docforge.servers.api import create_app, server_config
     from docforge.servers.web import LocalStore
 
+    sock = listen(host, port)  # before the URL is printed: a taken port fails here, saying so
     app = create_app(
         search, auth, health=search.health, ask=_local_ask(search), limits=limits, store=LocalStore(search.searcher)
     )
@@ -153,4 +156,21 @@ def _serve_api(search, auth, host: str, port: int, limits) -> None:
     shown = f"[{host}]" if ":" in host else ("127.0.0.1" if host in ("0.0.0.0", "") else host)
     click.echo(f"docforge API on http://{host}:{port} (docs: /docs, needs a token)", err=True)
     click.echo(f"Open http://{shown}:{port}/ in a browser and log in with one of DOCFORGE_API_TOKENS", err=True)
-    uvicorn.Server(server_config(app, host, port, limits, log_level="info")).run()  # uvicorn logs to stderr
+    uvicorn.Server(server_config(app, host, port, limits, log_level="info")).run(sockets=[sock])  # logs: stderr
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """A socket bound to host:port, handed to uvicorn; ClickException (exit 1) naming why it cannot be."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn does: a TIME_WAIT port is free
+    try:
+        sock.bind((host, port))
+    except OSError as e:
+        sock.close()
+        why = "another process is listening there" if e.errno == errno.EADDRINUSE else e.strerror
+        raise click.ClickException(
+            f"cannot listen on {host}:{port}: {why} ({e.strerror}); stop it, or pick another --port"
+        ) from None
+    sock.set_inheritable(True)
+    return sock

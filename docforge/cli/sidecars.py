@@ -6,16 +6,16 @@ from pathlib import Path
 
 import click
 
-from pipeline.config import Settings, env_settings, load_settings
+from pipeline.config import DEFAULT_CONFIG, Settings, env_settings, load_settings
 from pipeline.errors import ConfigError
 
 PORTS = {"embedder": 8001, "reranker": 8002}  # beside the API's 8000
 
 
-def settings_for(config: str) -> Settings:
+def settings_for(config: str | None) -> Settings:
     """sources.yml when there is one (its `embedding:` section), else the environment alone: a GPU node
     running a sidecar needs no sources."""
-    return load_settings(config) if Path(config).is_file() else env_settings()
+    return load_settings(config) if Path(config or DEFAULT_CONFIG).is_file() else env_settings()
 
 
 def serve_embedder(

@@ -1,4 +1,4 @@
-"""`docforge sources`: list and validate the configured sources."""
+"""`docforge sources`: list and validate the configured sources, with what the store holds of each."""
 
 from __future__ import annotations
 
@@ -8,18 +8,74 @@ import click
 
 from docforge.cli.options import config_option, json_option
 from pipeline.config import load_settings
+from pipeline.errors import DocforgeError
 
 
 @click.command("sources")
 @config_option
 @json_option
-def command(config: str, as_json: bool) -> None:
-    """Validate sources.yml and list its sources (exit 1 with the problem if invalid)."""
+@click.option("--no-counts", is_flag=True, help="Only validate and list: do not open the store for counts.")
+def command(config: str | None, as_json: bool, no_counts: bool) -> None:
+    """Validate sources.yml and list its sources (exit 1 with the problem if invalid).
+
+    The table: name, type, location, documents, chunks and last ingest of each.
+    """
     settings = load_settings(config)
-    rows = [s.model_dump(mode="json") for s in settings.sources]
+    counts, problem = ({}, None) if no_counts else _counts(settings)
     if as_json:
+        rows = [s.model_dump(mode="json") | _stored(counts, s.name) for s in settings.sources]
         click.echo(json.dumps(rows, indent=2))
         return
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    from docforge.cli.when import ago
+
+    console = Console(highlight=False)
+    console.print(Text(f"config: {settings.config_path}", style="dim"))
+    if not settings.sources:
+        console.print("No sources configured: add a `sources:` list, or run `docforge ingest PATH…` for a folder.")
+        return
+    table = Table("name", "type", "location", "documents", "chunks", "last ingest")
+    table.columns[2].overflow = "fold"  # a path wraps, never loses its end
     for s in settings.sources:
-        where = getattr(s, "repo", None) or getattr(s, "base_url", "")
-        click.echo(f"{s.name}\t{s.type}\t{where}")
+        stored = counts.get(s.name)
+        table.add_row(
+            Text(s.name),
+            s.type,
+            Text(_location(s)),
+            str(stored["documents"]) if stored else "-",
+            str(stored["chunks"]) if stored else "-",
+            ago(stored["last_indexed"], exact=False) if stored else "-",
+        )
+    console.print(table)
+    if problem:
+        console.print(Text(f"counts unavailable: {problem}", style="yellow"))
+
+
+def _location(s) -> str:
+    """Where a source reads from: a repository, a folder, a site and space."""
+    if s.type == "confluence":
+        return f"{s.base_url} (space {s.space})" if s.space else s.base_url
+    return str(getattr(s, "repo", None) or getattr(s, "path", ""))
+
+
+def _counts(settings) -> tuple[dict[str, dict], str | None]:
+    """{source: its documents, chunks, last ingest}; a store that cannot be read gives {} and why."""
+    from pipeline.store.admin import per_source
+    from pipeline.store.db import connect, store_url
+    from pipeline.store.schema import open_built
+
+    try:
+        with connect(store_url(settings)) as conn:
+            built = open_built(conn) is not None
+            rows = per_source(conn, [s.name for s in settings.sources], built=built)
+    except DocforgeError as e:
+        return {}, str(e)
+    return {r["name"]: r for r in rows}, None
+
+
+def _stored(counts: dict[str, dict], name: str) -> dict:
+    r = counts.get(name)
+    return {k: r[k] for k in ("documents", "chunks", "last_indexed")} if r else {}

@@ -7,11 +7,6 @@ import json
 import click
 
 from docforge.cli.options import config_option, json_option
-from pipeline.config import load_settings
-from pipeline.store import generations
-from pipeline.store.admin import per_source
-from pipeline.store.db import connect, store_url
-from pipeline.store.schema import open_built
 
 
 @click.command("status")
@@ -19,6 +14,12 @@ from pipeline.store.schema import open_built
 @json_option
 def command(config: str, as_json: bool) -> None:
     """Show sources, document and chunk counts, model and dimension."""
+    from pipeline.config import load_settings
+    from pipeline.store import generations
+    from pipeline.store.admin import per_source
+    from pipeline.store.db import connect, store_url
+    from pipeline.store.schema import open_built
+
     settings = load_settings(config)
     with connect(store_url(settings)) as conn:
         built = open_built(conn)
@@ -41,23 +42,24 @@ def command(config: str, as_json: bool) -> None:
     from rich.table import Table
     from rich.text import Text  # names and the model path are text, never rich markup
 
-    table = Table(
-        "source",
-        "documents",
-        "chunks",
-        "failures",
-        "last indexed",
-        title=Text(f"model {report['model']} · dim {report['dimension']}"),
+    from docforge.cli.when import ago
+
+    heading = (
+        f"model {report['model']} · dim {report['dimension']}"
+        if built
+        else "nothing indexed yet: `docforge ingest` indexes the configured sources, `docforge ingest PATH…` a folder"
     )
+    table = Table("source", "documents", "chunks", "failures", "last indexed", title=Text(heading))
     for s in sources:
         table.add_row(
             Text(s["name"] + ("" if s["configured"] else " (not in config)")),
             str(s["documents"]),
             str(s["chunks"]),
             str(s["failures"]),
-            s["last_indexed"] or "never",
+            ago(s["last_indexed"]),
         )
     console = Console()
+    console.print(Text(f"config: {settings.config_path} · store: {settings.home}", style="dim"))
     console.print(table)
     if "configured_model" in report:
         console.print(
@@ -74,7 +76,7 @@ def command(config: str, as_json: bool) -> None:
         console.print(Text(line))
 
 
-def _generation(conn, gen: generations.Generation) -> dict:
+def _generation(conn, gen) -> dict:
     """A generation as status shows it; a building one with its progress."""
     row = {
         "id": gen.id,
@@ -86,6 +88,8 @@ def _generation(conn, gen: generations.Generation) -> dict:
         "live_at": gen.live_at.isoformat() if gen.live_at else None,
     }
     if gen.state == "building":
+        from pipeline.store import generations
+
         row["vectors"], row["chunks"] = generations.coverage(conn, gen)
     return row
 

@@ -12,7 +12,7 @@ from typing import Annotated, Protocol
 from urllib.parse import quote
 
 from fastapi import Depends, FastAPI, HTTPException
-from fastapi.responses import HTMLResponse
+from fastapi.responses import HTMLResponse, Response
 from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel
 
@@ -35,9 +35,12 @@ _HEADERS = {
 }
 
 
+FAVICON = "/favicon.ico"  # browsers ask for it whatever the page links: answered, never a 401 in the console
+
+
 def is_page(path: str) -> bool:
     """The page's shell and its assets: served without a token (the login view is all they show)."""
-    return path == "/" or path.startswith(WEB_ASSETS + "/")
+    return path in ("/", FAVICON) or path.startswith(WEB_ASSETS + "/")
 
 
 class SourceRow(BaseModel):
@@ -48,6 +51,7 @@ class SourceRow(BaseModel):
     last_indexed: str | None
     failures: int
     dagster_url: str  # the source's partition in the Dagster UI
+    type: str | None = None  # git, directory, confluence … as the store holds it (None: nothing stored yet)
 
 
 class SourcesResponse(BaseModel):
@@ -67,6 +71,9 @@ class PageStore(Protocol):
     def chunk(self, chunk_id: str) -> dict | None: ...
 
 
+_SOURCE_TYPES = "SELECT DISTINCT ON (source) source, type FROM documents ORDER BY source"  # the page's Type filter
+
+
 class LocalStore:
     """PageStore over a Searcher's pooled connections."""
 
@@ -76,7 +83,10 @@ class LocalStore:
 
     def sources(self) -> list[dict]:
         with self.searcher.connection() as conn:
-            return per_source(conn, self.configured, built=has_schema(conn))
+            built = has_schema(conn)
+            rows = per_source(conn, self.configured, built=built)
+            types = dict(conn.execute(_SOURCE_TYPES).fetchall()) if built else {}
+        return [r | {"type": types.get(r["name"])} for r in rows]
 
     def chunk(self, chunk_id: str) -> dict | None:
         with self.searcher.connection() as conn:
@@ -92,9 +102,15 @@ def add_page(app: FastAPI, caller: Callable, store: PageStore | None, dagster_ur
     """`/`, its assets, and (with a store) GET /sources and GET /chunks/{id}, both behind `caller`."""
     page = (_DIR / "index.html").read_text(encoding="utf-8")
 
+    icon = (_DIR / "favicon.svg").read_bytes()
+
     @app.get("/", include_in_schema=False)
     def index() -> HTMLResponse:
         return HTMLResponse(page, headers=_HEADERS)
+
+    @app.get(FAVICON, include_in_schema=False)
+    def favicon() -> Response:
+        return Response(icon, media_type="image/svg+xml", headers={**_HEADERS, "Cache-Control": "max-age=86400"})
 
     app.mount(WEB_ASSETS, StaticFiles(directory=str(_DIR)), name="web")
     if store is None:

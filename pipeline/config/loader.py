@@ -36,7 +36,19 @@ def config_file() -> Path:
 
 
 def load_settings(path: str | Path | None = None) -> Settings:
-    """Read and validate sources.yml, then the environment; raise ConfigError naming the key and source."""
+    """Read and validate sources.yml, then the environment; raise ConfigError naming the key and source.
+
+    No path given, no $DOCFORGE_CONFIG and no ./sources.yml: the ad-hoc file of `docforge ingest PATH…`
+    is the configuration (`adhoc_home()` says where it is), so the ad-hoc flow works from any directory.
+    """
+    if path is None and not os.environ.get("DOCFORGE_CONFIG") and not Path(DEFAULT_CONFIG).exists():
+        f = adhoc_file(adhoc_home())
+        if not f.exists():
+            raise ConfigError(
+                f"no {DEFAULT_CONFIG} in {Path.cwd()} and nothing indexed yet: run `docforge ingest PATH…` "
+                "to index a folder, or pass --config / set DOCFORGE_CONFIG"
+            )
+        path = f
     path = Path(path or config_file()).resolve()
     try:
         data = _yaml(path.read_text(encoding="utf-8"))
@@ -52,6 +64,8 @@ def load_settings(path: str | Path | None = None) -> Settings:
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: expected a mapping with a 'sources' list, got {type(data).__name__}")
     _refuse_file_only_problems(path, data)
+    if path.name == ADHOC_FILE and "home" not in data:
+        data = {**data, "home": path.parent}  # the ad-hoc file lives in its store's home (DOCFORGE_HOME wins)
     return _with_adhoc(_build(data, path))
 
 
@@ -68,6 +82,20 @@ ADHOC_FILE = "adhoc-sources.yml"
 
 def adhoc_file(home: Path) -> Path:
     return Path(home) / ADHOC_FILE
+
+
+def adhoc_home() -> Path:
+    """The home of the ad-hoc sources when there is no sources.yml: $DOCFORGE_HOME; else the nearest
+    `.docforge` holding ad-hoc sources in this directory or one above it; else the user's data directory
+    ($XDG_DATA_HOME/docforge, ~/.local/share/docforge), so `docforge search` finds from any directory
+    what `docforge ingest PATH…` indexed from another."""
+    if env := os.environ.get("DOCFORGE_HOME"):
+        return Path(env)
+    here = Path.cwd()
+    for d in (here, *here.parents):
+        if (d / ".docforge" / ADHOC_FILE).is_file():
+            return d / ".docforge"
+    return Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share") / "docforge"
 
 
 MAX_YAML_DEPTH = 64  # sources.yml needs about 6 levels; a parser recursing 2,000 deep needs none

@@ -130,7 +130,8 @@ class DirectorySourceConfig(_SourceBase):
     type: Literal["directory"]
     path: str  # relative to sources.yml
     globs: list[str] = Field(default_factory=lambda: ["**"])  # gitignore-style, anchored at `path`
-    extensions: list[str] | None = None  # e.g. [".md", ".py"]; None: every format docforge reads
+    extensions: list[str] | None = None  # e.g. [".md", ".py", ""]; None: every format docforge reads; "": none
+    include: list[str] = Field(default_factory=list)  # name globs read as text when no format claims them
     ignore: list[str] = Field(default_factory=list)  # more gitignore-style patterns to skip
     ignore_dirs: list[str] = Field(default_factory=lambda: list(DEFAULT_IGNORED_DIRS))
     gitignore: bool = True  # honour the root .gitignore
@@ -151,7 +152,8 @@ class DirectorySourceConfig(_SourceBase):
     @field_validator("extensions")
     @classmethod
     def _dotted(cls, v: list[str] | None) -> list[str] | None:
-        return None if v is None else ["." + e.lower().lstrip(".") for e in v if e.strip(". ")]
+        """`md` and `.MD` are `.md`; `""` (or `.`) stands for files without an extension."""
+        return None if v is None else ["." + e.lower().strip().lstrip(".") if e.strip(". ") else "" for e in v]
 
 
 class ConfluenceSourceConfig(_SourceBase):

@@ -11,10 +11,29 @@ index only ever changes inside one per-document transaction.
 
 from __future__ import annotations
 
-from pipeline.ingest.chunks import stage_chunks
+from importlib import import_module
+from typing import TYPE_CHECKING
+
 from pipeline.ingest.context import IngestContext, IngestStats, record_failures
-from pipeline.ingest.documents import stage_documents
-from pipeline.ingest.embeddings import stage_embeddings
+
+if TYPE_CHECKING:
+    from pipeline.ingest.chunks import stage_chunks
+    from pipeline.ingest.documents import stage_documents
+    from pipeline.ingest.embeddings import stage_embeddings
+
+# The stages load on first use: a run with nothing to do (pipeline.ingest.noop) never imports them.
+_STAGES = {
+    "stage_chunks": "pipeline.ingest.chunks",
+    "stage_documents": "pipeline.ingest.documents",
+    "stage_embeddings": "pipeline.ingest.embeddings",
+}
+
+
+def __getattr__(name: str):
+    if name in _STAGES:
+        return getattr(import_module(_STAGES[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "IngestContext",
@@ -29,4 +48,8 @@ __all__ = [
 
 def ingest_source(ctx: IngestContext, name: str) -> IngestStats:
     """All three stages for one source, in order (what one orchestrated run of it does)."""
+    from pipeline.ingest.chunks import stage_chunks
+    from pipeline.ingest.documents import stage_documents
+    from pipeline.ingest.embeddings import stage_embeddings
+
     return stage_documents(ctx, name) + stage_chunks(ctx, name) + stage_embeddings(ctx, name)

@@ -165,6 +165,7 @@ def _embed_pending(
     pending.sort(key=lambda r: -r.token_count)  # longest first: uniform batches, no padding waste
     t_embed = 0.0
     writer = _VectorWriter(ctx.url, gen.id)
+    ctx.progress("embeddings", 0, len(pending))  # the rate's clock starts before the first block, not after it
     try:
         for start in range(0, len(pending), BLOCK):
             block = pending[start : start + BLOCK]

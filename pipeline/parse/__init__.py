@@ -59,8 +59,16 @@ def _parse_file(doc: Document) -> Parsed:
         from pipeline.parse.code import parse_code
 
         return parse_code(doc.content, kind, doc.ref.path)
-    if kind in ("text", "csv"):
+    if kind in ("asciidoc", "text"):
+        from pipeline.parse.asciidoc import looks_like_asciidoc, parse_asciidoc
+
+        if kind == "asciidoc" or looks_like_asciidoc(doc.content):  # git's `.txt` docs are AsciiDoc
+            return parse_asciidoc(doc.content)
         from pipeline.parse.plain import parse_text
 
         return parse_text(doc.content)
+    if kind == "csv":
+        from pipeline.parse.plain import paragraphs
+
+        return Parsed("", paragraphs(doc.content))
     return Parsed("", [Section((), scrub(doc.content))])

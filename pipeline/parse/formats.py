@@ -17,7 +17,9 @@ _DOCS = {
     ".rst": "rst",
     ".txt": "text",
     ".text": "text",
-    ".adoc": "text",
+    ".adoc": "asciidoc",
+    ".asciidoc": "asciidoc",
+    ".debian": "text",  # README.Debian, NEWS.Debian
     ".html": "html",
     ".htm": "html",
     ".xhtml": "html",
@@ -61,6 +63,7 @@ _CODE = {
     ".lua": "lua",
     ".r": "r",
     ".pl": "perl",
+    ".pm": "perl",
     ".ex": "elixir",
     ".exs": "elixir",
     ".css": "css",
@@ -86,15 +89,15 @@ _NAMES = {
     "makefile": "makefile",
     "gnumakefile": "makefile",
     "jenkinsfile": "groovy",
-    "readme": "text",
-    "license": "text",
-    "copying": "text",
-    "changelog": "text",
-    "authors": "text",
-    "contributing": "text",
-    "notice": "text",
-    "todo": "text",
 }
+# Well-known documentation files, read as text without an extension or with one no format claims
+# (`README`, `INSTALL`, `NEWS.old`, `README.source`); `README.md` is still markdown.
+WELL_KNOWN_TEXT = frozenset(
+    """
+readme install news changes changelog history copying copyright license licence authors contributors
+credits thanks contributing hacking maintainers notice todo bugs faq upgrading security support
+""".split()
+)
 
 EXTENSIONS: dict[str, str] = {**_DOCS, **_CODE, **_DATA}
 BINARY_DOCUMENTS = frozenset({"pdf", "docx"})  # read as bytes, extracted to text at fetch
@@ -122,7 +125,10 @@ def detect(path: str) -> str | None:
     suffix = p.suffix.lower()
     if suffix in EXTENSIONS:
         return EXTENSIONS[suffix]
-    return None if suffix else _NAMES.get(p.name.lower())
+    name = p.name.lower()
+    if name in _NAMES:
+        return _NAMES[name]
+    return "text" if name.split(".")[0] in WELL_KNOWN_TEXT and suffix not in BINARY_EXTENSIONS else None
 
 
 def is_binary_name(path: str) -> bool:

@@ -1,5 +1,9 @@
 """Plain text and reStructuredText → sections, paragraph by paragraph.
 
+A plain-text document's title is its first line when that line stands alone
+and is short (a heading). (A `.txt` file written in AsciiDoc goes to
+pipeline.parse.asciidoc instead.)
+
 Each paragraph (text between blank lines) is a section of its own, so the
 chunker packs whole paragraphs and cuts only inside one longer than the window.
 reStructuredText titles (a line under- and optionally overlined with one
@@ -16,6 +20,7 @@ from pipeline.parse.text import scrub
 from pipeline.records import Section
 
 _PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
+_MAX_TITLE = 80  # characters: a longer first line is a sentence, not a heading
 _ADORNMENT = re.compile(r"^([!-/:-@\[-`{-~])\1{2,}[ \t]*$")  # 3+ of one punctuation character
 
 
@@ -25,7 +30,18 @@ def paragraphs(text: str, path: tuple[str, ...] = ()) -> list[Section]:
 
 
 def parse_text(text: str) -> Parsed:
-    return Parsed("", paragraphs(text))
+    sections = paragraphs(text)
+    return Parsed(_first_line_title(sections), sections)
+
+
+def _first_line_title(sections: list[Section]) -> str:
+    """A short one-line first paragraph, followed by more text, is the document's heading."""
+    if len(sections) < 2:
+        return ""
+    first = sections[0].text.strip()
+    if "\n" in first or len(first) > _MAX_TITLE or "://" in first or first[-1] in ".,;:":
+        return ""
+    return first
 
 
 def parse_rst(text: str) -> Parsed:

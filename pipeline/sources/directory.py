@@ -3,7 +3,9 @@
 Listing walks the tree without following any symlinked directory (a loop, or a
 way out of the root) and decides, from names and `lstat` alone, what is read:
 
-  in scope      `globs` (gitignore-style, from the root) and `extensions`, when given;
+  in scope      `globs` (gitignore-style, from the root) and `extensions`, when given
+                (`""` in it: files without an extension); `include` name globs read
+                files of no known format as text;
   skipped       and reported in `skipped` with the reason: directories named in
                 `ignore_dirs` (.git, node_modules, virtualenvs, build outputs ...)
                 or holding `pyvenv.cfg`, what the root `.gitignore` or `ignore`
@@ -157,17 +159,19 @@ class DirectorySource:
             return None
         fmt = formats.detect(rel)
         if fmt is None:
-            if self.cfg.extensions is None and self.only is None:  # a file named on its own is read as text
-                self._skip(
-                    rel,
-                    "no known text or document format: not read (list its extension in "
-                    "`extensions:` to read it as text)",
-                )
+            # A file named on its own, listed by `extensions:` or matched by `include:` is read as text.
+            if self.cfg.extensions is None and self.only is None and not self._included(rel):
+                self._skip(rel, _no_format_reason(rel))
                 return None
             fmt = "text"
         url = (self.root / rel).as_uri()
         meta = {"path": rel, "url": url, "format": fmt, "root": str(self.root)}
         return DocRef(f"{self.name}:{shown_path(rel)}", rel, None, st.st_mtime_ns, st.st_size, meta)
+
+    def _included(self, rel: str) -> bool:
+        """`include:` name globs: on the file name, or on the whole path when the glob has a `/`."""
+        name = rel.rsplit("/", 1)[-1]
+        return any(fnmatch.fnmatchcase(rel if "/" in g else name, g) for g in self.cfg.include)
 
     def fetch(self, refs: Sequence[DocRef]) -> Iterator[Document | Failure]:
         for ref in refs:
@@ -187,3 +191,11 @@ class DirectorySource:
                 yield file_document(ref, data, ref.meta["format"], Path(ref.path).name, ref.meta["url"])
             except Exception as e:  # this file alone: the rest of the source goes on
                 yield Failure(ref.key, "fetch", f"{ref.path}: {type(e).__name__}: {e}")
+
+
+def _no_format_reason(rel: str) -> str:
+    """Why a file was not read, naming the setting that would read it."""
+    name = rel.rsplit("/", 1)[-1]
+    suffix = os.path.splitext(name)[1]
+    glob = f"*{suffix}" if suffix else name
+    return f'no known text or document format: not read (`include: ["{glob}"]` on the source reads it as text)'

@@ -90,10 +90,21 @@ def _size_buffers(server, datadir: Path) -> None:
     _server_module().pg_ctl(["-w", "-m", "fast", "restart"], pgdata=datadir, user=server.system_user)
 
 
+# datadir → its `docforge` database's URL, once this process has started or found the server: a no-op
+# ingest asks for it in every asset and check, and each ask costs a server probe (~0.2 s).
+_EMBEDDED_URLS: dict[Path, str] = {}
+
+
 def database_url(home: Path, url: str | None = None) -> str:
     """The URL to use: an explicit one, else the embedded server's `docforge` database."""
     if url:
         return url
+    datadir = (Path(home) / "pg").resolve()
+    if (known := _EMBEDDED_URLS.get(datadir)) and (datadir / "postmaster.pid").exists():  # still running
+        return known
+    if running := _running_url(datadir):
+        _EMBEDDED_URLS[datadir] = running
+        return running
     server = embedded_server(home)
     admin = server.get_uri()
     with psycopg.connect(admin, autocommit=True) as conn:
@@ -101,7 +112,27 @@ def database_url(home: Path, url: str | None = None) -> str:
             # A concurrent process won the race: it says so as either error, depending on the moment.
             with contextlib.suppress(psycopg.errors.DuplicateDatabase, psycopg.errors.UniqueViolation):
                 conn.execute(f'CREATE DATABASE "{DB_NAME}"')
-    return server.get_uri(DB_NAME)
+    _EMBEDDED_URLS[datadir] = server.get_uri(DB_NAME)
+    return _EMBEDDED_URLS[datadir]
+
+
+def _running_url(datadir: Path) -> str | None:
+    """The `docforge` database of a server already running in datadir, from its postmaster.pid: without
+    the server package's start lock, which is machine-wide and which another process's start may hold for
+    seconds. None (then the package starts or finds the server) when it is not running or has no database."""
+    if not (datadir / "postmaster.pid").exists():
+        return None
+    try:
+        from importlib import import_module
+
+        info = import_module(_server_module().__name__ + ".utils").PostmasterInfo.read_from_pgdata(datadir)
+        if info is None or not info.is_running():
+            return None
+        url = info.get_uri(database=DB_NAME)
+        psycopg.connect(url, connect_timeout=5).close()
+    except Exception:  # any doubt: the slow, locked path decides
+        return None
+    return url
 
 
 def store_url(settings, explicit: str | None = None) -> str:
@@ -181,5 +212,6 @@ def stop_embedded(home: Path) -> str:
     if not (datadir / "postmaster.pid").exists():
         return f"no embedded server running in {datadir}"
     server = embedded_server(home)
+    _EMBEDDED_URLS.pop(datadir, None)
     _server_module().pg_ctl(["-w", "stop"], pgdata=datadir, user=server.system_user)
     return f"stopped the embedded server in {datadir}"

@@ -104,11 +104,16 @@ function terms(query) {
 
 function escapeRegExp(s) { return s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"); }
 
+// Whole words only: "do" marks "do", never the start of "documented".
+function wordsRe(words) {
+  return new RegExp(`(?<![\\p{L}\\p{N}_])(?:${words.map(escapeRegExp).join("|")})(?![\\p{L}\\p{N}_])`, "giu");
+}
+
 // `text` as text nodes with each query term wrapped in <mark>: the text itself is never parsed as HTML.
 function marked(text, words) {
   const frag = document.createDocumentFragment();
   if (!words.length) { frag.append(text); return frag; }
-  const re = new RegExp(words.map(escapeRegExp).join("|"), "giu");
+  const re = wordsRe(words);
   let last = 0;
   for (const m of text.matchAll(re)) {
     if (m.index > last) frag.append(text.slice(last, m.index));
@@ -121,9 +126,8 @@ function marked(text, words) {
 
 // A window of the text around its first matched term.
 function excerpt(text, words, size = 320) {
-  const lower = text.toLowerCase();
-  const hits = words.map((w) => lower.indexOf(w)).filter((i) => i >= 0);
-  const first = hits.length ? Math.min(...hits) : 0;
+  const match = words.length ? wordsRe(words).exec(text) : null;
+  const first = match ? match.index : 0;
   const start = Math.max(0, Math.min(first - 80, text.length - size));
   const end = Math.min(text.length, start + size);
   return (start > 0 ? "… " : "") + text.slice(start, end) + (end < text.length ? " …" : "");
@@ -248,6 +252,10 @@ function fillSourceFilter(sources) {
   const select = $("search-source");
   select.replaceChildren(el("option", { value: "", text: "any" }),
                          ...sources.map((s) => el("option", { value: s.name, text: s.name })));
+  // The types the store holds (git, directory, confluence …), not a fixed list.
+  const types = [...new Set(sources.filter((s) => s.documents && s.type).map((s) => s.type))].sort();
+  $("search-type").replaceChildren(el("option", { value: "", text: "any" }),
+                                   ...types.map((t) => el("option", { value: t, text: t })));
 }
 
 function renderSources(sources) {
