@@ -9,6 +9,7 @@
     ├── rerank           the optional reranker (RERANK_ENABLED, RERANKER_<KEY>)
     ├── auth             who may call the HTTP API (DOCFORGE_API_TOKENS, DOCFORGE_JWT_<KEY>)
     ├── api              the HTTP API's request limits (DOCFORGE_API_<KEY>)
+    ├── webhook          webhook secret and body cap (DOCFORGE_WEBHOOK_SECRET, DOCFORGE_WEBHOOK_<KEY>)
     ├── service          the embedder / reranker sidecars' request limits (DOCFORGE_SERVICE_<KEY>)
     ├── llm              the chat server of `docforge ask` (DOCFORGE_LLM_<KEY>;
     │                    key: DOCFORGE_LLM_API_KEY or OPENAI_API_KEY)
@@ -60,6 +61,7 @@ DEFAULT_CHUNK_TOKENS = 512  # chunking.max_tokens: the cap, below a large model'
 MAX_DIMENSIONS = 4000  # pgvector's HNSW index takes halfvec up to 4,000 dimensions (vector: 2,000)
 MAX_FILE_BYTES = 20 * 2**20  # a source file larger than this is not read (a docs page is kilobytes)
 # Dagster refuses these in a partition key, and a source's name is its partition key.
+ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"  # a field that names an environment variable (its value is a secret)
 _BAD_NAME_PARTS = ("...", "\a", "\b", "\f", "\n", "\r", "\t", "\v", "\0")
 
 
@@ -127,7 +129,10 @@ class GitSourceConfig(_SourceBase):
     max_file_bytes: int = Field(default=MAX_FILE_BYTES, ge=1)  # larger files are listed as failures, never read
     # A URL's credentials: the NAME of an environment variable holding "token" or "user:token"
     # (pipeline.sources.remote); the value itself never enters the config, a URL, a log or the store.
-    credentials_env: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    credentials_env: str | None = Field(default=None, pattern=ENV_NAME)
+    # Webhooks (docforge.servers.hooks): the NAME of an environment variable holding this source's own
+    # webhook secret; unset: DOCFORGE_WEBHOOK_SECRET.
+    webhook_secret_env: str | None = Field(default=None, pattern=ENV_NAME)
 
     @field_validator("repo")
     @classmethod
@@ -246,6 +251,7 @@ class ConfluenceSourceConfig(_SourceBase):
     # page and listing); larger ones are skipped, never downloaded.
     attachments: bool = False
     max_attachment_bytes: int = Field(default=MAX_FILE_BYTES, ge=1)
+    webhook_secret_env: str | None = Field(default=None, pattern=ENV_NAME)  # as GitSourceConfig's
 
     @field_validator("page_ids", mode="before")
     @classmethod
@@ -384,6 +390,15 @@ class ApiConfig(_Section):
     max_header_bytes: int = Field(default=16 * 2**10, ge=1024)  # request line + headers; larger: 431
     # The Dagster UI the page's Sources tab links each source's partition to (docs/web.md).
     dagster_url: str = "http://127.0.0.1:3000"
+
+
+class WebhookConfig(_Section):
+    """Webhook deliveries from git hosts and Confluence (docforge.servers.hooks, docs/orchestration.md)."""
+
+    env_prefix: ClassVar[str] = "DOCFORGE_WEBHOOK_"
+
+    secret: SecretStr | None = None  # DOCFORGE_WEBHOOK_SECRET; a source's `webhook_secret_env` overrides it
+    max_body_bytes: int = Field(default=2**20, ge=1024)  # larger: 413, before the signature is checked
 
 
 class RerankConfig(_Section):
@@ -557,6 +572,7 @@ class Settings(BaseSettings):
     rerank: RerankConfig = RerankConfig()
     auth: AuthConfig = AuthConfig()
     api: ApiConfig = ApiConfig()
+    webhook: WebhookConfig = WebhookConfig()
     service: ServiceConfig = ServiceConfig()
     confluence: ConfluenceCredentials = ConfluenceCredentials()
     orchestration: OrchestrationConfig = OrchestrationConfig()
