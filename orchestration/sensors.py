@@ -60,15 +60,19 @@ def _heads(settings: Settings) -> tuple[dict[str, str], list[str]]:
 
 
 # A webhook run (and a polled push's) touches what one push changed: all its steps in the run's own
-# process, not a process per step, so it starts in seconds (docs/orchestration.md, bench/freshness.py).
-FAST_RUN_CONFIG = {"execution": {"config": {"in_process": {}}}}
+# process, not a process per step, and the model loaded as search loads it (on a CPU: ONNX Runtime,
+# no torch import), so it is done in seconds (docs/orchestration.md, bench/freshness.py).
+IN_PROCESS = {"execution": {"config": {"in_process": {}}}}
+QUERY_PATH_MODEL = {"resources": {"embedder": {"config": {"query_path": True}}}}
+FAST_RUN_CONFIG = {**IN_PROCESS, **QUERY_PATH_MODEL}
 MAX_PAGES_TAG = 50  # page ids in one run's `docforge/pages` tag; more: the whole source is re-listed
 
 
 def fast_run_config() -> dict:
-    """In-process execution for a push's run, when the job runs on Dagster's default executor
-    (DOCFORGE_EXECUTOR unset: `multi_or_in_process_executor` takes this run config)."""
-    return FAST_RUN_CONFIG if executor() is None else {}
+    """A push's run config: in-process execution when the job runs on Dagster's default executor
+    (DOCFORGE_EXECUTOR unset: `multi_or_in_process_executor` takes this config), and the model
+    loaded as search loads it."""
+    return FAST_RUN_CONFIG if executor() is None else QUERY_PATH_MODEL
 
 
 def _read_cursor(raw: str | None) -> tuple[dict[str, str], float]:
@@ -112,7 +116,7 @@ def _delivered(context: SensorEvaluationContext, settings: Settings, store: Post
 
 
 def build_push_sensor(
-    job: UnresolvedAssetJobDefinition, minimum_interval_seconds: int = 5, poll_interval_seconds: int = 60
+    job: UnresolvedAssetJobDefinition, minimum_interval_seconds: int = 2, poll_interval_seconds: int = 60
 ):
     """Runs of a source's partition when it changes: at once for a webhook delivery, else when a
     poll (every `poll_interval_seconds`) sees its watched ref move; run_key = source@commit.
