@@ -11,6 +11,8 @@ index only ever changes inside one per-document transaction.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from pipeline.ingest.chunks import stage_chunks
 from pipeline.ingest.context import IngestContext, IngestStats, record_failures
 from pipeline.ingest.documents import stage_documents
@@ -27,6 +29,7 @@ __all__ = [
 ]
 
 
-def ingest_source(ctx: IngestContext, name: str) -> IngestStats:
-    """All three stages for one source, in order (what one orchestrated run of it does)."""
-    return stage_documents(ctx, name) + stage_chunks(ctx, name) + stage_embeddings(ctx, name)
+def ingest_source(ctx: IngestContext, name: str, pages: Sequence[str] | None = None) -> IngestStats:
+    """All three stages for one source, in order (what one orchestrated run of it does); `pages`: only
+    those pages of a Confluence source (a webhook's run), the rest of it left as it is."""
+    return stage_documents(ctx, name, pages) + stage_chunks(ctx, name) + stage_embeddings(ctx, name)
