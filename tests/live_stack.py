@@ -9,14 +9,11 @@ Every process is started in its own process group and stopped by group, then by 
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import hmac
 import json
 import os
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import time
@@ -24,9 +21,9 @@ import uuid
 from pathlib import Path
 
 import httpx
-import psutil
 import yaml
 from git_server import GitHTTPServer, serve_repo
+from test_dagster_live import Live, free_port, stop
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -41,32 +38,9 @@ WORKSPACE = "{ workspaceOrError { ... on Workspace { locationEntries { loadStatu
 DONE = ("SUCCESS", "FAILURE", "CANCELED")
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def git(repo: Path, *args: str) -> str:
     env = {**os.environ, **GIT_ENV}
     return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=True, env=env).stdout
-
-
-def stop(proc: subprocess.Popen) -> None:
-    """SIGTERM the process group; after a grace period SIGKILL it and every descendant by PID."""
-    try:
-        family = [psutil.Process(proc.pid), *psutil.Process(proc.pid).children(recursive=True)]
-    except psutil.NoSuchProcess:
-        family = []
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGTERM)
-    _, alive = psutil.wait_procs(family, timeout=60)
-    for p in alive:
-        with contextlib.suppress(psutil.NoSuchProcess):
-            p.kill()
-    psutil.wait_procs(alive, timeout=15)
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        proc.wait(timeout=15)
 
 
 class Stack:
@@ -125,6 +99,7 @@ class Stack:
         port = free_port()
         self.dagster = f"http://127.0.0.1:{port}"
         self.dagster_log = self.tmp / "dagster-dev.log"
+        self.live = Live(self.dagster, self.dagster_log)
         self._spawn(["dagster", "dev", "-w", str(ROOT / "workspace.yaml"), "-h", "127.0.0.1", "-p", str(port)],
                     self.dagster_log)  # fmt: skip
         self.wait("the code location to load", self._loaded, 300)
@@ -157,29 +132,11 @@ class Stack:
         self.http.close()
 
     def wait(self, what: str, probe, timeout: float, every: float = 2.0):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            try:
-                if found := probe():
-                    return found
-            except (httpx.HTTPError, KeyError):
-                pass
-            time.sleep(every)
-        tails = [f"--- {p.name} ---\n{p.read_text(errors='replace')[-3000:]}" for p in self.logs() if p.exists()]
-        raise TimeoutError(f"timed out after {timeout:.0f}s waiting for {what}\n" + "\n".join(tails))
-
-    def logs(self) -> list[Path]:
-        return [p for p in (getattr(self, "dagster_log", None), getattr(self, "api_log", None)) if p]
-
-    # --- Dagster -----------------------------------------------------------------------------------------
+        """Poll `probe` until it returns something truthy; fail with the dagster dev log's tail."""
+        return self.live.wait(what, probe, timeout, every)
 
     def gql(self, query: str, **variables) -> dict:
-        res = self.http.post(f"{self.dagster}/graphql", json={"query": query, "variables": variables})
-        res.raise_for_status()
-        body = res.json()
-        if "errors" in body:
-            raise RuntimeError(body["errors"])
-        return body["data"]
+        return self.live.gql(query, **variables)
 
     def _loaded(self) -> bool:
         entries = self.gql(WORKSPACE)["workspaceOrError"]["locationEntries"]
