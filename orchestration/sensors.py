@@ -12,6 +12,7 @@ import json
 import time
 from typing import TYPE_CHECKING
 
+import psycopg
 from dagster import (
     DefaultSensorStatus,
     RunRequest,
@@ -29,7 +30,7 @@ from pipeline.sources.git import head_commit
 from pipeline.sources.remote import is_remote, remote_head
 from pipeline.store import deliveries
 from pipeline.store.admin import purge_source, stored_sources
-from pipeline.store.db import connect
+from pipeline.store.db import connect, running_store_url
 from resources import PostgresResource, SourcesResource
 
 if TYPE_CHECKING:
@@ -95,10 +96,14 @@ def _delivered(context: SensorEvaluationContext, settings: Settings, store: Post
             return f"{b.source}@{b.commit}"  # the key a poll would give: a commit is indexed once
         return f"{b.source}@delivery-{max(b.seqs)}"
 
+    # Never start the embedded server from here: until it runs, nothing can have been delivered.
+    url = store.database_url or running_store_url(settings)
+    if url is None:
+        return []
     try:
-        with connect(store.url(settings), vector=False) as conn:
+        with connect(url, vector=False) as conn:
             batches = deliveries.claim(conn, run_key) if deliveries.has_table(conn) else []
-    except DocforgeError as e:
+    except (DocforgeError, psycopg.Error) as e:
         context.log.warning(f"webhook deliveries not read, store unavailable: {e}")
         return []
     requests = []

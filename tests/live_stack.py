@@ -129,6 +129,8 @@ class Stack:
             stop(p)
         if server := getattr(self, "server", None):
             server.__exit__()
+        if not self.database_url and hasattr(self, "env"):  # the embedded store the stack started
+            subprocess.run([str(BIN / "docforge"), "db", "stop"], env=self.env, capture_output=True, check=False)
         self.http.close()
 
     def wait(self, what: str, probe, timeout: float, every: float = 2.0):

@@ -96,6 +96,17 @@ def store_url(settings, explicit: str | None = None) -> str:
     return database_url(settings.home, explicit or secret)
 
 
+def running_store_url(settings) -> str | None:
+    """The store's URL without starting anything: None when it is the embedded server and that is not
+    running (for a frequent poller, e.g. the push sensor: two processes creating one embedded server at
+    once can break both)."""
+    if settings.database_url:
+        return settings.database_url.get_secret_value()
+    if not (Path(settings.home) / "pg" / "postmaster.pid").exists():
+        return None
+    return database_url(settings.home)
+
+
 def connect(url: str, *, vector: bool = True) -> psycopg.Connection:
     try:
         conn = psycopg.connect(url, autocommit=True)
