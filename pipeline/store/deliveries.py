@@ -113,11 +113,3 @@ def _batch(source: str, rows: Sequence[tuple]) -> Batch:
         commits[-1] if commits else None,
         pages,
     )
-
-
-def pending(conn: psycopg.Connection) -> list[tuple[str, str]]:
-    """(delivery id, source) of every delivery not yet consumed, oldest first."""
-    return [
-        (d, s)
-        for d, s in conn.execute("SELECT delivery_id, source FROM deliveries WHERE consumed_at IS NULL ORDER BY seq")
-    ]
