@@ -283,3 +283,18 @@ def test_push_sensor_turns_pending_deliveries_into_fast_runs_once(hooks, databas
         with build_sensor_context(instance=instance, resources=resources, cursor=res.cursor) as ctx:
             again = PUSH(ctx)
         assert again.run_requests == [] and "no delivery" in again.skip_reason.skip_message
+
+
+def test_the_sensor_finds_a_running_embedded_store_without_starting_one(tmp_path, pg_server):
+    from pathlib import Path
+
+    from pipeline.config import Settings
+    from pipeline.store.db import running_store_url
+
+    assert running_store_url(Settings(home=tmp_path / "none")) is None  # nothing started, nothing created
+    assert not (tmp_path / "none").exists()
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "pg").symlink_to(Path(pg_server.pgdata))  # the session's embedded server, as a home's
+    url = running_store_url(Settings(home=home))
+    assert url is not None and url.endswith("/docforge?host=" + str(pg_server.get_postmaster_info().socket_dir))
