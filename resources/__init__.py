@@ -7,7 +7,7 @@ from functools import lru_cache
 from dagster import ConfigurableResource
 
 from pipeline.config import EmbeddingConfig, Settings, load_settings
-from pipeline.embed import Embedder, query_embedder
+from pipeline.embed import Embedder, query_embedder_loading
 from pipeline.ingest import IngestContext
 from pipeline.progress import report
 from pipeline.store.db import store_url
@@ -38,15 +38,15 @@ def _embedder(cfg_json: str) -> Embedder:
 
 @lru_cache(maxsize=2)
 def _query_path_embedder(cfg_json: str) -> Embedder:
-    return query_embedder(EmbeddingConfig.model_validate_json(cfg_json))
+    return query_embedder_loading(EmbeddingConfig.model_validate_json(cfg_json))
 
 
 class EmbedderResource(ConfigurableResource):
     """The embedding model named in sources.yml (loaded only when something needs embedding).
 
     `query_path`: load it as search does (`pipeline.embed.query_embedder`): on a CPU, ONNX Runtime
-    with the same weights (the export is checked against torch), so torch is never imported. A
-    push's run sets it (orchestration.sensors): the model is ready in a second or two, not ten.
+    with the same weights (the export is checked against torch), so torch is never imported, and in
+    the background while the run lists and chunks. A push's run sets it (orchestration.sensors).
     """
 
     query_path: bool = False
