@@ -23,6 +23,7 @@ from resources import EmbedderResource, PostgresResource, SourcesResource, inges
 warnings.filterwarnings("ignore", category=BetaWarning)  # backfill_policy is beta, and we rely on it
 
 source_partitions = DynamicPartitionsDefinition(name="sources")
+PAGES_TAG = "docforge/pages"  # a run's page ids (comma-separated): refresh those pages, not the whole source
 # One run per partition: a failing source never blocks the others, a retry
 # re-runs one source, and the embedding pool (below) bounds how many models
 # load at once. A single-run backfill would hold one model for hours and fail whole.
@@ -71,7 +72,9 @@ def documents(
     context: AssetExecutionContext, sources: SourcesResource, store: PostgresResource, embedder: EmbedderResource
 ) -> MaterializeResult:
     ctx = ingest_context(sources, store, embedder, context.run_id)
-    return result(stage_documents(ctx, context.partition_key))
+    # A Confluence webhook's run names its pages (orchestration.sensors): only those are listed.
+    pages = [p for p in context.run.tags.get(PAGES_TAG, "").split(",") if p.strip()]
+    return result(stage_documents(ctx, context.partition_key, pages or None))
 
 
 @asset(**_common, deps=[documents], description="Staged documents parsed into sections and chunked.")

@@ -70,3 +70,15 @@ class Skipped:
 
     path: str
     reason: str
+
+
+@dataclass(frozen=True)
+class Part:
+    """A listing of part of a source (a Confluence page a webhook named): its documents, and the keys
+    it speaks for; a key it owns but does not list is gone, every other key is left alone."""
+
+    refs: list[DocRef]
+    prefixes: tuple[str, ...]  # a key is owned when it equals one or starts with one + "/"
+
+    def owns(self, key: str) -> bool:
+        return any(key == p or key.startswith(p + "/") for p in self.prefixes)

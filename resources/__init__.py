@@ -8,7 +8,7 @@ from dagster import ConfigurableResource, InitResourceContext
 from pydantic import PrivateAttr
 
 from pipeline.config import EmbeddingConfig, Settings, load_settings
-from pipeline.embed import Embedder
+from pipeline.embed import Embedder, query_embedder_loading
 from pipeline.ingest import IngestContext
 from pipeline.progress import report
 from pipeline.store.db import store_url
@@ -44,11 +44,24 @@ def _embedder(cfg_json: str) -> Embedder:
     return Embedder(EmbeddingConfig.model_validate_json(cfg_json))  # one model per process
 
 
+@lru_cache(maxsize=2)
+def _query_path_embedder(cfg_json: str) -> Embedder:
+    return query_embedder_loading(EmbeddingConfig.model_validate_json(cfg_json))
+
+
 class EmbedderResource(ConfigurableResource):
-    """The embedding model named in sources.yml (loaded only when something needs embedding)."""
+    """The embedding model named in sources.yml (loaded only when something needs embedding).
+
+    `query_path`: load it as search does (`pipeline.embed.query_embedder`): on a CPU, ONNX Runtime
+    with the same weights (the export is checked against torch), so torch is never imported, and in
+    the background while the run lists and chunks. A push's run sets it (orchestration.sensors).
+    """
+
+    query_path: bool = False
 
     def get(self, settings: Settings) -> Embedder:
-        return _embedder(settings.embedding.model_dump_json())
+        load = _query_path_embedder if self.query_path else _embedder
+        return load(settings.embedding.model_dump_json())
 
 
 def ingest_context(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 
 import psycopg
@@ -39,9 +40,12 @@ def instance():
 
 
 def evaluate(sensor, instance, cfg, cursor=None, url=None):
+    """One tick; for the push sensor the heads are polled now, whenever the last poll was."""
     resources = {"sources": SourcesResource(config_path=str(cfg))}
     if url:
         resources["store"] = PostgresResource(database_url=url)
+    if sensor is PUSH and cursor:
+        cursor = json.dumps({**json.loads(cursor), "polled": 0})
     with build_sensor_context(instance=instance, cursor=cursor, resources=resources) as ctx:
         return sensor(ctx)
 
@@ -83,53 +87,55 @@ def rfcs_clone(tmp_path):
     return work
 
 
-def test_push_sensor_fires_once_per_new_commit_on_the_branch(rfcs_clone, write_config, instance):
+def test_push_sensor_fires_once_per_new_commit_on_the_branch(rfcs_clone, write_config, instance, database_url):
     cfg = write_config([{"name": "rfcs", "type": "git", "repo": str(rfcs_clone), "branch": "main", "globs": RFC_GLOBS}])
-    first = evaluate(PUSH, instance, cfg)
+    first = evaluate(PUSH, instance, cfg, url=database_url)
     assert runs(first) == [] and first.skip_reason  # first sight: commit recorded, nothing requested
     git(rfcs_clone, "fetch", "-q", "origin", "refs/heads/main:refs/remotes/origin/main")  # the "push"
-    moved = evaluate(PUSH, instance, cfg, first.cursor)
+    moved = evaluate(PUSH, instance, cfg, first.cursor, database_url)
     assert runs(moved) == [("rfcs", f"rfcs@{SNAP5}")]
     assert moved.run_requests[0].tags["docforge/commit"] == SNAP5
     # The partition did not exist yet: the same tick adds it, so the run request is valid.
     assert [list(r.partition_keys) for r in moved.dynamic_partitions_requests] == [["rfcs"]]
-    again = evaluate(PUSH, instance, cfg, moved.cursor)
+    again = evaluate(PUSH, instance, cfg, moved.cursor, database_url)
     assert runs(again) == [] and "no repository moved" in again.skip_reason.skip_message
 
 
-def test_push_sensor_watches_head_of_a_checkout(rfcs_clone, write_config, instance):
+def test_push_sensor_watches_head_of_a_checkout(rfcs_clone, write_config, instance, database_url):
     instance.add_dynamic_partitions("sources", ["rfcs"])
     cfg = write_config([{"name": "rfcs", "type": "git", "repo": str(rfcs_clone), "globs": RFC_GLOBS}])
-    cursor = evaluate(PUSH, instance, cfg).cursor
+    cursor = evaluate(PUSH, instance, cfg, url=database_url).cursor
     git(rfcs_clone, "checkout", "-q", "snapshot-4")
-    moved = evaluate(PUSH, instance, cfg, cursor)
+    moved = evaluate(PUSH, instance, cfg, cursor, database_url)
     assert runs(moved) == [("rfcs", f"rfcs@{SNAP4}")]
     assert moved.dynamic_partitions_requests == []  # already registered
-    assert runs(evaluate(PUSH, instance, cfg, moved.cursor)) == []
+    assert runs(evaluate(PUSH, instance, cfg, moved.cursor, database_url)) == []
 
 
-def test_push_sensor_reads_a_remote_with_ls_remote(tmp_path, write_config, instance):
+def test_push_sensor_reads_a_remote_with_ls_remote(tmp_path, write_config, instance, database_url):
     bundle = shared("corpus", "rust-rfcs-md.bundle")
     remote = tmp_path / "remote.git"
     subprocess.run(["git", "clone", "-q", "--bare", str(bundle), str(remote)], check=True, capture_output=True)
     git(remote, "update-ref", "refs/heads/main", SNAP3)
     cfg = write_config([{"name": "rfcs", "type": "git", "repo": remote.as_uri(), "branch": "main"}])
-    cursor = evaluate(PUSH, instance, cfg).cursor
+    cursor = evaluate(PUSH, instance, cfg, url=database_url).cursor
     git(remote, "fetch", "-q", "--update-head-ok", str(bundle), "refs/heads/main:refs/heads/main")  # a push
-    assert runs(evaluate(PUSH, instance, cfg, cursor)) == [("rfcs", f"rfcs@{SNAP5}")]
+    assert runs(evaluate(PUSH, instance, cfg, cursor, database_url)) == [("rfcs", f"rfcs@{SNAP5}")]
 
 
-def test_push_sensor_skips_an_unreadable_repo_and_evaluates_the_rest(rfcs_clone, tmp_path, write_config, instance):
+def test_push_sensor_skips_an_unreadable_repo_and_evaluates_the_rest(
+    rfcs_clone, tmp_path, write_config, instance, database_url
+):
     cfg = write_config(
         [
             {"name": "gone", "type": "git", "repo": str(tmp_path / "nowhere")},
             {"name": "rfcs", "type": "git", "repo": str(rfcs_clone), "branch": "main"},
         ]
     )
-    first = evaluate(PUSH, instance, cfg)
+    first = evaluate(PUSH, instance, cfg, url=database_url)
     assert "source 'gone' skipped" in first.skip_reason.skip_message
     git(rfcs_clone, "fetch", "-q", "origin", "refs/heads/main:refs/remotes/origin/main")
-    assert runs(evaluate(PUSH, instance, cfg, first.cursor)) == [("rfcs", f"rfcs@{SNAP5}")]
+    assert runs(evaluate(PUSH, instance, cfg, first.cursor, database_url)) == [("rfcs", f"rfcs@{SNAP5}")]
 
 
 def test_sensors_skip_an_invalid_sources_yml(tmp_path, instance, database_url):

@@ -120,7 +120,7 @@ def command(
         from docforge.servers.auth import Authenticator
 
         auth = Authenticator(settings.auth)  # before anything heavy: no auth configured → ConfigError, exit 1
-        _serve_api(_local(settings), auth, host, port, settings.api)
+        _serve_api(_local(settings), auth, host, port, settings)
     else:
         from docforge.servers.mcp import build_mcp, run_stdio
 
@@ -142,15 +142,23 @@ def _local_ask(search):
     return LocalAsk(Answerer(search.searcher.settings, searcher=search.searcher))
 
 
-def _serve_api(search, auth, host: str, port: int, limits) -> None:
+def _serve_api(search, auth, host: str, port: int, settings) -> None:
     import uvicorn
 
     from docforge.servers.api import create_app, server_config
+    from docforge.servers.hooks import Receiver
     from docforge.servers.web import LocalStore
 
     sock = listen(host, port)  # before the URL is printed: a taken port fails here, saying so
+    limits = settings.api
     app = create_app(
-        search, auth, health=search.health, ask=_local_ask(search), limits=limits, store=LocalStore(search.searcher)
+        search,
+        auth,
+        health=search.health,
+        ask=_local_ask(search),
+        limits=limits,
+        store=LocalStore(search.searcher),
+        hooks=Receiver(settings),
     )
     search.warm()
     shown = f"[{host}]" if ":" in host else ("127.0.0.1" if host in ("0.0.0.0", "") else host)

@@ -29,6 +29,7 @@ from docforge.servers import Citation, SearchFn, SearchRequest, SearchResponse, 
 from docforge.servers.ask import AskFn, AskRequest, log_ask
 from docforge.servers.auth import Authenticator, Principal
 from docforge.servers.gate import PRINCIPAL, Admissions, RequestGate
+from docforge.servers.hooks import Receiver, hooks_router, is_hook
 from docforge.servers.web import PageStore, add_page, is_page
 from pipeline import __version__
 from pipeline.answers import Answer
@@ -47,7 +48,7 @@ _SWAGGER = """<!doctype html><html><head><title>docforge API</title>
 def is_open(path: str) -> bool:
     """The routes served without a token: the health probe, Swagger UI's vendor files, and the page's
     shell and assets (docforge.servers.web: the login view until a token authenticates)."""
-    return path == "/health" or path.startswith(DOCS_ASSETS + "/") or is_page(path)
+    return path == "/health" or path.startswith(DOCS_ASSETS + "/") or is_page(path) or is_hook(path)
 
 
 def create_app(
@@ -57,6 +58,7 @@ def create_app(
     ask: AskFn | None = None,
     limits: ApiConfig | None = None,
     store: PageStore | None = None,
+    hooks: Receiver | None = None,
 ) -> FastAPI:
     """The API over `search` (and `ask`: POST /ask); `health()` (optional) reports whether the store answers;
     the page at `/`, with GET /sources and GET /chunks/{id} when given a `store`."""
@@ -139,6 +141,8 @@ def create_app(
 
     app.mount(DOCS_ASSETS, StaticFiles(directory=str(files("fastapi_offline") / "static")), name="docs-assets")
     add_page(app, principal, store, limits.dagster_url)
+    if hooks is not None:  # POST /hooks/git, /hooks/confluence: verified by signature (docforge.servers.hooks)
+        app.include_router(hooks_router(hooks))
 
     return app
 

@@ -9,6 +9,7 @@
     ├── rerank           the optional reranker (RERANK_ENABLED, RERANKER_<KEY>)
     ├── auth             who may call the HTTP API (DOCFORGE_API_TOKENS, DOCFORGE_JWT_<KEY>)
     ├── api              the HTTP API's request limits (DOCFORGE_API_<KEY>)
+    ├── webhook          webhook secret and body cap (DOCFORGE_WEBHOOK_SECRET, DOCFORGE_WEBHOOK_<KEY>)
     ├── service          the embedder / reranker sidecars' request limits (DOCFORGE_SERVICE_<KEY>)
     ├── llm              the chat server of `docforge ask` (DOCFORGE_LLM_<KEY>;
     │                    key: DOCFORGE_LLM_API_KEY or OPENAI_API_KEY)
@@ -64,6 +65,7 @@ from pipeline.config.sections import (
     ScheduleConfig,
     SearchConfig,
     ServiceConfig,
+    WebhookConfig,
 )
 from pipeline.config.settings import Settings, secrets, sections
 from pipeline.config.sources import (
@@ -91,6 +93,7 @@ __all__ = [
     "SOURCE_TYPES",
     "AnswersConfig",
     "ApiConfig",
+    "WebhookConfig",
     "AuthConfig",
     "ChunkingConfig",
     "ConfluenceCredentials",

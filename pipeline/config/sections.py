@@ -165,6 +165,15 @@ class ApiConfig(Section):
     max_wait_s: float = Field(default=1.0, ge=0, le=60)
 
 
+class WebhookConfig(Section):
+    """Webhook deliveries from git hosts and Confluence (docforge.servers.hooks, docs/orchestration.md)."""
+
+    env_prefix: ClassVar[str] = "DOCFORGE_WEBHOOK_"
+
+    secret: SecretStr | None = None  # DOCFORGE_WEBHOOK_SECRET; a source's `webhook_secret_env` overrides it
+    max_body_bytes: int = Field(default=2**20, ge=1024)  # larger: 413, before the signature is checked
+
+
 class RerankConfig(Section):
     """The optional reranker: on only when enabled and a model or URL is set (pipeline.query.rerank)."""
 

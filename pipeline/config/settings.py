@@ -25,6 +25,7 @@ from pipeline.config.sections import (
     ScheduleConfig,
     SearchConfig,
     ServiceConfig,
+    WebhookConfig,
 )
 from pipeline.config.sources import SourceConfig
 from pipeline.errors import ConfigError
@@ -58,6 +59,7 @@ class Settings(BaseSettings):
     rerank: RerankConfig = RerankConfig()
     auth: AuthConfig = AuthConfig()
     api: ApiConfig = ApiConfig()
+    webhook: WebhookConfig = WebhookConfig()
     service: ServiceConfig = ServiceConfig()
     confluence: ConfluenceCredentials = ConfluenceCredentials()
     orchestration: OrchestrationConfig = OrchestrationConfig()

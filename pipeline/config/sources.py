@@ -34,6 +34,9 @@ def safe_source_name(text: str) -> str:
     return _UNSAFE_IN_NAME.sub("-", text).strip() or "root"
 
 
+ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"  # a field that names an environment variable (its value is a secret)
+
+
 class _SourceBase(Strict):
     name: str
     tags: list[str] = Field(default_factory=list)
@@ -54,7 +57,10 @@ class GitSourceConfig(_SourceBase):
     max_file_bytes: int = Field(default=MAX_FILE_BYTES, ge=1)  # larger files are listed as failures, never read
     # A URL's credentials: the NAME of an environment variable holding "token" or "user:token"
     # (pipeline.sources.remote); the value itself never enters the config, a URL, a log or the store.
-    credentials_env: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    credentials_env: str | None = Field(default=None, pattern=ENV_NAME)
+    # Webhooks (docforge.servers.hooks): the NAME of an environment variable holding this source's own
+    # webhook secret; unset: DOCFORGE_WEBHOOK_SECRET.
+    webhook_secret_env: str | None = Field(default=None, pattern=ENV_NAME)
 
     @field_validator("repo")
     @classmethod
@@ -175,6 +181,7 @@ class ConfluenceSourceConfig(_SourceBase):
     # page and listing); larger ones are skipped, never downloaded.
     attachments: bool = False
     max_attachment_bytes: int = Field(default=MAX_FILE_BYTES, ge=1)
+    webhook_secret_env: str | None = Field(default=None, pattern=ENV_NAME)  # as GitSourceConfig's
 
     @field_validator("page_ids", mode="before")
     @classmethod

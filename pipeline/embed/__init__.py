@@ -15,7 +15,7 @@ mps > cpu unless configured.
 
 from pipeline.embed.backends import Runner
 from pipeline.embed.files import KINDS, PACKAGED_ID, Kind, ModelFiles, locate
-from pipeline.embed.loading import candidates, load_embedder, query_embedder
+from pipeline.embed.loading import candidates, load_embedder, query_embedder, query_embedder_loading
 from pipeline.embed.model import Embedder, TextEmbedder
 
 __all__ = [
@@ -30,4 +30,5 @@ __all__ = [
     "load_embedder",
     "locate",
     "query_embedder",
+    "query_embedder_loading",
 ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import logging
+import threading
 from collections.abc import Iterator
 
 from pipeline.config import EmbeddingConfig
@@ -65,3 +66,26 @@ def query_embedder(cfg: EmbeddingConfig) -> Embedder:
             log.warning("query embedding stays on torch: the ONNX export failed (%s)", e)
             return Embedder(cfg)
     return emb
+
+
+def query_embedder_loading(cfg: EmbeddingConfig) -> Embedder:
+    """`query_embedder`, returned at once when its ONNX export is already cached: the model loads in a
+    background thread (the first encode waits for it), so a run lists and chunks meanwhile. Otherwise
+    `query_embedder` itself (it exports, or falls back to torch)."""
+    emb = Embedder(cfg.model_copy(update={"backend": "onnx", "device": "cpu"}))
+    onnx_auto = cfg.query_backend == "auto" and cfg.backend == "torch" and importlib.util.find_spec("onnxruntime")
+    if not onnx_auto or emb.path is None or not on_cpu(cfg.device):
+        return query_embedder(cfg)
+    from pipeline.onnx import cache_dir
+
+    if not (cache_dir(emb.onnx_model()) / "model.onnx").exists():
+        return query_embedder(cfg)
+    threading.Thread(target=_load_runner, args=(emb,), daemon=True, name="docforge-model-load").start()
+    return emb
+
+
+def _load_runner(emb: Embedder) -> None:
+    try:
+        _ = emb.runner
+    except Exception as e:  # noqa: BLE001 (the first encode tries again and raises it)
+        log.warning("loading %s in the background failed: %s", emb.model_id, e)

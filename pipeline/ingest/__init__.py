@@ -11,6 +11,7 @@ index only ever changes inside one per-document transaction.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from importlib import import_module
 from typing import TYPE_CHECKING
 
@@ -46,10 +47,11 @@ __all__ = [
 ]
 
 
-def ingest_source(ctx: IngestContext, name: str) -> IngestStats:
-    """All three stages for one source, in order (what one orchestrated run of it does)."""
+def ingest_source(ctx: IngestContext, name: str, pages: Sequence[str] | None = None) -> IngestStats:
+    """All three stages for one source, in order (what one orchestrated run of it does); `pages`: only
+    those pages of a Confluence source (a webhook's run), the rest of it left as it is."""
     from pipeline.ingest.chunks import stage_chunks
     from pipeline.ingest.documents import stage_documents
     from pipeline.ingest.embeddings import stage_embeddings
 
-    return stage_documents(ctx, name) + stage_chunks(ctx, name) + stage_embeddings(ctx, name)
+    return stage_documents(ctx, name, pages) + stage_chunks(ctx, name) + stage_embeddings(ctx, name)

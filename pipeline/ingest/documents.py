@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import replace
 
 import psycopg
@@ -19,7 +20,7 @@ from pipeline.ingest import ledger
 from pipeline.ingest.context import IngestContext, IngestStats, record_failures
 from pipeline.ingest.faults import failure, store_lost, unstorable
 from pipeline.ingest.ledger import LedgerRow, Plan, Verdict
-from pipeline.records import DocRef, Document, Failure
+from pipeline.records import DocRef, Document, Failure, Part
 from pipeline.sources import open_source, skipped_by
 
 _UPSERT = """
@@ -39,17 +40,22 @@ ON CONFLICT (doc_key) DO UPDATE SET action = 'delete', content = NULL, chunked =
 """
 
 
-def stage_documents(ctx: IngestContext, name: str) -> IngestStats:
+def stage_documents(ctx: IngestContext, name: str, pages: Sequence[str] | None = None) -> IngestStats:
+    """List the source (or only `pages`, where the source can list a part of itself: a Confluence
+    webhook's page), judge each document against the ledger, stage what changed."""
     t0 = time.perf_counter()
     settings = ctx.settings
     source = open_source(settings, settings.source(name))
     try:
-        refs = source.list_refs()
+        part: Part | None = source.list_part(pages) if pages and hasattr(source, "list_part") else None
+        refs = part.refs if part else source.list_refs()
         with ctx.store(name) as conn:
             indexed = ledger.read(conn, name)
+            if part:  # the rest of the source is neither listed nor judged: none of it is deleted
+                indexed = {k: row for k, row in indexed.items() if part.owns(k)}
             plan = ledger.plan(refs, indexed, ctx.fingerprint)
             ctx.progress("documents", len(plan.skip), len(refs))
-            stats = _apply(ctx, conn, name, source, refs, plan, indexed)
+            stats = _apply(ctx, conn, name, source, refs, plan, indexed, part)
     finally:
         if close := getattr(source, "close", None):
             close()  # e.g. the Confluence HTTP session
@@ -71,13 +77,16 @@ def _apply(
     refs: list[DocRef],
     plan: Plan,
     indexed: dict[str, LedgerRow],
+    part: Part | None = None,
 ) -> IngestStats:
     """Fetch what the plan says, judge each document, and write the outcome."""
-    staged: dict[str, str] = dict(
-        conn.execute(  # doc_key → content hash, of upserts an interrupted run staged
+    staged: dict[str, str] = {
+        k: h
+        for k, h in conn.execute(  # doc_key → content hash, of upserts an interrupted run staged
             "SELECT doc_key, content_hash FROM staged_documents WHERE source = %s AND action = 'upsert'", (name,)
         ).fetchall()
-    )
+        if part is None or part.owns(k)
+    }
     verdicts: Counter[Verdict] = Counter()
     settled, failures = set(plan.skip), []
     with conn.cursor() as cur:
@@ -107,7 +116,12 @@ def _apply(
             staged, settled=settled, listed={r.key for r in refs}, indexed=indexed, failed={f.key for f in failures}
         )
         cur.executemany("DELETE FROM staged_documents WHERE doc_key = %s", [(k,) for k in unwanted])
-        cur.execute("DELETE FROM failures WHERE source = %s", (name,))
+        if part is None:
+            cur.execute("DELETE FROM failures WHERE source = %s", (name,))
+        else:
+            old = [k for (k,) in cur.execute("SELECT doc_key FROM failures WHERE source = %s", (name,)).fetchall()]
+            owned = [k for k in old if part.owns(k)]
+            cur.execute("DELETE FROM failures WHERE source = %s AND doc_key = ANY(%s)", (name, owned))
         record_failures(conn, name, failures, ctx.run_id)
     return IngestStats(
         files_added=verdicts[Verdict.ADD],

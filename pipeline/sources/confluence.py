@@ -17,7 +17,7 @@ from dataclasses import replace
 from pipeline.config import ConfluenceCredentials, ConfluenceSourceConfig
 from pipeline.errors import ConfluenceError
 from pipeline.parse import formats
-from pipeline.records import DocRef, Document, Failure, Skipped
+from pipeline.records import DocRef, Document, Failure, Part, Skipped
 from pipeline.redact import redact
 from pipeline.sources.confluence_client import Clock, ConfluenceClient
 from pipeline.sources.content import file_document, sha256_text
@@ -65,6 +65,34 @@ class ConfluenceSource:
         if self.cfg.attachments:
             refs += [a for page in refs for a in self._attachment_refs(page)]
         return sorted(refs, key=lambda r: r.key)
+
+    def list_part(self, page_ids: Sequence[str]) -> Part:
+        """Only these pages (a webhook's), without listing the space: each that is current and in this
+        source's scope (its space, one of `page_ids`, or below one with `include_children`), with its
+        attachments when configured. The part owns each page's key and its attachments' keys, so a page
+        deleted, trashed or moved out of scope is listed as nothing and goes from the index."""
+        ids = list(dict.fromkeys(str(p) for p in page_ids))
+        pages = self._pages_by_id(ids)
+        self._resolve_space_keys({str(p.get("spaceId")) for p in pages.values() if p.get("spaceId")})
+        self._titles.update((pid, p.get("title", "")) for pid, p in pages.items())
+        scoped = [p for pid, p in pages.items() if p.get("status", "current") == "current" and self._in_scope(pid, p)]
+        refs = self._filter_labels([self._ref(p) for p in scoped])
+        self.skipped = []
+        if self.cfg.attachments:
+            refs += [a for page in refs for a in self._attachment_refs(page)]
+        log.info("source %r: %d of %d delivered pages in scope", self.name, len(refs), len(ids))
+        return Part(sorted(refs, key=lambda r: r.key), tuple(f"{self.name}:{pid}" for pid in ids))
+
+    def _in_scope(self, pid: str, page: dict) -> bool:
+        if pid in self.cfg.page_ids:
+            return True
+        space = self._space_keys.get(str(page.get("spaceId")), "")
+        if self.cfg.space and space.lower() == self.cfg.space.lower():
+            return True
+        if not (self.cfg.include_children and self.cfg.page_ids):
+            return False
+        ancestors = self.api.get_json(f"/pages/{pid}/ancestors", {"limit": 250}).get("results") or []
+        return any(str(a.get("id")) in self.cfg.page_ids for a in ancestors)
 
     def fetch(self, refs: Sequence[DocRef]) -> Iterator[Document | Failure]:
         for ref in refs:

