@@ -281,13 +281,13 @@ def test_keyword_search_reads_the_packed_lists(searcher):
     of every posting (migration 0009)."""
     from psycopg import sql
 
-    from pipeline.query.search import _statement
+    from pipeline.query.statements import Reading, statement
 
-    params = searcher._params("refund the payments charge", "keyword", 10, None, None, None, ())
+    r = Reading.first("refund the payments charge", 10, False, searcher.config)
     with searcher.connection() as conn, conn.transaction():
         conn.execute("SET LOCAL enable_seqscan = off")  # a tiny table would not need any index
         plan = "\n".join(
-            r[0] for r in conn.execute(sql.SQL("EXPLAIN ") + _statement("keyword", sql.SQL("TRUE"), params), params)
+            r[0] for r in conn.execute(sql.SQL("EXPLAIN ") + statement("keyword", r, sql.SQL("TRUE")), r.binds())
         )
     assert "Recursive Union" in plan and "Index Scan Backward using bm25_blocks_list" in plan, plan
     assert "Function Scan on docforge_bm25_top" not in plan, plan  # inlined: the planner sees its probes
@@ -305,8 +305,8 @@ def test_filtered_search_reads_deeper_until_the_filter_is_served(corpus, embedde
         Searcher(corpus.settings, url=corpus.url, embedder=embedder, reranker=None, config=whole) as b,
     ):
         passes = []
-        run = a._run
-        a._run = lambda *args: passes.append(1) or run(*args)
+        leg = a._leg
+        a._leg = lambda conn, name, *args: (name == "keyword" and passes.append(1)) or leg(conn, name, *args)
         for mode in ("keyword", "hybrid"):
             got = [(h.chunk_id, h.score, h.keyword_rank) for h in a.search(q, limit=5, mode=mode, filters=only)]
             want = [(h.chunk_id, h.score, h.keyword_rank) for h in b.search(q, limit=5, mode=mode, filters=only)]

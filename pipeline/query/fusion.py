@@ -17,9 +17,10 @@ and chunks of other documents that both legs rank lower outrank them. So:
 
 Then `diversify` halves (`discount`) the score of each further chunk of a
 document already listed and keeps at most N chunks of one document (dense and
-keyword results only get the cap, `per_document`), and `reading_order` puts
-neighbouring chunks of one document that end up next to each other in
-document order. docs/query.md has the measurements behind the defaults.
+keyword results only get the cap, `per_document`), and `passages` joins a chunk
+to a listed neighbour of its document (position ± 1): one hit, led by the
+better chunk's score and place. docs/query.md has the measurements behind the
+defaults.
 """
 
 from __future__ import annotations
@@ -143,35 +144,31 @@ def per_document(items: Iterable[T], per_doc: int | None, doc: Callable[[T], str
     return kept
 
 
-def reading_order(fused: Sequence[Fused]) -> list[Fused]:
-    """Neighbouring chunks of one document that sit next to each other in `fused` (best
-    first) are put in document order (chunk 4 before chunk 5) and read as one passage:
-    each takes the best score among them. They only swap places among themselves, so
-    every other result keeps its position and scores stay sorted."""
-    out = list(fused)
-    i = 0
-    while i < len(out):
-        j = i + 1
-        while j < len(out) and out[j].candidate.doc == out[i].candidate.doc:
-            j += 1
-        if j - i > 1:
-            out[i:j] = _neighbours_in_order(out[i:j])
-        i = j
-    return out
+@dataclass(frozen=True)
+class Passage:
+    """One hit: a document's best chunk among neighbours that both made the list (`lead`), and those
+    neighbours in document order (`chunks`, the lead among them)."""
+
+    lead: Fused
+    chunks: tuple[Fused, ...]
 
 
-def _neighbours_in_order(run: list[Fused]) -> list[Fused]:
-    """One document's run: clusters of consecutive positions, each in document order and at
-    its best score, the clusters in the order of their best member."""
-    by_pos = sorted(run, key=lambda f: f.candidate.ordinal)
-    clusters: list[list[Fused]] = []
-    for f in by_pos:
-        if clusters and f.candidate.ordinal - clusters[-1][-1].candidate.ordinal <= 1:
-            clusters[-1].append(f)
+def passages(fused: Sequence[Fused]) -> list[Passage]:
+    """`fused` (best first) as hits: a chunk next to (position ± 1) a listed chunk of its document that
+    leads a hit joins that hit, which keeps its place and its lead's score; so a hit is a document's
+    chunk with at most one neighbour on each side, and a list never shows a weaker chunk of a
+    document above its best one. Every other hit keeps its order."""
+    runs: list[list[Fused]] = []
+    for f in fused:
+        c = f.candidate
+        home = next(
+            (r for r in runs if r[0].candidate.doc == c.doc and abs(r[0].candidate.ordinal - c.ordinal) == 1), None
+        )
+        if home is None:
+            runs.append([f])
         else:
-            clusters.append([f])
-    clusters.sort(key=lambda c: -max(f.score for f in c))
-    return [Fused(f.candidate, max(x.score for x in c)) for c in clusters for f in c]
+            home.append(f)
+    return [Passage(r[0], tuple(sorted(r, key=lambda f: f.candidate.ordinal))) for r in runs]
 
 
 def _dense_rank(c: Candidate) -> int | None:
