@@ -317,3 +317,14 @@ def test_filtered_search_reads_deeper_until_the_filter_is_served(corpus, embedde
         assert len(passes) > 1  # the cut lists were read deeper
         passes.clear()
         assert a.search(q, limit=5, mode="keyword") and passes == [1]  # unfiltered: one pass
+
+
+def test_explain_prints_each_statement_as_sent_and_its_plan(searcher):
+    """docs/query.md's EXPLAIN recipe: each leg's complete statement, the filter composed in, then its plan."""
+    from pipeline.query.explain import explain
+
+    dense, dense_plan, keyword, keyword_plan = explain(searcher, "refund the payments charge", {"source": "payments"})
+    assert dense.startswith("-- dense\n") and "ORDER BY v.embedding <=>" in dense and "doc.source" in dense
+    assert keyword.startswith("-- keyword\n") and "docforge_bm25_top" in keyword and "doc.source" in keyword
+    assert "{" not in dense + keyword  # every placeholder filled
+    assert "Limit" in dense_plan and "Limit" in keyword_plan

@@ -123,7 +123,7 @@ def test_tiny_beir_and_questions_run_end_to_end(pg_server, tmp_path, make_repo):
     for mode in ("dense", "hybrid"):
         for level in ("chunk", "document"):
             assert asked["modes"][mode][level]["hit@1"] == 1.0, (mode, level, asked)
-    assert (tmp_path / "qwork" / "repo" / "guide" / "keys.md").exists()  # the corpus, cloned once
+    assert (tmp_path / "qwork" / repo.name / "repo" / "guide" / "keys.md").exists()  # the corpus, cloned once
 
 
 def test_subset_keeps_judged_documents():
