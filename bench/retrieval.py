@@ -288,19 +288,19 @@ def main(
         run_beir(data, split, limit_docs, n_queries, mode_list, depth, workdir, database_url) if beir else None
     )
     asked = []
-    for questions, corpus in sets:
+    for file, questions, corpus in sets:
         name = corpus.name.removesuffix(".bundle")
         qwork = ((questions_workdir or ROOT / "bench" / "results") / name).resolve()
         results = run_questions(questions, corpus, qwork, questions_database_url, mode_list, per_doc)
-        asked.append((f"{name} ({Path(questions).name})", len(questions), results))
+        asked.append((f"{name} ({file.name})", len(questions), results))
     if beir_results:
         _report(*beir_results, as_json)
     for name, n, results in asked:
         _report_questions(name, n, results, as_json)
 
 
-def question_sets(files: tuple[str, ...], corpora: tuple[Path, ...]) -> list[tuple[list[dict], Path]]:
-    """(questions, corpus) pairs: the defaults, none for `--questions ''`, else the files with their corpora."""
+def question_sets(files: tuple[str, ...], corpora: tuple[Path, ...]) -> list[tuple[Path, list[dict], Path]]:
+    """(file, its questions, corpus): the defaults, none for `--questions ''`, else the files with their corpora."""
     if not files:
         pairs = [(Path(q), c) for q, c in DEFAULT_SETS]
     elif files == ("",):
@@ -309,7 +309,7 @@ def question_sets(files: tuple[str, ...], corpora: tuple[Path, ...]) -> list[tup
         raise click.BadParameter(f"{len(files)} --questions files need as many --corpus, got {len(corpora)}")
     else:
         pairs = [(Path(q), c) for q, c in zip(files, corpora, strict=True)]
-    return [(load_questions(q), c) for q, c in pairs]
+    return [(q, load_questions(q), c) for q, c in pairs]
 
 
 def run_beir(

@@ -232,6 +232,26 @@ def test_query_bench_measures_each_size_side_by_side(pg_server, tmp_path, monkey
         assert conn.execute("SELECT count(*) FROM pg_database WHERE datname LIKE 'docforge_query_%'").fetchone()[0] == 0
 
 
+def test_query_bench_compares_another_checkouts_code_on_the_same_store(pg_server, tmp_path, monkeypatch, capsys):
+    """--compare-tree: the same searches with another checkout's code (here this one's), in turns, on the
+    same store; the report gives both p50s and their ratio."""
+    import query as bench
+    from conftest import git
+
+    data = _tiny_data(tmp_path / "data", git)
+    monkeypatch.setenv("DATABASE_URL", pg_server.get_uri())
+    args = ["--chunks", "60", "--baseline", "0", "--vectors", "gaussian", "--real-sample", "20", "--queries", "3"]
+    args += ["--recall-queries", "5", "--ef-search", "10", "--modes", "hybrid", "--filters", "none"]
+    args += ["--compare-tree", str(bench.ROOT), "--json", "--data", str(data)]
+    monkeypatch.setattr(sys, "argv", ["query.py", *args])
+    bench.main()
+    out = capsys.readouterr().out
+    cell = json.loads(out.strip().splitlines()[-1])["60"]["latency"]["compared"]["hybrid"]["none"]
+    assert cell["this_p50"] > 0 and cell["other_p50"] > 0
+    assert cell["ratio"] == cell["this_p50"] / cell["other_p50"]
+    assert f"hybrid   none vs {bench.ROOT.name}" in out
+
+
 def test_partitions_and_churn_benches_run_on_a_kept_store(pg_server, tmp_path, monkeypatch, capsys):
     """bench/query.py --keep leaves its store; bench/partitions.py times the dense k-NN over P partitions
     with recall, bench/churn.py re-writes a share of it and reports steps, sizes and vacuum."""
