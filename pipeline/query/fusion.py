@@ -25,7 +25,7 @@ defaults.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal, TypeVar
 
@@ -64,17 +64,33 @@ def fuse(
     rrf_k: int = 60,
     weights: tuple[float, float] = (1.0, 1.0),
     floors: tuple[float, float] = FLOORS,
+    centroids: Mapping[str, float] | None = None,
+    centroid_share: float = 0.0,
+    keyword_confidence: float = 0.0,
 ) -> list[Fused]:
     """Document-aware fusion of both legs' candidates, best first (ties: dense rank, then id).
 
     convex: Σ wᵢ·nᵢ / Σ wᵢ with nᵢ = (score − floorᵢ) / (best score of the leg − floorᵢ), clipped at 0,
     0 when the leg did not find it (theoretical-min-max normalisation: a short or weak list keeps its
     scores' proportions, unlike min-max, which sends its last candidate to 0).
-    rrf: Σ wᵢ / (rrf_k + rankᵢ) / the best possible (first in both)."""
+    rrf: Σ wᵢ / (rrf_k + rankᵢ) / the best possible (first in both).
+
+    Bridging vocabulary (convex only; docs/query.md has the measurements):
+    `centroids` (document → dense score of its centroid, the mean of its chunks' vectors): a document's
+    dense score is (1 − centroid_share) × its best chunk's + centroid_share × its centroid's, each
+    relative to the leg's best, so a document about the question gains on one that merely has a
+    matching chunk. `keyword_confidence` c > 0: the keyword weight × min(1, best keyword score / c),
+    the keyword score being BM25 / the most the query's terms could score: a question whose words the
+    corpus hardly holds leans on the dense leg."""
     if method not in METHODS:
         raise ValueError(f"unknown fusion method {method!r}: choose one of {', '.join(METHODS)}")
-    fuse_legs = _rrf if method == "rrf" else _convex
-    chunk, doc = fuse_legs(cands, weights, rrf_k, floors)
+    if keyword_confidence > 0:
+        best = max((c.keyword_score for c in cands if c.keyword_score is not None), default=0.0)
+        weights = (weights[0], weights[1] * min(1.0, best / keyword_confidence))
+    if method == "rrf":
+        chunk, doc = _rrf(cands, weights, rrf_k)
+    else:
+        chunk, doc = _convex(cands, weights, floors, centroids if centroid_share > 0 else None, centroid_share)
     top: dict[str, float] = {}
     for c in cands:
         top[c.doc] = max(top.get(c.doc, 0.0), chunk[c.id])
@@ -86,7 +102,7 @@ def fuse(
 Scores = tuple[dict[str, float], dict[str, float]]  # (chunk id → fused score, document → fused score)
 
 
-def _rrf(cands: Sequence[Candidate], weights: tuple[float, float], rrf_k: int, floors) -> Scores:
+def _rrf(cands: Sequence[Candidate], weights: tuple[float, float], rrf_k: int) -> Scores:
     """Σ wᵢ / (rrf_k + rankᵢ), per chunk and per document (its rank among the leg's documents)."""
     wd, wk = weights
     legs = [(wd, _ranks(cands, _dense_rank)), (wk, _ranks(cands, _keyword_rank))]
@@ -96,8 +112,15 @@ def _rrf(cands: Sequence[Candidate], weights: tuple[float, float], rrf_k: int, f
     return chunk, doc
 
 
-def _convex(cands: Sequence[Candidate], weights: tuple[float, float], rrf_k: int, floors) -> Scores:
-    """Σ wᵢ·nᵢ / Σ wᵢ per chunk, and per document with each leg's best chunk of it."""
+def _convex(
+    cands: Sequence[Candidate],
+    weights: tuple[float, float],
+    floors: tuple[float, float],
+    centroids: Mapping[str, float] | None = None,
+    share: float = 0.0,
+) -> Scores:
+    """Σ wᵢ·nᵢ / Σ wᵢ per chunk, and per document with each leg's best chunk of it (dense: blended with
+    the document's centroid, when given)."""
     wd, wk = weights
     total = (wd + wk) or 1.0
     legs = [
@@ -106,11 +129,14 @@ def _convex(cands: Sequence[Candidate], weights: tuple[float, float], rrf_k: int
     ]
     chunk = {c.id: sum(w * n[c.id] for w, n in legs if c.id in n) for c in cands}
     doc: dict[str, float] = {}
-    for w, n in legs:
+    for leg, (w, n) in enumerate(legs):
         best: dict[str, float] = {}
         for c in cands:
             if c.id in n:
                 best[c.doc] = max(best.get(c.doc, 0.0), n[c.id])
+        if leg == 0 and centroids:
+            whole = _relative_to_best(centroids, floors[0])
+            best = {d: (1 - share) * v + share * whole.get(d, 0.0) for d, v in best.items()}
         for d, v in best.items():
             doc[d] = doc.get(d, 0.0) + w * v
     return chunk, doc
@@ -198,6 +224,10 @@ def _ranks(cands: Sequence[Candidate], rank: Callable[[Candidate], int | None]) 
 
 def _relative(cands: Sequence[Candidate], score: Callable[[Candidate], float | None], floor: float) -> dict[str, float]:
     """chunk id → the leg's score above `floor`, relative to the leg's best (0 when none is above it)."""
-    found = {c.id: s for c in cands if (s := score(c)) is not None}
-    hi = max(found.values(), default=floor)
-    return {cid: max(0.0, s - floor) / (hi - floor) if hi > floor else 0.0 for cid, s in found.items()}
+    return _relative_to_best({c.id: s for c in cands if (s := score(c)) is not None}, floor)
+
+
+def _relative_to_best(scores: Mapping[str, float], floor: float) -> dict[str, float]:
+    """key → its score above `floor` relative to the best one's (0 when none is above it)."""
+    hi = max(scores.values(), default=floor)
+    return {k: max(0.0, s - floor) / (hi - floor) if hi > floor else 0.0 for k, s in scores.items()}

@@ -56,7 +56,7 @@ from pipeline.query.filters import compile_filter
 from pipeline.query.fusion import Candidate, Fused, Passage, diversify, fuse, passages, per_document
 from pipeline.query.hits import Hit
 from pipeline.query.rerank import Reranker, load_reranker, rerank_or_keep
-from pipeline.query.statements import HITS, Leg, Reading, statement, text
+from pipeline.query.statements import HITS, Leg, Reading, centroids, statement, text
 from pipeline.store import generations
 from pipeline.store.db import connect, store_url
 from pipeline.store.generations import Generation
@@ -244,7 +244,8 @@ class Searcher:
                 deeper = r.per_term == first_depth and found * 10 >= r.pool
                 r = replace(r, per_term=r.per_term * 10) if deeper else replace(r, exhaustive=True)
                 continue
-            ranked = _rank(plan, dense, keyword, self.config)
+            whole = self._centroids(conn, dense, r, gen) if plan.mode == "hybrid" else {}
+            ranked = _rank(plan, dense, keyword, whole, self.config)
             full = max(len(dense), len(keyword)) >= r.k
             if len(ranked) >= plan.n or not full or r.k >= _MAX_K:
                 return self._cite(conn, ranked)
@@ -261,6 +262,16 @@ class Searcher:
         if gen is not None and (rows[0]["live_generation"] if rows else _live_id(conn)) != gen.id:
             raise _Switched
         return rows
+
+    def _centroids(
+        self, conn: psycopg.Connection, dense: list[dict], r: Reading, gen: Generation | None
+    ) -> dict[str, float]:
+        """Dense scores of the dense leg's documents as wholes (centroids.sql); none when off."""
+        if gen is None or not dense or self.config.centroid_share <= 0 or self.config.fusion != "convex":
+            return {}
+        docs = sorted({row["doc_key"] for row in dense})
+        rows = self._run(conn, centroids(gen), {"vec": r.vec, "docs": docs})
+        return {row["doc_key"]: float(row["score"]) for row in rows}
 
     def _cite(self, conn: psycopg.Connection, ranked: list[Passage]) -> list[Hit]:
         """The hits: each passage's chunks read once (hits.sql), joined in document order. A chunk
@@ -375,7 +386,9 @@ class _Plan:
     tags: frozenset[str]  # lower-case tags that earn the tag boost
 
 
-def _rank(plan: _Plan, dense: list[dict], keyword: list[dict], cfg: SearchConfig) -> list[Passage]:
+def _rank(
+    plan: _Plan, dense: list[dict], keyword: list[dict], whole: dict[str, float], cfg: SearchConfig
+) -> list[Passage]:
     """The legs' candidates ranked as the mode ranks them, capped per document, as hits: one chunk each
     for dense and keyword (their raw scores), passages of neighbours for hybrid."""
     if plan.mode != "hybrid":
@@ -394,7 +407,15 @@ def _rank(plan: _Plan, dense: list[dict], keyword: list[dict], cfg: SearchConfig
         row, (dr, ds), (kr, ks) = f["row"], f.get("dense", (None, None)), f.get("keyword", (None, None))
         boost = 1 + cfg.tag_boost if any(t.lower() in plan.tags for t in row["tags"] or ()) else 1.0
         cands.append(Candidate(row["chunk_id"], row["doc_key"], row["ordinal"], dr, ds, kr, ks, boost))
-    fused = fuse(cands, cfg.fusion, rrf_k=plan.rrf_k, weights=plan.weights)
+    fused = fuse(
+        cands,
+        cfg.fusion,
+        rrf_k=plan.rrf_k,
+        weights=plan.weights,
+        centroids=whole,
+        centroid_share=cfg.centroid_share,
+        keyword_confidence=cfg.keyword_confidence,
+    )
     return passages(diversify(fused, plan.cap, cfg.repeat_discount))[: plan.n]
 
 

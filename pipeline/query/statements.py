@@ -2,9 +2,10 @@
 
 - `sql/dense.sql`: the dense leg (HNSW over the live generation's vectors);
 - `sql/keyword.sql`: the keyword leg (Okapi BM25 from the posting lists, bm25_* tables);
+- `sql/centroids.sql`: hybrid: the dense score of each candidate document as a whole;
 - `sql/hits.sql`: the citation fields and text of the chunks a search returns.
 
-A hybrid search runs both legs, then `hits.sql`. The files hold bind parameters
+A hybrid search runs both legs and centroids.sql, then `hits.sql`. The files hold bind parameters
 (`%(name)s`, the fields of `Reading`) and a few `{placeholders}` that psycopg.sql
 fills: the compiled filter (pipeline.query.filters, `TRUE` without one), the
 live generation's table and vector type, and the read depths as literals (a
@@ -80,6 +81,11 @@ def statement(leg: Leg, r: Reading, where: sql.Composable, gen: Generation | Non
             raise ValueError("the dense leg reads a generation's vectors: pass `gen`")
         return sql.SQL(text("dense")).format(filter=where, vectors=gen.table, vtype=gen.column_type, k=depths["k"])
     return sql.SQL(text("keyword")).format(filter=where, **depths)
+
+
+def centroids(gen: Generation) -> sql.Composed:
+    """sql/centroids.sql over `gen`'s vectors; binds `vec` and `docs`."""
+    return sql.SQL(text("centroids")).format(vectors=gen.table)
 
 
 HITS = "hits"  # sql/hits.sql: bound by `ids` alone, no placeholders
