@@ -328,3 +328,32 @@ def test_explain_prints_each_statement_as_sent_and_its_plan(searcher):
     assert keyword.startswith("-- keyword\n") and "docforge_bm25_top" in keyword and "doc.source" in keyword
     assert "{" not in dense + keyword  # every placeholder filled
     assert "Limit" in dense_plan and "Limit" in keyword_plan
+
+
+def test_document_centroids_are_the_mean_of_their_chunk_vectors(corpus, embedder):
+    """centroids.sql: each document's mean chunk vector against the query, as (1 + cos) / 2; hybrid
+    search blends it in when centroid_share > 0."""
+    import numpy as np
+
+    from pipeline.query.statements import centroids
+    from pipeline.store import generations
+
+    q = "refund the payments charge"
+    config = SearchConfig(centroid_share=0.5)
+    with Searcher(corpus.settings, url=corpus.url, embedder=embedder, reranker=None, config=config) as s:
+        assert s.search(q, limit=5, mode="hybrid")
+        vec = s.embedder.encode([q], kind="query")[0]
+        with s.connection() as conn:
+            gen = generations.live(conn)
+            rows = conn.execute(
+                f"SELECT c.doc_key, v.embedding::vector FROM chunks c JOIN {gen.table_name} v ON v.seq = c.seq"
+            ).fetchall()
+            by_doc: dict[str, list] = {}
+            for key, v in rows:
+                by_doc.setdefault(key, []).append(v.to_numpy())
+            got = dict(conn.execute(centroids(gen), {"vec": vec, "docs": sorted(by_doc)}).fetchall())
+    assert set(got) == set(by_doc)
+    for key, vs in by_doc.items():
+        mean = np.mean(vs, axis=0)
+        cos = float(mean @ vec / np.linalg.norm(mean) / np.linalg.norm(vec))
+        assert got[key] == pytest.approx((1 + cos) / 2, abs=1e-3), key
