@@ -343,8 +343,8 @@ class SearchConfig(_Section):
     # hybrid, bridging vocabulary (pipeline.query.fusion.fuse; docs/query.md#bridging-vocabulary): the share
     # of a document's dense score taken from its centroid (0: off), and the keyword score at which the
     # keyword leg gets its full weight (0: always full)
-    centroid_share: float = Field(default=0.0, ge=0, le=1)
-    keyword_confidence: float = Field(default=0.0, ge=0, le=1)
+    centroid_share: float = Field(default=0.3, ge=0, le=1)
+    keyword_confidence: float = Field(default=0.5, ge=0, le=1)
     tag_boost: float = Field(default=0.1, ge=0, le=1)  # hybrid: × (1 + boost) when a source tag matches
     bm25_k1: float = Field(default=1.2, ge=0)
     bm25_b: float = Field(default=0.75, ge=0, le=1)
