@@ -5,6 +5,7 @@
     python bench/query.py --chunks 20000 --m 24     # quicker / other index parameters
     python bench/query.py --vectors gaussian        # no embedding at all (pessimistic recall)
     python bench/query.py --compare-float32         # also an HNSW index of float32 vectors: recall of both
+    python bench/query.py --compare-tree /tmp/base  # also another checkout's code, same store, in turns
 
 Texts are real: the rust-rfcs corpus and SciFact, chunked by the pipeline's own
 chunker, then repeated with variation (paragraphs shuffled, one dropped) up to
@@ -27,6 +28,11 @@ p50/p95 of `Searcher.search` per mode with no filter and with two broad ones
 (`type: git`, every chunk; `source: scifact`, ~87% of them), and recall@10 of
 the HNSW index (the live generation's vector type) against exact float32 search
 at several hnsw.ef_search values. `--json` adds the figures as one JSON line.
+
+`--compare-tree DIR` also times the searches with the code of another checkout
+(a release: `git archive bc15cdc | tar -x -C /tmp/base`) on the same store:
+both run in child processes, in turns (three rounds each), and the report adds
+the ratio of their p50s per mode and filter.
 """
 
 from __future__ import annotations
@@ -42,7 +48,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+# the code measured: this checkout, or another one's (--compare-tree runs this file under it)
+sys.path.insert(0, os.environ.get("DOCFORGE_BENCH_CODE", str(ROOT)))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 DATA = ROOT.parent / "shared" / "data"
 
@@ -55,6 +62,9 @@ TARGETS = {"hybrid": "targets p50 ≤ 25 ms, p95 ≤ 60 ms"}
 
 def main() -> None:
     args = _parse()
+    if args.latency_of:
+        _child_latency(args)
+        return
     sizes = sorted({*args.chunks, *([args.baseline] if args.baseline and max(args.chunks) > args.baseline else [])})
     with tempfile.TemporaryDirectory(prefix="docforge-query-") as tmp:
         tmp = Path(tmp)
@@ -81,6 +91,8 @@ def main() -> None:
                     print(f"[query] {n} chunks loaded in {time.perf_counter() - t:.0f} s", file=sys.stderr)
                     t = time.perf_counter()
                     latency, backend = _latency(args, url, queries)
+                    if args.compare_tree:
+                        latency["compared"] = _compare(args, url, queries)
                     print(f"[query] {n} chunks: latency in {time.perf_counter() - t:.0f} s", file=sys.stderr)
                     t = time.perf_counter()
                     recall = _recall(args, url, vectors[:n], qvecs, efs)
@@ -139,6 +151,13 @@ def _parse() -> argparse.Namespace:
     )
     ap.add_argument("--real-sample", type=int, default=800, help="texts embedded for the Gaussian")
     ap.add_argument("--data", type=Path, default=DATA, help="the shared data folder")
+    ap.add_argument(
+        "--compare-tree",
+        type=Path,
+        default=None,
+        help="also time the searches with this checkout's code (same store, in turns) and print p50 ratios",
+    )
+    ap.add_argument("--latency-of", default=None, help=argparse.SUPPRESS)  # a --compare-tree child: this URL
     ap.add_argument("--keep", action="store_true", help="keep each size's database (docforge_query_<n>)")
     ap.add_argument("--json", action="store_true", help="also print the figures as one JSON line")
     return ap.parse_args()
@@ -372,7 +391,39 @@ def _relation_bytes(conn) -> dict[str, int]:
     return out
 
 
-def _latency(args, url: str, queries: list[str]) -> tuple[dict, str]:
+def _compare(args, url: str, queries: list[str]) -> dict:
+    """p50 per mode and filter of this checkout's code and of --compare-tree's, each in child processes
+    that take turns (three rounds each) on the same store, and their ratio."""
+    rounds, per = 3, max(1, args.queries // 3)
+    times: dict[str, dict[str, dict[str, list[float]]]] = {"this": {}, "other": {}}
+    for r in range(rounds):
+        for who, tree in (("this", ROOT), ("other", args.compare_tree.resolve())):
+            part = queries[r * per :] + queries[: r * per]  # a new stretch of queries each round
+            env = {**os.environ, "DOCFORGE_BENCH_CODE": str(tree), "PYTHONPATH": str(tree)}
+            cmd = [sys.executable, str(Path(__file__).resolve()), "--latency-of", url, "--queries", str(per)]
+            cmd += ["--modes", *args.modes, "--filters", *args.filters]
+            out = subprocess.run(cmd, env=env, cwd=tempfile.gettempdir(), input=json.dumps(part), text=True,
+                                 capture_output=True, check=True)  # fmt: skip
+            for mode, by_filter in json.loads(out.stdout.splitlines()[-1]).items():
+                for f, ms in by_filter.items():
+                    times[who].setdefault(mode, {}).setdefault(f, []).extend(ms)
+    result: dict = {}
+    for mode, by_filter in times["this"].items():
+        for f, ms in by_filter.items():
+            this, other = float(np.percentile(ms, 50)), float(np.percentile(times["other"][mode][f], 50))
+            result.setdefault(mode, {})[f] = {"this_p50": this, "other_p50": other, "ratio": this / other}
+    return result
+
+
+def _child_latency(args) -> None:
+    """A --compare-tree child: time the queries on stdin against --latency-of, print raw ms as JSON."""
+    queries = json.loads(sys.stdin.read())
+    os.environ.setdefault("DOCFORGE_HOME", tempfile.mkdtemp(prefix="docforge-child-"))
+    raw = _latency(args, args.latency_of, queries, raw=True)[0]
+    print(json.dumps(raw))
+
+
+def _latency(args, url: str, queries: list[str], raw: bool = False) -> tuple[dict, str]:
     """p50/p95 of Searcher.search per mode and filter, query embedding included. The mode × filter
     pairs take turns, so that a busy spell of the machine falls on all of them; no query repeats
     within the Searcher's cache of recent query vectors."""
@@ -396,6 +447,11 @@ def _latency(args, url: str, queries: list[str]) -> tuple[dict, str]:
             searcher.search(q, 10, mode, filters=FILTERS[f])
             times[(mode, f)].append((time.perf_counter() - t) * 1000)
     out: dict[str, dict] = {}
+    if raw:
+        for (mode, f), ms in times.items():
+            out.setdefault(mode, {})[f] = ms
+        searcher.close()
+        return out, ""
     for (mode, f), ms in times.items():
         out.setdefault(mode, {})[f] = {
             "p50": float(np.percentile(ms, 50)),
@@ -521,6 +577,15 @@ def _report(args, results: dict) -> None:
                         for n in sizes
                     ],
                 )
+        if args.compare_tree:  # the same store, the other checkout's code, in turns
+            for f in args.filters:
+                cells = [
+                    "{this_p50:.1f} / {other_p50:.1f} = {ratio:.2f}x".format(
+                        **results[n]["latency"]["compared"][mode][f]
+                    )
+                    for n in sizes
+                ]
+                line(f"  {mode:<8} {f} vs {args.compare_tree.name}", cells)
         if mode in TARGETS:
             print(f"  ({mode}: {TARGETS[mode]})")
     print(f"dense SQL plan: {first['recall']['plan']}")

@@ -6,10 +6,12 @@ repository, ingested by `ingest_source` into a store of its own (an embedded
 Postgres under --workdir, or --database-url). Chunk hits are turned into a
 document ranking by each document's best chunk, as BEIR scores documents.
 
-Questions (--questions, default bench/rfcs_dev.jsonl: paraphrased questions over
-the rust-rfcs corpus, each with the file that answers it): the corpus (a git
-repository or bundle, --corpus) is cloned into --questions-workdir and ingested
-as one git source of every markdown file. Each question is asked as a user would
+Question sets (--questions FILE --corpus BUNDLE, repeatable, paired in order;
+default: bench/rfcs_dev.jsonl over the rust-rfcs corpus and bench/uv_dev.jsonl
+over the uv docs, paraphrased questions each with the file that answers it;
+bench/uv_holdout.jsonl is held out of tuning): each corpus (a git repository or
+bundle) is cloned into --questions-workdir/<corpus name> and ingested as one git
+source of every markdown file. Each question is asked as a user would
 (the default settings, `per_doc` included): chunk level = rank of the first chunk
 of the right file among the first 10 hits; document level = rank of the right
 file among the first 10 distinct documents of 50 hits.
@@ -18,8 +20,9 @@ Re-running with the same work folders re-uses the indexes (unchanged files are
 skipped), so an existing store is picked up as it is.
 
 \b
-    python bench/retrieval.py                                   # SciFact + rust-rfcs questions, every mode
-    python bench/retrieval.py --questions-workdir /work/bench-home/rfcs   # an existing rfcs store
+    python bench/retrieval.py                                   # SciFact + rust-rfcs and uv questions, every mode
+    python bench/retrieval.py --workdir /tmp/bench/scifact --questions-workdir /tmp/bench  # kept stores
+    python bench/retrieval.py --no-beir --questions bench/uv_holdout.jsonl --corpus ../shared/data/corpus/uv-docs.bundle
     python bench/retrieval.py --limit-docs 500 --queries 50 --questions ''  # a quick SciFact-only run
     RERANK_ENABLED=true RERANKER_MODEL=/models/ms-marco-MiniLM-L-6-v2 python bench/retrieval.py
 """
@@ -39,9 +42,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from metrics import Qrels, first_rank, hit_rates, mean_metric, ndcg_at_k, recall_at_k  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_DATA = ROOT.parent / "shared" / "data" / "beir" / "scifact"
-DEFAULT_QUESTIONS = ROOT / "bench" / "rfcs_dev.jsonl"
-DEFAULT_CORPUS = ROOT.parent / "shared" / "data" / "corpus" / "rust-rfcs-md.bundle"
+# the shared data beside the checkout (main) or beside its worktrees' folder (wt/<name>)
+SHARED = next((p / "shared" / "data" for p in ROOT.parents if (p / "shared" / "data").is_dir()), ROOT / "data")
+DEFAULT_DATA = SHARED / "beir" / "scifact"
+DEFAULT_SETS = (
+    (ROOT / "bench" / "rfcs_dev.jsonl", SHARED / "corpus" / "rust-rfcs-md.bundle"),
+    (ROOT / "bench" / "uv_dev.jsonl", SHARED / "corpus" / "uv-docs.bundle"),
+)
 GIT_ENV = {
     "GIT_AUTHOR_NAME": "bench",
     "GIT_AUTHOR_EMAIL": "bench@example.com",
@@ -190,11 +197,12 @@ def evaluate(searcher, queries: dict, qrels: Qrels, mode: str, depth: int, reran
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.option(
     "--data",
-    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    type=click.Path(file_okay=False, path_type=Path),
     default=DEFAULT_DATA,
     show_default=True,
     help="BEIR dataset folder (corpus.jsonl, queries.jsonl, qrels/).",
 )
+@click.option("--beir/--no-beir", default=True, show_default=True, help="Measure the BEIR dataset.")
 @click.option("--split", default="test", show_default=True, help="qrels split to evaluate.")
 @click.option("--limit-docs", type=int, default=None, help="Index only N documents (judged ones first).")
 @click.option("--queries", "n_queries", type=int, default=None, help="Evaluate only the first N queries.")
@@ -220,30 +228,30 @@ def evaluate(searcher, queries: dict, qrels: Qrels, mode: str, depth: int, reran
 )
 @click.option(
     "--questions",
-    "questions_file",
-    default=str(DEFAULT_QUESTIONS),
-    show_default=True,
-    help="Questions over a documentation corpus, one JSON object a line ('' skips them).",
+    "questions_files",
+    multiple=True,
+    help="Questions over a documentation corpus, one JSON object a line; repeat with --corpus, paired in "
+    "order ('' skips them) [default: bench/rfcs_dev.jsonl and bench/uv_dev.jsonl].",
 )
 @click.option(
     "--corpus",
+    "corpora",
     type=click.Path(exists=True, path_type=Path),
-    default=DEFAULT_CORPUS,
-    show_default=True,
-    help="Git repository or bundle the questions are about.",
+    multiple=True,
+    help="Git repository or bundle each --questions file is about [default: the rust-rfcs and uv docs bundles].",
 )
 @click.option(
     "--questions-workdir",
     type=click.Path(file_okay=False, path_type=Path),
     default=None,
-    help="Where its clone (repo/), sources.yml and embedded store (home/) live; an existing one is "
-    "reused [default: bench/results/<corpus name>].",
+    help="Where each corpus's clone (repo/), sources.yml and embedded store (home/) live, in a folder "
+    "named for the corpus; an existing one is reused [default: bench/results].",
 )
 @click.option(
     "--questions-database-url",
     envvar="BENCH_QUESTIONS_DATABASE_URL",
     default=None,
-    help="Use this database for the questions' corpus [env: BENCH_QUESTIONS_DATABASE_URL].",
+    help="Use this database for the questions' corpus (one set only) [env: BENCH_QUESTIONS_DATABASE_URL].",
 )
 @click.option(
     "--per-doc",
@@ -254,6 +262,7 @@ def evaluate(searcher, queries: dict, qrels: Qrels, mode: str, depth: int, reran
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
 def main(
     data: Path,
+    beir: bool,
     split: str,
     limit_docs: int | None,
     n_queries: int | None,
@@ -261,26 +270,46 @@ def main(
     depth: int,
     workdir: Path | None,
     database_url: str | None,
-    questions_file: str,
-    corpus: Path,
+    questions_files: tuple[str, ...],
+    corpora: tuple[Path, ...],
     questions_workdir: Path | None,
     questions_database_url: str | None,
     per_doc: int | None,
     as_json: bool,
 ) -> None:
-    """Print nDCG@10 and recall@100 per search mode on a BEIR dataset, and hit@k and MRR on the questions."""
+    """Print nDCG@10 and recall@100 per search mode on a BEIR dataset, and hit@k and MRR on each question set."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     mode_list = modes.split(",")
-    questions = load_questions(Path(questions_file)) if questions_file else []
-    beir = run_beir(data, split, limit_docs, n_queries, mode_list, depth, workdir, database_url)
-    asked = None
-    if questions:
-        qwork = (questions_workdir or ROOT / "bench" / "results" / corpus.name.removesuffix(".bundle")).resolve()
-        asked = run_questions(questions, corpus, qwork, questions_database_url, mode_list, per_doc)
-    _report(*beir, as_json)
-    if asked:
-        _report_questions(corpus.name.removesuffix(".bundle"), len(questions), asked, as_json)
+    sets = question_sets(questions_files, corpora)
+    if questions_database_url and len(sets) > 1:
+        raise click.BadParameter("one database holds one corpus: give one --questions set with it")
+    beir_results = (
+        run_beir(data, split, limit_docs, n_queries, mode_list, depth, workdir, database_url) if beir else None
+    )
+    asked = []
+    for file, questions, corpus in sets:
+        name = corpus.name.removesuffix(".bundle")
+        qwork = ((questions_workdir or ROOT / "bench" / "results") / name).resolve()
+        results = run_questions(questions, corpus, qwork, questions_database_url, mode_list, per_doc)
+        asked.append((f"{name} ({file.name})", len(questions), results))
+    if beir_results:
+        _report(*beir_results, as_json)
+    for name, n, results in asked:
+        _report_questions(name, n, results, as_json)
+
+
+def question_sets(files: tuple[str, ...], corpora: tuple[Path, ...]) -> list[tuple[Path, list[dict], Path]]:
+    """(file, its questions, corpus): the defaults, none for `--questions ''`, else the files with their corpora."""
+    if not files:
+        pairs = [(Path(q), c) for q, c in DEFAULT_SETS]
+    elif files == ("",):
+        return []
+    elif len(corpora) != len(files):
+        raise click.BadParameter(f"{len(files)} --questions files need as many --corpus, got {len(corpora)}")
+    else:
+        pairs = [(Path(q), c) for q, c in zip(files, corpora, strict=True)]
+    return [(q, load_questions(q), c) for q, c in pairs]
 
 
 def run_beir(

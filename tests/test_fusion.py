@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.query.fusion import Candidate, Fused, diversify, fuse, per_document, reading_order
+from pipeline.query.fusion import Candidate, Fused, diversify, fuse, passages, per_document
 
 
 def legs(dense: list[str], keyword: list[str], dense_scores=None, keyword_scores=None) -> list[Candidate]:
@@ -127,16 +127,50 @@ def test_diversify_discounts_further_chunks_of_a_document_then_caps():
     assert ids(diversify(ranked, per_doc=1)) == ["A#0", "B#0", "C#0"]
 
 
-def test_reading_order_puts_neighbouring_chunks_of_a_run_in_document_order():
+def test_passages_join_neighbours_led_by_the_best_chunk_and_keep_every_other_place():
     def f(name, score):
         doc, ordinal = name.split("#")
         return Fused(Candidate(name, doc, int(ordinal)), score)
 
-    ranked = [f("A#5", 0.9), f("A#4", 0.8), f("B#0", 0.7), f("C#3", 0.6), f("C#9", 0.5), f("C#2", 0.4)]
-    out = reading_order(ranked)
-    assert ids(out) == ["A#4", "A#5", "B#0", "C#2", "C#3", "C#9"]
-    # neighbours read as one passage at their best score; scores stay sorted; others keep their place
-    assert [f.score for f in out] == [0.9, 0.9, 0.7, 0.6, 0.6, 0.5]
-    # chunks of one document that are not side by side in the list, or not neighbours, stay put
-    apart = [f("A#1", 0.9), f("B#0", 0.8), f("A#0", 0.7), f("D#8", 0.6), f("D#1", 0.5)]
-    assert ids(reading_order(apart)) == ids(apart)
+    ranked = [f("A#5", 0.9), f("B#0", 0.8), f("A#4", 0.7), f("C#3", 0.6), f("C#9", 0.5), f("C#2", 0.4)]
+    out = passages(ranked)
+    # the best chunk leads its hit (A#5 before its weaker neighbour A#4, which joins it); others keep their order
+    assert [p.lead.candidate.id for p in out] == ["A#5", "B#0", "C#3", "C#9"]
+    assert [ids(p.chunks) for p in out] == [["A#4", "A#5"], ["B#0"], ["C#2", "C#3"], ["C#9"]]
+    assert [p.lead.score for p in out] == [0.9, 0.8, 0.6, 0.5]
+    # chunks of one document that are not neighbours stay hits of their own, best first
+    apart = [f("A#1", 0.9), f("B#0", 0.8), f("A#3", 0.7), f("D#8", 0.6), f("D#1", 0.5)]
+    assert [p.lead.candidate.id for p in passages(apart)] == ids(apart)
+    assert all(len(p.chunks) == 1 for p in passages(apart))
+    # a hit is its lead with at most one neighbour each side: a neighbour's neighbour leads a hit of its own
+    chain = [f("A#5", 0.9), f("A#4", 0.8), f("A#6", 0.7), f("A#3", 0.6)]
+    assert [ids(p.chunks) for p in passages(chain)] == [["A#4", "A#5", "A#6"], ["A#3"]]
+
+
+def test_a_centroid_share_lifts_the_document_that_is_about_the_question():
+    # A has the single best-matching chunk; B's chunks are all close, so its centroid is nearer the query
+    cands = [
+        Candidate("A#0", "A", 0, dense_rank=1, dense_score=0.80),
+        Candidate("B#0", "B", 0, dense_rank=2, dense_score=0.78),
+    ]
+    centroids = {"A": 0.60, "B": 0.77}
+    assert ids(fuse(cands, weights=(1.0, 0.0))) == ["A#0", "B#0"]
+    assert ids(fuse(cands, weights=(1.0, 0.0), centroids=centroids, centroid_share=0.0)) == ["A#0", "B#0"]  # off
+    both = fuse(cands, weights=(1.0, 0.0), centroids=centroids, centroid_share=0.5)
+    assert ids(both) == ["B#0", "A#0"]
+    # B: 0.5 × its best chunk relative to the leg's best ((0.78 − 0.5) / 0.3) + 0.5 × the best centroid's 1
+    assert both[0].score == pytest.approx(0.5 * (0.28 / 0.30) + 0.5 * 1.0)
+    assert ids(fuse(cands, "rrf", weights=(1.0, 0.0), centroids=centroids, centroid_share=0.5)) == ["A#0", "B#0"]
+
+
+def test_keyword_confidence_leans_on_the_dense_leg_when_the_words_barely_match():
+    cands = [
+        Candidate("K#0", "K", 0, keyword_rank=1, keyword_score=0.1),  # the keyword leg's best is weak
+        Candidate("D#0", "D", 0, dense_rank=1, dense_score=0.8),
+    ]
+    assert fuse(cands)[0].score == fuse(cands)[1].score == pytest.approx(0.5)  # equal weights: a tie
+    scaled = fuse(cands, keyword_confidence=0.5)  # keyword weight × 0.1 / 0.5
+    assert ids(scaled) == ["D#0", "K#0"]
+    assert [f.score for f in scaled] == pytest.approx([1 / 1.2, 0.2 / 1.2])
+    strong = [Candidate("K#0", "K", 0, keyword_rank=1, keyword_score=0.6), cands[1]]
+    assert [f.score for f in fuse(strong, keyword_confidence=0.5)] == pytest.approx([0.5, 0.5])  # full weight

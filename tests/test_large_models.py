@@ -16,7 +16,7 @@ from pipeline.embed import Embedder, load_embedder, query_embedder
 from pipeline.errors import EmbedError
 from pipeline.ingest import IngestContext, ingest_source
 from pipeline.query import Searcher
-from pipeline.query.search import _statement
+from pipeline.query.statements import Reading, statement
 from pipeline.store import generations
 from tests.tiny_models import embedding_model
 
@@ -112,15 +112,13 @@ def test_a_2560_wide_model_is_stored_and_searched_through_hnsw(wide, make_repo, 
     with Searcher(settings, url=database_url, reranker=None) as s:
         hits = s.search("where do the passwords live?", mode="dense", limit=3)
         assert len(hits) == 3 and all(0 <= h.score <= 1 for h in hits)
-        params = s._params("where do the passwords live?", "dense", 3, None, None, None, (), gen)
+        q = "where do the passwords live?"
+        r = Reading.first(q, 3, False, s.config, s.embedder.encode([q], kind="query")[0])
         with s.connection() as conn, conn.transaction():
             # 3 rows: the planner would rather scan and sort them than walk a graph
             conn.execute("SET LOCAL enable_seqscan = off; SET LOCAL enable_sort = off")
             plan = "\n".join(
-                r[0]
-                for r in conn.execute(
-                    sql.SQL("EXPLAIN ") + _statement("dense", sql.SQL("TRUE"), params, gen=gen), params
-                )
+                r[0] for r in conn.execute(sql.SQL("EXPLAIN ") + statement("dense", r, sql.SQL("TRUE"), gen), r.binds())
             )
     assert "Index Scan using vectors_1_hnsw on vectors_1" in plan
 

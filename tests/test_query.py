@@ -281,13 +281,13 @@ def test_keyword_search_reads_the_packed_lists(searcher):
     of every posting (migration 0009)."""
     from psycopg import sql
 
-    from pipeline.query.search import _statement
+    from pipeline.query.statements import Reading, statement
 
-    params = searcher._params("refund the payments charge", "keyword", 10, None, None, None, ())
+    r = Reading.first("refund the payments charge", 10, False, searcher.config)
     with searcher.connection() as conn, conn.transaction():
         conn.execute("SET LOCAL enable_seqscan = off")  # a tiny table would not need any index
         plan = "\n".join(
-            r[0] for r in conn.execute(sql.SQL("EXPLAIN ") + _statement("keyword", sql.SQL("TRUE"), params), params)
+            r[0] for r in conn.execute(sql.SQL("EXPLAIN ") + statement("keyword", r, sql.SQL("TRUE")), r.binds())
         )
     assert "Recursive Union" in plan and "Index Scan Backward using bm25_blocks_list" in plan, plan
     assert "Function Scan on docforge_bm25_top" not in plan, plan  # inlined: the planner sees its probes
@@ -305,8 +305,8 @@ def test_filtered_search_reads_deeper_until_the_filter_is_served(corpus, embedde
         Searcher(corpus.settings, url=corpus.url, embedder=embedder, reranker=None, config=whole) as b,
     ):
         passes = []
-        run = a._run
-        a._run = lambda *args: passes.append(1) or run(*args)
+        leg = a._leg
+        a._leg = lambda conn, name, *args: (name == "keyword" and passes.append(1)) or leg(conn, name, *args)
         for mode in ("keyword", "hybrid"):
             got = [(h.chunk_id, h.score, h.keyword_rank) for h in a.search(q, limit=5, mode=mode, filters=only)]
             want = [(h.chunk_id, h.score, h.keyword_rank) for h in b.search(q, limit=5, mode=mode, filters=only)]
@@ -317,3 +317,43 @@ def test_filtered_search_reads_deeper_until_the_filter_is_served(corpus, embedde
         assert len(passes) > 1  # the cut lists were read deeper
         passes.clear()
         assert a.search(q, limit=5, mode="keyword") and passes == [1]  # unfiltered: one pass
+
+
+def test_explain_prints_each_statement_as_sent_and_its_plan(searcher):
+    """docs/query.md's EXPLAIN recipe: each leg's complete statement, the filter composed in, then its plan."""
+    from pipeline.query.explain import explain
+
+    dense, dense_plan, keyword, keyword_plan = explain(searcher, "refund the payments charge", {"source": "payments"})
+    assert dense.startswith("-- dense\n") and "ORDER BY v.embedding <=>" in dense and "doc.source" in dense
+    assert keyword.startswith("-- keyword\n") and "docforge_bm25_top" in keyword and "doc.source" in keyword
+    assert "{" not in dense + keyword  # every placeholder filled
+    assert "Limit" in dense_plan and "Limit" in keyword_plan
+
+
+def test_document_centroids_are_the_mean_of_their_chunk_vectors(corpus, embedder):
+    """centroids.sql: each document's mean chunk vector against the query, as (1 + cos) / 2; hybrid
+    search blends it in when centroid_share > 0."""
+    import numpy as np
+
+    from pipeline.query.statements import centroids
+    from pipeline.store import generations
+
+    q = "refund the payments charge"
+    config = SearchConfig(centroid_share=0.5)
+    with Searcher(corpus.settings, url=corpus.url, embedder=embedder, reranker=None, config=config) as s:
+        assert s.search(q, limit=5, mode="hybrid")
+        vec = s.embedder.encode([q], kind="query")[0]
+        with s.connection() as conn:
+            gen = generations.live(conn)
+            rows = conn.execute(
+                f"SELECT c.doc_key, v.embedding::vector FROM chunks c JOIN {gen.table_name} v ON v.seq = c.seq"
+            ).fetchall()
+            by_doc: dict[str, list] = {}
+            for key, v in rows:
+                by_doc.setdefault(key, []).append(v.to_numpy())
+            got = dict(conn.execute(centroids(gen), {"vec": vec, "docs": sorted(by_doc)}).fetchall())
+    assert set(got) == set(by_doc)
+    for key, vs in by_doc.items():
+        mean = np.mean(vs, axis=0)
+        cos = float(mean @ vec / np.linalg.norm(mean) / np.linalg.norm(vec))
+        assert got[key] == pytest.approx((1 + cos) / 2, abs=1e-3), key

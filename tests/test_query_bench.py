@@ -122,7 +122,7 @@ def test_tiny_beir_and_questions_run_end_to_end(pg_server, tmp_path, make_repo):
     for mode in ("dense", "hybrid"):
         for level in ("chunk", "document"):
             assert asked["modes"][mode][level]["hit@1"] == 1.0, (mode, level, asked)
-    assert (tmp_path / "qwork" / "repo" / "guide" / "keys.md").exists()  # the corpus, cloned once
+    assert (tmp_path / "qwork" / repo.name / "repo" / "guide" / "keys.md").exists()  # the corpus, cloned once
 
 
 def test_subset_keeps_judged_documents():
@@ -229,6 +229,26 @@ def test_query_bench_measures_each_size_side_by_side(pg_server, tmp_path, monkey
     assert "chunks" in out and "60" in out and "150" in out and "recall@10 halfvec" in out
     with psycopg.connect(pg_server.get_uri()) as conn:  # the bench's databases are dropped
         assert conn.execute("SELECT count(*) FROM pg_database WHERE datname LIKE 'docforge_query_%'").fetchone()[0] == 0
+
+
+def test_query_bench_compares_another_checkouts_code_on_the_same_store(pg_server, tmp_path, monkeypatch, capsys):
+    """--compare-tree: the same searches with another checkout's code (here this one's), in turns, on the
+    same store; the report gives both p50s and their ratio."""
+    import query as bench
+    from conftest import git
+
+    data = _tiny_data(tmp_path / "data", git)
+    monkeypatch.setenv("DATABASE_URL", pg_server.get_uri())
+    args = ["--chunks", "60", "--baseline", "0", "--vectors", "gaussian", "--real-sample", "20", "--queries", "3"]
+    args += ["--recall-queries", "5", "--ef-search", "10", "--modes", "hybrid", "--filters", "none"]
+    args += ["--compare-tree", str(bench.ROOT), "--json", "--data", str(data)]
+    monkeypatch.setattr(sys, "argv", ["query.py", *args])
+    bench.main()
+    out = capsys.readouterr().out
+    cell = json.loads(out.strip().splitlines()[-1])["60"]["latency"]["compared"]["hybrid"]["none"]
+    assert cell["this_p50"] > 0 and cell["other_p50"] > 0
+    assert cell["ratio"] == cell["this_p50"] / cell["other_p50"]
+    assert f"hybrid   none vs {bench.ROOT.name}" in out
 
 
 def test_partitions_and_churn_benches_run_on_a_kept_store(pg_server, tmp_path, monkeypatch, capsys):

@@ -103,6 +103,11 @@ class SearchConfig(Section):
     keyword_weight: float = Field(default=1.0, ge=0)
     per_doc: int = Field(default=2, ge=0)  # chunks of one document per result list; 0: no limit
     repeat_discount: float = Field(default=0.5, ge=0, le=1)  # hybrid: × on each further chunk of a document
+    # hybrid, bridging vocabulary (pipeline.query.fusion.fuse; docs/query.md#bridging-vocabulary): the share
+    # of a document's dense score taken from its centroid (0: off), and the keyword score at which the
+    # keyword leg gets its full weight (0: always full)
+    centroid_share: float = Field(default=0.3, ge=0, le=1)
+    keyword_confidence: float = Field(default=0.5, ge=0, le=1)
     tag_boost: float = Field(default=0.1, ge=0, le=1)  # hybrid: × (1 + boost) when a source tag matches
     bm25_k1: float = Field(default=1.2, ge=0)
     bm25_b: float = Field(default=0.75, ge=0, le=1)

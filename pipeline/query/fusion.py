@@ -17,14 +17,15 @@ and chunks of other documents that both legs rank lower outrank them. So:
 
 Then `diversify` halves (`discount`) the score of each further chunk of a
 document already listed and keeps at most N chunks of one document (dense and
-keyword results only get the cap, `per_document`), and `reading_order` puts
-neighbouring chunks of one document that end up next to each other in
-document order. docs/query.md has the measurements behind the defaults.
+keyword results only get the cap, `per_document`), and `passages` joins a chunk
+to a listed neighbour of its document (position ± 1): one hit, led by the
+better chunk's score and place. docs/query.md has the measurements behind the
+defaults.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal, TypeVar
 
@@ -63,17 +64,33 @@ def fuse(
     rrf_k: int = 60,
     weights: tuple[float, float] = (1.0, 1.0),
     floors: tuple[float, float] = FLOORS,
+    centroids: Mapping[str, float] | None = None,
+    centroid_share: float = 0.0,
+    keyword_confidence: float = 0.0,
 ) -> list[Fused]:
     """Document-aware fusion of both legs' candidates, best first (ties: dense rank, then id).
 
     convex: Σ wᵢ·nᵢ / Σ wᵢ with nᵢ = (score − floorᵢ) / (best score of the leg − floorᵢ), clipped at 0,
     0 when the leg did not find it (theoretical-min-max normalisation: a short or weak list keeps its
     scores' proportions, unlike min-max, which sends its last candidate to 0).
-    rrf: Σ wᵢ / (rrf_k + rankᵢ) / the best possible (first in both)."""
+    rrf: Σ wᵢ / (rrf_k + rankᵢ) / the best possible (first in both).
+
+    Bridging vocabulary (convex only; docs/query.md has the measurements):
+    `centroids` (document → dense score of its centroid, the mean of its chunks' vectors): a document's
+    dense score is (1 − centroid_share) × its best chunk's + centroid_share × its centroid's, each
+    relative to the leg's best, so a document about the question gains on one that merely has a
+    matching chunk. `keyword_confidence` c > 0: the keyword weight × min(1, best keyword score / c),
+    the keyword score being BM25 / the most the query's terms could score: a question whose words the
+    corpus hardly holds leans on the dense leg."""
     if method not in METHODS:
         raise ValueError(f"unknown fusion method {method!r}: choose one of {', '.join(METHODS)}")
-    fuse_legs = _rrf if method == "rrf" else _convex
-    chunk, doc = fuse_legs(cands, weights, rrf_k, floors)
+    if keyword_confidence > 0:
+        best = max((c.keyword_score for c in cands if c.keyword_score is not None), default=0.0)
+        weights = (weights[0], weights[1] * min(1.0, best / keyword_confidence))
+    if method == "rrf":
+        chunk, doc = _rrf(cands, weights, rrf_k)
+    else:
+        chunk, doc = _convex(cands, weights, floors, centroids if centroid_share > 0 else None, centroid_share)
     top: dict[str, float] = {}
     for c in cands:
         top[c.doc] = max(top.get(c.doc, 0.0), chunk[c.id])
@@ -85,7 +102,7 @@ def fuse(
 Scores = tuple[dict[str, float], dict[str, float]]  # (chunk id → fused score, document → fused score)
 
 
-def _rrf(cands: Sequence[Candidate], weights: tuple[float, float], rrf_k: int, floors) -> Scores:
+def _rrf(cands: Sequence[Candidate], weights: tuple[float, float], rrf_k: int) -> Scores:
     """Σ wᵢ / (rrf_k + rankᵢ), per chunk and per document (its rank among the leg's documents)."""
     wd, wk = weights
     legs = [(wd, _ranks(cands, _dense_rank)), (wk, _ranks(cands, _keyword_rank))]
@@ -95,8 +112,15 @@ def _rrf(cands: Sequence[Candidate], weights: tuple[float, float], rrf_k: int, f
     return chunk, doc
 
 
-def _convex(cands: Sequence[Candidate], weights: tuple[float, float], rrf_k: int, floors) -> Scores:
-    """Σ wᵢ·nᵢ / Σ wᵢ per chunk, and per document with each leg's best chunk of it."""
+def _convex(
+    cands: Sequence[Candidate],
+    weights: tuple[float, float],
+    floors: tuple[float, float],
+    centroids: Mapping[str, float] | None = None,
+    share: float = 0.0,
+) -> Scores:
+    """Σ wᵢ·nᵢ / Σ wᵢ per chunk, and per document with each leg's best chunk of it (dense: blended with
+    the document's centroid, when given)."""
     wd, wk = weights
     total = (wd + wk) or 1.0
     legs = [
@@ -105,11 +129,14 @@ def _convex(cands: Sequence[Candidate], weights: tuple[float, float], rrf_k: int
     ]
     chunk = {c.id: sum(w * n[c.id] for w, n in legs if c.id in n) for c in cands}
     doc: dict[str, float] = {}
-    for w, n in legs:
+    for leg, (w, n) in enumerate(legs):
         best: dict[str, float] = {}
         for c in cands:
             if c.id in n:
                 best[c.doc] = max(best.get(c.doc, 0.0), n[c.id])
+        if leg == 0 and centroids:
+            whole = _relative_to_best(centroids, floors[0])
+            best = {d: (1 - share) * v + share * whole.get(d, 0.0) for d, v in best.items()}
         for d, v in best.items():
             doc[d] = doc.get(d, 0.0) + w * v
     return chunk, doc
@@ -143,35 +170,31 @@ def per_document(items: Iterable[T], per_doc: int | None, doc: Callable[[T], str
     return kept
 
 
-def reading_order(fused: Sequence[Fused]) -> list[Fused]:
-    """Neighbouring chunks of one document that sit next to each other in `fused` (best
-    first) are put in document order (chunk 4 before chunk 5) and read as one passage:
-    each takes the best score among them. They only swap places among themselves, so
-    every other result keeps its position and scores stay sorted."""
-    out = list(fused)
-    i = 0
-    while i < len(out):
-        j = i + 1
-        while j < len(out) and out[j].candidate.doc == out[i].candidate.doc:
-            j += 1
-        if j - i > 1:
-            out[i:j] = _neighbours_in_order(out[i:j])
-        i = j
-    return out
+@dataclass(frozen=True)
+class Passage:
+    """One hit: a document's best chunk among neighbours that both made the list (`lead`), and those
+    neighbours in document order (`chunks`, the lead among them)."""
+
+    lead: Fused
+    chunks: tuple[Fused, ...]
 
 
-def _neighbours_in_order(run: list[Fused]) -> list[Fused]:
-    """One document's run: clusters of consecutive positions, each in document order and at
-    its best score, the clusters in the order of their best member."""
-    by_pos = sorted(run, key=lambda f: f.candidate.ordinal)
-    clusters: list[list[Fused]] = []
-    for f in by_pos:
-        if clusters and f.candidate.ordinal - clusters[-1][-1].candidate.ordinal <= 1:
-            clusters[-1].append(f)
+def passages(fused: Sequence[Fused]) -> list[Passage]:
+    """`fused` (best first) as hits: a chunk next to (position ± 1) a listed chunk of its document that
+    leads a hit joins that hit, which keeps its place and its lead's score; so a hit is a document's
+    chunk with at most one neighbour on each side, and a list never shows a weaker chunk of a
+    document above its best one. Every other hit keeps its order."""
+    runs: list[list[Fused]] = []
+    for f in fused:
+        c = f.candidate
+        home = next(
+            (r for r in runs if r[0].candidate.doc == c.doc and abs(r[0].candidate.ordinal - c.ordinal) == 1), None
+        )
+        if home is None:
+            runs.append([f])
         else:
-            clusters.append([f])
-    clusters.sort(key=lambda c: -max(f.score for f in c))
-    return [Fused(f.candidate, max(x.score for x in c)) for c in clusters for f in c]
+            home.append(f)
+    return [Passage(r[0], tuple(sorted(r, key=lambda f: f.candidate.ordinal))) for r in runs]
 
 
 def _dense_rank(c: Candidate) -> int | None:
@@ -201,6 +224,10 @@ def _ranks(cands: Sequence[Candidate], rank: Callable[[Candidate], int | None]) 
 
 def _relative(cands: Sequence[Candidate], score: Callable[[Candidate], float | None], floor: float) -> dict[str, float]:
     """chunk id → the leg's score above `floor`, relative to the leg's best (0 when none is above it)."""
-    found = {c.id: s for c in cands if (s := score(c)) is not None}
-    hi = max(found.values(), default=floor)
-    return {cid: max(0.0, s - floor) / (hi - floor) if hi > floor else 0.0 for cid, s in found.items()}
+    return _relative_to_best({c.id: s for c in cands if (s := score(c)) is not None}, floor)
+
+
+def _relative_to_best(scores: Mapping[str, float], floor: float) -> dict[str, float]:
+    """key → its score above `floor` relative to the best one's (0 when none is above it)."""
+    hi = max(scores.values(), default=floor)
+    return {k: max(0.0, s - floor) / (hi - floor) if hi > floor else 0.0 for k, s in scores.items()}

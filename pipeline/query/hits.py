@@ -16,13 +16,17 @@ class Hit:
     url: str
     title: str
     section: str
-    chunk_index: int
+    chunk_index: int  # the chunk's position in its document (a joined hit: its best chunk's)
     text: str
     score: float
     page: int | None = None  # page number, for sources that have pages
     rerank_score: float | None = None
     dense_rank: int | None = None  # 1-based rank in the dense candidates, None if absent
     keyword_rank: int | None = None
+    # A hit that joins neighbouring chunks of its document (pipeline.query.fusion.passages): the first
+    # and last chunk_index its text spans, in document order; None for one chunk. chunk_id, section,
+    # page and score are its best chunk's.
+    span: tuple[int, int] | None = None
 
     def as_dict(self) -> dict:
         return asdict(self)

@@ -1,7 +1,10 @@
 """Search the index: dense, keyword (BM25) or hybrid (document-aware fusion of both).
 
-Every surface (CLI, MCP server, HTTP API) calls `Searcher.search`. Each mode is
-one SQL statement. Scores are in [0, 1] for every mode:
+Every surface (CLI, MCP server, HTTP API) calls `Searcher.search`. The SQL it
+runs is in `sql/*.sql` beside this module (`pipeline.query.statements`): a leg
+per ranking (dense.sql, keyword.sql; hybrid runs both and fuses them in
+Python), then hits.sql for the text and citation of what it returns. Scores are
+in [0, 1] for every mode:
 
 - dense:   (1 + cosine similarity) / 2 of query and chunk vectors;
 - keyword: BM25 / the most BM25 the query's terms could score (every term
@@ -10,8 +13,9 @@ one SQL statement. Scores are in [0, 1] for every mode:
            default), × 1 + tag_boost when a tag matches, capped at 1.
 
 Every mode keeps at most `per_doc` chunks of one document in a result list
-(reading deeper when the cap leaves too few); hybrid puts neighbouring chunks of
-one document that end up side by side in document order.
+(reading deeper when the cap leaves too few: `Searcher._read`), lists a
+document's best chunk before its others; hybrid joins neighbouring chunks of one
+document into one hit led by the better of them (`fusion.passages`).
 
 Keyword ranking is Okapi BM25 (k1, b) with Lucene's non-negative IDF, computed in
 Postgres from posting lists and corpus statistics that triggers keep exact
@@ -22,7 +26,7 @@ Optional reranking (`pipeline.query.rerank`) reorders the fused candidates and s
 
 Dense ranking reads the live model generation's vectors (`vectors_<id>`,
 pipeline.store.generations) with a query embedded by that generation's model.
-Each statement also returns which generation is live in its snapshot: when a
+The dense statement also returns which generation is live in its snapshot: when a
 reindex has switched (or the old table is already dropped), the query is
 embedded again by the new model and the statement re-run, so a search never
 mixes generations and never fails for a switch.
@@ -35,7 +39,7 @@ import threading
 import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 import psycopg
@@ -49,9 +53,10 @@ from pipeline.embed import TextEmbedder
 from pipeline.errors import QueryError, StoreError
 from pipeline.parse.text import first_surrogate
 from pipeline.query.filters import compile_filter
-from pipeline.query.fusion import Candidate, diversify, fuse, per_document, reading_order
+from pipeline.query.fusion import Candidate, Fused, Passage, diversify, fuse, passages, per_document
 from pipeline.query.hits import Hit
 from pipeline.query.rerank import Reranker, load_reranker, rerank_or_keep
+from pipeline.query.statements import HITS, Leg, Reading, centroids, statement, text
 from pipeline.store import generations
 from pipeline.store.db import connect, store_url
 from pipeline.store.generations import Generation
@@ -62,106 +67,7 @@ Mode = Literal["dense", "keyword", "hybrid"]
 MODES = ("dense", "keyword", "hybrid")
 _UNSET = object()
 _MAX_K = 1000  # the deepest candidate list a search reads
-
-
-# Every statement returns these columns, by these names: a Hit's fields, then the
-# keyword candidates that passed the filter and whether a posting list was cut.
-_COLS = (
-    "c.id AS chunk_id, doc.key AS doc_key, doc.source, doc.type, doc.url, doc.title, c.section, "
-    "c.ordinal AS chunk_index, c.text, c.page"
-)
-_HIT_FIELDS = ("chunk_id", "doc_key", "source", "type", "url", "title", "section", "chunk_index", "text", "page")
-_CHUNK_DOCUMENT = "JOIN documents doc ON doc.key = c.doc_key"  # `doc`: what filters.py compiles against
-_JOIN = "JOIN chunks c ON c.id = {alias}.id " + _CHUNK_DOCUMENT
-_DENSE = f"""dense AS (
-    SELECT c.id, 1 - (v.embedding <=> %(vec)s::{{vtype}}) / 2 AS score,
-           row_number() OVER (ORDER BY v.embedding <=> %(vec)s::{{vtype}}) AS rank
-    FROM {{vectors}} v JOIN chunks c ON c.seq = v.seq {_CHUNK_DOCUMENT} WHERE {{filter}}
-    ORDER BY v.embedding <=> %(vec)s::{{vtype}} LIMIT {{k}})"""
-# Which generation is live in the statement's own snapshot (pipeline.store.generations).
-_LIVE = "(SELECT id FROM generations WHERE state = 'live') AS live_generation"
-_TERMS = """terms AS (
-    SELECT t.term, b.id, coalesce(b.df, 0) AS df,
-           ln(1 + (st.n - coalesce(b.df, 0) + 0.5) / (coalesce(b.df, 0) + 0.5)) AS idf, st.avgdl
-    FROM (SELECT n::float8 AS n, total_len::float8 / greatest(n, 1) AS avgdl FROM bm25_stats LIMIT 1) st
-    CROSS JOIN unnest(tsvector_to_array(to_tsvector('english', %(q)s))) t(term)
-    LEFT JOIN bm25_terms b ON b.term = t.term)"""
-_WEIGHT = "t.idf * p.tf * (%(k1)s + 1) / (p.tf + %(k1)s * (1 - %(b)s + %(b)s * p.dl / t.avgdl))"
-# Candidates come from each query term's posting list, best postings first (the
-# impact order of migration 0003, read from 0009's blocks by docforge_bm25_top), at
-# most `per_term` of them, summed: exact for every term with fewer postings than
-# that. A very common term (in more than prune_df chunks, IDF under prune_idf) adds
-# no candidates when the query has rarer ones: its chunks could only score its small
-# IDF. The best `pool` are then scored exactly, every query term counted, from each
-# chunk's own term list (bm25_docs). A filter is tested on the listed chunks best
-# first, until `pool` pass: a broad one stops after about `pool` probes, not one per
-# posting read (a chunk's postings all pass it or all fail, so the sums are the same).
-_LISTED = f"""listed AS (
-    SELECT p.seq, sum({_WEIGHT}) AS w
-    FROM (SELECT array_agg(id) AS ids, array_agg(idf) AS idfs, max(avgdl) AS avgdl FROM terms
-          WHERE df <= %(prune_df)s OR idf >= (SELECT least(max(idf), %(prune_idf)s) FROM terms)) q
-    CROSS JOIN LATERAL docforge_bm25_top(q.ids, {{per_term}}) p  -- plain columns: the function is inlined
-    CROSS JOIN LATERAL (SELECT q.idfs[p.term_no] AS idf, q.avgdl) t
-    GROUP BY p.seq)"""
-_LIST_CANDIDATES = f"""{_LISTED},
-candidates AS (SELECT seq FROM listed ORDER BY w DESC LIMIT {{pool}})"""
-_FILTERED_LIST_CANDIDATES = f"""{_LISTED},
-candidates AS (
-    SELECT x.seq FROM (SELECT seq, w FROM listed ORDER BY w DESC) x CROSS JOIN LATERAL (
-        SELECT FROM chunks c {_CHUNK_DOCUMENT} WHERE c.seq = x.seq AND {{filter}} LIMIT 1) kept
-    ORDER BY x.w DESC LIMIT {{pool}})"""
-# The last resort of a filter that keeps few chunks: every chunk it keeps that holds
-# a query term is scored. The filter runs first (MATERIALIZED: not a GIN scan of
-# every chunk holding a common query term); lexemes are quoted for tsquery syntax.
-_FILTER_CANDIDATES = rf"""kept AS MATERIALIZED (
-    SELECT c.seq, c.tsv FROM chunks c {_CHUNK_DOCUMENT} WHERE {{filter}} LIMIT 20000),
-candidates AS (
-    SELECT seq FROM kept WHERE tsv @@ (SELECT to_tsquery('simple', string_agg(
-        '''' || replace(replace(term, '\', '\\'), '''', '''''') || '''', ' | ')) FROM terms))"""
-# Field weights (BM25F's term frequency): with bm25_heading_weight w != 1, an occurrence
-# in the chunk's heading path (its 'A'-weighted tsvector positions, migration 0001)
-# counts w times in the exact scores: tf' = tf + (w - 1) * tf_heading; lengths stay as
-# they are. Read from the candidates' own tsvectors, so no index changes; w = 1 leaves
-# this out and is plain BM25.
-_HEADINGS = """headings AS (
-    SELECT x.seq, u.lexeme AS term, cardinality(u.positions) AS tf
-    FROM candidates x JOIN chunks c ON c.seq = x.seq CROSS JOIN LATERAL unnest(ts_filter(c.tsv, '{a}')) u
-    WHERE u.lexeme IN (SELECT term FROM terms)),"""
-_HEADING_TF = "LEFT JOIN headings h ON h.seq = x.seq AND h.term = t.term"
-_KEYWORD = f"""{{candidates}},{{headings}}
-scored AS (
-    SELECT x.seq, sum({_WEIGHT}) AS bm25
-    FROM candidates x JOIN bm25_docs d ON d.seq = x.seq CROSS JOIN terms t {{heading_join}} CROSS JOIN LATERAL (
-        SELECT d.tfs[i] {{heading_tf}} AS tf, d.dl FROM (SELECT array_position(d.terms, t.id) AS i) i
-        WHERE i IS NOT NULL) p
-    GROUP BY x.seq),
-keyword AS (
-    SELECT id, score, row_number() OVER (ORDER BY score DESC, id) AS rank FROM (
-        SELECT c.id, x.bm25 / (SELECT sum(idf) * (%(k1)s + 1) FROM terms) AS score
-        FROM scored x JOIN chunks c ON c.seq = x.seq {_CHUNK_DOCUMENT}
-        WHERE {{filter}}
-        ORDER BY score DESC, c.id LIMIT {{k}}) r)"""
-# How many candidates passed the filter, and whether a list was cut short (so that
-# deeper lists could find more of the chunks the filter keeps).
-_FOUND = """(SELECT count(*) FROM candidates) AS found,
-    coalesce((SELECT bool_or(df > {per_term}) FROM terms), false) AS cut"""
-# Hybrid returns both legs' candidates, ranks and scores; pipeline.query.fusion fuses them.
-_FUSED = """fused AS (
-    SELECT coalesce(d.id, k.id) AS id, d.rank AS dense_rank, k.rank AS keyword_rank,
-           d.score AS dense_score, k.score AS keyword_score
-    FROM dense d FULL JOIN keyword k ON k.id = d.id)"""
-_BOOST = """CASE WHEN EXISTS (SELECT 1 FROM unnest(doc.tags) g WHERE lower(g) = ANY(%(tags)s::text[]))
-    THEN 1 + %(boost)s ELSE 1 END AS boost"""
-_STATEMENTS = {
-    "dense": f"WITH {_DENSE} SELECT {_COLS}, d.score, d.rank AS dense_rank, NULL::bigint AS keyword_rank, "
-    f"0 AS found, false AS cut, {_LIVE} FROM dense d {_JOIN.format(alias='d')} ORDER BY d.rank "
-    "LIMIT {limit}",
-    "keyword": f"WITH {_TERMS}, {_KEYWORD} SELECT {_COLS}, k.score, NULL::bigint AS dense_rank, "
-    f"k.rank AS keyword_rank, {_FOUND} FROM keyword k {_JOIN.format(alias='k')} "
-    "ORDER BY k.rank LIMIT {limit}",
-    "hybrid": f"WITH {_DENSE}, {_TERMS}, {_KEYWORD}, {_FUSED} SELECT {_COLS}, {_BOOST}, f.dense_rank, "
-    f"f.keyword_rank, f.dense_score, f.keyword_score, {_FOUND}, {_LIVE} FROM fused f {_JOIN.format(alias='f')}",
-}
+_SWITCHES = 5  # generation switches one search follows before it gives up (one is already rare)
 
 
 class Searcher:
@@ -301,70 +207,95 @@ class Searcher:
         if not query.strip() or not self._ready():
             return []
         n = max(limit, cfg.rerank_candidates) if reranker else limit
+        weights = weights or (cfg.dense_weight, cfg.keyword_weight)
+        plan = _Plan(
+            mode, n, cap or None, where, fparams, rrf_k or cfg.rrf_k, (float(weights[0]), float(weights[1])),
+            frozenset(_boost_tags(query, boost_tags)),
+        )  # fmt: skip
+        k = max(fetch_k or cfg.fetch_k, n) if mode == "hybrid" else (2 * n if cap else n)
         for _ in range(_SWITCHES):  # a reindex switching generations mid-search: embed again, search again
             gen = None if mode == "keyword" else self._generation()
-            params = self._params(query, mode, n, fetch_k, rrf_k, weights, boost_tags, gen, cap)  # embeds first
+            vec = self._vector(query, gen) if gen is not None else None
             try:
-                hits = self._search(_Plan(mode, where, fparams, bool(filters), gen, cap or None), params)
+                with self.connection() as conn:
+                    hits = self._read(conn, plan, Reading.first(query, k, bool(filters), cfg, vec), gen)
             except _Switched:
                 self._generation(refresh=True)
                 continue
             return rerank_or_keep(reranker, query, hits, limit) if reranker else hits
         raise StoreError(f"the live model generation changed {_SWITCHES} times during one search; try again")
 
-    def _search(self, plan: _Plan, params: dict) -> list[Hit]:
-        """One search on one connection, at most `plan.cap` hits of one document; _Switched when
-        `plan.gen` was not live in the statement's snapshot."""
-        with self.connection() as conn:
-            while True:
-                hits, full = self._candidates(conn, plan, params)
-                if len(hits) >= params["n"] or not full or params["k"] >= _MAX_K:
-                    return hits
-                # the cap left too few hits of a list that may hold more: read deeper
-                k = min(_MAX_K, params["k"] * 4)
-                params = {
-                    **params,
-                    "k": k,
-                    "limit": k if plan.mode != "hybrid" else params["n"],
-                    "pool": max(params["pool"], k),
-                }
+    def _read(self, conn: psycopg.Connection, plan: _Plan, r: Reading, gen: Generation | None) -> list[Hit]:
+        """The best `plan.n` hits, reading deeper while too few come back. The one place of that policy:
 
-    def _candidates(self, conn: psycopg.Connection, plan: _Plan, params: dict) -> tuple[list[Hit], bool]:
-        """The best hits, at most `plan.cap` of one document, and whether a candidate list was full."""
-        mode, gen, cap = plan.mode, plan.gen, plan.cap
-        depth: int | None = 1
+        - a filter that dropped most of what cut posting lists held (keyword leg): lists ten times
+          deeper if that should do, else every chunk the filter keeps (`exhaustive`);
+        - the per-document cap (or a filter) leaving fewer than `plan.n` hits of a full candidate list:
+          four times as many candidates, up to _MAX_K.
+
+        A capped dense or keyword search first reads twice what it returns, a hybrid `fetch_k` of each
+        leg: each candidate costs little (ids and scores; the text is read for the hits alone)."""
+        first_depth = r.per_term
         while True:
-            stmt = _statement(mode, plan.where, params, depth, plan.filtered, gen)
-            rows, found, cut, live = self._run(conn, stmt, {**params, **plan.fparams}, mode)
-            if gen is not None and (live if rows else _live_id(conn)) != gen.id:
-                raise _Switched
-            if not plan.filtered or mode == "dense" or depth is None or not cut or found >= params["pool"]:
-                break  # one pass, unless a filter dropped most of what the cut lists held:
-            # then lists ten times deeper if that should do, else every chunk the filter keeps.
-            depth = 10 if depth == 1 and found * 10 >= params["pool"] else None
-        n = params["n"]
-        if mode != "hybrid":
-            hits = [_hit(r, r["score"]) for r in per_document(rows, cap, lambda r: r["doc_key"])[:n]]
-            return hits, len(rows) >= params["k"]
-        by_id = {r["chunk_id"]: r for r in rows}
-        cands = [
-            Candidate(
-                r["chunk_id"],
-                r["doc_key"],
-                r["chunk_index"],
-                r["dense_rank"],
-                _float(r["dense_score"]),
-                r["keyword_rank"],
-                _float(r["keyword_score"]),
-                float(r["boost"]),
+            dense = self._leg(conn, "dense", plan, r, gen) if plan.mode != "keyword" else []
+            keyword = self._leg(conn, "keyword", plan, r) if plan.mode != "dense" else []
+            found, cut = (keyword[0]["found"], keyword[0]["cut"]) if keyword else (0, True)
+            if r.filtered and plan.mode != "dense" and not r.exhaustive and cut and found < r.pool:
+                deeper = r.per_term == first_depth and found * 10 >= r.pool
+                r = replace(r, per_term=r.per_term * 10) if deeper else replace(r, exhaustive=True)
+                continue
+            whole = self._centroids(conn, dense, r, gen) if plan.mode == "hybrid" else {}
+            ranked = _rank(plan, dense, keyword, whole, self.config)
+            full = max(len(dense), len(keyword)) >= r.k
+            if len(ranked) >= plan.n or not full or r.k >= _MAX_K:
+                return self._cite(conn, ranked)
+            k = min(_MAX_K, r.k * 4)
+            r = replace(r, k=k, pool=max(r.pool, k))
+
+    def _leg(
+        self, conn: psycopg.Connection, leg: Leg, plan: _Plan, r: Reading, gen: Generation | None = None
+    ) -> list[dict]:
+        """One leg's candidates, best first; _Switched when `gen` was not live in the statement's snapshot."""
+        if leg == "dense":  # exact enough candidates, even when a filter drops most of them
+            self._set_ef_search(conn, min(1000, max(self.config.ef_search, r.k)))
+        rows = self._run(conn, statement(leg, r, plan.where, gen), {**r.binds(), **plan.fparams})
+        if gen is not None and (rows[0]["live_generation"] if rows else _live_id(conn)) != gen.id:
+            raise _Switched
+        return rows
+
+    def _centroids(
+        self, conn: psycopg.Connection, dense: list[dict], r: Reading, gen: Generation | None
+    ) -> dict[str, float]:
+        """Dense scores of the dense leg's documents as wholes (centroids.sql); none when off."""
+        if gen is None or not dense or self.config.centroid_share <= 0 or self.config.fusion != "convex":
+            return {}
+        docs = sorted({row["doc_key"] for row in dense})
+        rows = self._run(conn, centroids(gen), {"vec": r.vec, "docs": docs})
+        return {row["doc_key"]: float(row["score"]) for row in rows}
+
+    def _cite(self, conn: psycopg.Connection, ranked: list[Passage]) -> list[Hit]:
+        """The hits: each passage's chunks read once (hits.sql), joined in document order. A chunk
+        deleted since the legs read it (a concurrent ingest) is left out."""
+        ids = [f.candidate.id for p in ranked for f in p.chunks]
+        rows = {row["chunk_id"]: row for row in self._run(conn, sql.SQL(text(HITS)), {"ids": ids})}
+        hits = []
+        for p in ranked:
+            chunks = [rows[f.candidate.id] for f in p.chunks if f.candidate.id in rows]
+            lead, c = rows.get(p.lead.candidate.id), p.lead.candidate
+            if lead is None:
+                continue
+            joined = {"text": "\n\n".join(ch["text"] for ch in chunks)} if len(chunks) > 1 else {}
+            span = (chunks[0]["chunk_index"], chunks[-1]["chunk_index"]) if len(chunks) > 1 else None
+            hits.append(
+                Hit(
+                    **{**lead, **joined},
+                    score=round(min(1.0, p.lead.score), 6),
+                    dense_rank=c.dense_rank,
+                    keyword_rank=c.keyword_rank,
+                    span=span,
+                )
             )
-            for r in rows
-        ]
-        fused = fuse(cands, self.config.fusion, rrf_k=params["rrf_k"], weights=(params["wd"], params["wk"]))
-        fused = reading_order(diversify(fused, cap, self.config.repeat_discount)[:n])
-        hits = [_hit(by_id[f.candidate.id], f.score) for f in fused]
-        legs = (sum(c.dense_rank is not None for c in cands), sum(c.keyword_rank is not None for c in cands))
-        return hits, max(legs) >= params["k"]
+        return hits
 
     def _pick_reranker(self, rerank: bool | None) -> Reranker | None:
         if rerank is False:
@@ -390,46 +321,6 @@ class Searcher:
                 open_built(conn)
         self._checked = True
         return True
-
-    def _params(
-        self,
-        query: str,
-        mode: str,
-        n: int,
-        fetch_k: int | None,
-        rrf_k: int | None,
-        weights: tuple[float, float] | None,
-        boost_tags,
-        gen: Generation | None = None,
-        cap: int = 0,
-    ) -> dict:
-        """Statement parameters; `k` candidates per ranking: a hybrid fetches `fetch_k` of each, a
-        capped dense or keyword search twice what it returns (deeper when the cap leaves too few: each
-        row read costs its text, ~0.4 ms per 10 rows at 100k chunks)."""
-        cfg = self.config
-        k = max(fetch_k or cfg.fetch_k, n) if mode == "hybrid" else (2 * n if cap else n)
-        wd, wk = weights or (cfg.dense_weight, cfg.keyword_weight)
-        p = {
-            "q": query,
-            "k": k,
-            "n": n,
-            "limit": n if mode == "hybrid" else k,
-            "k1": cfg.bm25_k1,
-            "b": cfg.bm25_b,
-            "wh": cfg.bm25_heading_weight - 1.0,
-            "prune_df": cfg.bm25_prune_df,
-            "prune_idf": cfg.bm25_prune_idf,
-            "per_term": cfg.bm25_per_term,
-            "pool": max(cfg.bm25_pool, k),
-            "wd": float(wd),
-            "wk": float(wk),
-            "rrf_k": rrf_k or cfg.rrf_k,
-            "boost": cfg.tag_boost,
-            "tags": sorted(_boost_tags(query, boost_tags)),
-        }
-        if gen is not None:
-            p["vec"] = self._vector(query, gen)
-        return p
 
     def _configure(self, conn: psycopg.Connection) -> None:
         """Each pooled connection's session, set once as it opens: pgvector's types, the statement time
@@ -462,16 +353,12 @@ class Searcher:
                 self._vectors[key] = vec
         return vec
 
-    def _run(
-        self, conn: psycopg.Connection, stmt: sql.Composed, params: dict, mode: str
-    ) -> tuple[list[dict], int, bool, int | None]:
-        """The rows, the keyword candidates that passed the filter, whether a list was cut, and the
-        generation live in the statement's snapshot (None without rows)."""
+    def _run(self, conn: psycopg.Connection, stmt: sql.SQL | sql.Composed, binds: dict) -> list[dict]:
+        """The statement's rows; a dropped generation table is a switch, a bad value or a statement past
+        its time limit a clear error."""
         try:
-            if mode != "keyword":  # exact enough candidates, even when a filter drops most of them
-                self._set_ef_search(conn, min(1000, max(self.config.ef_search, params["k"])))
             with conn.cursor(row_factory=dict_row) as cur:
-                rows = cur.execute(stmt, params).fetchall()
+                return cur.execute(stmt, binds).fetchall()
         except psycopg.errors.UndefinedTable:
             raise _Switched from None  # the generation's table was dropped after a switch
         except psycopg.errors.DataError as e:
@@ -482,38 +369,58 @@ class Searcher:
                 f"{self.config.statement_timeout_ms} ms) and was cancelled: narrow its filters, "
                 "or raise DOCFORGE_SEARCH_STATEMENT_TIMEOUT_MS"
             ) from None
-        if not rows:
-            return rows, 0, True, None
-        return rows, rows[0]["found"], rows[0]["cut"], rows[0].get("live_generation")
-
-
-def _hit(row: dict, score) -> Hit:
-    return Hit(
-        **{f: row[f] for f in _HIT_FIELDS},
-        score=round(min(1.0, float(score or 0.0)), 6),
-        dense_rank=row["dense_rank"],
-        keyword_rank=row["keyword_rank"],
-    )
-
-
-def _float(value) -> float | None:
-    return None if value is None else float(value)
 
 
 @dataclass(frozen=True)
 class _Plan:
-    """What one search runs, whatever its depth: the mode, the compiled filter, the generation read, the
-    per-document cap (None: no limit)."""
+    """What one search asks, whatever its depth: the mode, how many hits, the per-document cap (None: no
+    limit), the compiled filter, and the hybrid fusion's knobs."""
 
     mode: str
+    n: int
+    cap: int | None
     where: sql.Composable
     fparams: dict
-    filtered: bool
-    gen: Generation | None
-    cap: int | None
+    rrf_k: int
+    weights: tuple[float, float]
+    tags: frozenset[str]  # lower-case tags that earn the tag boost
 
 
-_SWITCHES = 5  # generation switches one search follows before it gives up (one is already rare)
+def _rank(
+    plan: _Plan, dense: list[dict], keyword: list[dict], whole: dict[str, float], cfg: SearchConfig
+) -> list[Passage]:
+    """The legs' candidates ranked as the mode ranks them, capped per document, as hits: one chunk each
+    for dense and keyword (their raw scores), passages of neighbours for hybrid."""
+    if plan.mode != "hybrid":
+        rows = dense or keyword
+        ranks = [i + 1 for i in range(len(rows))]
+        cands = [_candidate(row, rank if plan.mode == "dense" else None, rank if plan.mode == "keyword" else None)
+                 for row, rank in zip(rows, ranks, strict=True)]  # fmt: skip
+        scored = [Fused(c, float(row["score"])) for c, row in zip(cands, rows, strict=True)]
+        return [Passage(f, (f,)) for f in per_document(scored, plan.cap, lambda f: f.candidate.doc)[: plan.n]]
+    found: dict[str, dict] = {}
+    for leg, rows in (("dense", dense), ("keyword", keyword)):
+        for rank, row in enumerate(rows, 1):
+            found.setdefault(row["chunk_id"], {"row": row})[leg] = (rank, float(row["score"]))
+    cands = []
+    for f in found.values():
+        row, (dr, ds), (kr, ks) = f["row"], f.get("dense", (None, None)), f.get("keyword", (None, None))
+        boost = 1 + cfg.tag_boost if any(t.lower() in plan.tags for t in row["tags"] or ()) else 1.0
+        cands.append(Candidate(row["chunk_id"], row["doc_key"], row["ordinal"], dr, ds, kr, ks, boost))
+    fused = fuse(
+        cands,
+        cfg.fusion,
+        rrf_k=plan.rrf_k,
+        weights=plan.weights,
+        centroids=whole,
+        centroid_share=cfg.centroid_share,
+        keyword_confidence=cfg.keyword_confidence,
+    )
+    return passages(diversify(fused, plan.cap, cfg.repeat_discount))[: plan.n]
+
+
+def _candidate(row: dict, dense_rank: int | None, keyword_rank: int | None) -> Candidate:
+    return Candidate(row["chunk_id"], row["doc_key"], row["ordinal"], dense_rank, None, keyword_rank, None)
 
 
 class _Switched(Exception):
@@ -523,38 +430,6 @@ class _Switched(Exception):
 def _live_id(conn: psycopg.Connection) -> int | None:
     gen = generations.live(conn)
     return gen.id if gen else None
-
-
-def _statement(
-    mode: str,
-    where: sql.Composable,
-    params: dict,
-    depth: int | None = 1,
-    filtered: bool = False,
-    gen: Generation | None = None,
-) -> sql.Composed:
-    """The statement for `mode`; `depth` multiplies the posting lists read, None scores the filter's chunks."""
-    # Limits are literals, not parameters: a cached generic plan then still knows them.
-    per_term, pool = (params["per_term"] * depth, params["pool"]) if depth else (None, None)
-    limits = {
-        "k": sql.Literal(params["k"]),
-        "limit": sql.Literal(params["limit"]),
-        "per_term": sql.Literal(per_term),
-        "pool": sql.Literal(pool),
-    }
-    if depth is None:
-        candidates = sql.SQL(_FILTER_CANDIDATES).format(filter=where)
-    else:  # join chunks and documents only when there is a filter to test
-        listed = _FILTERED_LIST_CANDIDATES if filtered else _LIST_CANDIDATES
-        candidates = sql.SQL(listed).format(filter=where, **limits)
-    vectors = {"vectors": gen.table, "vtype": gen.column_type} if gen is not None else {}
-    weighted = params.get("wh", 0.0) != 0.0
-    fields = {
-        "headings": sql.SQL(_HEADINGS if weighted else ""),
-        "heading_tf": sql.SQL("+ %(wh)s * coalesce(h.tf, 0)" if weighted else ""),
-        "heading_join": sql.SQL(_HEADING_TF if weighted else ""),
-    }
-    return sql.SQL(_STATEMENTS[mode]).format(filter=where, candidates=candidates, **limits, **vectors, **fields)
 
 
 def _boost_tags(query: str, extra) -> set[str]:

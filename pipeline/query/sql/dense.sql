@@ -1,0 +1,17 @@
+-- The dense leg: the {k} chunks nearest the query vector that pass the filter, nearest first.
+-- Placeholders (pipeline.query.statements): {vectors} the live generation's table, {vtype} its
+-- vector type, {filter} the compiled filter over `c` and `doc` (TRUE without one), {k} a literal.
+-- live_generation: which generation is live in this statement's own snapshot, so that a search
+-- that raced a reindex's switch embeds the query again instead of mixing models.
+SELECT c.id AS chunk_id,
+       c.doc_key,
+       c.ordinal,
+       doc.tags,
+       1 - (v.embedding <=> %(vec)s::{vtype}) / 2 AS score,
+       (SELECT id FROM generations WHERE state = 'live') AS live_generation
+FROM {vectors} v
+JOIN chunks c ON c.seq = v.seq
+JOIN documents doc ON doc.key = c.doc_key
+WHERE {filter}
+ORDER BY v.embedding <=> %(vec)s::{vtype}
+LIMIT {k}

@@ -1,0 +1,15 @@
+-- What a result cites, for the chunks a search ranked: read once, for the hits it returns (the
+-- legs read ids and scores only, so a candidate's text is never read unless it is shown).
+SELECT c.id AS chunk_id,
+       doc.key AS doc_key,
+       doc.source,
+       doc.type,
+       doc.url,
+       doc.title,
+       c.section,
+       c.ordinal AS chunk_index,
+       c.text,
+       c.page
+FROM chunks c
+JOIN documents doc ON doc.key = c.doc_key
+WHERE c.id = ANY(%(ids)s)
