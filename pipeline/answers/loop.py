@@ -21,7 +21,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from pipeline.answers import cache, extractive, prompts, provenance, render, retrieve, verify
+from pipeline.answers import cache, calibrate, extractive, prompts, provenance, render, retrieve, subject, verify
 from pipeline.answers.llm import ChatClient
 from pipeline.answers.model import Answer, Citation, Claim, Evidence, Step
 from pipeline.config import Settings
@@ -271,7 +271,9 @@ class Answerer:
         pool = retrieve.EvidencePool(self.cfg.max_evidence)
         pool.add(self._search(run, run.question, 1, self.cfg.max_evidence))
         t = time.perf_counter()
-        ex = extractive.extract(run.question, pool.items, self.cfg.extractive_sentences)
+        with self._lock:
+            idf = subject.corpus_idf(self.conn(), subject.question_words(run.question))
+        ex = extractive.extract(run.question, pool.items, self.cfg.extractive_sentences, embed=self._embed, idf=idf)
         # Only what the verifier passes as quoted is shown: STRICT by construction.
         lines = [
             (s, e)
@@ -280,14 +282,21 @@ class Answerer:
         ]
         ms = (time.perf_counter() - t) * 1000
         run.time("respond", ms)
-        run.trace.append(Step("respond", ms, {"model": "extractive", "sentences": len(lines), "coverage": ex.coverage}))
+        detail = {"model": "extractive", "sentences": len(lines), "coverage": ex.coverage, "similarity": ex.similarity}
+        run.trace.append(Step("respond", ms, {**detail, "abstained": ex.reason} if ex.reason else detail))
         raw = extractive.answer_text(lines)
         abstained = not lines
-        confidence = 0.0 if abstained else round(min(0.9, 0.3 + 0.6 * ex.coverage), 3)
+        confidence = 0.0 if abstained else calibrate.extractive_confidence(ex)
         prompt = provenance.prompt_payload(
             "extractive", run.question, pool.items, run.history, self.cfg.extractive_sentences
         )
         return pool.items, raw, intent, 1, confidence, abstained, prompt
+
+    def _embed(self, texts):
+        """The question (as a query) and the candidate sentences (as documents), by the index's model."""
+        enc = self.searcher.embedder
+        q = enc.encode([texts[0]], kind="query")
+        return [q[0], *enc.encode(list(texts[1:]), kind="document")] if len(texts) > 1 else [q[0]]
 
     def _chat(self, run: _Run, stage: str, messages, max_tokens: int | None = None) -> str:
         t = time.perf_counter()
