@@ -36,8 +36,11 @@ MIN_WORDS, MAX_WORDS = 4, 70
 MAX_CODE_CHARS = 140
 MAX_CANDIDATES = 40  # embedded per question, in one batch
 # Score = W_SIM·similarity + W_TERMS·terms + W_HEAD·heading + W_SHAPE·shape + place.
-W_SIM, W_TERMS, W_HEAD, W_SHAPE = 1.0, 0.5, 0.12, 0.15
-SIM_MIN = 0.45  # no line this similar to the question: nothing retrieved answers it (all-MiniLM-L6-v2 scale)
+W_SIM, W_TERMS, W_HEAD, W_SHAPE = 1.0, 0.5, 0.12, 0.25
+# Relevance = the best line's similarity to the question + half the subject share its document carries;
+# below this, nothing retrieved answers the question (fitted on bench/answers_dev.jsonl with
+# all-MiniLM-L6-v2: answerable questions ≥ 0.75, unanswerable ones ≤ 0.65 but one).
+RELEVANCE_MIN = 0.7
 OTHER_DOC = 0.92  # a line from another document must score this share of the best line
 SAME_DOC = 0.8  # a further line of the best document must score this share of the best line
 _BULLET = re.compile(r"^\s*(?:[-*+]|\d{1,3}[.)])\s+")
@@ -66,6 +69,7 @@ class Extract:
     similarity: float = 0.0  # of the best line to the question (cosine)
     margin: float = 0.0  # best line's score minus the best line of another document
     reason: str = ""  # why it abstained, when lines is empty
+    answered: float = 0.0  # share of the question's subject (IDF-weighted) the lines and their headings carry
 
 
 def units(text: str) -> list[tuple[str, str]]:
@@ -115,8 +119,8 @@ def units(text: str) -> list[tuple[str, str]]:
     return out
 
 
-def candidates(evidence: list[Evidence], values: bool) -> list[Sentence]:
-    """Sentences (and, when the question asks for a value, code lines and table rows) of the evidence."""
+def candidates(evidence: list[Evidence]) -> list[Sentence]:
+    """Sentences, code lines and table rows of the evidence."""
     docs: dict[str, int] = {}
     out: list[Sentence] = []
     for rank, e in enumerate(evidence, 1):
@@ -124,7 +128,7 @@ def candidates(evidence: list[Evidence], values: bool) -> list[Sentence]:
         pos = 0
         for kind, block in units(e.text):
             if kind != "prose":
-                if values and len(block) <= MAX_CODE_CHARS and tx.words(block):
+                if len(block) <= MAX_CODE_CHARS and tx.words(block):
                     pos += 1
                     text = _PROMPT.sub("", block) if kind == "code" else block
                     out.append(Sentence(text, e, doc_rank, rank, pos, frozenset(tx.content_keys(text)), kind))
@@ -157,12 +161,13 @@ def extract(
     max_sentences: int = 4,
     *,
     embed: Embed | None = None,
-    idf: dict[str, float] | None = None,
+    stats: sj.CorpusStats | None = None,
 ) -> Extract:
     """The lines of `evidence` (ordered by retrieval rank) that answer `question`, or none with a reason."""
-    subj = sj.subject(question, idf)
+    idf = stats.idf if stats else None
+    subj = sj.subject(question, idf, stats.absent if stats else ())
     shape = sj.shape(question)
-    sents = candidates(evidence, values=shape is not None)
+    sents = candidates(evidence)
     if not subj.keys or not sents:
         return Extract([], 0.0, reason="nothing retrieved" if not sents else "the question names no subject")
     weights = subj.weights if idf else _local_idf(subj.keys, sents)
@@ -182,7 +187,7 @@ def extract(
             W_SIM * sim
             + W_TERMS * terms(s.keys)
             + W_HEAD * terms(heads[s.evidence.pointer])
-            + W_SHAPE * sj.has_shape(s.text, shape)
+            + (W_SHAPE if shape in sj.NAMED_SHAPES else W_SHAPE / 2) * sj.has_shape(s.text, shape)
             + 0.06 / s.doc_rank
             + 0.02 / s.chunk_rank
             + (0.02 if s.position == 1 else 0.0)
@@ -198,8 +203,9 @@ def extract(
     carried = sj.carried(subj, [e for e in evidence if e.doc_key == doc], pool=evidence)
     if not carried.ok:
         return Extract([], carried.coverage, best_sim, reason=carried.reason)
-    if embed is not None and best_sim < SIM_MIN:
-        return Extract([], carried.coverage, best_sim, reason=f"no passage is close to the question ({best_sim:.2f})")
+    relevance = best_sim + 0.5 * carried.coverage
+    if embed is not None and relevance < RELEVANCE_MIN:
+        return Extract([], carried.coverage, best_sim, reason=f"no passage is close to the question ({relevance:.2f})")
     other = next((sc for sc, _, s in scored if s.evidence.doc_key != doc), 0.0)
     chosen: list[Sentence] = [best, *_followers(best, every, shape, qkeys)]
     for sc, _, s in scored[1:]:
@@ -212,11 +218,13 @@ def extract(
             continue
         chosen += [s, *(f for f in _followers(s, every, shape, qkeys) if f not in chosen)]
     chosen = chosen[: max_sentences + 1]
+    answered = sj.carried(subj, [f"{c.evidence.title} {c.evidence.section} {c.text}" for c in chosen]).coverage
     return Extract(
         [(s.text, s.evidence) for s in chosen],
         round(carried.coverage, 3),
         round(best_sim, 3),
         round(best_score - other, 3),
+        answered=round(answered, 3),
     )
 
 

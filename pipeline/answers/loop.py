@@ -272,8 +272,8 @@ class Answerer:
         pool.add(self._search(run, run.question, 1, self.cfg.max_evidence))
         t = time.perf_counter()
         with self._lock:
-            idf = subject.corpus_idf(self.conn(), subject.question_words(run.question))
-        ex = extractive.extract(run.question, pool.items, self.cfg.extractive_sentences, embed=self._embed, idf=idf)
+            stats = subject.corpus_stats(self.conn(), subject.question_words(run.question))
+        ex = extractive.extract(run.question, pool.items, self.cfg.extractive_sentences, embed=self._embed, stats=stats)
         # Only what the verifier passes as quoted is shown: STRICT by construction.
         lines = [
             (s, e)
@@ -282,7 +282,13 @@ class Answerer:
         ]
         ms = (time.perf_counter() - t) * 1000
         run.time("respond", ms)
-        detail = {"model": "extractive", "sentences": len(lines), "coverage": ex.coverage, "similarity": ex.similarity}
+        detail = {
+            "model": "extractive",
+            "sentences": len(lines),
+            "coverage": ex.coverage,
+            "similarity": ex.similarity,
+            "answered": ex.answered,
+        }
         run.trace.append(Step("respond", ms, {**detail, "abstained": ex.reason} if ex.reason else detail))
         raw = extractive.answer_text(lines)
         abstained = not lines

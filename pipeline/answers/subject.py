@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 
 from pipeline.answers import text as tx
 
-MIN_SUBJECT = 0.15  # share of the subject's IDF weight the evidence must carry
+MIN_SUBJECT = 0.15  # share of the subject's IDF weight the best document must carry
+MAX_ABSENT = 0.6  # share of the subject's weight in words the whole index lacks: it is about something else
 STOP_WEIGHT = 0.2  # a word the keyword index treats as a stopword: weighs little
 # Words that say what kind of answer is wanted, not what it is about.
 ASK_WORDS = frozenset(
@@ -68,12 +69,20 @@ _SHAPES: list[tuple[str, re.Pattern[str], re.Pattern[str]]] = [
 ]
 
 
+NAMED_SHAPES = frozenset({"env", "attribute", "macro", "flag", "file"})  # the question names the kind of value
+
+
 @dataclass(frozen=True)
 class Subject:
     keys: tuple[str, ...]  # content keys, in order
     weights: dict[str, float]  # key → weight (IDF)
     hard: tuple[str, ...] = ()  # anchors an answer must carry (as written)
     hard_keys: tuple[frozenset[str], ...] = field(default=())
+    absent: frozenset[str] = frozenset()  # keys the whole index lacks
+
+    @property
+    def absent_share(self) -> float:
+        return sum(self.weights[k] for k in self.absent if k in self.weights) / (sum(self.weights.values()) or 1.0)
 
 
 @dataclass(frozen=True)
@@ -108,14 +117,14 @@ def hard_anchors(question: str) -> list[str]:
     return list(dict.fromkeys(a for a in out if tx.words(a)))
 
 
-def subject(question: str, idf: dict[str, float] | None = None) -> Subject:
+def subject(question: str, idf: dict[str, float] | None = None, absent: Iterable[str] = ()) -> Subject:
     keys = tuple(dict.fromkeys(tx.key(w) for w in question_words(question)))
     if not keys:  # "what does it do?": every content word is the subject
         keys = tuple(dict.fromkeys(tx.content_keys(question)))
     weights = {k: (idf or {}).get(k, 1.0) for k in keys}
     hard = hard_anchors(question)
     hard_keys = tuple(frozenset(tx.content_keys(a)) or frozenset(tx.key(w) for w in tx.words(a)) for a in hard)
-    return Subject(keys, weights, tuple(hard), hard_keys)
+    return Subject(keys, weights, tuple(hard), hard_keys, frozenset(absent) & frozenset(keys))
 
 
 def _keys(evidence: Iterable) -> set[str]:
@@ -134,6 +143,8 @@ def carried(subj: Subject, evidence: Iterable, minimum: float = MIN_SUBJECT, poo
     missing = [a for a, ks in zip(subj.hard, subj.hard_keys, strict=True) if ks and not ks <= anywhere]
     total = sum(subj.weights.values()) or 1.0
     coverage = sum(w for k, w in subj.weights.items() if k in have) / total
+    if subj.absent_share >= MAX_ABSENT:
+        return Carried(False, coverage, f"the index does not know {', '.join(sorted(subj.absent)[:3])}")
     if missing:
         return Carried(False, coverage, f"the evidence does not mention {', '.join(missing[:3])}")
     if coverage < minimum:
@@ -167,22 +178,30 @@ LEFT JOIN bm25_terms b ON b.term = l.lexeme
 """
 
 
-def corpus_idf(conn, words: Sequence[str]) -> dict[str, float]:
+@dataclass(frozen=True)
+class CorpusStats:
+    idf: dict[str, float] = field(default_factory=dict)  # key → IDF over the index's chunks
+    absent: frozenset[str] = frozenset()  # keys of words the index lacks
+
+
+def corpus_stats(conn, words: Sequence[str]) -> CorpusStats:
     """IDF of each word's key over the index's chunks (one statement); a word the index lacks weighs
     log(1 + N), one the keyword index drops as a stopword STOP_WEIGHT. Empty when there are no stats."""
     words = list(dict.fromkeys(words))
     if not words:
-        return {}
+        return CorpusStats()
     try:
         rows = conn.execute(_DF_SQL, (words,)).fetchall()
     except Exception:  # noqa: BLE001 — an index without keyword statistics: the candidates' IDF instead
         conn.rollback()
-        return {}
-    out: dict[str, float] = {}
+        return CorpusStats()
+    idf: dict[str, float] = {}
+    absent: set[str] = set()
     for w, lexeme, df, n in rows:
         if not n:
-            return {}
+            return CorpusStats()
         k = tx.key(w)
-        weight = STOP_WEIGHT if lexeme is None else math.log(1 + n / (1 + df))
-        out[k] = max(out.get(k, 0.0), weight)
-    return out
+        idf[k] = max(idf.get(k, 0.0), STOP_WEIGHT if lexeme is None else math.log(1 + n / (1 + df)))
+        if lexeme is not None and not df and not k.startswith("#") and not w.endswith("ly"):
+            absent.add(k)
+    return CorpusStats(idf, frozenset(absent - {tx.key(w) for w, lx, df, _ in rows if df}))
