@@ -192,7 +192,14 @@ class Answerer:
             evidence, raw, intent, iterations, confidence, abstained, prompt = self._llm_loop(run, max_iterations)
 
         t = time.perf_counter()
-        verdict = verify.verify("" if abstained else raw, {e.pointer: e.text for e in evidence})
+        verdict = verify.verify("" if abstained else raw, {e.pointer: e.text for e in evidence}, question=question)
+        if self.llm is not None and not abstained and verdict.addresses_question is False:
+            # The model's answer does not carry the question's subject: when no evidence does either,
+            # the documentation does not answer it (the same check as the extractive answer's).
+            subj = subject.subject(question)
+            if not subject.carried(subj, evidence).ok:
+                abstained = True
+                verdict = verify.verify("", {}, question=question)
         claims = list(verdict.claims)
         audit = "UNGROUNDED" if abstained else verdict.audit_mode
         if claims and not abstained:  # a confidence the verdict does not back is not reported
@@ -205,8 +212,10 @@ class Answerer:
                 {"claims": len(claims), "verified": sum(c.verified for c in claims), "audit_mode": audit},
             )
         )
-        rendered = render.render(claims, audit, abstained)
+        rendered = render.render(claims, audit, abstained, verdict.deflection)
         answer = self._answer(run, evidence, claims, audit, abstained, rendered, confidence, intent, iterations)
+        if not abstained and verdict.addresses_question is not None:
+            answer.addresses_question, answer.addresses_reason = verdict.addresses_question, verdict.reason
         if ready:
             t = time.perf_counter()
             self._record(run, key, answer, evidence, raw, prompt, verdict)

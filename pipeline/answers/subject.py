@@ -70,6 +70,14 @@ _SHAPES: list[tuple[str, re.Pattern[str], re.Pattern[str]]] = [
 
 
 NAMED_SHAPES = frozenset({"env", "attribute", "macro", "flag", "file"})  # the question names the kind of value
+# Shapes an answer must hold to address the question (the deflection check), as a reader would name them.
+VALUE_SHAPES = {
+    "env": "an environment variable",
+    "attribute": "an attribute",
+    "macro": "a macro",
+    "number": "a number",
+    "date": "a date",
+}
 
 
 @dataclass(frozen=True)
