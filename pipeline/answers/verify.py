@@ -33,7 +33,7 @@ from pipeline.answers import subject as sj
 from pipeline.answers import text as tx
 from pipeline.answers.model import STRATEGIES, STRICT_STRATEGIES, Claim, Verdict
 
-POLICY_VERSION = "2"  # 2: the question-aware layer (addresses_question, deflection → HYBRID)
+POLICY_VERSION = "2"  # 2: the question-aware layer (addresses_question, deflection → HYBRID); no new content word
 PARAPHRASE_MIN = 0.85
 ENTITY_OTHER_MIN = 0.8
 ENTITY_SINGLE_MIN = 0.85  # an entity claim with a single anchor needs this much of its other words
@@ -59,6 +59,15 @@ wrote written describe describes described call calls called explain explains ex
 mentioned read reads according rfc document documentation section evidence text quote quoted put word words
 phrase term define defines defined refer refers referred specify specifies specified""".split()
 )
+_LIGHT = frozenset(
+    tx.stem(w)
+    for w in """also thus therefore hence instead rather simply just really actually generally usually
+typically basically currently still already only very quite mainly mostly often sometimes now then way
+thing things kind sort able make makes made get gets got give gives given take takes let lets allow allows
+allowed need needs needed want wants help helps use uses used using provide provides provided well like
+one ones""".split()
+)
+_VERDICT_WORDS = frozenset({"yes", "no", "true", "false", "correct", "incorrect", "right", "wrong"})
 _NEG_BEFORE = frozenset({"not", "no", "never", "cannot", "nor", "without"})
 _ISO_DATE = re.compile(r"\b(\d{4})-(\d{1,2})(?:-(\d{1,2}))?\b")
 _MONTH = (
@@ -324,6 +333,8 @@ def _check_sentence(s: str, cited: list[Block], whole: bool = False) -> _Result:
     norm = tx.normalise(s)
     if norm.strip() == "":
         return _Result(None, ["empty claim"])
+    if set(norm.split()) <= _VERDICT_WORDS:  # a bare "yes" / "no": it asserts nothing the evidence could
+        return _Result("paraphrase", [])  # contradict lexically; never STRICT (see docs/answers.md)
     anc = anchors(s)
     strategy = _quote(s, cited) or _span(norm, cited)
     if strategy == "quote":  # "The RFC says …": the attribution is no claim about the evidence
@@ -345,12 +356,18 @@ def _quote(s: str, cited: list[Block]) -> str | None:
     quotes = [q for q in _QUOTED.findall(folded) if len(tx.words(q)) >= 2]
     if not quotes:
         return None
-    rest = _QUOTED.sub(" ", folded)
+    rest = _QUOTED.sub(lambda m: m.group(0) if len(tx.words(m.group(1))) < 2 else " ", folded)
     if tx.has_negation(tx.words(rest)):
         return None  # "it is not true that «…»"
     rest_keys = {k for k in tx.content_keys(rest) if k not in _ATTRIBUTION}
+    # names outside the quotes must occur as written ("Brooks Garth" is not "Garth Brooks")
+    names = [n for n in _proper_nouns(_QUOTED.sub(" ", s)) if len(n.split()) >= 2]
     for b in cited:
-        if all(tx.normalise(q) in b.norm or tx.normalise(q) in b.norm_plain for q in quotes) and rest_keys <= b.keyset:
+        if (
+            all(tx.normalise(q) in b.norm or tx.normalise(q) in b.norm_plain for q in quotes)
+            and rest_keys <= b.keyset
+            and all(b.phrase_at(" " + tx.normalise(n).strip() + " ") for n in names)
+        ):
             return "quote"
     return None
 
@@ -390,6 +407,8 @@ def _entity(s: str, anc: Anchors, cited: list[Block]) -> str | None:
         )
         if other and sum(k in near for k in other) / len(other) < need:
             continue
+        if any(k not in near and not _light(k, b) for k in other):
+            continue  # a changed content word: not a rewording
         return "entity"
     return None
 
@@ -399,9 +418,20 @@ def _paraphrase(s: str, anc: Anchors, cited: list[Block]) -> str | None:
     if not keys:
         return None
     for b in cited:
-        if sum(k in b.keyset for k in keys) / len(keys) >= PARAPHRASE_MIN:
+        if sum(k in b.keyset for k in keys) / len(keys) >= PARAPHRASE_MIN and all(
+            k in b.keyset or _light(k, b) for k in keys
+        ):
             return "paraphrase"
     return None
+
+
+def _light(k: str, b: Block) -> bool:
+    """A word a rewording may add without changing what is claimed: a generic word, or another form of a
+    word of the block (same first five letters). Any other new content word — a swapped name, noun, verb
+    or number — makes the claim say something the block does not."""
+    if k in _LIGHT or k in tx.NEGATIONS:  # polarity is the negation check's
+        return True
+    return len(k) >= 6 and not k.startswith("#") and any(o.startswith(k[:5]) for o in b.keyset)
 
 
 def _is_anchor_key(k: str, anc: Anchors) -> bool:
@@ -479,7 +509,10 @@ def _sense_problems(s: str, anc: Anchors, cited: list[Block]) -> list[str]:
     if best_b is None:
         return []
     lo, hi = best_r
-    if _negated(s, keys) != _negated(best_b.sentence_text(lo, hi), keys):
+    claim_neg = _negated(s, keys)
+    # a bare name ("Ford Fusion") asserts no polarity
+    short = not claim_neg and len(words) <= 4 and all(w[:1].isupper() or w[:1].isdigit() for w in s.split())
+    if not short and claim_neg != _negated(best_b.sentence_text(lo, hi), keys):
         return ["negation differs from the evidence sentence it matches"]
     far = [n for n in anc.numbers if not any(lo - WINDOW <= p < hi + WINDOW for p in best_b.positions.get(n, []))]
     if far:
