@@ -143,12 +143,16 @@ def _keys(evidence: Iterable) -> set[str]:
     return have
 
 
+def _bare(key: str) -> str:
+    return key.lower().rstrip("s")
+
+
 def carried(subj: Subject, evidence: Iterable, minimum: float = MIN_SUBJECT, pool: Iterable = ()) -> Carried:
     """Whether the evidence texts (with their titles and sections) carry the question's subject: its
     words (IDF-weighted share ≥ minimum) in `evidence`, its hard anchors there or anywhere in `pool`."""
     have = _keys(evidence)
-    anywhere = have | _keys(pool)
-    missing = [a for a, ks in zip(subj.hard, subj.hard_keys, strict=True) if ks and not ks <= anywhere]
+    anywhere = {_bare(k) for k in have | _keys(pool)}  # "APIs" is carried by "API"
+    missing = [a for a, ks in zip(subj.hard, subj.hard_keys, strict=True) if ks and not {_bare(k) for k in ks} <= anywhere]
     total = sum(subj.weights.values()) or 1.0
     coverage = sum(w for k, w in subj.weights.items() if k in have) / total
     if subj.absent_share >= MAX_ABSENT:
@@ -161,9 +165,13 @@ def carried(subj: Subject, evidence: Iterable, minimum: float = MIN_SUBJECT, poo
     return Carried(True, coverage)
 
 
+_WHICH = re.compile(r"^\s*(which|what)\b|\b(name of|called|named)\b", re.I)
+
+
 def shape(question: str) -> str | None:
+    """The kind of value asked for; a named kind ("macro") only when asked which or what it is."""
     for name, ask, _ in _SHAPES:
-        if ask.search(question):
+        if ask.search(question) and (name not in NAMED_SHAPES or _WHICH.search(question)):
             return name
     return None
 
