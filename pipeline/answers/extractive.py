@@ -189,7 +189,7 @@ def extract(
             + W_TERMS * terms(s.keys)
             + W_HEAD * terms(heads[s.evidence.pointer])
             + (W_SHAPE if shape in sj.NAMED_SHAPES else W_SHAPE / 2) * sj.has_shape(s.text, shape)
-            + 0.15 / s.doc_rank
+            + 0.3 / s.doc_rank
             + 0.02 / s.chunk_rank
             + (0.02 if s.position == 1 else 0.0)
             - 0.002 * max(0, len(s.keys) - 25)  # long sentences say less per word

@@ -152,7 +152,9 @@ def carried(subj: Subject, evidence: Iterable, minimum: float = MIN_SUBJECT, poo
     words (IDF-weighted share ≥ minimum) in `evidence`, its hard anchors there or anywhere in `pool`."""
     have = _keys(evidence)
     anywhere = {_bare(k) for k in have | _keys(pool)}  # "APIs" is carried by "API"
-    missing = [a for a, ks in zip(subj.hard, subj.hard_keys, strict=True) if ks and not {_bare(k) for k in ks} <= anywhere]
+    missing = [
+        a for a, ks in zip(subj.hard, subj.hard_keys, strict=True) if ks and not {_bare(k) for k in ks} <= anywhere
+    ]
     total = sum(subj.weights.values()) or 1.0
     coverage = sum(w for k, w in subj.weights.items() if k in have) / total
     if subj.absent_share >= MAX_ABSENT:
