@@ -221,6 +221,13 @@ def extract(
             continue
         chosen += [s, *(f for f in _followers(s, every, shape, qkeys) if f not in chosen)]
     chosen = chosen[: max_sentences + 1]
+    if shape in sj.NAMED_SHAPES and not any(sj.has_shape(c.text, shape) for c in chosen):
+        # The question names the kind of value it wants and no line holds one: the best line that does,
+        # from the best document first (its code lines included), replaces the weakest.
+        holders = [s for _, _, s in scored if sj.has_shape(s.text, shape)]
+        holders.sort(key=lambda s: s.evidence.doc_key != doc)
+        if holders:
+            chosen = [*chosen[: max_sentences - 1], holders[0]]
     answered = sj.carried(subj, [f"{c.evidence.title} {c.evidence.section} {c.text}" for c in chosen]).coverage
     return Extract(
         [(s.text, s.evidence) for s in chosen],
