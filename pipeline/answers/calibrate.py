@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 
 # logit = B0 + B_SIM·similarity + B_COV·coverage + B_MARGIN·margin
-B0, B_SIM, B_COV, B_MARGIN = -3.0, 5.0, 2.0, 4.0
+B0, B_SIM, B_COV, B_MARGIN = -3.6, 5.0, 2.0, 4.0
 CAP = 0.9  # lexical evidence never makes an answer certain
 
 
