@@ -42,7 +42,7 @@ W_SIM, W_TERMS, W_HEAD, W_SHAPE = 1.0, 0.5, 0.12, 0.25
 # all-MiniLM-L6-v2: answerable questions ≥ 0.6, most unanswerable ones below; names and words the
 # index lacks catch the rest).
 RELEVANCE_MIN = 0.58
-OTHER_DOC = 0.75  # a line from another document must score this share of the best line
+OTHER_DOC = 0.6  # a line from another document must score this share of the best line
 SAME_DOC = 0.8  # a further line of the best document must score this share of the best line
 _BULLET = re.compile(r"^\s*(?:[-*+]|\d{1,3}[.)])\s+")
 _ADMONITION = re.compile(r"^\s*(?:!!!|\?\?\?\+?)\s*\w+")
