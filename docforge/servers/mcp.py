@@ -89,8 +89,9 @@ checked against it deterministically.
 
 Returns answer (claims marked ✓ verified / ✗ unverified), claims (text, pointers,
 verified, strategy), citations (pointer, title, section, url, score), audit_mode
-(STRICT: all quoted; HYBRID: some paraphrased; UNGROUNDED: do not rely on it),
-confidence, abstained (true: not found in the documentation). user_name,
+(STRICT: all quoted and on the question; HYBRID: some paraphrased, or quoted but
+not answering the question; UNGROUNDED: do not rely on it), addresses_question and
+addresses_reason, confidence, abstained (true: not found in the documentation). user_name,
 team_name, area_name identify who asks; filters is a filter expression."""
 
 

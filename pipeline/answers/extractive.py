@@ -1,42 +1,55 @@
-"""Answers without an LLM: the best-supported sentences of the top evidence, verbatim, each with its pointer.
+"""Answers without an LLM: the sentences of the evidence that answer the question, verbatim, with pointers.
 
-Sentences come from the prose of the retrieved chunks (code, tables and headings
-left out). Each is scored by how much of the question it covers (question words
-weighted by their rarity among the candidate sentences, stemmed) plus a prior
-for its document's and chunk's retrieval rank; the best few are kept — first
-one per document, then a second where lines are left — best first. Every line
-is a sentence of the block it cites, so the verifier passes it by `span` (or
-`quote`): STRICT by construction — and a line that would not pass is dropped
-rather than shown.
+Candidates are the prose sentences of the retrieved chunks (mkdocs admonitions included) and — when the
+question asks for a command, a variable, an attribute, a flag or another value — their code lines and
+table rows too. Each candidate is scored against the question:
+
+    similarity  the question's embedding against the sentence's (same model as the index, one batch);
+    terms       the share of the question's words it carries, each weighted by its rarity in the index
+                (IDF from the keyword index's statistics; from the candidates when there are none);
+    heading     the share of the question's words its section and title carry;
+    shape       it holds what the question asks for (`UV_CACHE_DIR` for "which environment variable",
+                `#[must_use]` for "which attribute", `--frozen` for "which flag"...);
+    place       a section's lead sentence often defines; a better-ranked document is likelier to answer.
+
+The answer draws from the best document first, and from others only for a line that scores near the
+best one; 1–4 lines, best first. Every line is verbatim text of the block it cites (the loop drops one
+the verifier would not pass by `span`/`quote`), so the answer is STRICT by construction.
+
+The answer abstains when the evidence does not carry the question's subject (`subject.py`).
 """
 
 from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from pipeline.answers import subject as sj
 from pipeline.answers import text as tx
 from pipeline.answers.model import Evidence
 from pipeline.answers.verify import POINTER_GROUP
 
-EXTRACTIVE_VERSION = "1"
-MIN_WORDS, MAX_WORDS = 5, 70
-MIN_COVERAGE = 0.15  # below this, nothing retrieved speaks to the question: abstain
-FLOOR = 0.5  # a further sentence must cover at least this share of what the best one covers
-# Sentences per document, pass by pass: the best sentence of each of the top documents first (a
-# question's answer is often not in the first-ranked document: on the bench's dev questions, one
-# sentence from each of up to four documents cites the expected RFC in 27 of 30, two from the top
-# documents in 24), then second sentences where lines are left.
-PER_DOC_PASSES = (1, 2)
-# Words of a question that say what kind of answer is wanted, not what it is about.
-_ASK_WORDS = frozenset(
-    tx.stem(w)
-    for w in """explain describe tell mean means meaning work works happen
-happens difference different differ compare versus vs purpose idea need want know way ways doe use used using
-possible allowed""".split()
-)
+EXTRACTIVE_VERSION = "2"
+MIN_WORDS, MAX_WORDS = 4, 70
+MAX_CODE_CHARS = 140
+MAX_CANDIDATES = 40  # embedded per question, in one batch
+# Score = W_SIM·similarity + W_TERMS·terms + W_HEAD·heading + W_SHAPE·shape + place.
+W_SIM, W_TERMS, W_HEAD, W_SHAPE = 1.0, 0.5, 0.12, 0.25
+# Relevance = the best line's similarity to the question + half the subject share its document carries;
+# below this, nothing retrieved answers the question (fitted on bench/answers_dev.jsonl with
+# all-MiniLM-L6-v2: answerable questions ≥ 0.6, most unanswerable ones below; names and words the
+# index lacks catch the rest).
+RELEVANCE_MIN = 0.58
+OTHER_DOC = 0.6  # a line from another document must score this share of the best line
+SAME_DOC = 0.8  # a further line of the best document must score this share of the best line
 _BULLET = re.compile(r"^\s*(?:[-*+]|\d{1,3}[.)])\s+")
+_ADMONITION = re.compile(r"^\s*(?:!!!|\?\?\?\+?)\s*\w+")
+_POINTER_ONLY = re.compile(r"^\W*(see|for more|learn more|refer to|read more|check out)\b", re.I)  # "See the guide"
+_PROMPT = re.compile(r"^\s*(?:\$|>>>|#)\s+")
+
+Embed = Callable[[Sequence[str]], "Sequence[Sequence[float]]"]
 
 
 @dataclass(frozen=True)
@@ -45,27 +58,82 @@ class Sentence:
     evidence: Evidence
     doc_rank: int
     chunk_rank: int
-    position: int  # of the sentence within its chunk
+    position: int  # of the sentence within its chunk (1 = lead)
     keys: frozenset[str]
+    kind: str = "prose"  # prose | code | table
 
 
 @dataclass(frozen=True)
 class Extract:
     lines: list[tuple[str, Evidence]]  # (sentence, the evidence it is quoted from), best first
-    coverage: float  # of the question by the best sentence, 0..1
+    coverage: float  # of the question's subject by the best line's document, 0..1
+    similarity: float = 0.0  # of the best line to the question (cosine)
+    margin: float = 0.0  # best line's score minus the best line of another document
+    reason: str = ""  # why it abstained, when lines is empty
+    answered: float = 0.0  # share of the question's subject (IDF-weighted) the lines and their headings carry
 
 
-def question_keys(question: str) -> list[str]:
-    return [k for k in dict.fromkeys(tx.content_keys(question)) if k not in _ASK_WORDS]
+def units(text: str) -> list[tuple[str, str]]:
+    """(kind, text) of a chunk: prose paragraphs and list items (admonition bodies dedented), code
+    lines of fenced or indented blocks, table rows. Headings and HTML are left out."""
+    out: list[tuple[str, str]] = []
+    cur: list[str] = []
+    fenced, admonition = False, False
+
+    def flush():
+        if cur:
+            out.append(("prose", " ".join(cur)))
+            cur.clear()
+
+    for line in text.splitlines():
+        s = line.strip()
+        if s.startswith(("```", "~~~")):
+            fenced = not fenced
+            flush()
+            continue
+        if fenced:
+            if s and not s.startswith(("//", "# ")) or _PROMPT.match(s):
+                out.append(("code", s))
+            continue
+        if _ADMONITION.match(line):
+            flush()
+            admonition = True
+            continue
+        if line.startswith(("    ", "\t")) and not cur and not admonition:
+            if s:
+                out.append(("code", s))
+            continue
+        if not line.startswith((" ", "\t")) and s:
+            admonition = False
+        if s.startswith("|"):
+            flush()
+            if not re.fullmatch(r"[|:\- ]+", s):
+                out.append(("table", s))
+            continue
+        if not s or s.startswith(("#", "<", "[^")) or re.fullmatch(r"[-=*_ ]{3,}", s):
+            flush()
+            continue
+        if re.match(r"([-*+]|\d+[.)])\s+", s):  # a list item starts a block of its own
+            flush()
+        cur.append(s.lstrip("> ").strip() if s.startswith(">") else s)
+    flush()
+    return out
 
 
 def candidates(evidence: list[Evidence]) -> list[Sentence]:
+    """Sentences, code lines and table rows of the evidence."""
     docs: dict[str, int] = {}
-    out = []
+    out: list[Sentence] = []
     for rank, e in enumerate(evidence, 1):
         doc_rank = docs.setdefault(e.doc_key, len(docs) + 1)
         pos = 0
-        for block in tx.prose_blocks(e.text):
+        for kind, block in units(e.text):
+            if kind != "prose":
+                if len(block) <= MAX_CODE_CHARS and tx.words(block):
+                    pos += 1
+                    text = _PROMPT.sub("", block) if kind == "code" else block
+                    out.append(Sentence(text, e, doc_rank, rank, pos, frozenset(tx.content_keys(text)), kind))
+                continue
             for s in tx.split_sentences(_BULLET.sub("", block)):
                 pos += 1
                 n = len(tx.words(s))
@@ -77,50 +145,132 @@ def candidates(evidence: list[Evidence]) -> list[Sentence]:
 
 def _markup_heavy(s: str) -> bool:
     letters = sum(map(str.isalpha, s))
-    return letters < 0.5 * len(s) or s.rstrip().endswith(":") or "http" in s and letters < 0.7 * len(s)
+    return letters < 0.45 * len(s) or s.lstrip().startswith("![")
 
 
-def extract(question: str, evidence: list[Evidence], max_sentences: int = 4) -> Extract:
-    """The best-supported sentences for `question` among `evidence` (ordered by retrieval rank)."""
-    q = question_keys(question) or list(dict.fromkeys(tx.content_keys(question)))
+def _cosines(question: str, sents: list[Sentence], embed: Embed | None) -> list[float]:
+    if embed is None or not sents:
+        return [0.0] * len(sents)
+    vecs = embed([question] + [s.text for s in sents])
+    q = vecs[0]
+    return [float(sum(a * b for a, b in zip(q, v, strict=False))) for v in vecs[1:]]
+
+
+def extract(
+    question: str,
+    evidence: list[Evidence],
+    max_sentences: int = 4,
+    *,
+    embed: Embed | None = None,
+    stats: sj.CorpusStats | None = None,
+) -> Extract:
+    """The lines of `evidence` (ordered by retrieval rank) that answer `question`, or none with a reason."""
+    idf = stats.idf if stats else None
+    subj = sj.subject(question, idf, stats.absent if stats else ())
+    shape = sj.shape(question)
     sents = candidates(evidence)
-    if not q or not sents:
-        return Extract([], 0.0)
+    if not subj.keys or not sents:
+        return Extract([], 0.0, reason="nothing retrieved" if not sents else "the question names no subject")
+    weights = subj.weights if idf else _local_idf(subj.keys, sents)
+    total = sum(weights.values()) or 1.0
+    every = sents
+    qkeys = frozenset(subj.keys)
+    sents = _prefilter(sents, weights)
+    sims = _cosines(question, sents, embed)
+
+    def terms(keys: frozenset[str]) -> float:
+        return sum(w for k, w in weights.items() if k in keys) / total
+
+    heads = {e.pointer: frozenset(tx.content_keys(f"{e.title} {e.section}")) for e in evidence}
+    scored = []
+    for s, sim in zip(sents, sims, strict=True):
+        score = (
+            W_SIM * sim
+            + W_TERMS * terms(s.keys)
+            + W_HEAD * terms(heads[s.evidence.pointer])
+            + (W_SHAPE if shape in sj.NAMED_SHAPES else W_SHAPE / 2) * sj.has_shape(s.text, shape)
+            + 0.3 / s.doc_rank
+            + 0.02 / s.chunk_rank
+            + (0.02 if s.position == 1 else 0.0)
+            - 0.002 * max(0, len(s.keys) - 25)  # long sentences say less per word
+            - (0.2 if s.kind != "prose" and not sj.has_shape(s.text, shape) else 0.0)
+            - (0.15 if _POINTER_ONLY.match(s.text) else 0.0)
+            - (0.1 if s.kind == "prose" and s.text[:1].islower() else 0.0)  # a chunk cut mid-sentence
+        )
+        scored.append((score, sim, s))
+    scored.sort(key=lambda t: -t[0])
+    best_score, best_sim, best = scored[0]
+    doc = best.evidence.doc_key
+    carried = sj.carried(subj, [e for e in evidence if e.doc_key == doc], pool=evidence)
+    if not carried.ok:
+        return Extract([], carried.coverage, best_sim, reason=carried.reason)
+    relevance = best_sim + 0.5 * carried.coverage
+    if embed is not None and relevance < RELEVANCE_MIN:
+        return Extract([], carried.coverage, best_sim, reason=f"no passage is close to the question ({relevance:.2f})")
+    other = next((sc for sc, _, s in scored if s.evidence.doc_key != doc), 0.0)
+    chosen: list[Sentence] = [best, *_followers(best, every, shape, qkeys)]
+    for sc, _, s in scored[1:]:
+        if len(chosen) >= max_sentences:
+            break
+        need = SAME_DOC if s.evidence.doc_key == doc else OTHER_DOC
+        if sc < need * best_score or any(_same(s, c) for c in chosen):
+            continue
+        if s.evidence.doc_key != doc and any(c.evidence.doc_key == s.evidence.doc_key for c in chosen):
+            continue  # another document adds one line at most
+        if s.evidence.doc_key != doc and not sj.carried(subj, [s.evidence]).ok:
+            continue
+        chosen += [s, *(f for f in _followers(s, every, shape, qkeys) if f not in chosen)]
+    chosen = chosen[: max_sentences + 1]
+    if shape in sj.NAMED_SHAPES and not any(sj.has_shape(c.text, shape) for c in chosen):
+        # The question names the kind of value it wants and no line holds one: the best line that does,
+        # from the best document first (its code lines included), replaces the weakest.
+        holders = [s for _, _, s in scored if sj.has_shape(s.text, shape)]
+        holders.sort(key=lambda s: s.evidence.doc_key != doc)
+        if holders:
+            chosen = [*chosen[: max_sentences - 1], holders[0]]
+    answered = sj.carried(subj, [f"{c.evidence.title} {c.evidence.section} {c.text}" for c in chosen]).coverage
+    return Extract(
+        [(s.text, s.evidence) for s in chosen],
+        round(carried.coverage, 3),
+        round(best_sim, 3),
+        round(best_score - other, 3),
+        answered=round(answered, 3),
+    )
+
+
+def _followers(best: Sentence, sents: list[Sentence], shape: str | None, q: frozenset[str]) -> list[Sentence]:
+    """What completes a line: the code line that a sentence ending in ':' introduces (of the next few,
+    the one sharing most words with the question), or — when the question asks for a value the line
+    lacks — the next sentence of its chunk that holds one."""
+    same = {s.position: s for s in sents if s.evidence.pointer == best.evidence.pointer}
+    after = [same[p] for p in range(best.position + 1, best.position + 4) if p in same]
+    if best.text.rstrip().endswith(":") and after:
+        code = [s for s in after if s.kind != "prose"] or after[:1]
+        return [max(code, key=lambda s: (len(s.keys & q), -s.position))]
+    if shape and not sj.has_shape(best.text, shape):
+        return [s for s in after[:2] if sj.has_shape(s.text, shape)][:1]
+    return []
+
+
+def _prefilter(sents: list[Sentence], weights: dict[str, float]) -> list[Sentence]:
+    """At most MAX_CANDIDATES to embed: those carrying most of the question's words, then retrieval order."""
+    if len(sents) <= MAX_CANDIDATES:
+        return sents
+    ranked = sorted(range(len(sents)), key=lambda i: (-sum(w for k, w in weights.items() if k in sents[i].keys), i))
+    keep = sorted(ranked[:MAX_CANDIDATES])
+    return [sents[i] for i in keep]
+
+
+def _local_idf(keys: Sequence[str], sents: list[Sentence]) -> dict[str, float]:
     n = len(sents)
-    df = {k: sum(k in s.keys for s in sents) for k in q}
-    idf = {k: math.log(1 + n / (1 + df[k])) for k in q}
-    total = sum(idf.values()) or 1.0
-
-    def coverage(s: Sentence) -> float:
-        return sum(idf[k] for k in q if k in s.keys) / total
-
-    def score(s: Sentence) -> float:
-        prior = 0.25 / s.doc_rank + 0.05 / s.chunk_rank + (0.03 if s.position == 1 else 0.0)
-        length = 0.02 * max(0, len(s.keys) - 30) / 10  # long sentences say less per word
-        return coverage(s) + prior - length
-
-    ranked = sorted(sents, key=score, reverse=True)
-    best_cov = coverage(ranked[0])
-    if best_cov < MIN_COVERAGE:
-        return Extract([], best_cov)
-    chosen: list[Sentence] = []
-    per: dict[str, int] = {}
-    for per_doc in PER_DOC_PASSES:  # first one sentence per document (breadth), then a second (depth)
-        for s in ranked:
-            if len(chosen) >= max_sentences:
-                break
-            if s in chosen or per.get(s.evidence.doc_key, 0) >= per_doc or coverage(s) < FLOOR * best_cov:
-                continue
-            if any(_overlap(s.keys, c.keys) > 0.6 for c in chosen):
-                continue  # says the same as a chosen sentence
-            chosen.append(s)
-            per[s.evidence.doc_key] = per.get(s.evidence.doc_key, 0) + 1
-    chosen.sort(key=ranked.index)
-    return Extract([(s.text, s.evidence) for s in chosen], round(best_cov, 3))
+    return {k: math.log(1 + n / (1 + sum(k in s.keys for s in sents))) for k in keys}
 
 
-def _overlap(a: frozenset[str], b: frozenset[str]) -> float:
-    return len(a & b) / (min(len(a), len(b)) or 1)
+def _same(a: Sentence, b: Sentence) -> bool:
+    """Says the same as an already chosen line."""
+    if a.text.strip() == b.text.strip():
+        return True
+    return len(a.keys & b.keys) / (min(len(a.keys), len(b.keys)) or 1) > 0.7
 
 
 def answer_text(lines: list[tuple[str, Evidence]]) -> str:

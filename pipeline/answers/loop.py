@@ -21,7 +21,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from pipeline.answers import cache, extractive, prompts, provenance, render, retrieve, verify
+from pipeline.answers import cache, calibrate, extractive, prompts, provenance, render, retrieve, subject, verify
 from pipeline.answers.llm import ChatClient
 from pipeline.answers.model import Answer, Citation, Claim, Evidence, Step
 from pipeline.config import Settings
@@ -192,7 +192,14 @@ class Answerer:
             evidence, raw, intent, iterations, confidence, abstained, prompt = self._llm_loop(run, max_iterations)
 
         t = time.perf_counter()
-        verdict = verify.verify("" if abstained else raw, {e.pointer: e.text for e in evidence})
+        verdict = verify.verify("" if abstained else raw, {e.pointer: e.text for e in evidence}, question=question)
+        if self.llm is not None and not abstained and verdict.addresses_question is False:
+            # The model's answer does not carry the question's subject: when no evidence does either,
+            # the documentation does not answer it (the same check as the extractive answer's).
+            subj = subject.subject(question)
+            if not subject.carried(subj, evidence).ok:
+                abstained = True
+                verdict = verify.verify("", {}, question=question)
         claims = list(verdict.claims)
         audit = "UNGROUNDED" if abstained else verdict.audit_mode
         if claims and not abstained:  # a confidence the verdict does not back is not reported
@@ -205,8 +212,10 @@ class Answerer:
                 {"claims": len(claims), "verified": sum(c.verified for c in claims), "audit_mode": audit},
             )
         )
-        rendered = render.render(claims, audit, abstained)
+        rendered = render.render(claims, audit, abstained, verdict.deflection)
         answer = self._answer(run, evidence, claims, audit, abstained, rendered, confidence, intent, iterations)
+        if not abstained and verdict.addresses_question is not None:
+            answer.addresses_question, answer.addresses_reason = verdict.addresses_question, verdict.reason
         if ready:
             t = time.perf_counter()
             self._record(run, key, answer, evidence, raw, prompt, verdict)
@@ -271,7 +280,9 @@ class Answerer:
         pool = retrieve.EvidencePool(self.cfg.max_evidence)
         pool.add(self._search(run, run.question, 1, self.cfg.max_evidence))
         t = time.perf_counter()
-        ex = extractive.extract(run.question, pool.items, self.cfg.extractive_sentences)
+        with self._lock:
+            stats = subject.corpus_stats(self.conn(), subject.question_words(run.question))
+        ex = extractive.extract(run.question, pool.items, self.cfg.extractive_sentences, embed=self._embed, stats=stats)
         # Only what the verifier passes as quoted is shown: STRICT by construction.
         lines = [
             (s, e)
@@ -280,14 +291,27 @@ class Answerer:
         ]
         ms = (time.perf_counter() - t) * 1000
         run.time("respond", ms)
-        run.trace.append(Step("respond", ms, {"model": "extractive", "sentences": len(lines), "coverage": ex.coverage}))
+        detail = {
+            "model": "extractive",
+            "sentences": len(lines),
+            "coverage": ex.coverage,
+            "similarity": ex.similarity,
+            "answered": ex.answered,
+        }
+        run.trace.append(Step("respond", ms, {**detail, "abstained": ex.reason} if ex.reason else detail))
         raw = extractive.answer_text(lines)
         abstained = not lines
-        confidence = 0.0 if abstained else round(min(0.9, 0.3 + 0.6 * ex.coverage), 3)
+        confidence = 0.0 if abstained else calibrate.extractive_confidence(ex)
         prompt = provenance.prompt_payload(
             "extractive", run.question, pool.items, run.history, self.cfg.extractive_sentences
         )
         return pool.items, raw, intent, 1, confidence, abstained, prompt
+
+    def _embed(self, texts):
+        """The question (as a query) and the candidate sentences (as documents), by the index's model."""
+        enc = self.searcher.embedder
+        q = enc.encode([texts[0]], kind="query")
+        return [q[0], *enc.encode(list(texts[1:]), kind="document")] if len(texts) > 1 else [q[0]]
 
     def _chat(self, run: _Run, stage: str, messages, max_tokens: int | None = None) -> str:
         t = time.perf_counter()

@@ -54,15 +54,20 @@ class Claim:
     verified: bool
     strategy: str | None  # the strategy that passed, None when none did
     violations: tuple[str, ...] = ()
+    addresses_question: bool | None = None  # None: verified without the question
+    reason: str = ""  # why it does (not) address the question
 
     def as_dict(self) -> dict[str, Any]:
-        return {
+        d: dict[str, Any] = {
             "text": self.text,
             "pointers": list(self.pointers),
             "verified": self.verified,
             "strategy": self.strategy,
             "violations": list(self.violations),
         }
+        if self.addresses_question is not None:
+            d.update(addresses_question=self.addresses_question, reason=self.reason)
+        return d
 
 
 @dataclass(frozen=True)
@@ -71,13 +76,27 @@ class Verdict:
 
     claims: tuple[Claim, ...]
     audit_mode: AuditMode
+    addresses_question: bool | None = None  # None: verified without the question
+    reason: str = ""  # why the answer does (not) address the question
 
     @property
     def verified(self) -> bool:
         return bool(self.claims) and all(c.verified for c in self.claims)
 
+    @property
+    def deflection(self) -> str:
+        """Non-empty when every line is quoted correctly but the answer does not address the question."""
+        return self.reason if self.addresses_question is False and self.verified else ""
+
     def as_dict(self) -> dict[str, Any]:
-        return {"audit_mode": self.audit_mode, "verified": self.verified, "claims": [c.as_dict() for c in self.claims]}
+        d: dict[str, Any] = {
+            "audit_mode": self.audit_mode,
+            "verified": self.verified,
+            "claims": [c.as_dict() for c in self.claims],
+        }
+        if self.addresses_question is not None:
+            d.update(addresses_question=self.addresses_question, reason=self.reason)
+        return d
 
 
 @dataclass
@@ -117,6 +136,10 @@ class Answer(BaseModel):
     sources: list[str]  # document URLs the verified claims cite, in order
     audit_mode: AuditMode
     abstained: bool = False
+    # Whether the answer addresses the question (its subject carried by the cited evidence, the value it
+    # asks for present), with the reason; an answer quoted right that does not is HYBRID, not STRICT.
+    addresses_question: bool | None = None
+    addresses_reason: str = ""
     confidence: float
     intent: str
     iterations: int

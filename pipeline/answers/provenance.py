@@ -128,7 +128,11 @@ def check(
     raw = p["raw_answer"] if isinstance(p["raw_answer"], str) and not label.get("abstained") else ""
     if claims_payload(raw) != p["claims"]:
         return Check(False, "claims", "the claims do not parse from the raw answer")
-    verdict = verify.verify(raw, {e.pointer: e.text for e in evidence})
+    stored_question = p["question"].get("question") if isinstance(p["question"], dict) else None
+    question_aware = isinstance(p["verification"], dict) and "addresses_question" in p["verification"]
+    verdict = verify.verify(
+        raw, {e.pointer: e.text for e in evidence}, question=stored_question if question_aware else None
+    )
     if canonical_json(verdict.as_dict()) != canonical_json(p["verification"]):
         return Check(False, "verification", "re-verifying the claims gives another verdict")
     claims = [
@@ -136,7 +140,7 @@ def check(
         for c in verdict.as_dict()["claims"]
     ]
     if (
-        render.render(claims, verdict.audit_mode, bool(label.get("abstained"))) != p["rendered"]
+        render.render(claims, verdict.audit_mode, bool(label.get("abstained")), verdict.deflection) != p["rendered"]
         or answer.get("answer") != p["rendered"]
     ):
         return Check(False, "rendered", "the rendered answer differs from what the verdict renders to")

@@ -10,11 +10,16 @@ UNGROUNDED_NOTE = (
 )
 
 
-def render(claims: list[Claim], audit_mode: str, abstained: bool) -> str:
+DEFLECTION_NOTE = "Quoted correctly, but this may not answer the question"
+
+
+def render(claims: list[Claim], audit_mode: str, abstained: bool, deflection: str = "") -> str:
     """Plain text, deterministic (it is part of the provenance chain)."""
     if abstained:
         return NOT_FOUND
     lines = [UNGROUNDED_NOTE] if audit_mode == "UNGROUNDED" else []
+    if deflection and audit_mode != "UNGROUNDED":
+        lines.append(f"{DEFLECTION_NOTE} ({deflection.removeprefix('deflection: ')}).")
     for c in claims:
         ptr = f" [{','.join(c.pointers)}]" if c.pointers else ""
         if c.verified:

@@ -28,13 +28,14 @@ from __future__ import annotations
 import re
 from bisect import bisect_left
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 
+from pipeline.answers import subject as sj
 from pipeline.answers import text as tx
 from pipeline.answers.model import STRATEGIES, STRICT_STRATEGIES, Claim, Verdict
 
-POLICY_VERSION = "1"
+POLICY_VERSION = "2"  # 2: the question-aware layer (addresses_question, deflection → HYBRID); no new content word
 PARAPHRASE_MIN = 0.85
 ENTITY_OTHER_MIN = 0.8
 ENTITY_SINGLE_MIN = 0.85  # an entity claim with a single anchor needs this much of its other words
@@ -60,6 +61,15 @@ wrote written describe describes described call calls called explain explains ex
 mentioned read reads according rfc document documentation section evidence text quote quoted put word words
 phrase term define defines defined refer refers referred specify specifies specified""".split()
 )
+_LIGHT = frozenset(
+    tx.stem(w)
+    for w in """also thus therefore hence instead rather simply just really actually generally usually
+typically basically currently still already only very quite mainly mostly often sometimes now then way
+thing things kind sort able make makes made get gets got give gives given take takes let lets allow allows
+allowed need needs needed want wants help helps use uses used using provide provides provided well like
+one ones""".split()
+)
+_VERDICT_WORDS = frozenset({"yes", "no", "true", "false", "correct", "incorrect", "right", "wrong"})
 _NEG_BEFORE = frozenset({"not", "no", "never", "cannot", "nor", "without"})
 _ISO_DATE = re.compile(r"\b(\d{4})-(\d{1,2})(?:-(\d{1,2}))?\b")
 _MONTH = (
@@ -368,6 +378,8 @@ def _check_sentence(s: str, cited: list[Block], whole: bool = False) -> _Result:
     norm = tx.normalise(s)
     if norm.strip() == "":
         return _Result(None, ["empty claim"])
+    if set(norm.split()) <= _VERDICT_WORDS:  # a bare "yes" / "no": it asserts nothing the evidence could
+        return _Result("paraphrase", [])  # contradict lexically; never STRICT (see docs/answers.md)
     anc = anchors(s)
     strategy = _quote(s, cited) or _span(norm, cited)
     if strategy == "quote":  # "The RFC says …": the attribution is no claim about the evidence
@@ -389,12 +401,18 @@ def _quote(s: str, cited: list[Block]) -> str | None:
     quotes = [q for q in _QUOTED.findall(folded) if len(tx.words(q)) >= 2]
     if not quotes:
         return None
-    rest = _QUOTED.sub(" ", folded)
+    rest = _QUOTED.sub(lambda m: m.group(0) if len(tx.words(m.group(1))) < 2 else " ", folded)
     if tx.has_negation(tx.words(rest)):
         return None  # "it is not true that «…»"
     rest_keys = {k for k in tx.content_keys(rest) if k not in _ATTRIBUTION}
+    # names outside the quotes must occur as written ("Brooks Garth" is not "Garth Brooks")
+    names = [n for n in _proper_nouns(_QUOTED.sub(" ", s)) if len(n.split()) >= 2]
     for b in cited:
-        if all(tx.normalise(q) in b.norm or tx.normalise(q) in b.norm_plain for q in quotes) and rest_keys <= b.keyset:
+        if (
+            all(tx.normalise(q) in b.norm or tx.normalise(q) in b.norm_plain for q in quotes)
+            and rest_keys <= b.keyset
+            and all(b.phrase_at(" " + tx.normalise(n).strip() + " ") for n in names)
+        ):
             return "quote"
     return None
 
@@ -430,13 +448,13 @@ def _entity(s: str, anc: Anchors, cited: list[Block]) -> str | None:
             continue
         held = [b.sentences_with(ps) for ps in spots]
         held = [h for h in held if h]
+
         # the other words must be found in the sentences that hold the anchors, not anywhere in the block
-        if held:
-            hits = sum(any(not b.key_sentences.get(k, set()).isdisjoint(h) for h in held) for k in other)
-        else:
-            hits = sum(k in b.keyset for k in other)
-        if other and hits / len(other) < need:
+        found = [_held_near(k, b, held) for k in other]
+        if other and sum(found) / len(other) < need:
             continue
+        if any(not f and not _light(k, b) for k, f in zip(other, found, strict=True)):
+            continue  # a changed content word: not a rewording
         return "entity"
     return None
 
@@ -446,9 +464,28 @@ def _paraphrase(s: str, anc: Anchors, cited: list[Block]) -> str | None:
     if not keys:
         return None
     for b in cited:
-        if sum(k in b.keyset for k in keys) / len(keys) >= PARAPHRASE_MIN:
+        if sum(k in b.keyset for k in keys) / len(keys) >= PARAPHRASE_MIN and all(
+            k in b.keyset or _light(k, b) for k in keys
+        ):
             return "paraphrase"
     return None
+
+
+def _held_near(k: str, b: Block, held: list) -> bool:
+    """Whether `k` occurs in one of the sentences `held` (those holding the anchors), or in the block
+    when no sentence holds them."""
+    if not held:
+        return k in b.keyset
+    return any(not b.key_sentences.get(k, set()).isdisjoint(h) for h in held)
+
+
+def _light(k: str, b: Block) -> bool:
+    """A word a rewording may add without changing what is claimed: a generic word, or another form of a
+    word of the block (same first five letters). Any other new content word — a swapped name, noun, verb
+    or number — makes the claim say something the block does not."""
+    if k in _LIGHT or k in tx.NEGATIONS:  # polarity is the negation check's
+        return True
+    return len(k) >= 6 and not k.startswith("#") and any(o.startswith(k[:5]) for o in b.keyset)
 
 
 def _is_anchor_key(k: str, anc: Anchors) -> bool:
@@ -534,7 +571,10 @@ def _sense_problems(s: str, anc: Anchors, cited: list[Block]) -> list[str]:
     if best_b is None:
         return []
     lo, hi = best_r
-    if _negated(s, keys) != _negated(best_b.sentence_text(lo, hi), keys):
+    claim_neg = _negated(s, keys)
+    # a bare name ("Ford Fusion") asserts no polarity
+    short = not claim_neg and len(words) <= 4 and all(w[:1].isupper() or w[:1].isdigit() for w in s.split())
+    if not short and claim_neg != _negated(best_b.sentence_text(lo, hi), keys):
         return ["negation differs from the evidence sentence it matches"]
     far = [n for n in anc.numbers if not any(lo - WINDOW <= p < hi + WINDOW for p in best_b.positions.get(n, []))]
     if far:
@@ -600,16 +640,48 @@ def _why_not(s: str, cited: list[Block]) -> str:
 
 
 def audit_mode(claims: list[Claim]) -> str:
+    """STRICT: every claim quoted (and, when the question was given, the answer addresses it); HYBRID:
+    every claim verified, some only paraphrased — or quoted right but deflecting; UNGROUNDED otherwise."""
     if not claims or not all(c.verified for c in claims):
         return "UNGROUNDED"
     return "STRICT" if all(c.strategy in STRICT_STRATEGIES for c in claims) else "HYBRID"
 
 
-def verify(answer: str, evidence: dict[str, str], *, blocks: dict[str, Block] | None = None) -> Verdict:
-    """Parse `answer` into claims and check each against the evidence it cites ({"E1": text, ...})."""
+def verify(
+    answer: str, evidence: dict[str, str], *, blocks: dict[str, Block] | None = None, question: str | None = None
+) -> Verdict:
+    """Parse `answer` into claims and check each against the evidence it cites ({"E1": text, ...}); with
+    the question, also whether each claim and the answer address it (the warrant and deflection layers)."""
     blocks = blocks if blocks is not None else LazyBlocks(evidence)
     claims = [check_claim(c.text, c.pointers, blocks) for c in parse_claims(answer)]
-    return Verdict(tuple(claims), audit_mode(claims))  # type: ignore[arg-type]
+    if question is None or not claims:
+        return Verdict(tuple(claims), audit_mode(claims))  # type: ignore[arg-type]
+    return _addressed(question, claims, blocks)
+
+
+def _addressed(question: str, claims: list[Claim], blocks: dict[str, Block]) -> Verdict:
+    """Warrant: a claim addresses the question when it and the evidence it cites carry the question's
+    subject (hard anchors: names, identifiers, quoted strings; and enough of its words). Deflection: the
+    answer addresses it when one verified claim does and, for a question that asks for a kind of value
+    (an environment variable, an attribute, a flag, a file, a number, a date), one claim holds such a value."""
+    subj = sj.subject(question)
+    shape = sj.shape(question)
+    out = []
+    for c in claims:
+        cited = [c.text] + [blocks[p].text for p in c.pointers if p in blocks]
+        carried = sj.carried(subj, cited)
+        reason = "carries the question's subject" if carried.ok else carried.reason
+        out.append(replace(c, addresses_question=carried.ok, reason=reason))
+    good = [c for c in out if c.verified and c.addresses_question]
+    mode = audit_mode(out)
+    why = ""
+    if not good:
+        why = next((c.reason for c in out if c.verified and not c.addresses_question), "no claim verified")
+    elif shape in sj.VALUE_SHAPES and not any(sj.has_shape(c.text, shape) for c in good):
+        why = f"the question asks for {sj.VALUE_SHAPES[shape]}; no claim holds one"
+    if why:  # quoted right, perhaps, but not an answer: never STRICT
+        return Verdict(tuple(out), "HYBRID" if mode == "STRICT" else mode, False, f"deflection: {why}")  # type: ignore[arg-type]
+    return Verdict(tuple(out), mode, True, f"{len(good)} of {len(out)} claims carry the question's subject")  # type: ignore[arg-type]
 
 
 def verify_request(req: dict) -> dict:
@@ -630,7 +702,10 @@ def verify_request(req: dict) -> dict:
     if implicit:  # nothing cited, one block: that block is what every line rests on
         (only,) = evidence
         answer = "\n".join(f"{line} [{only}]" for line in answer.splitlines() if line.strip())
-    out = verify(answer, evidence).as_dict()
+    question = req.get("question")
+    if question is not None and not isinstance(question, str):
+        raise ValueError("'question' must be a string")
+    out = verify(answer, evidence, question=question or None).as_dict()
     if implicit:
         out["implicit_pointers"] = True
     if "id" in req:

@@ -228,7 +228,7 @@ async function runAsk(event) {
     $("ask-status").textContent = "";
     const head = el("p", { class: "answer-head" },
       el("span", { class: "badge audit audit-" + String(a.audit_mode).toLowerCase(), text: `audit ${a.audit_mode}` }),
-      " ", el("span", { class: "meta", text: `confidence ${Number(a.confidence).toFixed(2)} · ${a.model} · cache ${a.cache}` }));
+      " ", el("span", { class: "meta", text: `${a.addresses_question === false ? "quoted, but may not answer the question · " : a.addresses_question ? "answers the question · " : ""}confidence ${Number(a.confidence).toFixed(2)} · ${a.model} · cache ${a.cache}` }));
     out.append(head);
     if (a.abstained) out.append(el("p", { class: "warn-text", text: "No answer: the sources do not support one." }));
     out.append(el("p", { class: "answer-text", text: a.answer }));

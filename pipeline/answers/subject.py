@@ -1,0 +1,225 @@
+"""What a question is about and what kind of answer it wants: the warrant layer's anchors.
+
+    subject   the question's content words (ask words such as "explain" or "command" aside), each weighted
+              by its rarity in the index (IDF from the keyword index's statistics: a word the index lacks
+              weighs most), and its hard anchors — proper nouns, code identifiers, quoted strings — that an
+              answer must carry;
+    shape     what the question asks for: an environment variable, an attribute, a flag, a command, a
+              file, a macro, a number or a date (None for "how"/"why" questions with no value in view);
+    carried   whether evidence carries the subject: every hard anchor, and at least MIN_SUBJECT of the
+              subject's weight. When the best document does not, the answer abstains (extractive), or is
+              flagged as a deflection (an LLM's answer whose cited evidence does not).
+
+Lexical and deterministic, like the verifier.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from pipeline.answers import text as tx
+
+MIN_SUBJECT = 0.15  # share of the subject's IDF weight the best document must carry
+MAX_ABSENT = 0.6  # share of the subject's weight in words the whole index lacks: it is about something else
+STOP_WEIGHT = 0.2  # a word the keyword index treats as a stopword: weighs little
+# Words that say what kind of answer is wanted, not what it is about.
+ASK_WORDS = frozenset(
+    tx.stem(w)
+    for w in """explain describe tell mean means meaning work works happen happens difference different
+differ compare versus vs purpose idea need want know way ways doe use used using possible allowed get make
+made let lets go goes find show shows give gives like thing things kind sort actually really exactly
+command commands option options flag flags variable variables env environment var vars attribute
+attributes keyword keywords syntax setting settings macro macros value values name names called call
+specify specified set sets run runs write written type types""".split()
+)
+_CAPITALISED = re.compile(r"(?<![\w`])([A-Z][A-Za-z0-9]*(?:[-.][A-Za-z0-9]+)*)")
+_IDENT = re.compile(r"`([^`]+)`|(\b[A-Za-z_][\w]*(?:::|_|\.)[\w:.]*\w)|(#!?\[[^\]]+\])|(\b\w+!)")
+_QUOTED = re.compile(r"[\"“]([^\"”]{2,})[\"”]")
+
+# Shapes of answer, by the question's words, and what a line holding such an answer looks like.
+_SHAPES: list[tuple[str, re.Pattern[str], re.Pattern[str]]] = [
+    (
+        "env",
+        re.compile(r"\b(env(ironment)?\s*var(iable)?s?|env vars?|variable)\b", re.I),
+        re.compile(r"\b[A-Z][A-Z0-9]*_[A-Z0-9_]+\b"),
+    ),
+    ("attribute", re.compile(r"\battributes?\b", re.I), re.compile(r"#!?\[\w")),
+    ("macro", re.compile(r"\bmacros?\b", re.I), re.compile(r"\b\w+!(?:\(|\[|\s|`|$)")),
+    ("flag", re.compile(r"\b(flags?|options?|switch|argument)\b", re.I), re.compile(r"(?<![\w-])--?[a-z][\w-]*")),
+    (
+        "file",
+        re.compile(r"\bfiles?\b", re.I),
+        re.compile(r"[\w.-]*\.(toml|lock|txt|py|cfg|json|ya?ml|md|ini|env|rs)\b|`\.[\w.-]+`"),
+    ),
+    (
+        "number",
+        re.compile(r"\b(how (many|much|long|often)|what (number|version|port|percentage))\b", re.I),
+        re.compile(r"\d"),
+    ),
+    ("date", re.compile(r"\b(when was|what year|which year|what date)\b", re.I), re.compile(r"\b(1[89]|20)\d\d\b")),
+    (
+        "command",
+        re.compile(r"\b(commands?|how (do|can|should) (i|you|we)|how to|what (do|should) i (run|type))\b", re.I),
+        re.compile(r"`[^`]+`|^[a-z][\w.-]*\s+(?!=)[-\w]"),
+    ),
+    ("value", re.compile(r"^\s*(which|what)\b", re.I), re.compile(r"`[^`]+`")),
+]
+
+
+NAMED_SHAPES = frozenset({"env", "attribute", "macro", "flag", "file"})  # the question names the kind of value
+# Shapes an answer must hold to address the question (the deflection check), as a reader would name them.
+VALUE_SHAPES = {
+    "env": "an environment variable",
+    "attribute": "an attribute",
+    "macro": "a macro",
+    "number": "a number",
+    "date": "a date",
+}
+
+
+@dataclass(frozen=True)
+class Subject:
+    keys: tuple[str, ...]  # content keys, in order
+    weights: dict[str, float]  # key → weight (IDF)
+    hard: tuple[str, ...] = ()  # anchors an answer must carry (as written)
+    hard_keys: tuple[frozenset[str], ...] = field(default=())
+    absent: frozenset[str] = frozenset()  # keys the whole index lacks
+
+    @property
+    def absent_share(self) -> float:
+        return sum(self.weights[k] for k in self.absent if k in self.weights) / (sum(self.weights.values()) or 1.0)
+
+
+@dataclass(frozen=True)
+class Carried:
+    ok: bool
+    coverage: float
+    reason: str = ""
+
+
+def question_words(question: str) -> list[str]:
+    return [w for w in tx.words(question) if tx.is_content(w) and tx.key(w) not in ASK_WORDS]
+
+
+def hard_anchors(question: str) -> list[str]:
+    """Proper nouns (capitalised, not the question's first word), code identifiers, quoted strings."""
+    out: list[str] = []
+    for m in _IDENT.finditer(question):
+        out.append(next(g for g in m.groups() if g))
+    out += _QUOTED.findall(question)
+    first = True
+    for m in _CAPITALISED.finditer(question):
+        w = m.group(1)
+        start = m.start() == len(question) - len(question.lstrip()) or question[: m.start()].rstrip().endswith(
+            (".", "?", "!", ":")
+        )
+        if start or first and m.start() < 2:
+            first = False
+            continue
+        if w in {"I", "I'm", "I've"} or w.lower() in tx.STOPWORDS:
+            continue
+        out.append(w)
+    return list(dict.fromkeys(a for a in out if tx.words(a)))
+
+
+def subject(question: str, idf: dict[str, float] | None = None, absent: Iterable[str] = ()) -> Subject:
+    keys = tuple(dict.fromkeys(tx.key(w) for w in question_words(question)))
+    if not keys:  # "what does it do?": every content word is the subject
+        keys = tuple(dict.fromkeys(tx.content_keys(question)))
+    weights = {k: (idf or {}).get(k, 1.0) for k in keys}
+    hard = hard_anchors(question)
+    hard_keys = tuple(frozenset(tx.content_keys(a)) or frozenset(tx.key(w) for w in tx.words(a)) for a in hard)
+    return Subject(keys, weights, tuple(hard), hard_keys, frozenset(absent) & frozenset(keys))
+
+
+def _keys(evidence: Iterable) -> set[str]:
+    have: set[str] = set()
+    for e in evidence:
+        text = e if isinstance(e, str) else f"{e.title}\n{e.section}\n{e.text}"
+        have.update(tx.key(w) for w in tx.words(text))
+    return have
+
+
+def _bare(key: str) -> str:
+    return key.lower().rstrip("s")
+
+
+def carried(subj: Subject, evidence: Iterable, minimum: float = MIN_SUBJECT, pool: Iterable = ()) -> Carried:
+    """Whether the evidence texts (with their titles and sections) carry the question's subject: its
+    words (IDF-weighted share ≥ minimum) in `evidence`, its hard anchors there or anywhere in `pool`."""
+    have = _keys(evidence)
+    anywhere = {_bare(k) for k in have | _keys(pool)}  # "APIs" is carried by "API"
+    missing = [
+        a for a, ks in zip(subj.hard, subj.hard_keys, strict=True) if ks and not {_bare(k) for k in ks} <= anywhere
+    ]
+    total = sum(subj.weights.values()) or 1.0
+    coverage = sum(w for k, w in subj.weights.items() if k in have) / total
+    if subj.absent_share >= MAX_ABSENT:
+        return Carried(False, coverage, f"the index does not know {', '.join(sorted(subj.absent)[:3])}")
+    if missing:
+        return Carried(False, coverage, f"the evidence does not mention {', '.join(missing[:3])}")
+    if coverage < minimum:
+        absent = [k for k in subj.keys if k not in have][:3]
+        return Carried(False, coverage, f"the evidence does not cover the question ({', '.join(absent)} missing)")
+    return Carried(True, coverage)
+
+
+_WHICH = re.compile(r"^\s*(which|what)\b|\b(name of|called|named)\b", re.I)
+
+
+def shape(question: str) -> str | None:
+    """The kind of value asked for; a named kind ("macro") only when asked which or what it is."""
+    for name, ask, _ in _SHAPES:
+        if ask.search(question) and (name not in NAMED_SHAPES or _WHICH.search(question)):
+            return name
+    return None
+
+
+def has_shape(text: str, shape_name: str | None) -> float:
+    """1.0 when `text` holds the kind of value the question asks for, else 0.0."""
+    if shape_name is None:
+        return 0.0
+    pattern = next(p for n, _, p in _SHAPES if n == shape_name)
+    return 1.0 if pattern.search(text) else 0.0
+
+
+# --- corpus statistics --------------------------------------------------------------------------------------
+
+_DF_SQL = """
+SELECT w, l.lexeme, coalesce(b.df, 0), (SELECT n FROM bm25_stats LIMIT 1)
+FROM unnest(%s::text[]) AS w
+LEFT JOIN LATERAL (SELECT (tsvector_to_array(to_tsvector('english', w)))[1] AS lexeme) l ON true
+LEFT JOIN bm25_terms b ON b.term = l.lexeme
+"""
+
+
+@dataclass(frozen=True)
+class CorpusStats:
+    idf: dict[str, float] = field(default_factory=dict)  # key → IDF over the index's chunks
+    absent: frozenset[str] = frozenset()  # keys of words the index lacks
+
+
+def corpus_stats(conn, words: Sequence[str]) -> CorpusStats:
+    """IDF of each word's key over the index's chunks (one statement); a word the index lacks weighs
+    log(1 + N), one the keyword index drops as a stopword STOP_WEIGHT. Empty when there are no stats."""
+    words = list(dict.fromkeys(words))
+    if not words:
+        return CorpusStats()
+    try:
+        rows = conn.execute(_DF_SQL, (words,)).fetchall()
+    except Exception:  # noqa: BLE001 — an index without keyword statistics: the candidates' IDF instead
+        conn.rollback()
+        return CorpusStats()
+    idf: dict[str, float] = {}
+    absent: set[str] = set()
+    for w, lexeme, df, n in rows:
+        if not n:
+            return CorpusStats()
+        k = tx.key(w)
+        idf[k] = max(idf.get(k, 0.0), STOP_WEIGHT if lexeme is None else math.log(1 + n / (1 + df)))
+        if lexeme is not None and not df and not k.startswith("#") and not w.endswith("ly"):
+            absent.add(k)
+    return CorpusStats(idf, frozenset(absent - {tx.key(w) for w, lx, df, _ in rows if df}))
