@@ -422,7 +422,7 @@ def dev_store(store: Path, corpus: str, data: Path) -> Path:
 
 
 def bench_dev(args) -> None:
-    from llm_double import LLMDouble
+    from tests.llm_double import LLMDouble
     from pydantic import SecretStr
 
     from pipeline.answers import Answerer

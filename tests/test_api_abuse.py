@@ -94,7 +94,8 @@ def api(pg, embedder, tmp_path_factory):
     try:
         port = None
         for _ in range(600):  # the model loads first: at most 600 looks, 0.25 s apart
-            if m := re.search(r"Uvicorn running on http://127\.0\.0\.1:(\d+)", log.read_text(errors="replace")):
+            text = log.read_text(errors="replace")
+            if "Application startup complete" in text and (m := re.search(r"Open http://127\.0\.0\.1:(\d+)/", text)):
                 port = int(m.group(1))
                 break
             assert proc.poll() is None, log.read_text(errors="replace")

@@ -166,7 +166,7 @@ def serve_and_read_the_page(cwd: Path, tmp_path: Path) -> None:
         proc = subprocess.Popen([exe, "serve", "--api", "--port", str(port)], cwd=cwd, env=env, stderr=err)
     try:
         for _ in range(600):
-            if "Uvicorn running" in log.read_text(errors="replace"):
+            if "Application startup complete" in log.read_text(errors="replace"):
                 break
             assert proc.poll() is None, log.read_text(errors="replace")
             time.sleep(0.25)

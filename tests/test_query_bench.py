@@ -234,8 +234,8 @@ def test_query_bench_measures_each_size_side_by_side(pg_server, tmp_path, monkey
 def test_query_bench_compares_another_checkouts_code_on_the_same_store(pg_server, tmp_path, monkeypatch, capsys):
     """--compare-tree: the same searches with another checkout's code (here this one's), in turns, on the
     same store; the report gives both p50s and their ratio."""
-    import query as bench
-    from conftest import git
+    from bench import query as bench
+    from tests.helpers import git
 
     data = _tiny_data(tmp_path / "data", git)
     monkeypatch.setenv("DATABASE_URL", pg_server.get_uri())

@@ -92,13 +92,13 @@ def test_ingest_by_url_follows_pushes_and_never_shows_the_token(
     missing = git(clone, "rev-list", "--objects", "--missing=print", "refs/heads/main")
     assert f"?{logo}" in missing
 
-    cursor = evaluate(PUSH, instance, config).cursor  # the sensor's first sight of the remote
+    cursor = evaluate(PUSH, instance, config, url=database_url).cursor  # the sensor's first sight of the remote
     assert watched_commit(settings, cfg) == git(work, "rev-parse", "HEAD")
     write_files(work, {"docs/deploy.md": "# Deploy\n\nRoll back with `deployctl rollback --to previous`.\n"})
     git(work, "commit", "-qam", "rollback command")
     git(work, "push", "-q", "origin", "main")
     head = git(work, "rev-parse", "HEAD")
-    moved = evaluate(PUSH, instance, config, cursor)
+    moved = evaluate(PUSH, instance, config, cursor, url=database_url)
     assert runs(moved) == [("handbook", f"handbook@{head}")]
     second = ingest_source(IngestContext(settings, url=database_url, embedder=embedder), "handbook")
     assert (second.files_updated, second.files_unchanged) == (1, 2)

@@ -101,7 +101,7 @@ def test_serve_api_prints_the_page_url_and_serves_it(site, tmp_path):
         )
     try:
         for _ in range(600):  # the model loads first: at most 600 looks, 0.25 s apart
-            if "Uvicorn running" in log.read_text(errors="replace"):
+            if "Application startup complete" in log.read_text(errors="replace"):
                 break
             assert proc.poll() is None, log.read_text(errors="replace")
             time.sleep(0.25)

@@ -150,6 +150,7 @@ def _serve_api(search, auth, host: str, port: int, settings) -> None:
     from docforge.servers.web import LocalStore
 
     sock = listen(host, port)  # before the URL is printed: a taken port fails here, saying so
+    port = sock.getsockname()[1]  # --port 0: the one the system chose
     limits = settings.api
     app = create_app(
         search,
@@ -180,5 +181,6 @@ def listen(host: str, port: int) -> socket.socket:
         raise click.ClickException(
             f"cannot listen on {host}:{port}: {why} ({e.strerror}); stop it, or pick another --port"
         ) from None
+    sock.listen(2048)  # connections wait in the backlog while the app starts, instead of being refused
     sock.set_inheritable(True)
     return sock
