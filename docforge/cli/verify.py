@@ -51,6 +51,7 @@ def command(input_file, output, workers: int | None) -> None:
 
 PARALLEL_FROM = 500  # lines; fewer are verified in this process (starting workers costs more than it saves)
 CHUNK = 64  # lines a worker verifies per hand-over
+BATCH = 8192  # lines read ahead of the verdicts written
 
 
 def _cpus() -> int:
@@ -72,7 +73,8 @@ def _verdicts(lines, workers: int):
 
     _verdict(0, b"{}")  # imports the verifier once, before the workers fork
     with multiprocessing.get_context("fork").Pool(workers) as pool:
-        yield from filter(None, pool.imap(_verdict_line, todo, chunksize=CHUNK))
+        while batch := list(islice(todo, BATCH)):  # a bounded part of the input in memory, not all of it
+            yield from filter(None, pool.imap(_verdict_line, batch, chunksize=CHUNK))
 
 
 def _verdict_line(item: tuple[int, bytes]) -> tuple[bool, str] | None:
