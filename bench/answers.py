@@ -302,15 +302,34 @@ def bench_verifier(repo: Path, claims_out: Path | None) -> None:
     )
     if claims_out:
         claims_out.write_text("".join(json.dumps(i) + "\n" for i in items))
+        bench_verify_command(repo, claims_out.with_name("verify-5000.jsonl"))
+
+
+def bench_verify_command(repo: Path, path: Path, n: int = 5000) -> None:
+    """`docforge verify` as a user runs it, process start included, over n distinct answers: one worker
+    (the baseline) against the default (one per CPU) and one per CPU named."""
+    items, seen = [], set()
+    for i in claim_set(repo, n_blocks=900, seed=11):
+        key = (i["answer"], json.dumps(i["evidence"], sort_keys=True))
+        if key not in seen:
+            seen.add(key)
+            items.append(i)
+    items = items[:n]
+    path.write_text("".join(json.dumps(i) + "\n" for i in items))
+    exe = str(Path(sys.executable).parent / "docforge")
+    rates = {}
+    cpus = len(os.sched_getaffinity(0))
+    runs = (("1 worker", ["--workers", "1"]), ("default", []), (f"{cpus} workers", ["--workers", str(cpus)]))
+    for label, extra in runs:
         t = time.perf_counter()
-        res = subprocess.run(
-            [str(Path(sys.executable).parent / "docforge"), "verify", str(claims_out)], capture_output=True, text=True
-        )
+        res = subprocess.run([exe, "verify", str(path), "-o", os.devnull, *extra], capture_output=True, text=True)
         s = time.perf_counter() - t
+        rates[label] = len(items) / s
         print(
-            f"  `docforge verify {claims_out.name}`: {len(items)} lines in {s:.2f} s "
-            f"({len(items) / s:,.0f} lines/s, process start included), exit {res.returncode}"
+            f"  `docforge verify` ({label}, {os.cpu_count()} CPUs): {len(items):,} answers in {s:.2f} s, "
+            f"{rates[label]:,.0f} answers/s, process start included (exit {res.returncode})"
         )
+    print("  against 1 worker: " + ", ".join(f"{k} {v / rates['1 worker']:.2f}x" for k, v in rates.items()))
 
 
 # --- ask latency -------------------------------------------------------------------------------------------

@@ -13,8 +13,9 @@ from docforge.cli import main
 
 
 def commands(group: click.Group, prefix: list[str]):
-    for name in sorted(group.commands):
-        cmd = group.commands[name]
+    ctx = click.Context(group)
+    for name in group.list_commands(ctx):  # the top group loads its commands on use
+        cmd = group.get_command(ctx, name)
         yield [*prefix, name]
         if isinstance(cmd, click.Group):
             yield from commands(cmd, [*prefix, name])

@@ -133,6 +133,31 @@ def test_verify_command_reads_json_lines_and_reports_bad_ones(tmp_path):
     assert out[2]["audit_mode"] == "UNGROUNDED"
 
 
+def test_verify_command_shares_a_long_input_among_workers_and_keeps_its_order(tmp_path):
+    good = json.dumps({"answer": "RFC 2094 introduces non-lexical lifetimes. [E1]", "evidence": EV})
+    bad = json.dumps({"answer": "It was rejected in 2019. [E1]", "evidence": EV})
+    lines = []
+    for i in range(700):  # past PARALLEL_FROM: workers take over
+        lines.append(["not json", "", '{"answer": "\\ud800 x [E1]", "evidence": "x"}'][i % 3] if i % 97 == 5 else good)
+        lines.append(json.dumps({"id": i, "answer": "RFC 2094 was postponed. [E1]", "evidence": EV}) if i % 2 else bad)
+    path = tmp_path / "in.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    one = CliRunner().invoke(main, ["verify", str(path), "--workers", "1"])
+    two = CliRunner().invoke(main, ["verify", str(path), "--workers", "2"])
+    assert one.exit_code == two.exit_code == 1
+    assert two.stdout == one.stdout
+    out = [json.loads(x) for x in two.stdout.splitlines()]
+    errors = [v for v in out if "error" in v]
+    assert len(out) == len([x for x in lines if x]) and errors
+    assert {v["line"] for v in errors} == {
+        n
+        for n, x in enumerate(lines, 1)
+        if x and "2094 introduces" not in x and "postponed" not in x and "rejected" not in x
+    }
+    assert [v["id"] for v in out if "id" in v] == list(range(1, 700, 2))
+    assert f"{len(errors)} input line(s) could not be verified" in two.stderr
+
+
 # --- replies of the model ---------------------------------------------------------------------------------
 
 

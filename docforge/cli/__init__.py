@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import logging
 import sys
 
@@ -14,8 +15,32 @@ from pipeline.errors import DocforgeError
 CONTEXT = {"help_option_names": ["-h", "--help"]}
 
 
+# Command name -> its module; a module is imported only when its command runs (or help lists them all), so
+# `docforge verify` starts without the config, the store and the embedding stack.
+COMMANDS = {
+    "ingest": "ingest",
+    "search": "search",
+    "ask": "ask",
+    "verify": "verify",
+    "answers": "answers",
+    "status": "status",
+    "sources": "sources",
+    "reindex": "reindex",
+    "db": "db",
+    "serve": "serve",
+}
+
+
 class Group(click.Group):
-    """Turn DocforgeError into a clean one-line error (exit 1) instead of a traceback."""
+    """Commands loaded on use; DocforgeError becomes a clean one-line error (exit 1) instead of a traceback."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in COMMANDS:
+            return None
+        return importlib.import_module(f"docforge.cli.{COMMANDS[cmd_name]}").command
 
     def invoke(self, ctx: click.Context):
         try:
@@ -45,13 +70,3 @@ def main(verbose: int, config: str | None) -> None:
     from docforge.cli.quiet import quiet_third_parties
 
     quiet_third_parties(verbose)
-
-
-def _register() -> None:
-    from docforge.cli import answers, ask, db, ingest, reindex, search, serve, sources, status, verify
-
-    for mod in (ingest, search, ask, verify, answers, status, sources, reindex, db, serve):
-        main.add_command(mod.command)
-
-
-_register()

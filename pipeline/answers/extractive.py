@@ -12,9 +12,13 @@ table rows too. Each candidate is scored against the question:
                 `#[must_use]` for "which attribute", `--frozen` for "which flag"...);
     place       a section's lead sentence often defines; a better-ranked document is likelier to answer.
 
-The answer draws from the best document first, and from others only for a line that scores near the
-best one; 1–4 lines, best first. Every line is verbatim text of the block it cites (the loop drops one
-the verifier would not pass by `span`/`quote`), so the answer is STRICT by construction.
+The answer draws from the best document first (its best line, and one more that scores near it), then
+the best line of each of up to two other documents that score near the best line — another document
+often holds the part the best one leaves out, or is the one that answers — then whatever else scores
+near; 1–4 lines (a code line that completes one is not counted), best document first. Table-of-contents
+entries (a line that is only links) are not candidates. Every line is verbatim text of the block it
+cites (the loop drops one the verifier would not pass by `span`/`quote`), so the answer is STRICT by
+construction.
 
 The answer abstains when the evidence does not carry the question's subject (`subject.py`).
 """
@@ -31,7 +35,7 @@ from pipeline.answers import text as tx
 from pipeline.answers.model import Evidence
 from pipeline.answers.verify import POINTER_GROUP
 
-EXTRACTIVE_VERSION = "2"
+EXTRACTIVE_VERSION = "3"
 MIN_WORDS, MAX_WORDS = 4, 70
 MAX_CODE_CHARS = 140
 MAX_CANDIDATES = 40  # embedded per question, in one batch
@@ -43,10 +47,12 @@ W_SIM, W_TERMS, W_HEAD, W_SHAPE = 1.0, 0.5, 0.12, 0.25
 # index lacks catch the rest).
 RELEVANCE_MIN = 0.58
 OTHER_DOC = 0.6  # a line from another document must score this share of the best line
+BEST_DOC_FIRST = 2  # lines of the best document placed before another document's
 SAME_DOC = 0.8  # a further line of the best document must score this share of the best line
 _BULLET = re.compile(r"^\s*(?:[-*+]|\d{1,3}[.)])\s+")
 _ADMONITION = re.compile(r"^\s*(?:!!!|\?\?\?\+?)\s*\w+")
 _POINTER_ONLY = re.compile(r"^\W*(see|for more|learn more|refer to|read more|check out)\b", re.I)  # "See the guide"
+_LINK_ONLY = re.compile(r"^\W*(?:\[[^\]]*\](?:\[[^\]]*\]|\([^)]*\))\W*)+$")  # a table of contents entry
 _PROMPT = re.compile(r"^\s*(?:\$|>>>|#)\s+")
 
 Embed = Callable[[Sequence[str]], "Sequence[Sequence[float]]"]
@@ -137,7 +143,12 @@ def candidates(evidence: list[Evidence]) -> list[Sentence]:
             for s in tx.split_sentences(_BULLET.sub("", block)):
                 pos += 1
                 n = len(tx.words(s))
-                if not MIN_WORDS <= n <= MAX_WORDS or POINTER_GROUP.search(s) or _markup_heavy(s):
+                if (
+                    not MIN_WORDS <= n <= MAX_WORDS
+                    or POINTER_GROUP.search(s)
+                    or _markup_heavy(s)
+                    or _LINK_ONLY.match(s)
+                ):
                     continue
                 out.append(Sentence(s, e, doc_rank, rank, pos, frozenset(tx.content_keys(s))))
     return out
@@ -165,16 +176,88 @@ def extract(
     stats: sj.CorpusStats | None = None,
 ) -> Extract:
     """The lines of `evidence` (ordered by retrieval rank) that answer `question`, or none with a reason."""
+    r = rank(question, evidence, embed=embed, stats=stats)
+    if r.reason:
+        return Extract([], 0.0, reason=r.reason)
+    subj, shape, every, scored, qkeys = r.subject, r.shape, r.every, r.scored, frozenset(r.subject.keys)
+    best_score, best_sim, best = scored[0]
+    doc = best.evidence.doc_key
+    carried = sj.carried(subj, [e for e in evidence if e.doc_key == doc], pool=evidence)
+    if not carried.ok:
+        return Extract([], carried.coverage, best_sim, reason=carried.reason)
+    relevance = best_sim + 0.5 * carried.coverage
+    if embed is not None and relevance < RELEVANCE_MIN:
+        return Extract([], carried.coverage, best_sim, reason=f"no passage is close to the question ({relevance:.2f})")
+    other = next((sc for sc, _, s in scored if s.evidence.doc_key != doc), 0.0)
+    chosen: list[Sentence] = [best, *_followers(best, every, shape, qkeys)]
+    lead = [best]  # the lines chosen for themselves; a line that completes one (its code) is not counted
+
+    def add(s: Sentence) -> None:
+        lead.append(s)
+        chosen.extend([s, *(f for f in _followers(s, every, shape, qkeys) if f not in chosen)])
+
+    # The best document's strong lines first (BEST_DOC_FIRST of them), then the best line of the next
+    # best retrieved documents that come close (another document often holds the part the best one
+    # leaves out, or is the one that answers), then whatever else scores near the best line.
+    strong = [s for sc, _, s in scored[1:] if s.evidence.doc_key == doc and sc >= SAME_DOC * best_score]
+    for s in strong[: BEST_DOC_FIRST - 1]:
+        if len(lead) < max_sentences and not any(_same(s, c) for c in chosen):
+            add(s)
+    for s in _others(scored, doc, best_score, subj)[:2]:
+        if len(lead) < max_sentences and not any(_same(s, c) for c in chosen):
+            lead.append(s)
+            chosen.append(s)
+    for sc, _, s in scored[1:]:
+        if len(lead) >= max_sentences:
+            break
+        need = SAME_DOC if s.evidence.doc_key == doc else OTHER_DOC
+        if sc < need * best_score or s in chosen or any(_same(s, c) for c in chosen):
+            continue
+        if s.evidence.doc_key != doc and any(c.evidence.doc_key == s.evidence.doc_key for c in chosen):
+            continue  # another document adds one line at most
+        if s.evidence.doc_key != doc and not sj.carried(subj, [s.evidence]).ok:
+            continue
+        add(s)
+    chosen = chosen[: max_sentences + 1]
+    if shape in sj.NAMED_SHAPES and not any(sj.has_shape(c.text, shape) for c in chosen):
+        # The question names the kind of value it wants and no line holds one: the best line that does,
+        # from the best document first (its code lines included), replaces the weakest.
+        holders = [s for _, _, s in scored if sj.has_shape(s.text, shape)]
+        holders.sort(key=lambda s: s.evidence.doc_key != doc)
+        if holders:
+            chosen = [*chosen[: max_sentences - 1], holders[0]]
+    answered = sj.carried(subj, [f"{c.evidence.title} {c.evidence.section} {c.text}" for c in chosen]).coverage
+    return Extract(
+        [(s.text, s.evidence) for s in chosen],
+        round(carried.coverage, 3),
+        round(best_sim, 3),
+        round(best_score - other, 3),
+        answered=round(answered, 3),
+    )
+
+
+@dataclass(frozen=True)
+class Ranked:
+    subject: sj.Subject
+    shape: str | None
+    every: list[Sentence]  # all candidates, for the lines that complete a chosen one
+    scored: list[tuple[float, float, Sentence]]  # (score, similarity, line) of the embedded ones, best first
+    reason: str = ""  # when there is nothing to rank
+
+
+def rank(
+    question: str, evidence: list[Evidence], *, embed: Embed | None = None, stats: sj.CorpusStats | None = None
+) -> Ranked:
+    """Every candidate line of `evidence` scored against `question`, best first."""
     idf = stats.idf if stats else None
     subj = sj.subject(question, idf, stats.absent if stats else ())
     shape = sj.shape(question)
     sents = candidates(evidence)
     if not subj.keys or not sents:
-        return Extract([], 0.0, reason="nothing retrieved" if not sents else "the question names no subject")
+        return Ranked(subj, shape, sents, [], "nothing retrieved" if not sents else "the question names no subject")
     weights = subj.weights if idf else _local_idf(subj.keys, sents)
     total = sum(weights.values()) or 1.0
     every = sents
-    qkeys = frozenset(subj.keys)
     sents = _prefilter(sents, weights)
     sims = _cosines(question, sents, embed)
 
@@ -199,43 +282,19 @@ def extract(
         )
         scored.append((score, sim, s))
     scored.sort(key=lambda t: -t[0])
-    best_score, best_sim, best = scored[0]
-    doc = best.evidence.doc_key
-    carried = sj.carried(subj, [e for e in evidence if e.doc_key == doc], pool=evidence)
-    if not carried.ok:
-        return Extract([], carried.coverage, best_sim, reason=carried.reason)
-    relevance = best_sim + 0.5 * carried.coverage
-    if embed is not None and relevance < RELEVANCE_MIN:
-        return Extract([], carried.coverage, best_sim, reason=f"no passage is close to the question ({relevance:.2f})")
-    other = next((sc for sc, _, s in scored if s.evidence.doc_key != doc), 0.0)
-    chosen: list[Sentence] = [best, *_followers(best, every, shape, qkeys)]
-    for sc, _, s in scored[1:]:
-        if len(chosen) >= max_sentences:
-            break
-        need = SAME_DOC if s.evidence.doc_key == doc else OTHER_DOC
-        if sc < need * best_score or any(_same(s, c) for c in chosen):
-            continue
-        if s.evidence.doc_key != doc and any(c.evidence.doc_key == s.evidence.doc_key for c in chosen):
-            continue  # another document adds one line at most
-        if s.evidence.doc_key != doc and not sj.carried(subj, [s.evidence]).ok:
-            continue
-        chosen += [s, *(f for f in _followers(s, every, shape, qkeys) if f not in chosen)]
-    chosen = chosen[: max_sentences + 1]
-    if shape in sj.NAMED_SHAPES and not any(sj.has_shape(c.text, shape) for c in chosen):
-        # The question names the kind of value it wants and no line holds one: the best line that does,
-        # from the best document first (its code lines included), replaces the weakest.
-        holders = [s for _, _, s in scored if sj.has_shape(s.text, shape)]
-        holders.sort(key=lambda s: s.evidence.doc_key != doc)
-        if holders:
-            chosen = [*chosen[: max_sentences - 1], holders[0]]
-    answered = sj.carried(subj, [f"{c.evidence.title} {c.evidence.section} {c.text}" for c in chosen]).coverage
-    return Extract(
-        [(s.text, s.evidence) for s in chosen],
-        round(carried.coverage, 3),
-        round(best_sim, 3),
-        round(best_score - other, 3),
-        answered=round(answered, 3),
-    )
+    return Ranked(subj, shape, every, scored)
+
+
+def _others(
+    scored: list[tuple[float, float, Sentence]], doc: str, best_score: float, subj: sj.Subject
+) -> list[Sentence]:
+    """The best line of each other document, best first, that scores OTHER_DOC of the best line and
+    carries the question's subject."""
+    firsts: dict[str, Sentence] = {}
+    for sc, _, s in scored:
+        if s.evidence.doc_key != doc and sc >= OTHER_DOC * best_score:
+            firsts.setdefault(s.evidence.doc_key, s)
+    return [s for s in firsts.values() if sj.carried(subj, [s.evidence]).ok]
 
 
 def _followers(best: Sentence, sents: list[Sentence], shape: str | None, q: frozenset[str]) -> list[Sentence]:
