@@ -441,7 +441,6 @@ def dev_store(store: Path, corpus: str, data: Path) -> Path:
 
 
 def bench_dev(args) -> None:
-    from tests.llm_double import LLMDouble
     from pydantic import SecretStr
 
     from pipeline.answers import Answerer
@@ -449,6 +448,7 @@ def bench_dev(args) -> None:
     from pipeline.config import LLMConfig, load_settings
     from pipeline.ingest import IngestContext, ingest_source
     from pipeline.query import Searcher
+    from tests.llm_double import LLMDouble
 
     config = dev_store(args.store, args.dev, args.data)
     os.chdir(config.parent)
