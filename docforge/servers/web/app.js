@@ -99,7 +99,7 @@ function selectTab(id) {
 
 // "title › A › B": the rule of pipeline.query.hits.where (the CLI's and the answer prompts' label), so the
 // page reads the same; a top heading that repeats the title is left out.
-function where(title, section) {
+function heading(title, section) {
   const path = (section || "").split(" > ").filter(Boolean);
   if (path.length && path[0] === title) path.shift();
   return (title ? [title, ...path] : path).join(" › ");
@@ -166,7 +166,7 @@ async function runSearch(event) {
     const words = terms(query);
     $("search-status").textContent = `${data.hits.length} result${data.hits.length === 1 ? "" : "s"}`;
     for (const h of data.hits) {
-      const title = where(h.title, h.section);
+      const title = heading(h.title, h.section);
       const meta = [`score ${Number(h.score).toFixed(3)}`, h.source, h.type];
       if (h.page !== null && h.page !== undefined) meta.push(`page ${h.page}`);
       list.append(el("li", { class: "result card" },
@@ -192,7 +192,7 @@ function claimItem(c) {
 }
 
 function citationCard(c) {
-  const title = where(c.title, c.section);
+  const title = heading(c.title, c.section);
   const evidence = el("blockquote", { class: "evidence", text: "Loading the evidence…" });
   const where = [c.source, `chunk ${c.chunk_index}`];
   if (c.page !== null && c.page !== undefined) where.push(`page ${c.page}`);
