@@ -1,6 +1,8 @@
 """The three ingest stages as partitioned assets (one partition per source)."""
 
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from dagster import (
     AssetExecutionContext,
@@ -15,7 +17,6 @@ from dagster import (
 from pipeline.config import OrchestrationConfig, env_section
 from pipeline.ingest import IngestStats
 from pipeline.ingest.chunks import stage_chunks
-from pipeline.ingest.context import NOT_COUNTS
 from pipeline.ingest.documents import stage_documents
 from pipeline.ingest.embeddings import stage_embeddings
 from resources import EmbedderResource, PostgresResource, SourcesResource, ingest_context
@@ -53,8 +54,25 @@ def embed_op_tags(cfg: OrchestrationConfig | None = None) -> dict:
     return {"dagster-k8s/config": {"container_config": container, "pod_spec_config": pod}}
 
 
+_collected: list[IngestStats] | None = None
+
+
+@contextmanager
+def collecting() -> Iterator[list[IngestStats]]:
+    """The stats of every stage that finishes in this process for the duration, as they are (the CLI's
+    in-process runs read them here; the metadata below is for the UI)."""
+    global _collected
+    previous, _collected = _collected, []
+    try:
+        yield _collected
+    finally:
+        _collected = previous
+
+
 def result(stats: IngestStats) -> MaterializeResult:
     """Counts and timings as metadata (never config or secrets)."""
+    if _collected is not None:
+        _collected.append(stats)
     d = stats.as_dict()
     meta: dict = {k: v for k, v in d.items() if isinstance(v, int)}
     meta.update({f"seconds_{k}": float(v) for k, v in d["seconds"].items()})
@@ -100,24 +118,3 @@ def chunk_embeddings(
 
 
 ingest_assets = [documents, chunks, chunk_embeddings]
-
-
-def stats_from_metadata(metas: list[dict]) -> IngestStats:
-    """Re-assemble the IngestStats of one run from its materialisations' metadata."""
-    from pipeline.records import Failure, Skipped
-
-    total = IngestStats()
-    counters = {f for f in IngestStats.__dataclass_fields__ if f not in NOT_COUNTS}
-    for meta in metas:
-        vals = {k: getattr(v, "value", v) for k, v in meta.items()}
-        fails = tuple(Failure(**f) for f in (vals.get("failures") or []))
-        skipped = tuple(Skipped(**s) for s in (vals.get("skipped_files") or []))
-        secs = {k.removeprefix("seconds_"): float(v) for k, v in vals.items() if k.startswith("seconds_")}
-        total = total + IngestStats(
-            **{k: int(v) for k, v in vals.items() if k in counters},
-            failures=fails,
-            seconds=secs,
-            languages=dict(vals.get("languages") or {}),
-            skipped_files=skipped,
-        )
-    return total

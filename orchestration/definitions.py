@@ -1,19 +1,16 @@
 """The one place Dagster is wired: assets, checks, resources, jobs, schedules, sensors.
+(The CLI's in-process runs are orchestration/cli_runs.py.)
 
 See docs/orchestration.md for how each trigger behaves.
 """
 
 from __future__ import annotations
 
-import os
-import time
-
 from dagster import Definitions
 
 from assets.checks import ingest_checks
-from assets.ingest import ingest_assets, source_partitions
+from assets.ingest import ingest_assets
 from orchestration.jobs import executor, ingest_job
-from orchestration.runs import CheckOutcome, SourceRun
 from orchestration.schedules import build_nightly_schedule, schedule_config
 from orchestration.sensors import build_push_sensor, build_sources_sync_sensor
 from pipeline.config import config_file
@@ -39,67 +36,3 @@ defs = Definitions(
     resources=resources(),
     executor=executor(),  # orchestration.executor, from the environment (DOCFORGE_EXECUTOR)
 )
-
-
-def _root_cause(err) -> str:
-    """The user's error (e.g. a missing repo), not Dagster's wrapper around it."""
-    while err.cause is not None:
-        err = err.cause
-    return err.message.strip()
-
-
-def materialize_sources(config_path: str, names: list[str], log_level: str = "CRITICAL") -> dict[str, SourceRun]:
-    """Run the ingest assets and their asset checks for each source in-process, one run per source.
-
-    Uses the instance in $DAGSTER_HOME when set (runs, and check results, then show in the UI),
-    else an ephemeral one. A check that raises counts as a failed ERROR check, naming the cause.
-    """
-    from dagster import DagsterInstance, materialize
-
-    from assets.ingest import stats_from_metadata
-    from pipeline.config import load_settings
-    from pipeline.progress import begin_source
-    from pipeline.store.db import one_run_of, store_url
-
-    # DAGSTER_HOME is Dagster's own variable (DagsterInstance.get() reads it), not docforge configuration.
-    instance = DagsterInstance.get() if os.environ.get("DAGSTER_HOME") else DagsterInstance.ephemeral()
-    known = set(instance.get_dynamic_partitions(source_partitions.name))
-    instance.add_dynamic_partitions(source_partitions.name, [n for n in names if n not in known])
-    asset_steps = {a.op.name for a in ingest_assets}
-    check_names = {c.op.name: key.name for c in ingest_checks for key in c.check_keys}  # step → check
-    out: dict[str, SourceRun] = {}
-    url = store_url(load_settings(config_path))
-    for name in names:
-        begin_source(name)
-        t0 = time.perf_counter()
-        with one_run_of(url, name):
-            res = materialize(
-                [*ingest_assets, *ingest_checks],
-                partition_key=name,
-                resources=resources(config_path),
-                instance=instance,
-                raise_on_error=False,
-                tags={"docforge/trigger": "cli"},
-                run_config={"loggers": {"console": {"config": {"log_level": log_level}}}},
-            )
-        wall = time.perf_counter() - t0
-        step_errors: dict[str, str] = {}
-        for e in res.get_step_failure_events():
-            err = e.step_failure_data.error if e.step_failure_data else None
-            step_errors[e.step_key or ""] = _root_cause(err) if err else "step failed"
-        checks = tuple(
-            CheckOutcome(c.check_name, c.passed, c.severity.value, c.description or "")
-            for c in res.get_asset_check_evaluations()
-        )
-        checks += tuple(
-            CheckOutcome(check_names.get(step, step), False, "ERROR", f"check raised: {msg}")
-            for step, msg in step_errors.items()
-            if step not in asset_steps
-        )
-        ingest_errors = [msg for step, msg in step_errors.items() if step in asset_steps]
-        if ingest_errors or (not res.success and not step_errors):
-            out[name] = SourceRun(error="; ".join(ingest_errors) or "run failed", checks=checks, wall_s=wall)
-            continue
-        metas = [m.metadata for m in res.get_asset_materialization_events() for m in [m.materialization]]
-        out[name] = SourceRun(stats=stats_from_metadata(metas), checks=checks, wall_s=wall)
-    return out

@@ -31,7 +31,7 @@ class SourceRun:
 
 def settled_runs(config_path: str, names: list[str]) -> dict[str, SourceRun]:
     """The runs of the sources among `names` that have nothing to do, done without Dagster; the others
-    are left out (for `materialize_sources`). None when DAGSTER_HOME is set: the UI records every run."""
+    are left out (for `cli_runs.materialize_sources`). None when DAGSTER_HOME is set: the UI records every run."""
     if os.environ.get("DAGSTER_HOME"):  # Dagster's own variable: a persistent instance records runs
         return {}
     from pipeline.ingest import noop

@@ -264,6 +264,20 @@ def test_sections_without_pages_still_pack():
     assert cite_label("Guide", None, "Guide > Setup > Install") == "Guide, Setup › Install"
 
 
+def test_one_title_section_label_for_the_cli_the_answer_prompts_and_the_page():
+    """A top heading that repeats the title is shown once, nested sections joined by ›, everywhere."""
+    from pipeline.answers.model import Evidence
+    from pipeline.answers.prompts import evidence_blocks
+    from pipeline.query.hits import where
+
+    title, section = "Third-party services", "Third-party services > Hugging Face support > Tokens"
+    assert where(title, section) == "Third-party services › Hugging Face support › Tokens"
+    assert where(title, title) == where(title, "") == title
+    assert where("", "A > B") == "A › B"
+    ev = Evidence("E1", "id", "c1", "x", title, section, "https://example.org", "docs:a.md", "docs", 0, 1.0)
+    assert evidence_blocks([ev]).splitlines()[0] == "[E1] " + where(title, section)
+
+
 def test_hostile_inputs_are_refused_or_read_in_linear_time(monkeypatch):
     import pipeline.parse.docx as docx_module
 

@@ -24,6 +24,7 @@ from docforge.cli import render
 from docforge.cli.options import SEARCH_MODES
 from pipeline.config import adhoc_file, adhoc_home
 from pipeline.query import MODES
+from pipeline.query.hits import where
 from tests.helpers import write_files
 from tests.test_ingest_cli import docforge
 
@@ -218,7 +219,7 @@ def test_a_hit_reads_at_80_and_120_columns(width):
     console = Console(width=width, record=True, force_terminal=False, color_system=None)
     path = "Documentation/technical/very-long-folder-name/api-parse-options-and-more-things.txt"
     text = ("Preamble words that do not matter here at all. " * 6) + "The --dry-run option is documented here. " * 2
-    head = render.heading(render.where("git-parse(1)", "git-parse(1) > OPTIONS"))
+    head = render.heading(where("git-parse(1)", "git-parse(1) > OPTIONS"))
     body = render.excerpt(text, render.terms("dry-run documented"))
     cite = render.citation(f"git:{path}", "git", "file:///x/" + path, None)
     console.print(render.block(" 1", "0.412", head, cite, body))

@@ -235,6 +235,7 @@ def test_another_configured_model_follows_the_store(make_repo, write_config, dat
 
 def test_progress_bars_print_source_names_as_typed():
     """The bars shown on a terminal take the source name as text, not rich markup."""
+    from docforge.cli.progress import showing
     from pipeline import progress
 
     class Tty(io.StringIO):
@@ -242,7 +243,7 @@ def test_progress_bars_print_source_names_as_typed():
             return True
 
     out = Tty()
-    with progress.showing(out):
+    with showing(out):
         progress.begin_source("odd[/x]")
         progress.report("chunks", 1, 1)
     assert "odd[/x]: chunks" in out.getvalue()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pipeline.chunk import CHUNKER_VERSION, fingerprint, window
-from pipeline.ingest.ledger import Fingerprint, LedgerRow, Verdict, judge, plan, unwanted_staging
+from pipeline.ingest.ledger import Decision, Fingerprint, LedgerRow, decide, plan, unwanted_staging
 from pipeline.records import DocRef
 
 NOW = Fingerprint(chunker="2:m:256:0", model="m")
@@ -23,7 +23,7 @@ def row(
     return LedgerRow(key, mtime_ns, size, version, content_hash, now.chunker, now.model)
 
 
-def decide(refs: list[DocRef], rows: list[LedgerRow], now: Fingerprint = NOW) -> tuple:
+def planned(refs: list[DocRef], rows: list[LedgerRow], now: Fingerprint = NOW) -> tuple:
     p = plan(refs, {r.doc_key: r for r in rows}, now)
     return p.skip, tuple(r.key for r in p.fetch), p.delete
 
@@ -31,7 +31,7 @@ def decide(refs: list[DocRef], rows: list[LedgerRow], now: Fingerprint = NOW) ->
 def test_same_version_is_skipped_and_a_new_version_fetched():
     rows = [row("s:a", version="v1"), row("s:b", version="v1")]
     refs = [DocRef("s:a", "a", version="v1"), DocRef("s:b", "b", version="v2")]
-    assert decide(refs, rows) == (("s:a",), ("s:b",), ())
+    assert planned(refs, rows) == (("s:a",), ("s:b",), ())
 
 
 def test_without_a_version_mtime_and_size_decide():
@@ -41,30 +41,30 @@ def test_without_a_version_mtime_and_size_decide():
         DocRef("s:b", "b", mtime_ns=11, size=5),
         DocRef("s:c", "c", mtime_ns=10, size=6),
     ]
-    assert decide(refs, rows) == (("s:a",), ("s:b", "s:c"), ())
+    assert planned(refs, rows) == (("s:a",), ("s:b", "s:c"), ())
 
 
 def test_a_listing_with_no_evidence_is_always_read():
-    assert decide([DocRef("s:a", "a")], [row("s:a")]) == ((), ("s:a",), ())
+    assert planned([DocRef("s:a", "a")], [row("s:a")]) == ((), ("s:a",), ())
 
 
 def test_a_version_outranks_mtime():
     """A source that offers a version is judged by it alone: a touched file with the same blob is skipped."""
     rows = [row("s:a", version="v1", mtime_ns=10, size=5)]
-    assert decide([DocRef("s:a", "a", version="v1", mtime_ns=99, size=5)], rows) == (("s:a",), (), ())
+    assert planned([DocRef("s:a", "a", version="v1", mtime_ns=99, size=5)], rows) == (("s:a",), (), ())
 
 
 @pytest.mark.parametrize("built_with", [Fingerprint("1:m:256:0", "m"), Fingerprint("2:m:256:0", "other")])
 def test_rows_of_another_chunker_or_model_count_for_nothing(built_with):
     rows = [row("s:a", version="v1", now=built_with)]
     refs = [DocRef("s:a", "a", version="v1")]
-    assert decide(refs, rows) == ((), ("s:a",), ())
-    assert judge("h", rows[0], NOW) is Verdict.UPDATE  # same content, but chunked by another
+    assert planned(refs, rows) == ((), ("s:a",), ())
+    assert decide("h", rows[0], NOW) is Decision.UPDATE  # same content, but chunked by another
 
 
 def test_indexed_documents_no_longer_listed_are_deleted():
     rows = [row("s:a", version="v1"), row("s:gone", version="v1")]
-    assert decide([DocRef("s:a", "a", version="v1"), DocRef("s:new", "new", version="v1")], rows) == (
+    assert planned([DocRef("s:a", "a", version="v1"), DocRef("s:new", "new", version="v1")], rows) == (
         ("s:a",),
         ("s:new",),
         ("s:gone",),
@@ -72,15 +72,15 @@ def test_indexed_documents_no_longer_listed_are_deleted():
 
 
 def test_an_empty_listing_deletes_everything_and_an_empty_ledger_fetches_everything():
-    assert decide([], [row("s:a"), row("s:b")]) == ((), (), ("s:a", "s:b"))
-    assert decide([DocRef("s:a", "a", version="v")], []) == ((), ("s:a",), ())
+    assert planned([], [row("s:a"), row("s:b")]) == ((), (), ("s:a", "s:b"))
+    assert planned([DocRef("s:a", "a", version="v")], []) == ((), ("s:a",), ())
 
 
-def test_judge_fetched_documents():
+def test_decide_fetched_documents():
     indexed = row("s:a", content_hash="h1")
-    assert judge("h1", indexed, NOW) is Verdict.REFRESH  # touched, not changed
-    assert judge("h2", indexed, NOW) is Verdict.UPDATE
-    assert judge("h1", None, NOW) is Verdict.ADD
+    assert decide("h1", indexed, NOW) is Decision.REFRESH  # touched, not changed
+    assert decide("h2", indexed, NOW) is Decision.UPDATE
+    assert decide("h1", None, NOW) is Decision.ADD
 
 
 def test_unwanted_staging():

@@ -14,6 +14,7 @@ import numpy as np
 import psycopg
 import pytest
 
+from docforge.cli import progress as terminal
 from pipeline import progress
 from pipeline.config import EmbeddingConfig, load_settings
 from pipeline.embed import Embedder
@@ -152,7 +153,7 @@ def test_vector_writer_surfaces_database_errors():
 def test_line_display_throttles_and_reports_rate():
     clock = iter([0.0, 1.0, 2.0, 10.0, 12.0]).__next__
     out = io.StringIO()
-    show = progress.LineDisplay(out, interval_s=5, clock=clock)
+    show = terminal.LineDisplay(out, interval_s=5, clock=clock)
     show.begin_source("docs")
     for done in (0, 100, 200, 1000, 1200):
         show("embeddings", done, 1200)
@@ -167,7 +168,7 @@ def test_line_display_throttles_and_reports_rate():
 def test_showing_installs_a_display_only_for_its_duration():
     out = io.StringIO()
     progress.report("chunks", 1, 2)  # nothing installed: silently ignored
-    with progress.showing(out):
+    with terminal.showing(out):
         progress.begin_source("s")
         progress.report("chunks", 2, 2)
     progress.report("chunks", 2, 2)
@@ -180,8 +181,8 @@ def test_bar_display_on_a_terminal():
             return True
 
     out = Tty()
-    with progress.showing(out) as display:
-        assert isinstance(display, progress.BarDisplay)
+    with terminal.showing(out) as display:
+        assert isinstance(display, terminal.BarDisplay)
         for done in range(0, 101, 25):
             progress.report("embeddings", done, 100)
     assert "embeddings" in out.getvalue() and "100/100" in out.getvalue()

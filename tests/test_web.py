@@ -26,6 +26,7 @@ from docforge.servers.auth import AuthConfig, Authenticator
 from docforge.servers.web import CSP, LocalStore
 from pipeline.answers import Answerer
 from pipeline.query import Searcher
+from pipeline.query.hits import where
 from tests.helpers import ServerThread
 from tests.query_corpus import build_corpus
 
@@ -202,7 +203,18 @@ def test_the_page_in_headless_chromium(site, browser, tmp_path):
     # Whole words only: "do" is marked in "do it", never inside "documented".
     assert browser.execute_script("return [...'documented, do it'.matchAll(wordsRe(['do']))].map(m => m.index)") == [12]
     first = find(By.CSS_SELECTOR, "#results .result")
-    assert "›" in first.find_element(By.CSS_SELECTOR, "h3").text and "score" in first.text
+    heading = first.find_element(By.CSS_SELECTOR, "h3").text
+    assert heading and "score" in first.text
+    assert len(heading.split(" › ")) == len(set(heading.split(" › ")))  # no heading shown twice
+    # The page labels a place as the CLI and the answer prompts do (pipeline.query.hits.where).
+    for title, section in [
+        ("Third-party services", "Third-party services > Hugging Face support"),
+        ("G", ""),
+        ("", "A > B"),
+    ]:
+        assert browser.execute_script("return heading(arguments[0], arguments[1])", title, section) == where(
+            title, section
+        )
     ref = first.find_element(By.CSS_SELECTOR, "h3 .source-ref")  # file:// (a local repo): shown, not linked
     assert (ref.get_attribute("href") or ref.get_attribute("data-url")).endswith(".md")
     browser.save_screenshot(str(shots / "2-search.png"))

@@ -100,12 +100,13 @@ def _print(answer, trace: bool) -> None:
     )
     if answer.citations:
         import docforge.cli.render as render
+        from pipeline.query.hits import where
 
         console.print()
         console.print("Citations", style="bold")
         for c in answer.citations:
             cite = render.citation(c.doc_key, c.source, c.url, c.page)
-            head = render.heading(render.where(c.title, c.section))
+            head = render.heading(where(c.title, c.section))
             render.emit(console, render.block(f"[{c.pointer}]", f"{c.score:.3f}", head, cite))
     if trace and answer.trace:
         table = Table("step", "ms", "detail", title="Trace")

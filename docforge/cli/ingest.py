@@ -88,8 +88,8 @@ def command(config: str | None, names: tuple[str, ...], as_json: bool, paths: tu
 
     runs = settled_runs(str(settings.config_path), wanted)  # unchanged sources: proven and checked, no Dagster
     if rest := [n for n in wanted if n not in runs]:
-        from orchestration.definitions import materialize_sources
-        from pipeline.progress import showing
+        from docforge.cli.progress import showing
+        from orchestration.cli_runs import materialize_sources
 
         level = logging.getLevelName(logging.getLogger().getEffectiveLevel())
         with showing():  # bars on a terminal, plain lines otherwise; stderr, so --json stays clean

@@ -58,7 +58,8 @@ def command(
         return
     if not model:
         raise click.UsageError("--model NAME is required (or --cancel)")
-    from pipeline.progress import report, showing
+    from docforge.cli.progress import showing
+    from pipeline.progress import report
 
     embedder = reindex.target_embedder(settings, model, dimensions)
     with showing():  # a bar on a terminal, plain lines otherwise; stderr, so --json stays clean

@@ -69,14 +69,6 @@ def _pattern(words: Iterable[str]) -> re.Pattern | None:
     return re.compile(r"(?<![\w])(?:" + "|".join(re.escape(w) for w in words) + r")(?![\w])", re.I | re.U)
 
 
-def where(title: str, section: str) -> str:
-    """Title › section, without repeating a title that is also the top heading."""
-    path = [p for p in section.split(" > ") if p]
-    if path and path[0] == title:
-        path = path[1:]
-    return " › ".join([title, *path]) if title else " › ".join(path)
-
-
 def citation(doc_key: str, source: str, url: str, page: int | None) -> Text:
     """The cited place in full: a file's path from its source's root (with its page), else the URL;
     a hyperlink to `url`."""

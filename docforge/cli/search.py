@@ -101,6 +101,7 @@ def _print(query: str, hits, explain: bool) -> None:
     from rich.text import Text
 
     import docforge.cli.render as render
+    from pipeline.query.hits import where
 
     console = Console(highlight=False)
     if not hits:
@@ -112,6 +113,6 @@ def _print(query: str, hits, explain: bool) -> None:
         extra = [f"rerank {h.rerank_score:.3f}"] if h.rerank_score is not None else []
         if explain:
             extra.append(f"dense #{h.dense_rank or '-'}, keyword #{h.keyword_rank or '-'}")
-        head = render.heading(render.where(h.title, h.section), f"({'; '.join(extra)})" if extra else "")
+        head = render.heading(where(h.title, h.section), f"({'; '.join(extra)})" if extra else "")
         cite = render.citation(h.doc_key, h.source, h.url, h.page)
         render.emit(console, render.block(f"{i:>2}", f"{h.score:.3f}", head, cite, render.excerpt(h.text, words)))

@@ -49,8 +49,9 @@ class SearchRequest(BaseModel):
 SearchFn = Callable[[SearchRequest], list[dict]]
 
 
-class Citation(BaseModel):
-    """One hit, with what is needed to quote and cite it."""
+class SearchHit(BaseModel):
+    """One search hit as the API and MCP return it, with what is needed to quote and cite it (not an
+    answer's `Citation`, pipeline.answers.model: the evidence block one of its claims points to)."""
 
     title: str
     section: str
@@ -65,20 +66,20 @@ class Citation(BaseModel):
     text: str
 
 
-CITATION_KEYS = tuple(Citation.model_fields)
+HIT_KEYS = tuple(SearchHit.model_fields)
 
 
 class SearchResponse(BaseModel):
     """Hits for one query, best first."""
 
     query: str
-    hits: list[Citation]
+    hits: list[SearchHit]
 
 
-def citation(hit: Hit) -> dict:
+def search_hit(hit: Hit) -> dict:
     """What a caller needs to quote and cite one hit."""
     d = hit.as_dict()
-    return {k: d[k] for k in CITATION_KEYS}
+    return {k: d[k] for k in HIT_KEYS}
 
 
 def log_request(surface: str, req: SearchRequest, who: str | None = None) -> None:
@@ -107,7 +108,7 @@ class LocalSearch:
         hits = self.searcher.search(
             req.query, req.limit, req.mode, filters=filters, boost_tags=boost, rerank=req.rerank, per_doc=req.per_doc
         )
-        return [citation(h) for h in hits]
+        return [search_hit(h) for h in hits]
 
     def health(self) -> bool:
         """Whether the store answers within HEALTH_TIMEOUT_S (a probe must not hang on a down database)."""

@@ -25,7 +25,7 @@ from fastapi.responses import HTMLResponse, JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from fastapi.staticfiles import StaticFiles
 
-from docforge.servers import Citation, SearchFn, SearchRequest, SearchResponse, log_request, strict_json
+from docforge.servers import SearchFn, SearchHit, SearchRequest, SearchResponse, log_request, strict_json
 from docforge.servers.ask import AskFn, AskRequest, log_ask
 from docforge.servers.auth import Authenticator, Principal
 from docforge.servers.gate import PRINCIPAL, Admissions, RequestGate
@@ -109,7 +109,7 @@ def create_app(
             raise HTTPException(400, str(e)) from None
         except DocforgeError as e:
             raise HTTPException(503, str(e), headers=RETRY) from None
-        return SearchResponse(query=req.query, hits=[Citation(**h) for h in hits])
+        return SearchResponse(query=req.query, hits=[SearchHit(**h) for h in hits])
 
     if ask is not None:
 

@@ -25,7 +25,7 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
-from docforge.servers import Citation, SearchFn, SearchRequest, SearchResponse, log_request
+from docforge.servers import SearchFn, SearchHit, SearchRequest, SearchResponse, log_request
 from docforge.servers.ask import AskFn, AskRequest, log_ask
 from docforge.servers.remote import RemoteRoute
 from pipeline import __version__
@@ -79,7 +79,7 @@ def build_mcp(search: SearchFn, ask: AskFn | None = None) -> MCPServer:
             hits = search(req)
         except DocforgeError as e:
             raise ToolError(str(e)) from None
-        return SearchResponse(query=query, hits=[Citation(**h) for h in hits])
+        return SearchResponse(query=query, hits=[SearchHit(**h) for h in hits])
 
     return server
 

@@ -1,11 +1,12 @@
 """Grounded answers: retrieve, reason, respond with cited claims that are verified, cached and provable.
 
 loop        Answerer.ask: cache → classify → retrieve ⇄ reason → respond → verify → render → record
+run         the loop's values: Run (accumulated), Draft (an unverified answer), Checked (verified)
 llm         an OpenAI-compatible chat client (httpx): retries, clear errors, no key in any output
 prompts     the three prompts and tolerant parsing of their replies
 retrieve    search scope and the numbered, deduplicated evidence pool
 extractive  answers without an LLM: verbatim best-supported sentences
-verify      the deterministic lexical verifier (also `docforge verify`)
+verify      the deterministic lexical verifier (also `docforge verify`), a package cut by job
 render      the answer as people read it
 cache       the cache key and the `answers` table
 provenance  the hash chain of an answer's stages, and its re-check

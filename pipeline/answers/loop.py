@@ -18,12 +18,12 @@ import re
 import threading
 import time
 import uuid
-from dataclasses import dataclass, field
 from typing import Any
 
 from pipeline.answers import cache, calibrate, extractive, prompts, provenance, render, retrieve, subject, verify
 from pipeline.answers.llm import ChatClient
-from pipeline.answers.model import Answer, Citation, Claim, Evidence, Step
+from pipeline.answers.model import Answer, Citation, Step
+from pipeline.answers.run import Checked, Draft, Run
 from pipeline.config import Settings
 from pipeline.errors import AnswerError, StoreError
 from pipeline.query import Searcher
@@ -52,25 +52,6 @@ def heuristic_intent(question: str) -> str:
     if re.match(r"\s*(what|when|who|which|where|how many|how much|is|are|does|do|did|can|was|were)\b", q):
         return "factual"
     return "exploratory"
-
-
-@dataclass
-class _Run:
-    """What one ask accumulates on its way."""
-
-    question: str
-    scope: retrieve.Scope
-    history: list[dict[str, str]] | None
-    max_iterations: int
-    trace: list[Step] = field(default_factory=list)
-    timings: dict[str, float] = field(default_factory=dict)
-    retrieval: list[dict[str, Any]] = field(default_factory=list)
-    input_tokens: int = 0
-    output_tokens: int = 0
-    llm_ms: float = 0.0
-
-    def time(self, stage: str, ms: float) -> None:
-        self.timings[stage] = round(self.timings.get(stage, 0.0) + ms, 3)
 
 
 class Answerer:
@@ -163,7 +144,7 @@ class Answerer:
             raise AnswerError(f"the question is longer than {MAX_QUESTION} characters")
         scope = retrieve.Scope(filters, filter_repo, mode, rerank, tuple(t for t in boost_tags if t))
         max_iterations = max_iterations or self.cfg.max_iterations
-        run = _Run(question, scope, history or None, max_iterations)
+        run = Run(question, scope, history or None, max_iterations)
         use_cache = self.cfg.cache if use_cache is None else use_cache
 
         with self._lock:
@@ -177,31 +158,45 @@ class Answerer:
         run.trace.append(Step("cache", run.timings["cache_lookup"], {"hit": False, "used": bool(use_cache)}))
 
         if not ready:
-            evidence, raw, intent, iterations, confidence, abstained, prompt = (
-                [],
-                "",
-                heuristic_intent(question),
-                0,
-                0.0,
-                True,
-                None,
-            )
+            draft = Draft([], "", heuristic_intent(question), 0, 0.0, True)
         elif self.llm is None:
-            evidence, raw, intent, iterations, confidence, abstained, prompt = self._extractive(run)
+            draft = self._extractive(run)
         else:
-            evidence, raw, intent, iterations, confidence, abstained, prompt = self._llm_loop(run, max_iterations)
+            draft = self._llm_loop(run, max_iterations)
+        checked = self._verify(run, draft)
+        answer = self._answer(run, draft, checked)
+        answer_id = dag_root = None
+        if ready:
+            t = time.perf_counter()
+            answer_id, dag_root = self._record(run, key, answer, draft, checked)
+            run.time("cache_write", (time.perf_counter() - t) * 1000)
+        done = {
+            "answer_id": answer_id,
+            "dag_root": dag_root,
+            "timings": run.timings,
+            "latency_ms": round((time.perf_counter() - t0) * 1000, 3),
+            "trace": [s.as_dict() for s in run.trace] if trace else None,
+        }
+        return answer.model_copy(update=done)  # a new Answer: none is changed once built
 
+    def _verify(self, run: Run, draft: Draft) -> Checked:
+        """The draft's claims through the verifier; an LLM answer that does not carry the question's
+        subject, when no evidence does either, becomes an abstention."""
         t = time.perf_counter()
-        verdict = verify.verify("" if abstained else raw, {e.pointer: e.text for e in evidence}, question=question)
+        question, abstained = run.question, draft.abstained
+        verdict = verify.verify(
+            "" if abstained else draft.raw, {e.pointer: e.text for e in draft.evidence}, question=question
+        )
         if self.llm is not None and not abstained and verdict.addresses_question is False:
             # The model's answer does not carry the question's subject: when no evidence does either,
             # the documentation does not answer it (the same check as the extractive answer's).
             subj = subject.subject(question)
-            if not subject.carried(subj, evidence).ok:
+            if not subject.carried(subj, draft.evidence).ok:
                 abstained = True
                 verdict = verify.verify("", {}, question=question)
-        claims = list(verdict.claims)
+        claims = verdict.claims
         audit = "UNGROUNDED" if abstained else verdict.audit_mode
+        confidence = draft.confidence
         if claims and not abstained:  # a confidence the verdict does not back is not reported
             confidence = round(confidence * sum(c.verified for c in claims) / len(claims), 3)
         run.time("verify", (time.perf_counter() - t) * 1000)
@@ -212,20 +207,9 @@ class Answerer:
                 {"claims": len(claims), "verified": sum(c.verified for c in claims), "audit_mode": audit},
             )
         )
-        rendered = render.render(claims, audit, abstained, verdict.deflection)
-        answer = self._answer(run, evidence, claims, audit, abstained, rendered, confidence, intent, iterations)
-        if not abstained and verdict.addresses_question is not None:
-            answer.addresses_question, answer.addresses_reason = verdict.addresses_question, verdict.reason
-        if ready:
-            t = time.perf_counter()
-            self._record(run, key, answer, evidence, raw, prompt, verdict)
-            run.time("cache_write", (time.perf_counter() - t) * 1000)
-        answer.timings = run.timings
-        answer.latency_ms = round((time.perf_counter() - t0) * 1000, 3)
-        answer.trace = [s.as_dict() for s in run.trace] if trace else None
-        return answer
+        return Checked(verdict, audit, abstained, confidence)
 
-    def _key(self, run: _Run) -> str:
+    def _key(self, run: Run) -> str:
         state = cache.store_state(self.conn(), cache.scope_sources(run.scope.filters))
         return cache.cache_key(
             {
@@ -247,20 +231,24 @@ class Answerer:
             return {"model": "extractive", "version": extractive.EXTRACTIVE_VERSION}
         return {**self.llm.profile, "prompts": prompts.PROMPTS_VERSION}
 
-    def _from_cache(self, hit: cache.Stored, run: _Run, t0: float, trace: bool) -> Answer:
-        answer = Answer(**hit.answer)
-        answer.cache = "hit"
-        answer.input_tokens = answer.output_tokens = 0
-        answer.llm_ms = 0.0
-        answer.timings = run.timings
-        answer.latency_ms = round((time.perf_counter() - t0) * 1000, 3)
-        if trace:
-            answer.trace = [Step("cache", run.timings["cache_lookup"], {"hit": True, "answer_id": hit.id}).as_dict()]
-        return answer
+    def _from_cache(self, hit: cache.Stored, run: Run, t0: float, trace: bool) -> Answer:
+        step = Step("cache", run.timings["cache_lookup"], {"hit": True, "answer_id": hit.id})
+        return Answer(
+            **{
+                **hit.answer,
+                "cache": "hit",
+                "input_tokens": 0,
+                "output_tokens": 0,
+                "llm_ms": 0.0,
+                "timings": run.timings,
+                "latency_ms": round((time.perf_counter() - t0) * 1000, 3),
+                "trace": [step.as_dict()] if trace else None,
+            }
+        )
 
     # --- the two ways to answer ------------------------------------------------------------------------------
 
-    def _search(self, run: _Run, query: str, iteration: int, limit: int) -> list:
+    def _search(self, run: Run, query: str, iteration: int, limit: int) -> list:
         t = time.perf_counter()
         hits = retrieve.search(self.searcher, query, run.scope, limit, self.cfg.per_doc)
         ms = (time.perf_counter() - t) * 1000
@@ -275,7 +263,7 @@ class Answerer:
         run.trace.append(Step("retrieve", ms, {"iteration": iteration, "query": query, "hits": len(hits)}))
         return hits
 
-    def _extractive(self, run: _Run):
+    def _extractive(self, run: Run) -> Draft:
         intent = heuristic_intent(run.question)
         pool = retrieve.EvidencePool(self.cfg.max_evidence)
         pool.add(self._search(run, run.question, 1, self.cfg.max_evidence))
@@ -305,7 +293,7 @@ class Answerer:
         prompt = provenance.prompt_payload(
             "extractive", run.question, pool.items, run.history, self.cfg.extractive_sentences
         )
-        return pool.items, raw, intent, 1, confidence, abstained, prompt
+        return Draft(pool.items, raw, intent, 1, confidence, abstained, prompt)
 
     def _embed(self, texts):
         """The question (as a query) and the candidate sentences (as documents), by the index's model."""
@@ -313,7 +301,7 @@ class Answerer:
         q = enc.encode([texts[0]], kind="query")
         return [q[0], *enc.encode(list(texts[1:]), kind="document")] if len(texts) > 1 else [q[0]]
 
-    def _chat(self, run: _Run, stage: str, messages, max_tokens: int | None = None) -> str:
+    def _chat(self, run: Run, stage: str, messages, max_tokens: int | None = None) -> str:
         t = time.perf_counter()
         c = self.llm.chat(messages, max_tokens=max_tokens)  # type: ignore[union-attr]
         run.input_tokens += c.input_tokens
@@ -322,7 +310,7 @@ class Answerer:
         run.time(stage, (time.perf_counter() - t) * 1000)
         return c.text
 
-    def _llm_loop(self, run: _Run, max_iterations: int):
+    def _llm_loop(self, run: Run, max_iterations: int) -> Draft:
         t = time.perf_counter()
         reply = self._chat(run, "classify", prompts.classify_messages(run.question), max_tokens=10)
         intent = prompts.parse_intent(reply) or heuristic_intent(run.question)
@@ -368,7 +356,7 @@ class Answerer:
                 break
             query = decision.query  # type: ignore[assignment]
         if not pool.items:
-            return [], "", intent, iterations, 0.0, True, None
+            return Draft([], "", intent, iterations, 0.0, True)
         prompt = prompts.respond_messages(run.question, pool.items, run.history)
         t = time.perf_counter()
         raw = self._chat(run, "respond", prompt)
@@ -380,36 +368,28 @@ class Answerer:
                 {"model": self.model_name, "evidence": len(pool.items), "declined": abstained},
             )
         )
-        return pool.items, raw, intent, iterations, min(confidence, 1.0), abstained, prompt
+        return Draft(pool.items, raw, intent, iterations, min(confidence, 1.0), abstained, prompt)
 
     # --- the result -----------------------------------------------------------------------------------------
 
-    def _answer(
-        self,
-        run: _Run,
-        evidence: list[Evidence],
-        claims: list[Claim],
-        audit: str,
-        abstained: bool,
-        rendered: str,
-        confidence: float,
-        intent: str,
-        iterations: int,
-    ) -> Answer:
+    def _answer(self, run: Run, draft: Draft, checked: Checked) -> Answer:
+        claims, abstained, verdict = checked.verdict.claims, checked.abstained, checked.verdict
         cited = {p for c in claims for p in c.pointers}
-        used = [e for e in evidence if e.pointer in cited]
-        sources = list(dict.fromkeys(e.url for e in used))
+        used = [e for e in draft.evidence if e.pointer in cited]
+        addresses = not abstained and verdict.addresses_question is not None
         return Answer(
             question=run.question,
-            answer=rendered,
+            answer=render.render(list(claims), checked.audit, abstained, verdict.deflection),
             claims=[c.as_dict() for c in claims],
             citations=[Citation(**e.citation()) for e in used],
-            sources=sources,
-            audit_mode=audit,  # type: ignore
+            sources=list(dict.fromkeys(e.url for e in used)),
+            audit_mode=checked.audit,  # type: ignore[arg-type]
             abstained=abstained,
-            confidence=0.0 if abstained else confidence,
-            intent=intent,
-            iterations=iterations,
+            addresses_question=verdict.addresses_question if addresses else None,
+            addresses_reason=verdict.reason if addresses else "",
+            confidence=0.0 if abstained else checked.confidence,
+            intent=draft.intent,
+            iterations=draft.iterations,
             model=self.model_name,
             input_tokens=run.input_tokens,
             output_tokens=run.output_tokens,
@@ -418,9 +398,12 @@ class Answerer:
         )
 
     def _record(
-        self, run: _Run, key: str | None, answer: Answer, evidence: list[Evidence], raw: str, prompt: Any, verdict
-    ) -> None:
-        answer.answer_id = uuid.uuid4().hex[:16]
+        self, run: Run, key: str | None, answer: Answer, draft: Draft, checked: Checked
+    ) -> tuple[str | None, str | None]:
+        """Chain the answer's stages and store it; its (answer_id, dag_root), or (None, None) when
+        recording fails (an answer is still an answer)."""
+        answer_id = uuid.uuid4().hex[:16]
+        raw = draft.raw
         payloads = {
             "question": {
                 "question": run.question,
@@ -429,25 +412,26 @@ class Answerer:
                 "history": run.history,
             },
             "retrieval": run.retrieval,
-            "evidence": provenance.evidence_payload(evidence),
-            "prompt": prompt,
+            "evidence": provenance.evidence_payload(draft.evidence),
+            "prompt": draft.prompt,
             "raw_answer": raw,
             "claims": provenance.claims_payload("" if answer.abstained else raw),
-            "verification": verdict.as_dict(),
+            "verification": checked.verdict.as_dict(),
             "rendered": answer.answer,
             "label": provenance.label_payload(answer.audit_mode, answer.abstained, answer.confidence),
         }
         stages, root = provenance.chain(payloads)
-        answer.dag_root = root
         stored = answer.model_dump(
             mode="json", exclude={"cache", "latency_ms", "timings", "trace", "llm_ms", "input_tokens", "output_tokens"}
         )
-        stored.update(input_tokens=answer.input_tokens, output_tokens=answer.output_tokens)
+        stored.update(
+            answer_id=answer_id, dag_root=root, input_tokens=answer.input_tokens, output_tokens=answer.output_tokens
+        )
         try:
             with self._lock:
                 cache.store(
                     self.conn(),
-                    answer_id=answer.answer_id,
+                    answer_id=answer_id,
                     key=key or "",
                     question=run.question,
                     model=answer.model,
@@ -459,5 +443,6 @@ class Answerer:
         except Exception as e:  # noqa: BLE001 — an answer is still an answer when recording it fails
             if isinstance(e, StoreError):
                 raise
-            log.warning("could not record answer %s: %s", answer.answer_id, e)
-            answer.answer_id = answer.dag_root = None
+            log.warning("could not record answer %s: %s", answer_id, e)
+            return None, None
+        return answer_id, root

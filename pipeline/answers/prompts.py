@@ -9,8 +9,9 @@ import re
 from dataclasses import dataclass
 
 from pipeline.answers.model import INTENTS, Evidence
+from pipeline.query.hits import where
 
-PROMPTS_VERSION = "1"
+PROMPTS_VERSION = "2"  # 2: evidence headers by pipeline.query.hits.where (a nested section as A › B)
 DEFAULT_CONFIDENCE = 0.7
 NOT_FOUND_TOKEN = "NOT_FOUND"
 
@@ -36,15 +37,6 @@ RESPOND_SYSTEM = (
     "- Do not add anything the evidence does not say.\n"
     f"- If the evidence does not answer the question, reply with exactly {NOT_FOUND_TOKEN}."
 )
-
-
-def where(title: str, section: str) -> str:
-    """`title › section`, without repeating a title that is also the top heading."""
-    if not section or section == title:
-        return title
-    if section.startswith(f"{title} > "):
-        section = section[len(title) + 3 :]
-    return f"{title} › {section}"
 
 
 def evidence_blocks(evidence: list[Evidence]) -> str:

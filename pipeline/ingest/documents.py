@@ -19,7 +19,7 @@ import psycopg
 from pipeline.ingest import ledger
 from pipeline.ingest.context import IngestContext, IngestStats, record_failures
 from pipeline.ingest.faults import failure, store_lost, unstorable
-from pipeline.ingest.ledger import LedgerRow, Plan, Verdict
+from pipeline.ingest.ledger import Decision, LedgerRow, Plan
 from pipeline.records import DocRef, Document, Failure, Part
 from pipeline.sources import open_source, skipped_by
 
@@ -42,7 +42,7 @@ ON CONFLICT (doc_key) DO UPDATE SET action = 'delete', content = NULL, chunked =
 
 def stage_documents(ctx: IngestContext, name: str, pages: Sequence[str] | None = None) -> IngestStats:
     """List the source (or only `pages`, where the source can list a part of itself: a Confluence
-    webhook's page), judge each document against the ledger, stage what changed."""
+    webhook's page), decide each document against the ledger, stage what changed."""
     t0 = time.perf_counter()
     settings = ctx.settings
     source = open_source(settings, settings.source(name))
@@ -79,7 +79,7 @@ def _apply(
     indexed: dict[str, LedgerRow],
     part: Part | None = None,
 ) -> IngestStats:
-    """Fetch what the plan says, judge each document, and write the outcome."""
+    """Fetch what the plan says, decide each document, and write the outcome."""
     staged: dict[str, str] = {
         k: h
         for k, h in conn.execute(  # doc_key → content hash, of upserts an interrupted run staged
@@ -87,7 +87,7 @@ def _apply(
         ).fetchall()
         if part is None or part.owns(k)
     }
-    verdicts: Counter[Verdict] = Counter()
+    decisions: Counter[Decision] = Counter()
     settled, failures = set(plan.skip), []
     with conn.cursor() as cur:
         for i, item in enumerate(source.fetch(list(plan.fetch)), 1):
@@ -98,8 +98,8 @@ def _apply(
                 failures.append(Failure(item.ref.key, "decode", problem))
                 continue
             try:  # one document's fault is its own: recorded, and the rest go on
-                verdict = ledger.judge(item.content_hash, indexed.get(item.ref.key), ctx.fingerprint)
-                if verdict is Verdict.REFRESH:
+                decision = ledger.decide(item.content_hash, indexed.get(item.ref.key), ctx.fingerprint)
+                if decision is Decision.REFRESH:
                     ledger.refresh(cur, item.ref)
                     settled.add(item.ref.key)
                 elif staged.get(item.ref.key) != item.content_hash:  # else: already staged by an interrupted run
@@ -109,7 +109,7 @@ def _apply(
                     raise
                 failures.append(failure(item.ref.key, "fetch", e))
                 continue
-            verdicts[verdict] += 1
+            decisions[decision] += 1
             ctx.progress("documents", len(plan.skip) + i, len(refs))
         cur.executemany(_DELETE, [(k, name, ctx.run_id) for k in plan.delete])
         unwanted = ledger.unwanted_staging(
@@ -124,9 +124,9 @@ def _apply(
             cur.execute("DELETE FROM failures WHERE source = %s AND doc_key = ANY(%s)", (name, owned))
         record_failures(conn, name, failures, ctx.run_id)
     return IngestStats(
-        files_added=verdicts[Verdict.ADD],
-        files_updated=verdicts[Verdict.UPDATE],
-        files_unchanged=len(plan.skip) + verdicts[Verdict.REFRESH],
+        files_added=decisions[Decision.ADD],
+        files_updated=decisions[Decision.UPDATE],
+        files_unchanged=len(plan.skip) + decisions[Decision.REFRESH],
         files_deleted=len(plan.delete),
         files_failed=len(failures),
         failures=tuple(failures),

@@ -15,7 +15,7 @@ fingerprint and model; otherwise the document is read and re-chunked.
   4. DELETE  a ledger row whose key the listing no longer has: staged for
              deletion (applied in stage 3, after its vectors could be reused).
 
-`plan` (the listing) and `judge` (each fetched document) are pure, tested
+`plan` (the listing) and `decide` (each fetched document) are pure, tested
 without Postgres in tests/test_ledger.py; the SQL below reads and writes rows.
 """
 
@@ -50,7 +50,7 @@ class Fingerprint:
     model: str
 
 
-class Verdict(Enum):
+class Decision(Enum):
     """What becomes of a fetched document."""
 
     REFRESH = "refresh"
@@ -63,7 +63,7 @@ class Plan:
     """What the listing alone decides."""
 
     skip: tuple[str, ...]  # keys proven unchanged: not read
-    fetch: tuple[DocRef, ...]  # to read, then `judge`
+    fetch: tuple[DocRef, ...]  # to read, then `decide`
     delete: tuple[str, ...]  # indexed, no longer listed
 
 
@@ -91,11 +91,11 @@ def plan(refs: Iterable[DocRef], ledger: Mapping[str, LedgerRow], now: Fingerpri
     return Plan(tuple(skip), tuple(fetch), tuple(k for k in ledger if k not in listed))
 
 
-def judge(content_hash: str, row: LedgerRow | None, now: Fingerprint) -> Verdict:
+def decide(content_hash: str, row: LedgerRow | None, now: Fingerprint) -> Decision:
     """Rules 2 and 3, for one fetched document and its ledger row (None: never indexed)."""
     if row is not None and _current(row, now) and row.content_hash == content_hash:
-        return Verdict.REFRESH
-    return Verdict.ADD if row is None else Verdict.UPDATE
+        return Decision.REFRESH
+    return Decision.ADD if row is None else Decision.UPDATE
 
 
 def unwanted_staging(

@@ -36,12 +36,22 @@ class Hit:
         return cite_label(self.title, self.page, self.section)
 
 
+def where(title: str, section: str) -> str:
+    """`title › A › B`: the one "title › section" label (CLI, answer prompts, servers); the section's
+    ' > ' joins shown as ' › ', a top heading that repeats the title left out."""
+    return " › ".join([title, *_path(title, section)] if title else _path(title, section))
+
+
 def cite_label(title: str, page: int | None, section: str) -> str:
-    """`title, page N, A › B` with what is known; the section's ' > ' joins shown as ' › '."""
-    path = [p for p in section.split(" > ") if p and p != title]
+    """`title, page N, A › B` with what is known (the section as `where` shows it)."""
     parts = [title] if title else []
     if page is not None:
         parts.append(f"page {page}")
-    if path:
+    if path := _path(title, section):
         parts.append(" › ".join(path))
     return ", ".join(parts)
+
+
+def _path(title: str, section: str) -> list[str]:
+    path = [p for p in section.split(" > ") if p]
+    return path[1:] if path and path[0] == title else path

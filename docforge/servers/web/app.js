@@ -97,6 +97,14 @@ function selectTab(id) {
 
 // --- search --------------------------------------------------------------------------------------------
 
+// "title › A › B": the rule of pipeline.query.hits.where (the CLI's and the answer prompts' label), so the
+// page reads the same; a top heading that repeats the title is left out.
+function heading(title, section) {
+  const path = (section || "").split(" > ").filter(Boolean);
+  if (path.length && path[0] === title) path.shift();
+  return (title ? [title, ...path] : path).join(" › ");
+}
+
 function terms(query) {
   const words = String(query).toLowerCase().match(/[\p{L}\p{N}_]{2,}/gu) || [];
   return [...new Set(words)].sort((a, b) => b.length - a.length);
@@ -158,7 +166,7 @@ async function runSearch(event) {
     const words = terms(query);
     $("search-status").textContent = `${data.hits.length} result${data.hits.length === 1 ? "" : "s"}`;
     for (const h of data.hits) {
-      const title = h.section ? `${h.title} › ${h.section}` : h.title;
+      const title = heading(h.title, h.section);
       const meta = [`score ${Number(h.score).toFixed(3)}`, h.source, h.type];
       if (h.page !== null && h.page !== undefined) meta.push(`page ${h.page}`);
       list.append(el("li", { class: "result card" },
@@ -184,7 +192,7 @@ function claimItem(c) {
 }
 
 function citationCard(c) {
-  const title = c.section ? `${c.title} › ${c.section}` : c.title;
+  const title = heading(c.title, c.section);
   const evidence = el("blockquote", { class: "evidence", text: "Loading the evidence…" });
   const where = [c.source, `chunk ${c.chunk_index}`];
   if (c.page !== null && c.page !== undefined) where.push(`page ${c.page}`);

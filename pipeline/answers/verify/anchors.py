@@ -1,0 +1,155 @@
+"""Anchors: the names, numbers, identifiers and dates a claim stands on, and where they are in a block."""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_left
+from dataclasses import dataclass
+
+from pipeline.answers import text as tx
+from pipeline.answers.verify.blocks import Block, find_dates
+from pipeline.answers.verify.policy import TIGHT, WINDOW
+
+_IDENT = re.compile(
+    r"`([^`\n]{1,80})`|\b[A-Za-z_][\w]*(?:(?:::|\.)[A-Za-z_]\w*)+(?:\(\))?"
+    r"|\b[a-z]+_[a-z_0-9]+\b|\b[a-z]+[A-Z]\w*\b|\b[A-Za-z]+\d+[A-Za-z\d]*\b"
+)
+_CONNECT = frozenset({"of", "for", "the", "de", "von", "van", "der", "la", "le", "du", "del"})
+_NOT_COUNTS = frozenset({"one", "single", "half", "double", "twice", "triple", "dozen"})
+
+
+@dataclass
+class Anchors:
+    proper: list[str]  # normalised multi-word (or mid-sentence) proper nouns
+    numbers: list[str]  # number keys ("#3") that must occur
+    idents: list[str]  # normalised code identifiers
+    dates: list[tuple[int, int | None, int]]
+
+    @property
+    def all(self) -> list[str]:
+        return self.proper + self.idents + self.numbers
+
+
+def anchors(sentence: str) -> Anchors:
+    folded_raw = tx.fold(sentence)
+    proper = proper_nouns(sentence)
+    idents = []
+    for m in _IDENT.finditer(sentence):
+        ident = tx.normalise(m.group(1) or m.group(0)).strip()
+        if ident and not ident.isdigit() and ident not in idents:
+            idents.append(ident)
+    numbers = []
+    for w in tx.words(sentence):
+        if w in _NOT_COUNTS or w in tx.ORDINALS:
+            continue
+        if tx.number_value(w) is not None:
+            k = tx.key(w)
+            if k not in numbers:
+                numbers.append(k)
+    return Anchors(proper, numbers, idents, find_dates(folded_raw))
+
+
+def proper_nouns(sentence: str) -> list[str]:
+    """Runs of capitalised words (inner 'of'/'for'/… allowed): multi-word ones, or single ones not
+    at the start of a sentence (a capital there says nothing)."""
+    tokens = re.findall(r"[\w'’&-]+(?:\.\w+)*|[.!?:;,()\"]", sentence)
+    out: list[str] = []
+    run: list[tuple[str, bool]] = []
+
+    def close() -> None:
+        words = [w for w, _ in run]
+        initial = bool(run) and run[0][1]
+        while words and words[-1].lower() in _CONNECT:
+            words.pop()
+        while words and words[0].lower() in tx.STOPWORDS:  # "The Rust Foundation" → "Rust Foundation"
+            words.pop(0)
+            initial = False
+        if len(words) >= 2 or (len(words) == 1 and not initial):
+            phrase = tx.normalise(" ".join(words)).strip()
+            if phrase and phrase not in out:
+                out.append(phrase)
+        run.clear()
+
+    start = True
+    for i, t in enumerate(tokens):
+        if t in ".!?:;":
+            close()
+            start = True
+            continue
+        if t in ',()"':
+            close()
+            continue
+        if t[0].isupper() and t != "I":
+            run.append((t, start))
+        elif run and t.lower() in _CONNECT and i + 1 < len(tokens) and tokens[i + 1][0].isupper():
+            run.append((t, False))
+        else:
+            close()
+        start = False
+    close()
+    return out
+
+
+def is_anchor_key(k: str, anc: Anchors) -> bool:
+    if k in anc.numbers:
+        return True
+    return any(k in (tx.key(w) for w in p.split()) for p in anc.proper + anc.idents)
+
+
+def positions_of(a: str, anc: Anchors, b: Block) -> list[int]:
+    if a.startswith("#"):
+        return b.positions.get(a, [])
+    return b.phrase_at(" " + a + " ")
+
+
+def near(spots: list[list[int]], b: Block) -> bool:
+    """Some choice of one position per anchor lies within WINDOW tokens (unknown positions match)."""
+    known = [[p for p in ps if p >= 0] for ps in spots]
+    known = [ps for ps in known if ps]
+    if len(known) < 2:
+        return True
+    return within(known, WINDOW)
+
+
+def within(spots: list[list[int]], span: int) -> bool:
+    """Some position of the first list has one of every other list within `span` tokens (lists are
+    ascending: a binary search each, not a scan)."""
+    return any(
+        all((j := bisect_left(ps, start - span)) < len(ps) and ps[j] <= start + span for ps in spots[1:])
+        for start in spots[0]
+    )
+
+
+def together(names: list[str], anc: Anchors, b: Block) -> bool:
+    """Two or more names must meet in one sentence of the block (or within TIGHT tokens): names that
+    the evidence only mentions apart are the raw material of swapped-entity fabrications."""
+    spots = [[p for p in positions_of(a, anc, b) if p >= 0] for a in names]
+    spots = [ps for ps in spots if ps]
+    if len(spots) < 2:
+        return True
+    if set.intersection(*(b.sentences_with(ps) for ps in spots)):
+        return True
+    return within(spots, TIGHT)
+
+
+def anchor_problems(anc: Anchors, cited: list[Block]) -> list[str]:
+    problems = []
+    for d in anc.dates:
+        if not any(_date_in(d, b) for b in cited):
+            month = list(tx.MONTHS)[d[0] - 1].title()
+            day = "" if d[1] is None else f"{d[1]} "
+            problems.append(f"date {month} {day}{d[2]} is not in the cited evidence")
+    for n in anc.numbers:
+        if not any(n in b.keyset for b in cited):
+            problems.append(f"number {n[1:]} is not in the cited evidence")
+    for ident in anc.idents:
+        if not any(f" {ident} " in b.norm or f" {ident} " in b.norm_plain for b in cited):
+            problems.append(f"identifier {ident!r} is not in the cited evidence")
+    if anc.proper and not any(f" {p} " in b.norm or f" {p} " in b.norm_plain for p in anc.proper for b in cited):
+        problems.append(f"none of its names ({', '.join(anc.proper)}) is in the cited evidence")
+    return problems
+
+
+def _date_in(d: tuple[int, int | None, int], b: Block) -> bool:
+    month, day, year = d
+    return any(m == month and y == year and (day is None or dd == day) for m, dd, y in b.dates)

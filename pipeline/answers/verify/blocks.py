@@ -1,0 +1,160 @@
+"""Evidence blocks: a cited text, preprocessed once (words, keys, sentences, dates) for every claim citing it."""
+
+from __future__ import annotations
+
+import re
+from functools import cached_property
+
+from pipeline.answers import text as tx
+
+_ISO_DATE = re.compile(r"\b(\d{4})-(\d{1,2})(?:-(\d{1,2}))?\b")
+_MONTH = (
+    r"(jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?"
+    r"|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?"
+)
+_DATE_MDY = re.compile(rf"\b{_MONTH}\s+(?:(\d{{1,2}})(?:st|nd|rd|th)?,?\s+)?(\d{{4}})\b")
+_DATE_DMY = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH},?\s+(\d{{4}})\b")
+_MD_LINK = re.compile(r"!?\[([^\]\n]*)\]\([^)\s]*(?:\s+\"[^\"]*\")?\)|!?\[([^\]\n]+)\]\[[^\]\n]*\]|<https?://[^>]+>")
+
+
+class Block:
+    """A cited evidence text, preprocessed once for every claim that cites it."""
+
+    def __init__(self, text: str):
+        self.text = text
+        self.norm = tx.normalise(text)
+        plain = _MD_LINK.sub(lambda m: m.group(1) or m.group(2) or " ", text)
+        self.norm_plain = tx.normalise(plain) if plain != text else self.norm
+
+    # Lazy: a claim that passes by span never needs them.
+    @cached_property
+    def words(self) -> list[str]:
+        return tx.words(self.text)
+
+    @cached_property
+    def keys(self) -> list[str]:
+        return [tx.key(w) for w in self.words]
+
+    @cached_property
+    def keyset(self) -> frozenset[str]:
+        return frozenset(self.keys)
+
+    @cached_property
+    def folded(self) -> str:
+        return tx.fold(self.text)
+
+    @cached_property
+    def positions(self) -> dict[str, list[int]]:
+        pos: dict[str, list[int]] = {}
+        for i, k in enumerate(self.keys):
+            pos.setdefault(k, []).append(i)
+        return pos
+
+    @cached_property
+    def sentences(self) -> list[tuple[int, int]]:
+        """Token ranges [start, end) of the block's sentences (lines count as boundaries)."""
+        out, start = [], 0
+        self._sentence_texts: dict[tuple[int, int], str] = {}
+        for line in self.text.splitlines():
+            for s in tx.split_sentences(line):
+                n = len(tx.words(s))
+                if n:
+                    out.append((start, start + n))
+                    self._sentence_texts[(start, start + n)] = s
+                    start += n
+        return out or [(0, len(self.words))]
+
+    def sentence_text(self, lo: int, hi: int) -> str:
+        self.sentences  # noqa: B018 — fills _sentence_texts
+        return self._sentence_texts.get((lo, hi), " ".join(self.words[lo:hi]))
+
+    @cached_property
+    def dates(self) -> set[tuple[int, int | None, int]]:
+        return set(find_dates(self.folded))
+
+    def phrase_at(self, phrase_norm: str) -> list[int]:
+        """Token positions where a normalised phrase starts (remembered: claims repeat their anchors)."""
+        if (known := self._phrases.get(phrase_norm)) is not None:
+            return known
+        out, i, last, spaces = [], self.norm.find(phrase_norm), 0, 0
+        while i >= 0:
+            spaces += self.norm.count(" ", last, i)  # counted from the last hit, not from 0: linear in the text
+            out.append(spaces)
+            last, i = i, self.norm.find(phrase_norm, i + 1)
+        if not out and phrase_norm in self.norm_plain:
+            out.append(-1)  # present (in link text), position unknown
+        self._phrases[phrase_norm] = out
+        return out
+
+    @cached_property
+    def _phrases(self) -> dict[str, list[int]]:
+        return {}
+
+    def words_of(self, hay: str) -> frozenset[str]:
+        """The words of `norm` or `norm_plain` (whichever `hay` is), as a span match needs them all."""
+        if hay is self.norm:
+            return self._norm_words
+        return self._plain_words
+
+    @cached_property
+    def _norm_words(self) -> frozenset[str]:
+        return frozenset(self.norm.split())
+
+    @cached_property
+    def _plain_words(self) -> frozenset[str]:
+        return frozenset(self.norm_plain.split())
+
+    # Sentence lookups, so a claim costs what its own words cost, not a pass over every sentence.
+    @cached_property
+    def sentence_of(self) -> list[int]:
+        """The sentence number of each token position."""
+        out = [0] * len(self.keys)
+        for n, (lo, hi) in enumerate(self.sentences):
+            out[lo:hi] = [n] * (hi - lo)
+        return out
+
+    @cached_property
+    def sentence_keys(self) -> list[frozenset[str]]:
+        return [frozenset(self.keys[lo:hi]) for lo, hi in self.sentences]
+
+    def sentences_with(self, positions: list[int]) -> set[int]:
+        """The sentence numbers holding these token positions (unknown ones, -1, left out)."""
+        return {self.sentence_of[p] for p in positions if 0 <= p < len(self.sentence_of)}
+
+    @cached_property
+    def key_sentences(self) -> dict[str, set[int]]:
+        return {k: self.sentences_with(ps) for k, ps in self.positions.items()}
+
+
+class LazyBlocks(dict):
+    """Blocks built on first use: most inputs cite few of the blocks they carry."""
+
+    def __init__(self, texts: dict[str, str]):
+        super().__init__()
+        self.texts = texts
+
+    def __contains__(self, pointer) -> bool:
+        return pointer in self.texts
+
+    def __missing__(self, pointer: str) -> Block:
+        block = self[pointer] = Block(self.texts[pointer])
+        return block
+
+
+def find_dates(folded: str) -> list[tuple[int, int | None, int]]:
+    """(month, day or None, year) of every date written in a text."""
+    out = []
+    for m in _DATE_MDY.finditer(folded):
+        out.append(
+            (
+                tx.MONTHS[m.group(1)[:3] if m.group(1)[:4] != "sept" else "sep"],
+                int(m.group(2)) if m.group(2) else None,
+                int(m.group(3)),
+            )
+        )
+    for m in _DATE_DMY.finditer(folded):
+        out.append((tx.MONTHS[m.group(2)[:3]], int(m.group(1)), int(m.group(3))))
+    for m in _ISO_DATE.finditer(folded):
+        if 1 <= int(m.group(2)) <= 12:
+            out.append((int(m.group(2)), int(m.group(3)) if m.group(3) else None, int(m.group(1))))
+    return out

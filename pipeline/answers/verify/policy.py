@@ -1,0 +1,16 @@
+"""The verifier's thresholds, and the policy record an answer carries (its version names a change of rules)."""
+
+POLICY_VERSION = "2"  # 2: the question-aware layer (addresses_question, deflection → HYBRID); no new content word
+PARAPHRASE_MIN = 0.85
+ENTITY_OTHER_MIN = 0.8
+ENTITY_SINGLE_MIN = 0.85  # an entity claim with a single anchor needs this much of its other words
+WINDOW = 40  # "near each other", in tokens
+TIGHT = 12  # names outside one sentence must be this close
+POLICY = {
+    "version": POLICY_VERSION,
+    "paraphrase_min": PARAPHRASE_MIN,
+    "entity_other_min": ENTITY_OTHER_MIN,
+    "entity_single_min": ENTITY_SINGLE_MIN,
+    "window": WINDOW,
+    "tight": TIGHT,
+}

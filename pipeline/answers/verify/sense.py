@@ -1,0 +1,84 @@
+"""Sense checks for reworded claims: same polarity as the evidence sentence, names in the same roles."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+from pipeline.answers import text as tx
+from pipeline.answers.verify.anchors import Anchors, positions_of, together
+from pipeline.answers.verify.blocks import Block
+from pipeline.answers.verify.policy import WINDOW
+
+
+def sense_problems(s: str, anc: Anchors, cited: list[Block]) -> list[str]:
+    """For claims that only share words with the evidence: same polarity, same order of names."""
+    words = tx.words(s)
+    for name in anc.proper:  # reworded claims may not bring names of their own
+        if not any(all(tx.key(w) in b.keyset for w in name.split() if tx.is_content(w)) for b in cited):
+            return [f"name {name!r} is not in the cited evidence"]
+    keys = {tx.key(w) for w in words if tx.is_content(w) and w not in tx.NEGATIONS}
+    best, best_b, best_r = -1.0, None, (0, 0)
+    for b in cited:
+        shared = Counter(n for k in keys for n in b.key_sentences.get(k, ()))  # only sentences it shares words with
+        for n in sorted(shared) or [0]:
+            (lo, hi), sk, hit = b.sentences[n], b.sentence_keys[n], shared[n]
+            score = hit / (len(keys) or 1) + 0.01 * hit / (len(sk) or 1)  # ties: the more specific sentence
+            if score > best:
+                best, best_b, best_r = score, b, (lo, hi)
+    if best_b is None:
+        return []
+    lo, hi = best_r
+    claim_neg = _negated(s, keys)
+    # a bare name ("Ford Fusion") asserts no polarity
+    short = not claim_neg and len(words) <= 4 and all(w[:1].isupper() or w[:1].isdigit() for w in s.split())
+    if not short and claim_neg != _negated(best_b.sentence_text(lo, hi), keys):
+        return ["negation differs from the evidence sentence it matches"]
+    far = [n for n in anc.numbers if not any(lo - WINDOW <= p < hi + WINDOW for p in best_b.positions.get(n, []))]
+    if far:
+        return [f"number {far[0][1:]} is not where the evidence says what the claim says"]
+    if len(anc.proper) >= 2 and not any(together(anc.proper, anc, b) for b in cited):
+        return ["its names never appear together in the cited evidence"]
+    named = anc.proper + anc.idents + anc.numbers
+    first = re.match(r"\s*([A-Z][\w'’-]+)", s)  # a capital at the start may be a name too
+    if first and first.group(1).lower() not in tx.STOPWORDS and tx.normalise(first.group(1)).strip() not in named:
+        named = [tx.normalise(first.group(1)).strip()] + named
+    if len(named) >= 2 and _swapped(s, named, anc, best_b, lo, hi):
+        return ["names appear in swapped roles in the evidence"]
+    return []
+
+
+def _negated(text: str, claim_keys: set[str]) -> int:
+    """Negations that govern what the claim talks about (one in an aside of the evidence does not count)."""
+    return sum(1 for scope in tx.negation_scopes(text) if scope & claim_keys or not scope)
+
+
+def _swapped(s: str, named: list[str], anc: Anchors, b: Block, lo: int, hi: int) -> bool:
+    """Two names joined by the same relation words in the claim and in the evidence sentence, but in
+    the opposite order ("A acquired B" against "B acquired A"); passives ("by") are left alone."""
+    claim = Block(s)
+    if "by" in claim.words or "by" in b.words[lo:hi]:
+        return False
+    for i, x in enumerate(named):
+        for y in named[i + 1 :]:
+            cx, cy = positions_of(x, anc, claim), positions_of(y, anc, claim)
+            ex = [p for p in positions_of(x, anc, b) if lo <= p < hi]
+            ey = [p for p in positions_of(y, anc, b) if lo <= p < hi]
+            if not (cx and cy and ex and ey) or cx[0] < 0 or cy[0] < 0:
+                continue
+            if (cx[0] < cy[0]) == (ex[0] < ey[0]):
+                continue
+            c_lo, c_hi = sorted((cx[0], cy[0]))
+            e_lo, e_hi = sorted((ex[0], ey[0]))
+            rel_c = {
+                k
+                for k, w in zip(claim.keys[c_lo + 1 : c_hi], claim.words[c_lo + 1 : c_hi], strict=False)
+                if tx.is_content(w)
+            }
+            rel_e = {
+                k for k, w in zip(b.keys[e_lo + 1 : e_hi], b.words[e_lo + 1 : e_hi], strict=False) if tx.is_content(w)
+            }
+            rel_c -= set(claim.keys[cx[0] : cx[0] + len(x.split())]) | set(claim.keys[cy[0] : cy[0] + len(y.split())])
+            if rel_c and rel_c <= rel_e:
+                return True
+    return False
