@@ -8,8 +8,9 @@ whatever else is queued up to `max_batch` texts (the cap), encodes each kind in
 one call and hands every caller its rows. Under load the window hardly matters:
 jobs pile up while a pass runs and the next pass takes them all.
 
-`SharedEncoder` puts a Batcher (and a small LRU of recent query vectors: people
-repeat questions, and a page asks what its search just asked) in front of any
+`SharedEncoder` puts a Batcher (and an LRU of recent vectors: people repeat questions,
+a page asks what its search just asked, and answers embed the same evidence sentences
+again) in front of any
 TextEmbedder; `pipeline.embedders` gives one to every process that embeds
 queries. The embedder service (docforge.servers.embedder) uses the Batcher
 directly.
@@ -32,7 +33,7 @@ from pipeline.embed import Kind, TextEmbedder
 
 WAIT_S = 0.002  # the collection window: long enough for requests that arrive together, short next to a search
 MAX_BATCH = 64  # the cap: texts per forward pass (a query is short; 64 of them are one small batch)
-LRU_SIZE = 256  # recent query vectors kept (384 floats each: ~400 KB)
+LRU_SIZE = 4096  # recent vectors kept, by kind and text (384 floats each: ~6 MB)
 
 
 @dataclass
@@ -95,7 +96,7 @@ class Batcher:
 
 class SharedEncoder:
     """A TextEmbedder whose `encode` calls share forward passes with concurrent ones (a Batcher, started
-    on first use), and whose query vectors are remembered (the last LRU_SIZE). Everything else is the
+    on first use), and whose vectors are remembered (the last LRU_SIZE, by kind and text). Everything else is the
     wrapped embedder's."""
 
     def __init__(self, inner: TextEmbedder, lru_size: int = LRU_SIZE):
@@ -103,7 +104,7 @@ class SharedEncoder:
         self.lru_size = lru_size
         self._lock = threading.Lock()
         self._batcher: Batcher | None = None
-        self._recent: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._recent: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
 
     def __getattr__(self, name: str) -> Any:  # model_id, dimension, tokenizer, info(), ...
         return getattr(self.inner, name)
@@ -114,18 +115,16 @@ class SharedEncoder:
 
     def encode(self, texts: Sequence[str], kind: Kind = "document") -> np.ndarray:
         texts = list(texts)
-        if kind != "query":
-            return self._pass(texts, kind)
         with self._lock:
-            known = {t: v for t in texts if (v := self._recent.get(t)) is not None}
+            known = {t: v for t in texts if (v := self._recent.get((kind, t))) is not None}
             for t in known:
-                self._recent.move_to_end(t)
+                self._recent.move_to_end((kind, t))
         missing = list(dict.fromkeys(t for t in texts if t not in known))
         if missing:
             fresh = dict(zip(missing, self._pass(missing, kind), strict=True))
             with self._lock:
                 for t, v in fresh.items():
-                    self._recent[t] = v
+                    self._recent[(kind, t)] = v
                 while len(self._recent) > self.lru_size:
                     self._recent.popitem(last=False)
             known.update(fresh)
