@@ -22,6 +22,7 @@ from typing import Any
 from pipeline.answers import Answer, Answerer
 from pipeline.config import config_file, load_settings
 from pipeline.errors import DocforgeError
+from pipeline.query.filters import with_repo
 
 _answerers: dict[Path, Answerer] = {}
 _lock = threading.Lock()
@@ -53,8 +54,7 @@ def ask(
     """Answer `question` from the indexed documentation, with verified, cited claims."""
     return answerer(config).ask(
         question,
-        filters=filters,
-        filter_repo=filter_repo,
+        filters=with_repo(filters, filter_repo),
         mode=mode,
         rerank=rerank,
         history=history,

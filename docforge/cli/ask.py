@@ -51,12 +51,12 @@ def command(
     """
     from pipeline.answers import Answerer
     from pipeline.config import load_settings
+    from pipeline.query.filters import with_repo
 
     with Answerer(load_settings(config)) as answerer:
         answer = answerer.ask(
             question,
-            filters=filters,
-            filter_repo=filter_repo,
+            filters=with_repo(filters, filter_repo),
             mode=mode,
             max_iterations=max_iterations,
             use_cache=False if no_cache else None,

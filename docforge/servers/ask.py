@@ -13,6 +13,7 @@ from docforge.servers.remote import RemoteRoute
 from pipeline.answers import Answer, Answerer
 from pipeline.errors import AnswerError
 from pipeline.query import Mode
+from pipeline.query.filters import with_repo
 
 log = logging.getLogger("docforge.servers")
 
@@ -69,8 +70,7 @@ class LocalAsk:
     def __call__(self, req: AskRequest) -> Answer:
         return self.answerer.ask(
             req.question,
-            filters=req.filters,
-            filter_repo=req.filter_repo,
+            filters=with_repo(req.filters, req.filter_repo),
             mode=req.mode,
             rerank=req.rerank,
             boost_tags=[t for t in (req.team_name, req.area_name) if t],

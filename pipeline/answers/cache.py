@@ -8,7 +8,7 @@ The key is sha256 over canonical JSON of:
   of the ledger and the store's embedding model;
 - the question in its canonical form (`canonical_question`, mode `strict` or `equivalence`);
 - the model profile (base_url, model, temperature, max_tokens, prompts' version; or the extractive
-  answerer's version), the conversation's prior turns, the request's scope (filters, filter_repo,
+  answerer's version), the conversation's prior turns, the request's scope (filters, a `filter_repo` among them,
   mode, rerank, boost tags; max_iterations with an LLM), the search and answers settings, the
   schema version, CANON_VERSION and the verifier's policy.
 """

@@ -127,7 +127,6 @@ class Answerer:
         question: str,
         *,
         filters: dict | None = None,
-        filter_repo: str | None = None,
         mode: str = "hybrid",
         rerank: bool | None = None,
         boost_tags: tuple[str, ...] | list[str] = (),
@@ -142,7 +141,7 @@ class Answerer:
             raise AnswerError("the question is empty")
         if len(question) > MAX_QUESTION:
             raise AnswerError(f"the question is longer than {MAX_QUESTION} characters")
-        scope = retrieve.Scope(filters, filter_repo, mode, rerank, tuple(t for t in boost_tags if t))
+        scope = retrieve.Scope(filters, mode, rerank, tuple(t for t in boost_tags if t))
         max_iterations = max_iterations or self.cfg.max_iterations
         run = Run(question, scope, history or None, max_iterations)
         use_cache = self.cfg.cache if use_cache is None else use_cache

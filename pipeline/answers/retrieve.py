@@ -7,27 +7,20 @@ from typing import Any
 
 from pipeline.answers.model import Evidence, text_hash
 from pipeline.query import Hit, Searcher
-from pipeline.query.filters import with_repo
 
 
 @dataclass(frozen=True)
 class Scope:
     """What a request may search: part of the cache key."""
 
-    filters: dict[str, Any] | None = None
-    filter_repo: str | None = None
+    filters: dict[str, Any] | None = None  # a surface's `filter_repo` is already in here (with_repo)
     mode: str = "hybrid"
     rerank: bool | None = None
     boost_tags: tuple[str, ...] = ()
 
-    def search_filters(self) -> dict[str, Any] | None:
-        """`filters`, ANDed with "repository path or URL contains filter_repo"."""
-        return with_repo(self.filters, self.filter_repo)
-
     def as_dict(self) -> dict[str, Any]:
         return {
             "filters": self.filters,
-            "filter_repo": self.filter_repo,
             "mode": self.mode,
             "rerank": self.rerank,
             "boost_tags": sorted(self.boost_tags),
@@ -35,7 +28,7 @@ class Scope:
 
 
 def search(searcher: Searcher, query: str, scope: Scope, limit: int, per_doc: int | None = None) -> list[Hit]:
-    kwargs: dict[str, Any] = {"filters": scope.search_filters(), "boost_tags": scope.boost_tags, "rerank": scope.rerank}
+    kwargs: dict[str, Any] = {"filters": scope.filters, "boost_tags": scope.boost_tags, "rerank": scope.rerank}
     if per_doc:
         kwargs["per_doc"] = per_doc  # the answer layer wants context: several chunks of a good document
     return searcher.search(query, limit, scope.mode, **kwargs)  # type: ignore[arg-type]
