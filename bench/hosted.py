@@ -85,7 +85,7 @@ def wait_health(url: str, proc: subprocess.Popen, timeout_s: float = 300) -> Non
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise RuntimeError(f"{url}: the process exited with {proc.returncode}")
+            raise RuntimeError(f"{url}: the process exited with {proc.returncode}: {stderr_tail(proc)}")
         try:
             if httpx.get(f"{url}/health", timeout=1).status_code == 200:
                 return
@@ -96,7 +96,17 @@ def wait_health(url: str, proc: subprocess.Popen, timeout_s: float = 300) -> Non
 
 
 def start(args: list[str], env: dict) -> subprocess.Popen:
-    return subprocess.Popen([DOCFORGE, *args], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    """A docforge process whose stderr goes to a temporary file: a pipe nobody reads fills and stalls it."""
+    log = tempfile.TemporaryFile()  # noqa: SIM115 (lives as long as the process; closed with it)
+    proc = subprocess.Popen([DOCFORGE, *args], env=env, stdout=subprocess.DEVNULL, stderr=log)
+    proc.stderr_log = log  # type: ignore[attr-defined]
+    return proc
+
+
+def stderr_tail(proc: subprocess.Popen, n: int = 2000) -> str:
+    log = proc.stderr_log  # type: ignore[attr-defined]
+    log.seek(0)
+    return log.read().decode(errors="replace")[-n:]
 
 
 def status_kb(pid: int, key: str) -> int:
@@ -137,7 +147,7 @@ def measure_api(config: Path, env: dict, searches: int = 50) -> dict:
     try:
         while True:
             if api.poll() is not None:
-                raise RuntimeError(f"the API exited with {api.returncode}: {api.stderr.read().decode()[-2000:]}")
+                raise RuntimeError(f"the API exited with {api.returncode}: {stderr_tail(api)}")
             try:
                 resp = httpx.post(f"{url}/search", json=body, headers=headers, timeout=30)
                 if resp.status_code == 200:
