@@ -6,6 +6,7 @@
     python bench/query.py --vectors gaussian        # no embedding at all (pessimistic recall)
     python bench/query.py --compare-float32         # also an HNSW index of float32 vectors: recall of both
     python bench/query.py --compare-tree /tmp/base  # also another checkout's code, same store, in turns
+    python bench/query.py --access 1 50 100         # also callers who may read 1 %, 50 %, 100 % of it
 
 Texts are real: the rust-rfcs corpus and SciFact, chunked by the pipeline's own
 chunker, then repeated with variation (paragraphs shuffled, one dropped) up to
@@ -28,6 +29,10 @@ p50/p95 of `Searcher.search` per mode with no filter and with two broad ones
 (`type: git`, every chunk; `source: scifact`, ~87% of them), and recall@10 of
 the HNSW index (the live generation's vector type) against exact float32 search
 at several hnsw.ef_search values. `--json` adds the figures as one JSON line.
+
+`--access P …` also times callers who may read P % of the documents (access lists on every
+document, docs/security.md) against no access control (a full-access caller: no predicate), on the
+same store, the readers taking turns query by query; p50/p95 per mode and the ratio of p50s.
 
 `--compare-tree DIR` also times the searches with the code of another checkout
 (a release: `git archive bc15cdc | tar -x -C /tmp/base`) on the same store:
@@ -93,6 +98,8 @@ def main() -> None:
                     latency, backend = _latency(args, url, queries)
                     if args.compare_tree:
                         latency["compared"] = _compare(args, url, queries)
+                    if args.access:
+                        latency["access"] = _access_latency(args, url, queries)
                     print(f"[query] {n} chunks: latency in {time.perf_counter() - t:.0f} s", file=sys.stderr)
                     t = time.perf_counter()
                     recall = _recall(args, url, vectors[:n], qvecs, efs)
@@ -156,6 +163,14 @@ def _parse() -> argparse.Namespace:
         type=Path,
         default=None,
         help="also time the searches with this checkout's code (same store, in turns) and print p50 ratios",
+    )
+    ap.add_argument(
+        "--access",
+        type=float,
+        nargs="+",
+        default=[],
+        metavar="PERCENT",
+        help="also time callers who may read these shares of the documents (e.g. 1 50 100)",
     )
     ap.add_argument("--latency-of", default=None, help=argparse.SUPPRESS)  # a --compare-tree child: this URL
     ap.add_argument("--keep", action="store_true", help="keep each size's database (docforge_query_<n>)")
@@ -463,6 +478,60 @@ def _latency(args, url: str, queries: list[str], raw: bool = False) -> tuple[dic
     return out, backend
 
 
+def _access_latency(args, url: str, queries: list[str]) -> dict:
+    """p50/p95 per mode of callers who may read each --access share of the documents, and of a
+    full-access caller (no access predicate at all), taking turns query by query on one store.
+
+    Every document gets one clause: a document at rank r (a stable hash of its key, 0-99.99) lists
+    `group:p<share>` for each share above r, so the caller in group p<share> may read that share."""
+    import itertools
+
+    from pipeline.access import Principal
+    from pipeline.config import Settings
+    from pipeline.query import Searcher
+    from pipeline.store.db import connect
+
+    shares = sorted(set(args.access))
+    groups = [f"p{share:g}" for share in shares]
+    with connect(url) as conn:
+        conn.execute(
+            "UPDATE documents d SET access = jsonb_build_array(coalesce((SELECT jsonb_agg(g) FROM unnest("
+            "%s::float8[], %s::text[]) s(share, g) WHERE r.rank < s.share), '[]'::jsonb)) "
+            "FROM (SELECT key, (abs(hashtextextended(key, 0)) %% 10000) / 100.0 AS rank FROM documents) r "
+            "WHERE r.key = d.key",
+            (shares, [f"group:{g}" for g in groups]),
+        )
+        conn.execute("VACUUM ANALYZE documents")
+        seen = {
+            g: conn.execute("SELECT avg((access->0 ? %s)::int) FROM documents", (f"group:{g}",)).fetchone()[0]
+            for g in groups
+        }
+    readers = {"full access": None} | {
+        f"{share:g} %": Principal(f"bench-{g}", frozenset({g})) for share, g in zip(shares, groups, strict=True)
+    }
+    searcher = Searcher(Settings(home=Path(os.environ["DOCFORGE_HOME"])), url=url)
+    pool = itertools.cycle(queries)
+    for _ in range(min(10, args.queries)):  # warm-up
+        for mode in args.modes:
+            for reader in readers.values():
+                searcher.search(next(pool), 10, mode, reader=reader)
+    times: dict[tuple[str, str], list[float]] = {(m, r): [] for m in args.modes for r in readers}
+    for _ in range(args.queries):
+        q = next(pool)  # every reader meets the same query: what differs is what it may read
+        for mode in args.modes:
+            for name, reader in readers.items():
+                t = time.perf_counter()
+                searcher.search(q, 10, mode, reader=reader)
+                times[(mode, name)].append((time.perf_counter() - t) * 1000)
+    searcher.close()
+    out: dict = {"documents_readable": {f"{s:g} %": float(seen[g]) for s, g in zip(shares, groups, strict=True)}}
+    for (mode, name), ms in times.items():
+        base = float(np.percentile(times[(mode, "full access")], 50))
+        p50 = float(np.percentile(ms, 50))
+        out.setdefault(mode, {})[name] = {"p50": p50, "p95": float(np.percentile(ms, 95)), "ratio": p50 / base}
+    return out
+
+
 def _recall(args, url: str, vectors: np.ndarray, qvecs: np.ndarray, efs: list[int]) -> dict:
     """recall@10 of the live generation's HNSW index (and, with --compare-float32, of one over float32
     vectors) against exact float32 search, per ef_search, with its SQL p50."""
@@ -586,6 +655,17 @@ def _report(args, results: dict) -> None:
                     for n in sizes
                 ]
                 line(f"  {mode:<8} {f} vs {args.compare_tree.name}", cells)
+        if args.access:  # the same store, callers who may read a share of it, in turns
+            readable = results[sizes[0]]["latency"]["access"]["documents_readable"]
+            print(f"  readers by share of documents readable: {readable}; p50 / p95 (p50 / full access's)")
+            for name in results[sizes[0]]["latency"]["access"][mode]:
+                line(
+                    f"  {mode:<8} reader: {name}",
+                    [
+                        "{p50:.1f} / {p95:.1f} ({ratio:.2f}x)".format(**results[n]["latency"]["access"][mode][name])
+                        for n in sizes
+                    ],
+                )
         if mode in TARGETS:
             print(f"  ({mode}: {TARGETS[mode]})")
     print(f"dense SQL plan: {first['recall']['plan']}")
