@@ -20,6 +20,7 @@ class DocRef:
     mtime_ns: int | None = None
     size: int | None = None
     meta: dict[str, Any] = field(default_factory=dict)  # title, url, labels, space ...
+    access: tuple[tuple[str, ...], ...] | None = None
 
 
 @dataclass(frozen=True)

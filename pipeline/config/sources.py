@@ -182,6 +182,25 @@ class ConfluenceSourceConfig(_SourceBase):
     attachments: bool = False
     max_attachment_bytes: int = Field(default=MAX_FILE_BYTES, ge=1)
     webhook_secret_env: str | None = Field(default=None, pattern=ENV_NAME)  # as GitSourceConfig's
+    # "sync": every listing reads who may read each page (its space's permissions, its own and its
+    # ancestors' read restrictions) into its access clauses (pipeline.sources.confluence_access);
+    # "off": Confluence's permissions are not read, the source's own `access:` alone applies.
+    permissions: Literal["off", "sync"] = "off"
+    # Groups every docforge caller is in (a site's default access group, e.g. confluence-users): a
+    # space permission or restriction that names one admits everyone, so it adds no clause.
+    everyone_groups: list[str] = Field(default_factory=list)
+
+    @field_validator("permissions", mode="before")
+    @classmethod
+    def _permissions_mode(cls, v: Any) -> Any:
+        if v is False or v is None:  # YAML 1.1 reads a bare `off` (or `no`) as false
+            return "off"
+        if v not in ("off", "sync"):
+            raise ValueError(
+                f"permissions must be 'sync' (read each page's space permissions and read restrictions, "
+                f"ancestors' included, at every run) or 'off' (the default), not {v!r}"
+            )
+        return v
 
     @field_validator("page_ids", mode="before")
     @classmethod
@@ -192,6 +211,8 @@ class ConfluenceSourceConfig(_SourceBase):
     def _has_scope(self) -> ConfluenceSourceConfig:
         if not self.space and not self.page_ids:
             raise ValueError("set 'space' (a space key) and/or 'page_ids'")
+        if self.everyone_groups and self.permissions != "sync":
+            raise ValueError("everyone_groups applies only with `permissions: sync`: set that, or remove it")
         return self
 
 

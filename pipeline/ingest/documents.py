@@ -21,7 +21,7 @@ from pipeline.ingest.context import IngestContext, IngestStats, record_failures
 from pipeline.ingest.faults import failure, store_lost, unstorable
 from pipeline.ingest.ledger import Decision, LedgerRow, Plan
 from pipeline.records import DocRef, Document, Failure, Part
-from pipeline.sources import open_source, skipped_by
+from pipeline.sources import failed_by, open_source, skipped_by
 
 _UPSERT = """
 INSERT INTO staged_documents (doc_key, source, action, type, kind, uri, url, title, tags, meta,
@@ -116,6 +116,7 @@ def _apply(
             staged, settled=settled, listed={r.key for r in refs}, indexed=indexed, failed={f.key for f in failures}
         )
         cur.executemany("DELETE FROM staged_documents WHERE doc_key = %s", [(k,) for k in unwanted])
+        failures += failed_by(source)  # listed, yet failed in part (a page's permissions): recorded, not dropped
         if part is None:
             cur.execute("DELETE FROM failures WHERE source = %s", (name,))
         else:

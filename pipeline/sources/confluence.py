@@ -19,6 +19,7 @@ from pipeline.errors import ConfluenceError
 from pipeline.parse import formats
 from pipeline.records import DocRef, Document, Failure, Part, Skipped
 from pipeline.redact import redact
+from pipeline.sources.confluence_access import PageAccess
 from pipeline.sources.confluence_client import Clock, ConfluenceClient
 from pipeline.sources.content import file_document, sha256_text
 
@@ -41,6 +42,8 @@ class ConfluenceSource:
         self._titles: dict[str, str] = {}  # page id → title, for breadcrumbs
         self.skipped: list[Skipped] = []  # attachments over max_attachment_bytes, from the last listing
         self._space_keys: dict[str, str] = {}  # space id → key
+        self.access: PageAccess | None = None  # `permissions: sync`: the last listing's reads and their cache
+        self.failures: list[Failure] = []  # pages whose permissions could not be read, from the last listing
 
     def close(self) -> None:
         self.api.close()
@@ -60,6 +63,7 @@ class ConfluenceSource:
         self._titles.update((pid, p.get("title", "")) for pid, p in pages.items())
         self._resolve_space_keys({str(p.get("spaceId")) for p in pages.values() if p.get("spaceId")})
         refs = self._filter_labels([self._ref(p) for p in pages.values() if p.get("status", "current") == "current"])
+        refs = self._with_access(refs, pages)
         log.info("source %r: %d pages listed (%.1fs spent waiting on retries)", self.name, len(refs), self.api.waited)
         self.skipped = []
         if self.cfg.attachments:
@@ -76,7 +80,7 @@ class ConfluenceSource:
         self._resolve_space_keys({str(p.get("spaceId")) for p in pages.values() if p.get("spaceId")})
         self._titles.update((pid, p.get("title", "")) for pid, p in pages.items())
         scoped = [p for pid, p in pages.items() if p.get("status", "current") == "current" and self._in_scope(pid, p)]
-        refs = self._filter_labels([self._ref(p) for p in scoped])
+        refs = self._with_access(self._filter_labels([self._ref(p) for p in scoped]), pages)
         self.skipped = []
         if self.cfg.attachments:
             refs += [a for page in refs for a in self._attachment_refs(page)]
@@ -182,6 +186,40 @@ class ConfluenceSource:
                 kept.append(replace(ref, meta={**ref.meta, "labels": labels}))
         return kept
 
+    def _with_access(self, refs: list[DocRef], pages: dict[str, dict]) -> list[DocRef]:
+        """With `permissions: sync`, each page's access clauses (pipeline.sources.confluence_access).
+        A page whose permissions cannot be read fails closed: it keeps its vectors but gets one empty
+        clause (full-access callers only) until a run reads them, and is listed as a failure."""
+        self.failures = []
+        if self.cfg.permissions != "sync":
+            return refs
+        self.access, out = PageAccess(self.api, self.cfg.everyone_groups), []  # read afresh at every listing
+        for ref in refs:
+            try:
+                access = self.access.clauses(pages[ref.path], pages)
+            except ConfluenceError as e:
+                access = ((),)
+                self.failures.append(
+                    Failure(
+                        ref.key,
+                        "permissions",
+                        redact(
+                            f"page {ref.path}: its permissions could not be read ({e}); until a run reads them "
+                            "only full-access callers see it and its attachments",
+                            500,
+                        ),
+                    )
+                )
+            out.append(replace(ref, access=access))
+        log.info(
+            "source %r: permissions of %d pages read, %s; %d unreadable (full-access callers only)",
+            self.name,
+            len(out),
+            self.access.summary(),
+            len(self.failures),
+        )
+        return out
+
     def _fetch_page(self, ref: DocRef) -> Document:
         pid = ref.path
         data = self.api.get_json(f"/pages/{pid}", {"body-format": "storage", "include-labels": "true"})
@@ -246,6 +284,7 @@ class ConfluenceSource:
                     None if version is None else str(version),
                     size=size if isinstance(size, int) else None,
                     meta=meta,
+                    access=page.access,  # a page's attachments are read by whoever reads the page
                 )
             )
         return out
