@@ -1,13 +1,13 @@
 """What `permissions: sync` adds to a Confluence listing: requests and seconds, against `off` in the same run.
 
     python bench/confluence_permissions.py                  # 2,000 pages, a tree 5 wide
-    python bench/confluence_permissions.py --pages 500 --restricted-every 20
+    python bench/confluence_permissions.py --pages 500 --restricted-every 20 --latency-ms 100
 
 The API double (tests/confluence_double.py, real HTTP on 127.0.0.1) serves one space readable by a
 group and a user; every `--restricted-every`-th page has a read restriction (its subtree inherits it).
 Each mode lists the space once, as every ingest run does. Printed per mode: requests by endpoint,
-seconds, pages under a restriction; then the ratio sync / off. The double answers in microseconds,
-so seconds here measure docforge's own work; against a real site each request costs a round trip.
+seconds, pages under a restriction; then the ratio sync / off. `--latency-ms` makes each answer
+wait, as a real site's round trip does (restriction reads run 8 at a time; the listing is serial).
 """
 
 from __future__ import annotations
@@ -32,11 +32,13 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--pages", type=int, default=2000)
     ap.add_argument("--restricted-every", type=int, default=50)
+    ap.add_argument("--latency-ms", type=float, default=0.0, help="each answer's delay (default 0)")
     args = ap.parse_args()
     os.environ.update(CONFLUENCE_EMAIL=EMAIL, CONFLUENCE_API_TOKEN=TOKEN)
     for var in ("CONFLUENCE_BEARER_TOKEN", "CONFLUENCE_PAT"):
         os.environ.pop(var, None)
     with ConfluenceDouble(page_size=250, email=EMAIL, token=TOKEN) as d:
+        d.latency = args.latency_ms / 1000
         d.grant_space("group", d.add_group("staff"))
         d.grant_space("user", d.add_user("acc-ann", "ann@example.com"))
         for i in range(args.pages):

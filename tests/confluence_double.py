@@ -126,6 +126,7 @@ class ConfluenceDouble:
         self.counts: Counter[str] = Counter()  # endpoint → requests, faults and rejections included
         self.log: list[tuple[str, int]] = []  # (path with query, status)
         self.connections = 0
+        self.latency = 0.0  # seconds every API answer waits, as a remote site's round trip would
         self.lock = threading.RLock()
         self._server: ThreadingHTTPServer | None = None
 
@@ -235,6 +236,8 @@ class ConfluenceDouble:
             fault = self._take_fault(name)
         if fault and fault.delay:
             time.sleep(fault.delay)
+        if self.latency:
+            time.sleep(self.latency)
         if auth not in self.accepted:
             return 401, {}, _error(401, "Unauthorized")
         if fault and fault.status:

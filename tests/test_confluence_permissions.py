@@ -123,17 +123,24 @@ def test_a_failed_restriction_read_fails_its_subtree_closed(tree):
     message = src.failures[0].error
     assert src.failures[0].stage == "permissions" and "HTTP 500" in message
     assert "/content/200/restriction" in message and "only full-access callers" in message
-    assert tree.counts["restriction"] == 4  # 100, 500; 200 twice (max_attempts), then from the cache for 300, 400
+    assert tree.counts["restriction"] == 6  # each page once, 200 twice (max_attempts); none read again
 
 
-def test_a_429_storm_on_one_page_fails_that_page_only(tree):
-    src = source(tree, max_attempts=3)
-    tree.inject(429, 3, retry_after="0", endpoint="restriction")  # the first page read: 100's
-    refs = by_path(src.list_refs())
+def test_a_failed_root_fails_the_space_and_the_next_listing_reads_afresh(tree):
+    tree.pages["100"].restriction_fail = 503
+    src = source(tree, max_attempts=2)
+    src.list_refs()
     assert [f.key for f in src.failures] == [f"wiki:{p}" for p in ("100", "200", "300", "400", "500")]
-    tree.faults.clear()
-    refs = by_path(src.list_refs())  # the next run reads afresh
+    tree.pages["100"].restriction_fail = None
+    refs = by_path(src.list_refs())  # the next run reads afresh: nothing is kept across listings
     assert src.failures == [] and refs["300"].access == (SPACE, HR)
+
+
+def test_a_rate_limit_storm_is_waited_out(tree):
+    tree.inject(429, 3, retry_after="0", endpoint="restriction")  # on whichever reads come first
+    src = source(tree, max_attempts=4)
+    refs = by_path(src.list_refs())
+    assert src.failures == [] and not tree.faults and refs["400"].access == (SPACE, HR)
 
 
 def test_a_429_storm_on_a_leaf_fails_only_the_leaf(tree):

@@ -194,6 +194,7 @@ class ConfluenceSource:
         if self.cfg.permissions != "sync":
             return refs
         self.access, out = PageAccess(self.api, self.cfg.everyone_groups), []  # read afresh at every listing
+        self.access.prepare([pages[r.path] for r in refs], pages)
         for ref in refs:
             try:
                 access = self.access.clauses(pages[ref.path], pages)

@@ -18,8 +18,11 @@ closed); a principal that cannot be named (a v2 `role`) is left out, which narro
 from __future__ import annotations
 
 import logging
+import threading
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import suppress
 
 from pipeline.errors import ConfluenceError
 from pipeline.sources.confluence_client import V1, ConfluenceClient
@@ -27,6 +30,7 @@ from pipeline.sources.confluence_client import V1, ConfluenceClient
 log = logging.getLogger(__name__)
 Clause = tuple[str, ...]  # principals, sorted: a reader must hold at least one
 PAGE_LIMIT = 250  # v2 `limit` cap; also asked of the v1 restriction lists
+WORKERS = 8  # restriction reads in flight: one after another, a real site costs a round trip per page
 # Ancestor types and the v2 collection that answers their own ancestors.
 _COLLECTIONS = {
     "page": "pages",
@@ -46,11 +50,26 @@ class PageAccess:
         self.api = api
         self.everyone = {f"group:{g}" for g in everyone_groups}
         self.requests: Counter[str] = Counter()
+        self._lock = threading.Lock()  # over `requests`: restriction reads run in threads
         self._spaces: dict[str, Clause | None | ConfluenceError] = {}
         self._restrictions: dict[str, Clause | None | ConfluenceError] = {}
-        self._ancestors: dict[str, list[tuple[str, str]]] = {}  # id → ancestors (id, type), top first
+        self._ancestors: dict[str, list[tuple[str, str]] | ConfluenceError] = {}  # id → (id, type), top first
         self._groups: dict[str, str] = {}  # group id → name
         self._emails: dict[str, str | None] = {}  # account id → email, when Confluence shows it
+
+    def prepare(self, pages: Sequence[Mapping], listed: Mapping[str, Mapping]) -> None:
+        """Read what the pages' clauses need, each thing once: their spaces' permissions, their
+        ancestors where the listing lacks them, then every restriction, `WORKERS` at a time."""
+        ids: dict[str, None] = {}
+        for page in pages:
+            pid = str(page.get("id"))
+            self._settle(self._spaces, str(page.get("spaceId")), self._read_space)
+            with suppress(ConfluenceError):  # kept: `clauses` fails this page with it
+                ids.update((a, None) for a, _ in self._chain(pid, listed))
+            ids[pid] = None
+        todo = [cid for cid in ids if cid not in self._restrictions]
+        with ThreadPoolExecutor(WORKERS, thread_name_prefix="confluence-access") as pool:
+            list(pool.map(lambda cid: self._settle(self._restrictions, cid, self._read_restriction), todo))
 
     def clauses(self, page: Mapping, listed: Mapping[str, Mapping]) -> tuple[Clause, ...]:
         """The page's clauses: its space's, then each restricted ancestor's and its own (ConfluenceError
@@ -68,15 +87,24 @@ class PageAccess:
 
     # --- the reads ---------------------------------------------------------------------------------
 
+    def _count(self, kind: str) -> None:
+        with self._lock:
+            self.requests[kind] += 1
+
     @staticmethod
-    def _cached(cache: dict, key: str, read) -> Clause | None:
+    def _settle(cache: dict, key: str, read: Callable[[str], Clause | None]) -> None:
+        """`read(key)` into the cache, or the error it raised: every page that depends on it fails alike."""
         if key not in cache:
             try:
                 cache[key] = read(key)
-            except ConfluenceError as e:  # kept: every page that depends on it fails the same way
+            except ConfluenceError as e:
                 cache[key] = e
             except Exception as e:  # an answer of an unexpected shape: as unreadable as a failed one
                 cache[key] = ConfluenceError(f"{type(e).__name__}: {e}")
+
+    @classmethod
+    def _cached(cls, cache: dict, key: str, read: Callable[[str], Clause | None]) -> Clause | None:
+        cls._settle(cache, key, read)
         if isinstance(value := cache[key], ConfluenceError):
             raise value
         return value
@@ -89,7 +117,7 @@ class PageAccess:
         """Who may read the space (v2 space permissions, `read` on `space`); None: anyone, anonymous included."""
         principals: set[str] = set()
         unnamed: list[str] = []
-        self.requests["space permissions"] += 1
+        self._count("space permissions")
         for grant in self.api.paginate(f"/spaces/{space_id}/permissions", {"limit": PAGE_LIMIT}):
             op, who = grant.get("operation") or {}, grant.get("principal") or {}
             if (op.get("key"), op.get("targetType")) != ("read", "space"):
@@ -112,7 +140,7 @@ class PageAccess:
         principals: set[str] = set()
         restricted, start = False, 0
         while True:
-            self.requests["restrictions"] += 1
+            self._count("restrictions")
             data = self.api.get_json(
                 f"/content/{content_id}/restriction/byOperation/read",
                 {"expand": "restrictions.user,restrictions.group", "start": start, "limit": PAGE_LIMIT},
@@ -139,7 +167,7 @@ class PageAccess:
         """A user's principals: the account id, and the email when Confluence shows it (looked up once)."""
         if email is None and account_id not in self._emails:
             try:
-                self.requests["users"] += 1
+                self._count("users")
                 self._emails[account_id] = self.api.get_json("/user", {"accountId": account_id}, api=V1).get("email")
             except ConfluenceError as e:  # the account id alone still names them: narrower, never wider
                 log.info("user %s: email unavailable (%s)", account_id, e)
@@ -149,7 +177,7 @@ class PageAccess:
 
     def _group_name(self, group_id: str) -> str:
         if group_id not in self._groups:
-            self.requests["groups"] += 1
+            self._count("groups")
             name = self.api.get_json("/group/by-id", {"id": group_id}, api=V1).get("name")
             if not name:
                 raise ConfluenceError(f"group {group_id}: the answer has no name")
@@ -172,18 +200,28 @@ class PageAccess:
                 at = parent
                 continue
             else:
-                self._ancestors[at] = self._read_ancestors(at)
+                try:
+                    self._ancestors[at] = self._read_ancestors(at)
+                except Exception as e:  # kept, as a failed restriction is: its descendants fail alike
+                    self._ancestors[at] = e if isinstance(e, ConfluenceError) else ConfluenceError(repr(e))
             break
         for child in reversed(climb):  # each one's chain is its parent's plus the parent
-            parent = str(listed[child]["parentId"])
-            self._ancestors[child] = [*self._ancestors[parent], (parent, str(listed[parent].get("type") or "page"))]
-        return self._ancestors[pid]
+            above, parent = self._ancestors[at], str(listed[child]["parentId"])
+            self._ancestors[child] = (
+                above
+                if isinstance(above, ConfluenceError)
+                else [*above, (parent, str(listed[parent].get("type") or "page"))]
+            )
+            at = child
+        if isinstance(chain := self._ancestors[pid], ConfluenceError):
+            raise chain
+        return chain
 
     def _read_ancestors(self, cid: str) -> list[tuple[str, str]]:
         chain: list[tuple[str, str]] = []
         at, at_kind = cid, "page"
         while True:
-            self.requests["ancestors"] += 1
+            self._count("ancestors")
             collection = _COLLECTIONS.get(at_kind, "pages")
             got = self.api.get_json(f"/{collection}/{at}/ancestors", {"limit": self.ancestors_limit}).get("results")
             found = [(str(a["id"]), str(a.get("type") or "page")) for a in got or [] if a.get("id")]
@@ -191,8 +229,8 @@ class PageAccess:
             if len(found) < self.ancestors_limit:  # the API's rule: a full page may have more above its top
                 break
             at, at_kind = found[0]
-            if at in self._ancestors:
-                chain = self._ancestors[at] + chain
+            if isinstance(known := self._ancestors.get(at), list):  # its chain is known: no need to climb
+                chain = known + chain
                 break
         for i, (a, _) in enumerate(chain):  # each ancestor's own chain, for its other descendants
             self._ancestors.setdefault(a, chain[:i])
