@@ -9,6 +9,7 @@ from typing import Annotated, Any, Literal, get_args
 
 from pydantic import Field, field_validator, model_validator
 
+from pipeline.access import config_entry
 from pipeline.config.base import Strict
 
 DEFAULT_GLOBS = ["README.md", "CLAUDE.md", "docs/**/*.md"]
@@ -40,11 +41,25 @@ ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"  # a field that names an environment vari
 class _SourceBase(Strict):
     name: str
     tags: list[str] = Field(default_factory=list)
+    # Who may read the source's documents (docs/security.md): group names, or `group:<name>` /
+    # `user:<email>` written out; a reader needs one of them. Omitted: everyone; `[]`: admins only.
+    access: list[str] | None = None
 
     @field_validator("name")
     @classmethod
     def _name(cls, v: str) -> str:
         return check_source_name(v)
+
+    @field_validator("access", mode="before")
+    @classmethod
+    def _access(cls, v: Any) -> Any:
+        if v is None:
+            return None
+        if isinstance(v, str):  # `access: hr` is a list of one
+            v = [v]
+        if not isinstance(v, list):
+            raise ValueError("access is a list of group names (or group:<name> / user:<email>), e.g. [hr, legal]")
+        return sorted({config_entry(e) for e in v})
 
 
 class GitSourceConfig(_SourceBase):
