@@ -1,0 +1,126 @@
+"""`permissions: sync` end to end: a Confluence space on the API double (real HTTP), ingested for real into
+Postgres, read back as several principals through the SQL that enforces access (docforge_may_read).
+
+The space is readable by one group only (staff). Page 200 is restricted (group hr, Bob by account id,
+Carol by email); 400 is its grandchild and has no restriction of its own; an attachment of 300 (200's
+child) inherits the restriction. Then restrictions change upstream with no content change (applied
+in place, 0 vectors computed), and a permission read fails for one page (that page fails closed).
+"""
+
+from __future__ import annotations
+
+import psycopg
+import pytest
+
+from pipeline import access
+from pipeline.access import Principal
+from pipeline.config import load_settings
+from pipeline.ingest import IngestContext, ingest_source
+from tests.confluence_double import ConfluenceDouble
+from tests.conftest_confluence import confluence_double, confluence_env  # noqa: F401 (fixtures)
+from tests.doc_files import make_pdf
+
+BOB, CAROL = "5b10ac8d82e05b22cc7d4ef5", "712020:0f4c2b4e-9a7d-4c55-9f55-3c1a2b3c4d5e"
+HR = Principal("dana@example.com", frozenset({"staff", "hr"}))  # allowed by group
+BY_ID = Principal(BOB, frozenset({"staff"}))  # allowed by account id (his email is hidden)
+BY_EMAIL = Principal("Carol@Example.com", frozenset({"staff"}))  # allowed by email
+STAFF = Principal("eve@example.com", frozenset({"staff"}))  # in the space, not in the restriction
+OUTSIDER = Principal("mallory@example.com", frozenset({"hr"}))  # in hr, but not granted the space
+ADMIN = access.FULL_ACCESS
+OPEN = {"wiki:100", "wiki:500"}
+RESTRICTED = {"wiki:200", "wiki:300", "wiki:400", "wiki:300/attachments/att30001"}
+
+
+@pytest.fixture
+def wiki(confluence_double: ConfluenceDouble, write_config):
+    d = confluence_double
+    d.add_user(BOB, "")  # his privacy settings hide his email
+    d.add_user(CAROL, "carol@example.com")
+    d.grant_space("group", d.add_group("staff"))  # the space: one group only
+    d.add_page("100", "Home", "<p>Welcome to the company handbook.</p>")
+    d.add_page("200", "People", "<p>People operations.</p>", parent_id="100")
+    d.restrict("200", users=[BOB, CAROL], groups=["hr"])
+    d.add_page("300", "Compensation", "<p>How pay is set.</p>", parent_id="200")
+    d.add_page("400", "Salary bands", "<p>The zeppelin bonus ladder tops out at band nine.</p>", parent_id="300")
+    d.add_page("500", "Canteen", "<p>The canteen serves paella on Fridays.</p>", parent_id="100")
+    d.add_attachment("300", "relocation.pdf", make_pdf([["Relocation stipend: eleven thousand kroner."]]))
+    cfg = write_config(
+        [
+            {
+                "name": "wiki",
+                "type": "confluence",
+                "base_url": d.base_url,
+                "space": "DOCS",
+                "permissions": "sync",
+                "attachments": True,
+                "max_retry_after_s": 0.05,
+                "max_attempts": 2,
+            }
+        ]
+    )
+    return d, load_settings(cfg)
+
+
+def readable(url: str, reader: Principal, words: str) -> set[str]:
+    """Documents `reader` may read whose chunks hold `words`, access checked in the statement that finds them."""
+    cond, params = access.predicate(reader, "d")
+    query = psycopg.sql.SQL(
+        "SELECT DISTINCT d.key FROM documents d JOIN chunks c ON c.doc_key = d.key "
+        "WHERE d.source = 'wiki' AND c.text ILIKE %(words)s AND {}"
+    ).format(cond)
+    with psycopg.connect(url) as conn:
+        return {k for (k,) in conn.execute(query, {**params, "words": f"%{words}%"})}
+
+
+def everything(url: str, reader: Principal) -> set[str]:
+    return readable(url, reader, "")
+
+
+def test_confluence_permissions_are_enforced_and_follow_upstream(wiki, database_url, embedder):
+    d, settings = wiki
+    run = lambda: ingest_source(IngestContext(settings, url=database_url, embedder=embedder), "wiki")  # noqa: E731
+    first = run()
+    assert (first.files_added, first.files_failed) == (6, 0) and first.chunks_embedded > 0
+
+    # the grandchild of the restricted page: the restriction's principals find it, the others do not
+    for allowed in (HR, BY_ID, BY_EMAIL, ADMIN):
+        assert readable(database_url, allowed, "zeppelin bonus ladder") == {"wiki:400"}, allowed
+        assert everything(database_url, allowed) == OPEN | RESTRICTED, allowed
+    assert readable(database_url, STAFF, "zeppelin bonus ladder") == set()
+    assert everything(database_url, STAFF) == OPEN
+    # the attachment carries its page's restriction
+    assert readable(database_url, HR, "Relocation stipend") == {"wiki:300/attachments/att30001"}
+    assert readable(database_url, STAFF, "Relocation stipend") == set()
+    # the space is granted to staff only: hr membership alone reads nothing
+    assert everything(database_url, OUTSIDER) == set()
+
+    # A restriction added upstream, no content change: enforced by the next run, no vector computed.
+    d.restrict("500", groups=["kitchen"])
+    locked = run()
+    assert (locked.files_access_updated, locked.files_updated, locked.chunks_embedded) == (1, 0, 0)
+    assert d.body_fetches() == 5  # the first run's 5 pages, none since
+    assert readable(database_url, STAFF, "paella") == set()
+    assert readable(database_url, Principal("cook@example.com", frozenset({"staff", "kitchen"})), "paella") == {
+        "wiki:500"
+    }
+    # ... and lifted: visible again, still without a vector
+    d.restrict("500")
+    lifted = run()
+    assert (lifted.files_access_updated, lifted.chunks_embedded) == (1, 0)
+    assert readable(database_url, STAFF, "paella") == {"wiki:500"}
+
+    # A permission read that fails for one page: that page fails closed, the others are indexed as before.
+    d.pages["500"].restriction_fail = 500
+    failing = run()
+    assert [(f.key, f.stage) for f in failing.failures] == [("wiki:500", "permissions")]
+    message = failing.failures[0].error
+    assert "HTTP 500" in message and "only full-access callers see it" in message
+    assert (failing.files_access_updated, failing.chunks_embedded) == (1, 0)
+    assert readable(database_url, STAFF, "paella") == set() and readable(database_url, ADMIN, "paella") == {"wiki:500"}
+    assert everything(database_url, STAFF) == {"wiki:100"} and everything(database_url, HR) == (OPEN | RESTRICTED) - {
+        "wiki:500"
+    }
+    d.pages["500"].restriction_fail = None
+    healed = run()
+    assert (healed.files_failed, healed.files_access_updated, healed.chunks_embedded) == (0, 1, 0)
+    assert everything(database_url, STAFF) == OPEN
