@@ -114,7 +114,7 @@ def test_confluence_permissions_are_enforced_and_follow_upstream(wiki, database_
     failing = run()
     assert [(f.key, f.stage) for f in failing.failures] == [("wiki:500", "permissions")]
     message = failing.failures[0].error
-    assert "HTTP 500" in message and "only full-access callers see it" in message
+    assert "HTTP 500" in message and "hidden from all but full-access callers" in message
     assert (failing.files_access_updated, failing.chunks_embedded) == (1, 0)
     assert readable(database_url, STAFF, "paella") == set() and readable(database_url, ADMIN, "paella") == {"wiki:500"}
     assert everything(database_url, STAFF) == {"wiki:100"} and everything(database_url, HR) == (OPEN | RESTRICTED) - {

@@ -122,7 +122,9 @@ def test_a_failed_restriction_read_fails_its_subtree_closed(tree):
     assert [f.key for f in src.failures] == ["wiki:200", "wiki:300", "wiki:400"]
     message = src.failures[0].error
     assert src.failures[0].stage == "permissions" and "HTTP 500" in message
-    assert "/content/200/restriction" in message and "only full-access callers" in message
+    assert "/content/200/restriction" in message and "hidden from all but full-access callers" in message
+    assert "its read restriction: GET" in message
+    assert "the read restriction of ancestor 200: GET" in src.failures[1].error  # 300's, caused by 200
     assert tree.counts["restriction"] == 6  # each page once, 200 twice (max_attempts); none read again
 
 
@@ -156,7 +158,7 @@ def test_unreadable_space_permissions_fail_every_page_closed(tree):
     src = source(tree)
     refs = src.list_refs()
     assert {r.access for r in refs} == {((),)} and len(src.failures) == 5
-    assert "forbidden" in src.failures[0].error
+    assert "the permissions of space 98765: GET" in src.failures[0].error and "forbidden" in src.failures[0].error
 
 
 def test_off_reads_no_permission(tree):

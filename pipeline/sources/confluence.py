@@ -205,8 +205,8 @@ class ConfluenceSource:
                         ref.key,
                         "permissions",
                         redact(
-                            f"page {ref.path}: its permissions could not be read ({e}); until a run reads them "
-                            "only full-access callers see it and its attachments",
+                            f"page {ref.path} is hidden from all but full-access callers, with its attachments, "
+                            f"until a run reads its permissions (the next run tries again): {e}",
                             500,
                         ),
                     )

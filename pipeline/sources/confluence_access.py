@@ -74,10 +74,17 @@ class PageAccess:
     def clauses(self, page: Mapping, listed: Mapping[str, Mapping]) -> tuple[Clause, ...]:
         """The page's clauses: its space's, then each restricted ancestor's and its own (ConfluenceError
         when one of them cannot be read). `listed`: the run's pages by id, whose parents spare reads."""
-        pid = str(page.get("id"))
-        chain = [a for a, _ in self._chain(pid, listed)] + [pid]
-        clauses = [self._cached(self._spaces, str(page.get("spaceId")), self._read_space)]
-        clauses += [self._cached(self._restrictions, cid, self._read_restriction) for cid in chain]
+        pid, space = str(page.get("id")), str(page.get("spaceId"))
+        try:
+            chain = [a for a, _ in self._chain(pid, listed)]
+        except ConfluenceError as e:
+            raise ConfluenceError(f"its ancestors: {e}") from None
+        clauses = [self._cached(self._spaces, space, self._read_space, f"the permissions of space {space}")]
+        clauses += [
+            self._cached(self._restrictions, cid, self._read_restriction, f"the read restriction of ancestor {cid}")
+            for cid in chain
+        ]
+        clauses.append(self._cached(self._restrictions, pid, self._read_restriction, "its read restriction"))
         return tuple(dict.fromkeys(c for c in clauses if c is not None))
 
     def summary(self) -> str:
@@ -103,10 +110,10 @@ class PageAccess:
                 cache[key] = ConfluenceError(f"{type(e).__name__}: {e}")
 
     @classmethod
-    def _cached(cls, cache: dict, key: str, read: Callable[[str], Clause | None]) -> Clause | None:
+    def _cached(cls, cache: dict, key: str, read: Callable[[str], Clause | None], what: str) -> Clause | None:
         cls._settle(cache, key, read)
         if isinstance(value := cache[key], ConfluenceError):
-            raise value
+            raise ConfluenceError(f"{what}: {value}")
         return value
 
     def _clause(self, principals: set[str]) -> Clause | None:
