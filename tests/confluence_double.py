@@ -121,7 +121,9 @@ class ConfluenceDouble:
         self.pages: dict[str, Page] = {}
         self.users: dict[str, str] = {}  # account id → email ("": hidden by the user's privacy settings)
         self.groups: dict[str, str] = {}  # group id → name
-        self.space_grants: list[dict] = []  # the space's permission assignments, v2 shape
+        # The space's permission assignments, v2 shape. While none is added the space is public: it is
+        # served as one anonymous read grant, so pages without a restriction are everyone's.
+        self.space_grants: list[dict] = []
         self.faults: deque[Fault] = deque()
         self.counts: Counter[str] = Counter()  # endpoint → requests, faults and rejections included
         self.log: list[tuple[str, int]] = []  # (path with query, status)
@@ -363,7 +365,7 @@ class ConfluenceDouble:
     def _space_permissions(self, path: str, query: dict, space_id: str):
         if space_id != self.space_id:
             return 404, {}, _error(404, "space not found")
-        return self._list(path, query, list(self.space_grants))
+        return self._list(path, query, list(self.space_grants) or [_ANONYMOUS_READ])
 
     def _restriction(self, path: str, query: dict, pid: str):
         """v1 `byOperation/read`: each of the user and group lists paged by `start`/`limit` (capped at
@@ -522,6 +524,13 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, *args) -> None:  # quiet: tests read `double.log` instead
         pass
+
+
+_ANONYMOUS_READ = {
+    "id": "0",
+    "principal": {"type": "role", "id": "ANONYMOUS"},
+    "operation": {"key": "read", "targetType": "space"},
+}
 
 
 def _error(status: int, title: str) -> dict:

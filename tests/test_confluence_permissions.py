@@ -79,6 +79,14 @@ def test_a_page_whose_parent_is_not_listed_reads_its_ancestors(tree, monkeypatch
     assert tree.counts["restriction"] == 4  # 400 and each ancestor
 
 
+def test_a_webhook_part_carries_the_same_access(tree):
+    """A delivered page is read without the space listing: its ancestors come from the API."""
+    part = source(tree).list_part(["400", "500"])
+    refs = by_path(part.refs)
+    assert refs["400"].access == (SPACE, HR) and refs["500"].access == (SPACE,)
+    assert tree.counts["space_pages"] == 0 and tree.counts["ancestors"] == 2  # 400's, 500's; 300, 200 from 400's
+
+
 def test_restriction_lists_and_space_grants_are_paged(tree):
     users = [tree.add_user(f"acc-{i}", f"u{i}@example.com") for i in range(7)]
     tree.restrict("500", users=users, groups=["g1", "g2", "g3", "g4"])  # 7 users, 4 groups: 3 per answer
@@ -102,6 +110,14 @@ def test_a_public_space_and_everyone_groups_add_no_clause(tree):
     tree.restrict("300", groups=["confluence-users"])
     refs = by_path(source(tree, everyone_groups=["confluence-users"]).list_refs())
     assert refs["100"].access == () and refs["300"].access == (HR,)
+
+
+def test_a_double_without_grants_serves_a_public_space(confluence_double):
+    d = confluence_double
+    d.add_page("1", "Open", "<p>open</p>")
+    d.add_page("2", "Closed", "<p>closed</p>", parent_id="1", read_groups=["legal"])
+    refs = by_path(source(d).list_refs())
+    assert refs["1"].access == () and refs["2"].access == (("group:legal",),)
 
 
 def test_space_readable_by_unnamed_roles_only_admits_full_access_callers(tree):
