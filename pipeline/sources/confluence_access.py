@@ -30,6 +30,7 @@ from pipeline.sources.confluence_client import V1, ConfluenceClient
 log = logging.getLogger(__name__)
 Clause = tuple[str, ...]  # principals, sorted: a reader must hold at least one
 PAGE_LIMIT = 250  # v2 `limit` cap; also asked of the v1 restriction lists
+MAX_RESTRICTED = 100_000  # principals of one restriction: past this, a paging loop, not a restriction
 WORKERS = 8  # restriction reads in flight: one after another, a real site costs a round trip per page
 # Ancestor types and the v2 collection that answers their own ancestors.
 _COLLECTIONS = {
@@ -165,10 +166,12 @@ class PageAccess:
                 name = g.get("name") or (self._group_name(str(g["id"])) if g.get("id") else None)
                 if name:
                     principals.add(f"group:{name}")
-            step = max(int(lists[k].get("limit") or PAGE_LIMIT) for k in ("user", "group"))
-            if not any(len(lists[k].get("results") or []) >= step for k in ("user", "group")):
+            limits = {k: int(lists[k].get("limit") or PAGE_LIMIT) for k in ("user", "group")}  # the server's cap
+            if not any(len(lists[k].get("results") or []) >= limits[k] for k in limits):
                 return self._clause(principals) if restricted else None
-            start += step
+            start += min(limits.values())  # a list with a larger cap is read again in part: a set takes it
+            if start > MAX_RESTRICTED:
+                raise ConfluenceError(f"content {content_id}: over {MAX_RESTRICTED} restricted users or groups")
 
     def _user(self, account_id: str, email: str | None) -> set[str]:
         """A user's principals: the account id, and the email when Confluence shows it (looked up once)."""
