@@ -17,8 +17,9 @@ from pipeline.access import Principal
 from pipeline.config import load_settings
 from pipeline.ingest import IngestContext, ingest_source
 from tests.confluence_double import ConfluenceDouble
-from tests.conftest_confluence import confluence_double, confluence_env  # noqa: F401 (fixtures)
+from tests.conftest_confluence import TOKEN, confluence_double, confluence_env  # noqa: F401 (fixtures)
 from tests.doc_files import make_pdf
+from tests.test_ingest_cli import docforge
 
 BOB, CAROL = "5b10ac8d82e05b22cc7d4ef5", "712020:0f4c2b4e-9a7d-4c55-9f55-3c1a2b3c4d5e"
 HR = Principal("dana@example.com", frozenset({"staff", "hr"}))  # allowed by group
@@ -124,3 +125,16 @@ def test_confluence_permissions_are_enforced_and_follow_upstream(wiki, database_
     healed = run()
     assert (healed.files_failed, healed.files_access_updated, healed.chunks_embedded) == (0, 1, 0)
     assert everything(database_url, STAFF) == OPEN
+
+
+def test_the_ingest_report_says_which_page_is_closed_and_why(wiki, database_url):
+    d, settings = wiki
+    d.pages["500"].restriction_fail = 503
+    res = docforge("ingest", "--config", str(settings.config_path), check=False, env={"COLUMNS": "80"})
+    assert res.returncode == 1, "a page whose permissions could not be read makes the run a partial failure"
+    out = res.stdout
+    assert all(len(line) <= 80 for line in out.splitlines()), out
+    said = " ".join(out.split())
+    assert "wiki:500 (permissions): page 500 is hidden from all but full-access callers" in said, out
+    assert "until a run reads its permissions (the next run tries again): its read restriction: GET" in said
+    assert "HTTP 503" in said and TOKEN not in out + res.stderr
