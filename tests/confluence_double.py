@@ -528,7 +528,7 @@ class _Handler(BaseHTTPRequestHandler):
 
 _ANONYMOUS_READ = {
     "id": "0",
-    "principal": {"type": "role", "id": "ANONYMOUS"},
+    "principal": {"type": "role", "id": "anonymous-users"},
     "operation": {"key": "read", "targetType": "space"},
 }
 

@@ -110,6 +110,10 @@ def test_a_public_space_and_everyone_groups_add_no_clause(tree):
     tree.restrict("300", groups=["confluence-users"])
     refs = by_path(source(tree, everyone_groups=["confluence-users"]).list_refs())
     assert refs["100"].access == () and refs["300"].access == (HR,)
+    tree.space_grants.clear()
+    tree.grant_space("role", "all-licensed-users")  # an access class: unnamed, unless everyone holds it
+    assert by_path(source(tree).list_refs())["100"].access == ((),)
+    assert by_path(source(tree, everyone_groups=["all-licensed-users"]).list_refs())["100"].access == ()
 
 
 def test_a_double_without_grants_serves_a_public_space(confluence_double):

@@ -201,8 +201,8 @@ class ConfluenceSourceConfig(_SourceBase):
     # ancestors' read restrictions) into its access clauses (pipeline.sources.confluence_access);
     # "off": Confluence's permissions are not read, the source's own `access:` alone applies.
     permissions: Literal["off", "sync"] = "off"
-    # Groups every docforge caller is in (a site's default access group, e.g. confluence-users): a
-    # space permission or restriction that names one admits everyone, so it adds no clause.
+    # Groups (or access classes, e.g. all-licensed-users) every docforge caller is in (a site's default
+    # group, e.g. confluence-users): a space permission or restriction naming one admits everyone: no clause.
     everyone_groups: list[str] = Field(default_factory=list)
 
     @field_validator("permissions", mode="before")

@@ -12,7 +12,8 @@ listing (each listed page names its parent); only a page whose parent is not lis
 root given by `page_ids`) costs an ancestors read. `requests` counts what was asked, by kind.
 
 A read that fails raises ConfluenceError for the pages that depend on it (the caller fails them
-closed); a principal that cannot be named (a v2 `role`) is left out, which narrows, never widens.
+closed); a principal that cannot be named (a v2 `role`, an access class such as all-licensed-users,
+unless `everyone_groups` names it) is left out, which narrows, never widens.
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ class PageAccess:
     def __init__(self, api: ConfluenceClient, everyone_groups: list[str]):
         self.api = api
         self.everyone = {f"group:{g}" for g in everyone_groups}
+        self.everyone_roles = {g.lower() for g in everyone_groups}  # access classes, e.g. all-licensed-users
         self.requests: Counter[str] = Counter()
         self._lock = threading.Lock()  # over `requests`: restriction reads run in threads
         self._spaces: dict[str, Clause | None | ConfluenceError] = {}
@@ -135,8 +137,8 @@ class PageAccess:
                 principals |= self._user(ident, None)
             elif kind == "group" and ident:
                 principals.add(f"group:{self._group_name(ident)}")
-            elif kind == "role" and "anonymous" in ident.lower():
-                return None  # a public space: no clause
+            elif kind == "role" and ("anonymous" in ident.lower() or ident.lower() in self.everyone_roles):
+                return None  # a public space (access class anonymous-users), or one every caller is in
             else:
                 unnamed.append(f"{kind}:{ident}")
         if unnamed:
