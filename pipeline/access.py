@@ -25,6 +25,7 @@ from psycopg import sql
 USER, GROUP = "user:", "group:"
 Clauses = tuple[tuple[str, ...], ...]  # a document's access: every clause must be met
 FULL = "full"  # the access fingerprint of a full-access caller (no principal hashes to it)
+EVERYONE = sql.SQL("TRUE")  # the access condition of a full-access caller: nothing to test
 
 
 def principal(entry: str) -> str:
@@ -126,10 +127,18 @@ class Principal:
 FULL_ACCESS = Principal("local", full_access=True)  # the CLI, the Python API, the MCP server by default
 
 
+def may_read(access: Clauses | None, reader: Principal | None) -> bool:
+    """docforge_may_read (migration 0016) in Python, for what is not a row: a configured source's own clause."""
+    if reader is None or reader.full_access or access is None:
+        return True
+    held = set(reader.principals)
+    return all(held.intersection(c) for c in access)
+
+
 def predicate(reader: Principal | None, alias: str = "doc") -> tuple[sql.Composable, dict[str, list[str]]]:
     """The condition a statement ANDs into its WHERE over `documents <alias>`, and its bind parameter:
     TRUE (and none) for full access."""
     if reader is None or reader.full_access:
-        return sql.SQL("TRUE"), {}
+        return EVERYONE, {}
     cond = sql.SQL("docforge_may_read({}.access, %(principals)s::text[])").format(sql.Identifier(alias))
     return cond, {"principals": reader.principals}
