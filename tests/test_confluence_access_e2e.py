@@ -1,5 +1,6 @@
 """`permissions: sync` end to end: a Confluence space on the API double (real HTTP), ingested for real into
-Postgres, read back as several principals through the SQL that enforces access (docforge_may_read).
+Postgres, read back as several principals: through the served HTTP API (callers from a tokens file,
+search in every mode, chunks by id, sources) and through the SQL that enforces access (docforge_may_read).
 
 The space is readable by one group only (staff). Page 200 is restricted (group hr, Bob by account id,
 Carol by email); 400 is its grandchild and has no restriction of its own; an attachment of 300 (200's
@@ -9,16 +10,28 @@ in place, 0 vectors computed), and a permission read fails for one page (that pa
 
 from __future__ import annotations
 
+import hashlib
+from contextlib import contextmanager
+
+import httpx
 import psycopg
 import pytest
+import yaml
+from pydantic import SecretStr
 
+from docforge.servers import LocalSearch
+from docforge.servers.api import create_app
+from docforge.servers.auth import AuthConfig, Authenticator
+from docforge.servers.web import LocalStore
 from pipeline import access
 from pipeline.access import Principal
 from pipeline.config import load_settings
 from pipeline.ingest import IngestContext, ingest_source
+from pipeline.query import Searcher
 from tests.confluence_double import ConfluenceDouble
 from tests.conftest_confluence import TOKEN, confluence_double, confluence_env  # noqa: F401 (fixtures)
 from tests.doc_files import make_pdf
+from tests.helpers import ServerThread
 from tests.test_ingest_cli import docforge
 
 BOB, CAROL = "5b10ac8d82e05b22cc7d4ef5", "712020:0f4c2b4e-9a7d-4c55-9f55-3c1a2b3c4d5e"
@@ -28,6 +41,8 @@ BY_EMAIL = Principal("Carol@Example.com", frozenset({"staff"}))  # allowed by em
 STAFF = Principal("eve@example.com", frozenset({"staff"}))  # in the space, not in the restriction
 OUTSIDER = Principal("mallory@example.com", frozenset({"hr"}))  # in hr, but not granted the space
 ADMIN = access.FULL_ACCESS
+TOKENS = {HR: "tok-dana", BY_ID: "tok-bob", BY_EMAIL: "tok-carol", STAFF: "tok-eve", OUTSIDER: "tok-mallory"}
+ADMIN_TOKEN = "tok-admin"
 OPEN = {"wiki:100", "wiki:500"}
 RESTRICTED = {"wiki:200", "wiki:300", "wiki:400", "wiki:300/attachments/att30001"}
 
@@ -45,6 +60,16 @@ def wiki(confluence_double: ConfluenceDouble, write_config):
     d.add_page("400", "Salary bands", "<p>The zeppelin bonus ladder tops out at band nine.</p>", parent_id="300")
     d.add_page("500", "Canteen", "<p>The canteen serves paella on Fridays.</p>", parent_id="100")
     d.add_attachment("300", "relocation.pdf", make_pdf([["Relocation stipend: eleven thousand kroner."]]))
+    (write_config([]).parent / "tokens.yml").write_text(
+        yaml.safe_dump(
+            {
+                "tokens": [
+                    {"name": p.name, "sha256": hashlib.sha256(t.encode()).hexdigest(), "groups": sorted(p.groups)}
+                    for p, t in TOKENS.items()
+                ]
+            }
+        )
+    )
     cfg = write_config(
         [
             {
@@ -77,13 +102,62 @@ def everything(url: str, reader: Principal) -> set[str]:
     return readable(url, reader, "")
 
 
+@contextmanager
+def served(settings, url: str, embedder):
+    """The HTTP API over the store: admin token and the tokens file's callers."""
+    auth = Authenticator(AuthConfig(api_tokens=SecretStr(ADMIN_TOKEN), tokens_file="tokens.yml"), settings.resolve_path)
+    searcher = Searcher(settings, url=url, embedder=embedder, reranker=None)
+    with searcher, ServerThread(create_app(LocalSearch(searcher), auth, store=LocalStore(searcher))) as srv:
+        yield srv.url
+
+
+def api(base: str, token: str, method: str, path: str, body: dict | None = None) -> httpx.Response:
+    return httpx.request(method, f"{base}/{path}", json=body, headers={"Authorization": f"Bearer {token}"}, timeout=60)
+
+
+def found(base: str, token: str, query: str) -> dict[str, set[str]]:
+    """The documents /search returns in each mode, for `query`."""
+    out = {}
+    for mode in ("keyword", "dense", "hybrid"):
+        body = {"query": query, "mode": mode, "rerank": False, "limit": 20, "per_doc": 0}
+        resp = api(base, token, "POST", "search", body)
+        assert resp.status_code == 200, resp.text
+        out[mode] = {h["doc_key"] for h in resp.json()["hits"]}
+    return out
+
+
 def test_confluence_permissions_are_enforced_and_follow_upstream(wiki, database_url, embedder):
     d, settings = wiki
     run = lambda: ingest_source(IngestContext(settings, url=database_url, embedder=embedder), "wiki")  # noqa: E731
     first = run()
     assert (first.files_added, first.files_failed) == (6, 0) and first.chunks_embedded > 0
 
-    # the grandchild of the restricted page: the restriction's principals find it, the others do not
+    with served(settings, database_url, embedder) as base:
+        # through the API: the grandchild of the restricted page, by group, by account id, by email
+        for allowed in (HR, BY_ID, BY_EMAIL):
+            hits = found(base, TOKENS[allowed], "zeppelin bonus ladder band nine")
+            assert all("wiki:400" in keys for keys in hits.values()), (allowed, hits)
+        for token in (TOKENS[STAFF], TOKENS[OUTSIDER]):
+            hits = found(base, token, "zeppelin bonus ladder band nine")
+            assert not any(keys & RESTRICTED for keys in hits.values()), hits
+        assert "wiki:500" in found(base, TOKENS[STAFF], "paella on Fridays")["keyword"]
+        assert found(base, TOKENS[OUTSIDER], "paella on Fridays") == {"keyword": set(), "dense": set(), "hybrid": set()}
+        assert "wiki:400" in found(base, ADMIN_TOKEN, "zeppelin bonus ladder")["keyword"]
+        # the attachment inherits its page's restriction
+        assert "wiki:300/attachments/att30001" in found(base, TOKENS[HR], "relocation stipend kroner")["keyword"]
+        assert not any("attachments" in k for k in found(base, TOKENS[STAFF], "relocation stipend kroner")["dense"])
+        # a restricted chunk by id: 404 to the others, as a chunk that does not exist
+        with psycopg.connect(database_url) as conn:
+            chunk = conn.execute("SELECT min(id) FROM chunks WHERE doc_key = 'wiki:400'").fetchone()[0]
+        missing = api(base, TOKENS[STAFF], "GET", "chunks/no-such-chunk")
+        refused = api(base, TOKENS[STAFF], "GET", f"chunks/{chunk}")
+        assert (refused.status_code, refused.json()) == (404, missing.json())
+        assert api(base, TOKENS[BY_EMAIL], "GET", f"chunks/{chunk}").json()["doc_key"] == "wiki:400"
+        # the source is listed to whoever may read one of its documents; not to the outsider
+        assert [s["name"] for s in api(base, TOKENS[STAFF], "GET", "sources").json()["sources"]] == ["wiki"]
+        assert api(base, TOKENS[OUTSIDER], "GET", "sources").json()["sources"] == []
+
+    # the same, for every document, in the statement that reads them
     for allowed in (HR, BY_ID, BY_EMAIL, ADMIN):
         assert readable(database_url, allowed, "zeppelin bonus ladder") == {"wiki:400"}, allowed
         assert everything(database_url, allowed) == OPEN | RESTRICTED, allowed
@@ -104,11 +178,15 @@ def test_confluence_permissions_are_enforced_and_follow_upstream(wiki, database_
     assert readable(database_url, Principal("cook@example.com", frozenset({"staff", "kitchen"})), "paella") == {
         "wiki:500"
     }
+    with served(settings, database_url, embedder) as base:
+        assert not any("wiki:500" in keys for keys in found(base, TOKENS[STAFF], "paella on Fridays").values())
     # ... and lifted: visible again, still without a vector
     d.restrict("500")
     lifted = run()
     assert (lifted.files_access_updated, lifted.chunks_embedded) == (1, 0)
     assert readable(database_url, STAFF, "paella") == {"wiki:500"}
+    with served(settings, database_url, embedder) as base:
+        assert "wiki:500" in found(base, TOKENS[STAFF], "paella on Fridays")["keyword"]
 
     # A permission read that fails for one page: that page fails closed, the others are indexed as before.
     d.pages["500"].restriction_fail = 500
