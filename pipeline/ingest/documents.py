@@ -124,7 +124,8 @@ def _apply(
             staged, settled=settled, listed={r.key for r in refs}, indexed=indexed, failed={f.key for f in failures}
         )
         cur.executemany("DELETE FROM staged_documents WHERE doc_key = %s", [(k,) for k in unwanted])
-        failures += failed_by(source)  # listed, yet failed in part (a page's permissions): recorded, not dropped
+        failed = {f.key for f in failures}  # listed, yet failed in part (a page's permissions): recorded, not dropped
+        failures += [f for f in failed_by(source) if f.key not in failed]
         if part is None:
             cur.execute("DELETE FROM failures WHERE source = %s", (name,))
         else:

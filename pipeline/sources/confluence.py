@@ -6,6 +6,9 @@ version differs from the ledger. A listing that fails raises, since a partial
 listing would delete pages from the index; a page that fails becomes a Failure
 and the rest go on. Breadcrumb and labels are best effort: they decorate a
 page, they never fail it. HTTP, auth and retries live in `confluence_client`.
+With `permissions: sync`, every listing also reads who may read each page
+(`confluence_access`: about one more request per page), failing a page closed
+when its permissions cannot be read.
 """
 
 from __future__ import annotations
