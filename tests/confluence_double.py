@@ -164,8 +164,11 @@ class ConfluenceDouble:
         return gid
 
     def grant_space(self, kind: str, ident: str, key: str = "read", target: str = "space") -> None:
-        """One permission assignment of the space: `kind` user (account id), group (group id) or role."""
+        """One permission assignment of the space: `kind` user (account id), group (its id, or a name: then
+        registered as a group) or role (an access class, e.g. anonymous-users)."""
         with self.lock:
+            if kind == "group" and ident not in self.groups:
+                ident = self._group_id(ident)
             n = len(self.space_grants) + 1
             self.space_grants.append(
                 {

@@ -35,7 +35,7 @@ def tree(confluence_double: ConfluenceDouble) -> ConfluenceDouble:
     d = confluence_double
     d.add_user(ANN, "Ann@Example.com")
     d.add_user(BOB, "")  # email hidden by his privacy settings
-    d.grant_space("group", d.add_group("staff"))
+    d.grant_space("group", "staff")  # by name: the double registers the group, serves its id
     d.grant_space("user", ANN)
     d.grant_space("group", d.add_group("contractors"), key="update")  # not a read of the space
     d.add_page("100", "Home", "<p>home</p>")
