@@ -389,6 +389,26 @@ def test_full_access_adds_nothing_to_a_statement():
     assert FULL_ACCESS.fingerprint == "full" != Principal("full").fingerprint
 
 
+def test_every_statement_of_a_search_holds_the_condition_and_full_access_none(site, monkeypatch):
+    statements: list[str] = []
+    run = Searcher._run
+
+    def watched(self, conn, stmt, binds):
+        statements.append(stmt.as_string(conn))
+        return run(self, conn, stmt, binds)
+
+    monkeypatch.setattr(Searcher, "_run", watched)
+    bob = Principal("bob@x.com", frozenset({"eng"}))
+    with Searcher(load_settings(site.config), url=site.db, embedder=site.embedder, reranker=None) as s:
+        for reader in (FULL_ACCESS, bob):
+            statements.clear()
+            for mode in ("dense", "keyword", "hybrid"):
+                assert s.search(SECRET_QUERY, 5, mode, reader=reader)  # type: ignore[arg-type]
+            assert len(statements) >= 7  # dense + hits, keyword + hits, both legs + centroids + hits
+            held = ["docforge_may_read" in st for st in statements]
+            assert all(held) if reader is bob else not any(held), (reader, statements)
+
+
 @pytest.mark.parametrize(
     "text, message",
     [

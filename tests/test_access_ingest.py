@@ -169,3 +169,28 @@ def test_access_entries_are_principals(write_config, tmp_path):
         [{"name": "hr", "type": "directory", "path": str(tmp_path), "access": ["hr", "group:legal", "user:A@B.c"]}]
     )
     assert load_settings(config).source("hr").access == ["group:hr", "group:legal", "user:a@b.c"]
+
+
+def test_docforge_may_read_agrees_with_the_model_for_every_shape(database_url):
+    """The inlined body (migration 0017) gives 0016's answer: every access of up to five clauses over
+    three principals, against every set of them a caller may hold."""
+    import itertools
+    import random
+
+    from pipeline.store.schema import ensure_schema
+
+    names = ["group:a", "group:b", "user:c@x.com"]
+    rng = random.Random(27)
+    shapes = [None, ()] + [
+        tuple(tuple(rng.sample(names, rng.randint(0, 3))) for _ in range(n)) for n in range(1, 6) for _ in range(12)
+    ]
+    callers = [list(c) for r in range(4) for c in itertools.combinations(names, r)]
+    with psycopg.connect(database_url) as conn:
+        ensure_schema(conn, "test-model", 8)
+        for shape, held in itertools.product(shapes, callers):
+            got = conn.execute(
+                "SELECT docforge_may_read(%s::jsonb, %s::text[])", (access.as_json(shape), held)
+            ).fetchone()[0]
+            reader = access.Principal("c@x.com" if "user:c@x.com" in held else "z@x.com")
+            reader = replace(reader, groups=frozenset(p.removeprefix("group:") for p in held if p.startswith("group:")))
+            assert got == access.may_read(shape, reader), (shape, held)
