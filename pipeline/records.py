@@ -20,6 +20,9 @@ class DocRef:
     mtime_ns: int | None = None
     size: int | None = None
     meta: dict[str, Any] = field(default_factory=dict)  # title, url, labels, space ...
+    # Who may read it, as the source found it (pipeline.access): clauses of principals, "user:<id>" /
+    # "group:<name>", each to be met; None: the source knows of no restriction.
+    access: tuple[tuple[str, ...], ...] | None = None
 
 
 @dataclass(frozen=True)

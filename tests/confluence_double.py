@@ -2,7 +2,9 @@
 
 One space of pages under `/wiki/api/v2`: spaces by key/id, space pages, pages by
 id, a page with its storage body and labels, children, ancestors, labels,
-attachments (listed, and their bytes under /wiki/download/attachments). Cursor
+attachments (listed, and their bytes under /wiki/download/attachments), the space's
+permission assignments. Under `/wiki/rest/api` (v1, what v2 lacks): a page's read
+restriction (users and groups, paged by start/limit), a group by id, a user. Cursor
 pagination capped at a small page size, `_links.next` and a `Link` header (or the
 header alone); versions to bump, deletions (to the trash), per-page 403/404 or a
 missing body; injected 429 (with, without, absurd Retry-After), 5xx and slow
@@ -18,8 +20,10 @@ import json
 import re
 import threading
 import time
+import uuid
 import zlib
 from collections import Counter, deque
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -40,9 +44,18 @@ _ROUTES = [
         ("ancestors", r"/pages/(\d+)/ancestors"),
         ("labels", r"/pages/(\d+)/labels"),
         ("attachments", r"/pages/(\d+)/attachments"),
+        ("space_permissions", r"/spaces/(\d+)/permissions"),
     )
 ]
-_PAGE_ROUTES = {"page", "children", "ancestors", "labels", "attachments"}  # their path holds a page id
+_V1_ROUTES = [  # endpoint name, path under /wiki/rest/api
+    (name, re.compile(pattern))
+    for name, pattern in (
+        ("restriction", r"/content/(\d+)/restriction/byOperation/read"),
+        ("group_by_id", r"/group/by-id"),
+        ("user", r"/user"),
+    )
+]
+_PAGE_ROUTES = {"page", "children", "ancestors", "labels", "attachments", "restriction"}  # path holds a page id
 _DOWNLOAD = re.compile(r"/wiki/download/attachments/(\d+)/([^?]+)")  # outside the v2 API, as on Cloud
 _BODY_FORMATS = {"storage", "atlas_doc_format", "view", "export_view", "anonymous_export_view", "styled_view", "editor"}
 
@@ -60,6 +73,10 @@ class Page:
     # quotes the request's credentials back, in several encodings, past the first 150 characters
     fail: int | str | None = None
     attachments: list[Attachment] = field(default_factory=list)
+    # Its own read restriction (v1): account ids and group names; none of either: unrestricted
+    read_users: list[str] = field(default_factory=list)
+    read_groups: list[str] = field(default_factory=list)
+    restriction_fail: int | None = None  # its restriction read always answers this status
 
 
 @dataclass
@@ -102,10 +119,16 @@ class ConfluenceDouble:
             {f"Bearer {bearer}"} if bearer else {"Basic " + base64.b64encode(f"{email}:{token}".encode()).decode()}
         )
         self.pages: dict[str, Page] = {}
+        self.users: dict[str, str] = {}  # account id → email ("": hidden by the user's privacy settings)
+        self.groups: dict[str, str] = {}  # group id → name
+        # The space's permission assignments, v2 shape. While none is added the space is public: it is
+        # served as one anonymous read grant, so pages without a restriction are everyone's.
+        self.space_grants: list[dict] = []
         self.faults: deque[Fault] = deque()
         self.counts: Counter[str] = Counter()  # endpoint → requests, faults and rejections included
         self.log: list[tuple[str, int]] = []  # (path with query, status)
         self.connections = 0
+        self.latency = 0.0  # seconds every API answer waits, as a remote site's round trip would
         self.lock = threading.RLock()
         self._server: ThreadingHTTPServer | None = None
 
@@ -129,6 +152,36 @@ class ConfluenceDouble:
             att = Attachment(f"att{int(pid) * 100 + len(page.attachments) + 1}", title, data, **kw)
             page.attachments.append(att)
             return att
+
+    def add_user(self, account_id: str, email: str = "") -> str:
+        self.users[account_id] = email
+        return account_id
+
+    def add_group(self, name: str) -> str:
+        """The group's id (a UUID, as Cloud's)."""
+        gid = str(uuid.uuid5(uuid.NAMESPACE_URL, f"group:{name}"))
+        self.groups[gid] = name
+        return gid
+
+    def grant_space(self, kind: str, ident: str, key: str = "read", target: str = "space") -> None:
+        """One permission assignment of the space: `kind` user (account id), group (its id, or a name: then
+        registered as a group) or role (an access class, e.g. anonymous-users)."""
+        with self.lock:
+            if kind == "group" and ident not in self.groups:
+                ident = self._group_id(ident)
+            n = len(self.space_grants) + 1
+            self.space_grants.append(
+                {
+                    "id": str(n),
+                    "principal": {"type": kind, "id": ident},
+                    "operation": {"key": key, "targetType": target},
+                }
+            )
+
+    def restrict(self, pid: str, users: Sequence[str] = (), groups: Sequence[str] = ()) -> None:
+        """Replace the page's read restriction (both empty: lift it), as Confluence's page lock does."""
+        with self.lock:
+            self.pages[pid].read_users, self.pages[pid].read_groups = list(users), list(groups)
 
     def downloads(self) -> int:  # successful attachment downloads
         return sum(1 for path, status in self.log if path.startswith("/wiki/download/") and status == 200)
@@ -188,6 +241,8 @@ class ConfluenceDouble:
             fault = self._take_fault(name)
         if fault and fault.delay:
             time.sleep(fault.delay)
+        if self.latency:
+            time.sleep(self.latency)
         if auth not in self.accepted:
             return 401, {}, _error(401, "Unauthorized")
         if fault and fault.status:
@@ -195,6 +250,8 @@ class ConfluenceDouble:
             return fault.status, headers, _error(fault.status, "injected fault")
         if not name or (name in _PAGE_ROUTES and match.group(1) not in self.pages):
             return 404, {}, _error(404, "not found")
+        if name == "restriction" and (fail := self.pages[match.group(1)].restriction_fail):
+            return fail, {}, _error(fail, "injected restriction failure")
         if name == "page" and self.pages[match.group(1)].fail == "echo-auth":
             return 400, {}, _echo_credentials(auth)
         query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
@@ -205,10 +262,11 @@ class ConfluenceDouble:
             return 400, {}, _error(400, str(e))
 
     def _route(self, path: str):
-        rest = path.removeprefix("/wiki/api/v2")
-        for name, pattern in _ROUTES:
-            if rest != path and (m := pattern.fullmatch(rest)):
-                return name, m
+        for prefix, routes in (("/wiki/api/v2", _ROUTES), ("/wiki/rest/api", _V1_ROUTES)):
+            rest = path.removeprefix(prefix)
+            for name, pattern in routes:
+                if rest != path and (m := pattern.fullmatch(rest)):
+                    return name, m
         return None, None
 
     def _take_fault(self, name: str | None) -> Fault | None:
@@ -306,6 +364,57 @@ class ConfluenceDouble:
             {},
             {"results": chain[-_int(query.get("limit", "25"), "limit", 1, 250) :], "_links": {"base": self.base_url}},
         )
+
+    def _space_permissions(self, path: str, query: dict, space_id: str):
+        if space_id != self.space_id:
+            return 404, {}, _error(404, "space not found")
+        return self._list(path, query, list(self.space_grants) or [_ANONYMOUS_READ])
+
+    def _restriction(self, path: str, query: dict, pid: str):
+        """v1 `byOperation/read`: each of the user and group lists paged by `start`/`limit` (capped at
+        the double's page size, the cap reported in `limit`), as Cloud pages its expansions."""
+        page = self.pages[pid]
+        if page.status == "trashed":
+            return 404, {}, _error(404, "content not found")
+        start, limit = (
+            _int(query.get("start", "0"), "start", 0, 10**9),
+            _int(query.get("limit", "100"), "limit", 1, 10**4),
+        )
+        limit = min(limit, self.page_size)
+        expand = set(_csv(query.get("expand")))
+
+        def sub(items: list[dict], what: str) -> dict:
+            if f"restrictions.{what}" not in expand:
+                return {}
+            part = items[start : start + limit]
+            return {"results": part, "start": start, "limit": limit, "size": len(part)}
+
+        users = [_user_json(a, self.users.get(a, "")) for a in page.read_users]
+        groups = [{"type": "group", "name": g, "id": self._group_id(g)} for g in page.read_groups]
+        lists = {k: v for k, v in (("user", sub(users, "user")), ("group", sub(groups, "group"))) if v}
+        body = {
+            "operation": "read",
+            "restrictions": lists,
+            "_expandable": {"content": f"/rest/api/content/{pid}"}
+            | {k: "" for k in ("user", "group") if k not in lists},
+            "_links": {"base": self.base_url, "context": "/wiki"},
+        }
+        return 200, {}, body
+
+    def _group_id(self, name: str) -> str:
+        return next((gid for gid, n in self.groups.items() if n == name), None) or self.add_group(name)
+
+    def _group_by_id(self, path: str, query: dict):
+        gid = query.get("id", "")
+        if gid not in self.groups:
+            return 404, {}, _error(404, "group not found")
+        return 200, {}, {"type": "group", "name": self.groups[gid], "id": gid, "_links": {"self": path}}
+
+    def _user(self, path: str, query: dict):
+        account = query.get("accountId", "")
+        if account not in self.users:
+            return 404, {}, _error(404, "user not found")
+        return 200, {}, _user_json(account, self.users[account])
 
     def _attachments(self, path: str, query: dict, pid: str):
         return self._list(path, query, [self._attachment_json(pid, a) for a in self.pages[pid].attachments])
@@ -420,6 +529,13 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
 
+_ANONYMOUS_READ = {
+    "id": "0",
+    "principal": {"type": "role", "id": "anonymous-users"},
+    "operation": {"key": "read", "targetType": "space"},
+}
+
+
 def _error(status: int, title: str) -> dict:
     return {"errors": [{"status": status, "code": str(status), "title": title, "detail": None}]}
 
@@ -438,6 +554,18 @@ def _echo_credentials(auth: str) -> dict:
         f"{pad}Authorization: {auth}; credentials {pair!r}, token={quote(secret, safe='')} raw={secret}"
     )
     return body
+
+
+def _user_json(account_id: str, email: str) -> dict:
+    """A v1 user; `email` is "" where the user's privacy settings hide it, as on Cloud."""
+    return {
+        "type": "known",
+        "accountId": account_id,
+        "accountType": "atlassian",
+        "email": email,
+        "publicName": account_id[:8],
+        "displayName": account_id[:8],
+    }
 
 
 def _label(name: str) -> dict:

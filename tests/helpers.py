@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
+import sys
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
@@ -94,3 +98,25 @@ def send_json(handler: BaseHTTPRequestHandler, status: int, body: object, header
     handler.send_header("Content-Length", str(len(data)))
     handler.end_headers()
     handler.wfile.write(data)
+
+
+@contextmanager
+def docforge_api(args: list[str], env: dict[str, str], log: Path, cwd: Path | None = None) -> Iterator[str]:
+    """`docforge serve --api` on a free port of 127.0.0.1 as a subprocess (stderr into `log`): its base URL
+    once it serves (the model loads first: at most 600 looks, 0.25 s apart); stopped after."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    exe = str(Path(sys.executable).with_name("docforge"))
+    with open(log, "wb") as err:
+        proc = subprocess.Popen([exe, "serve", "--api", "--port", str(port), *args], cwd=cwd, env=env, stderr=err)
+    try:
+        for _ in range(600):
+            if "Application startup complete" in log.read_text(errors="replace"):
+                break
+            assert proc.poll() is None, log.read_text(errors="replace")
+            time.sleep(0.25)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        proc.wait(20)

@@ -32,7 +32,7 @@ class HeldSearch:
         self.peak = 0
         self._lock = threading.Lock()
 
-    def __call__(self, req) -> list[dict]:
+    def __call__(self, req, reader=None) -> list[dict]:
         with self._lock:
             self.running += 1
             self.peak = max(self.peak, self.running)

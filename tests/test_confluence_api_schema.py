@@ -99,6 +99,9 @@ def served(confluence_double: ConfluenceDouble) -> tuple[ConfluenceDouble, httpx
     d.add_page("1002", "Guide", "<p>guide</p>", parent_id="1001", labels=["howto", "eng"])
     for i in range(3, 8):
         d.add_page(f"10{i:02d}", f"Leaf {i}", f"<p>leaf {i}</p>", parent_id="1002")
+    d.grant_space("group", d.add_group("staff"))
+    d.grant_space("user", d.add_user("5b10ac8d82e05b22cc7d4ef5"), key="update", target="page")
+    d.grant_space("role", "ANONYMOUS")
     with httpx.Client(base_url=d.base_url + "/api/v2", auth=(EMAIL, TOKEN)) as client:
         yield d, client
 
@@ -118,6 +121,7 @@ CALLS = [  # (request under /wiki/api/v2, operation in the spec)
     ("/pages/1001/children?limit=2", "/pages/{id}/children"),
     ("/pages/1005/ancestors?limit=250", "/pages/{id}/ancestors"),
     ("/pages/1002/labels", "/pages/{id}/labels"),
+    ("/spaces/98765/permissions?limit=2", "/spaces/{id}/permissions"),
 ]
 
 

@@ -10,10 +10,8 @@ from __future__ import annotations
 import json
 import os
 import re
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
@@ -25,7 +23,7 @@ from docforge.cli.options import SEARCH_MODES
 from pipeline.config import adhoc_file, adhoc_home
 from pipeline.query import MODES
 from pipeline.query.hits import where
-from tests.helpers import write_files
+from tests.helpers import docforge_api, write_files
 from tests.test_ingest_cli import docforge
 
 MANUAL = """= Operator Manual
@@ -157,25 +155,14 @@ def test_the_first_hour(tmp_path, database_url, docforge_home):
 
 
 def serve_and_read_the_page(cwd: Path, tmp_path: Path) -> None:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
     env = {**os.environ, "DOCFORGE_API_TOKENS": "first-hour", "HF_HUB_OFFLINE": "1"}
     exe = str(Path(sys.executable).with_name("docforge"))
     log = tmp_path / "serve.log"
-    with open(log, "wb") as err:
-        proc = subprocess.Popen([exe, "serve", "--api", "--port", str(port)], cwd=cwd, env=env, stderr=err)
-    try:
-        for _ in range(600):
-            if "Application startup complete" in log.read_text(errors="replace"):
-                break
-            assert proc.poll() is None, log.read_text(errors="replace")
-            time.sleep(0.25)
-        assert f"Open http://127.0.0.1:{port}/" in log.read_text(errors="replace")
-        assert httpx.get(f"http://127.0.0.1:{port}/favicon.ico").status_code == 200
-        rows = httpx.get(f"http://127.0.0.1:{port}/sources", headers={"Authorization": "Bearer first-hour"}).json()[
-            "sources"
-        ]
+    with docforge_api([], env, log, cwd) as base:
+        port = int(base.rsplit(":", 1)[1])
+        assert f"Open {base}/" in log.read_text(errors="replace")
+        assert httpx.get(f"{base}/favicon.ico").status_code == 200
+        rows = httpx.get(f"{base}/sources", headers={"Authorization": "Bearer first-hour"}).json()["sources"]
         assert [(r["name"], r["type"], r["documents"]) for r in rows] == [("folder", "directory", 5)]
 
         # A second server on the same port: refused before it prints a URL, with the reason.
@@ -184,9 +171,6 @@ def serve_and_read_the_page(cwd: Path, tmp_path: Path) -> None:
         )
         assert busy.returncode != 0 and "Open http" not in busy.stderr + busy.stdout
         assert f"cannot listen on 127.0.0.1:{port}" in busy.stderr and "--port" in busy.stderr
-    finally:
-        proc.terminate()
-        proc.wait(20)
 
 
 def test_an_empty_store_names_docforge_ingest(tmp_path, database_url, write_config):

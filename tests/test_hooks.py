@@ -85,7 +85,9 @@ def hooks(tmp_path, write_config, database_url, monkeypatch):
     with connect(database_url) as conn:
         ensure_schema(conn, "test-model", 8)
     app = create_app(
-        lambda req: [], Authenticator(AuthConfig(api_tokens="api-token")), hooks=Receiver(load_settings(cfg))
+        lambda req, reader=None: [],
+        Authenticator(AuthConfig(api_tokens="api-token")),
+        hooks=Receiver(load_settings(cfg)),
     )
     with ServerThread(app) as srv:
         yield srv.url, cfg

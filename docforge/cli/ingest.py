@@ -21,6 +21,7 @@ FILE_COUNTS = (
     ("added", "files_added"),
     ("updated", "files_updated"),
     ("unchanged", "files_unchanged"),
+    ("access updated", "files_access_updated"),  # who may read them changed: updated in place, not re-embedded
     ("deleted", "files_deleted"),
     ("skipped", "files_skipped"),
     ("failed", "files_failed"),

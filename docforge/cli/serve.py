@@ -79,9 +79,12 @@ def command(
 
     The MCP server exposes search_documentation(query, user_name, team_name,
     area_name=None, limit=10) and ask_documentation(question, user_name,
-    team_name, area_name=None, filters=None), and logs who asked on stderr.
-    The HTTP API needs DOCFORGE_API_TOKENS and/or DOCFORGE_JWT_JWKS_URL +
-    DOCFORGE_JWT_AUDIENCE; only GET /health is open.
+    team_name, area_name=None, filters=None), and logs who asked on stderr;
+    it reads everything, or as DOCFORGE_MCP_PRINCIPAL (+ DOCFORGE_MCP_GROUPS).
+    The HTTP API needs DOCFORGE_API_TOKENS (admin tokens), DOCFORGE_API_TOKENS_FILE
+    (named callers with groups) and/or DOCFORGE_JWT_JWKS_URL +
+    DOCFORGE_JWT_AUDIENCE; only GET /health is open. Each caller reads only
+    what its groups may (docs/security.md).
 
     \b
     Examples:
@@ -119,13 +122,25 @@ def command(
     if api:
         from docforge.servers.auth import Authenticator
 
-        auth = Authenticator(settings.auth)  # before anything heavy: no auth configured → ConfigError, exit 1
+        # Before anything heavy: no auth configured, a malformed tokens file → ConfigError, exit 1.
+        auth = Authenticator(settings.auth, settings.resolve_path)
         _serve_api(_local(settings), auth, host, port, settings)
     else:
         from docforge.servers.mcp import build_mcp, run_stdio
 
         search = _local(settings)
-        run_stdio(build_mcp(search, _local_ask(search)))
+        run_stdio(build_mcp(search, _local_ask(search), mcp_reader(settings.auth)))
+
+
+def mcp_reader(auth):
+    """Who the local MCP server reads as: DOCFORGE_MCP_PRINCIPAL (auth.mcp_principal) with its
+    DOCFORGE_MCP_GROUPS, else full access (a local tool, as the CLI)."""
+    from pipeline.access import FULL_ACCESS, Principal
+
+    if not auth.mcp_principal:
+        return FULL_ACCESS
+    groups = frozenset(g.strip() for g in auth.mcp_groups.split(",") if g.strip())
+    return Principal(auth.mcp_principal.strip(), groups, method="mcp")
 
 
 def _local(settings):
@@ -164,7 +179,7 @@ def _serve_api(search, auth, host: str, port: int, settings) -> None:
     search.warm()
     shown = f"[{host}]" if ":" in host else ("127.0.0.1" if host in ("0.0.0.0", "") else host)
     click.echo(f"docforge API on http://{host}:{port} (docs: /docs, needs a token)", err=True)
-    click.echo(f"Open http://{shown}:{port}/ in a browser and log in with one of DOCFORGE_API_TOKENS", err=True)
+    click.echo(f"Open http://{shown}:{port}/ in a browser and log in with an API token", err=True)
     uvicorn.Server(server_config(app, host, port, limits, log_level="info")).run(sockets=[sock])  # logs: stderr
 
 

@@ -8,11 +8,11 @@ have one shape everywhere: `SearchRequest` in, a list of citation dicts out.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from pipeline.access import FULL_ACCESS, Principal
 from pipeline.errors import DocforgeError
 from pipeline.query import Hit, Mode, Searcher
 from pipeline.query.filters import with_repo
@@ -46,7 +46,10 @@ class SearchRequest(BaseModel):
     )
 
 
-SearchFn = Callable[[SearchRequest], list[dict]]
+class SearchFn(Protocol):
+    """A search for `reader`: what it may read, and no more (a remote API: as its token allows)."""
+
+    def __call__(self, req: SearchRequest, reader: Principal = FULL_ACCESS) -> list[dict]: ...
 
 
 class SearchHit(BaseModel):
@@ -102,11 +105,18 @@ class LocalSearch:
     def __init__(self, searcher: Searcher):
         self.searcher = searcher
 
-    def __call__(self, req: SearchRequest) -> list[dict]:
+    def __call__(self, req: SearchRequest, reader: Principal = FULL_ACCESS) -> list[dict]:
         filters = with_repo(req.filters, req.filter_repo)
         boost = [t for t in (req.team_name, req.area_name) if t]
         hits = self.searcher.search(
-            req.query, req.limit, req.mode, filters=filters, boost_tags=boost, rerank=req.rerank, per_doc=req.per_doc
+            req.query,
+            req.limit,
+            req.mode,
+            filters=filters,
+            boost_tags=boost,
+            rerank=req.rerank,
+            per_doc=req.per_doc,
+            reader=reader,
         )
         return [search_hit(h) for h in hits]
 

@@ -1,7 +1,8 @@
 """The HTTP API (FastAPI): `POST /search`, `POST /ask`, `GET /health`, OpenAPI at /openapi.json and /docs,
 and a page for people at `/` (docforge.servers.web, docs/web.md).
 
-Every route but /health needs `Authorization: Bearer <token>` (see `auth`);
+Every route but /health needs `Authorization: Bearer <token>` (see `auth`), and reads as the
+principal that token names: only what it may read (pipeline.access, docs/security.md);
 the OpenAPI document and its Swagger page are behind it too, so /docs embeds
 the spec instead of fetching it unauthenticated. Swagger UI's own script and
 stylesheet (public vendor files, no data) are served open from /docs/assets,
@@ -104,7 +105,7 @@ def create_app(
         """Hybrid (or dense/keyword) search with citations; same parameters as the MCP tool."""
         log_request("api", req, who.name)
         try:
-            hits = search(req)
+            hits = search(req, who)
         except QueryError as e:
             raise HTTPException(400, str(e)) from None
         except DocforgeError as e:
@@ -119,9 +120,9 @@ def create_app(
             log_ask("api", req, who.name)
             try:
                 try:
-                    return ask(req)
+                    return ask(req, who)
                 except psycopg.OperationalError:  # a connection a store restart dropped: once more, on a new one
-                    return ask(req)
+                    return ask(req, who)
             except (QueryError, AnswerError) as e:
                 if isinstance(e, LLMError):
                     raise HTTPException(502, str(e)) from None

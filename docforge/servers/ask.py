@@ -4,12 +4,12 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from docforge.servers.remote import RemoteRoute
+from pipeline.access import FULL_ACCESS, Principal
 from pipeline.answers import Answer, Answerer
 from pipeline.errors import AnswerError
 from pipeline.query import Mode
@@ -46,7 +46,10 @@ class AskRequest(BaseModel):
     trace: bool = False
 
 
-AskFn = Callable[[AskRequest], Answer]
+class AskFn(Protocol):
+    """An answer for `reader`, from what it may read (a remote API: as its token allows)."""
+
+    def __call__(self, req: AskRequest, reader: Principal = FULL_ACCESS) -> Answer: ...
 
 
 def log_ask(surface: str, req: AskRequest, who: str | None = None) -> None:
@@ -67,7 +70,7 @@ class LocalAsk:
     def __init__(self, answerer: Answerer):
         self.answerer = answerer
 
-    def __call__(self, req: AskRequest) -> Answer:
+    def __call__(self, req: AskRequest, reader: Principal = FULL_ACCESS) -> Answer:
         return self.answerer.ask(
             req.question,
             filters=with_repo(req.filters, req.filter_repo),
@@ -78,14 +81,16 @@ class LocalAsk:
             max_iterations=req.max_iterations,
             use_cache=False if req.no_cache else None,
             trace=req.trace,
+            reader=reader,
         )
 
 
 class RemoteAsk(RemoteRoute):
-    """AskFn that asks a hosted docforge API (`POST {url}/ask`) with a bearer token."""
+    """AskFn that asks a hosted docforge API (`POST {url}/ask`) with the caller's own bearer token: the API
+    answers from what that token may read (a local `reader` adds nothing to it)."""
 
     def __init__(self, url: str, token: str | None, timeout_s: float = 300.0):
         super().__init__(url, "/ask", token, timeout_s, error=AnswerError)
 
-    def __call__(self, req: AskRequest) -> Answer:
+    def __call__(self, req: AskRequest, reader: Principal = FULL_ACCESS) -> Answer:
         return Answer(**self.post(req.model_dump(exclude_none=True)))

@@ -1,53 +1,127 @@
-"""Who may call the HTTP API: static bearer tokens and/or JWTs checked against a JWKS.
+"""Who may call the HTTP API, and as whom: admin tokens, a tokens file of named callers with groups, and/or
+JWTs checked against a JWKS. Each authenticates a `Principal` (pipeline.access): what it may read is decided
+in the SQL that reads (docs/security.md).
 
-Configured by `Settings.auth` (pipeline.config); the tokens come from the
-environment only (secrets never live in sources.yml):
+Configured by `Settings.auth` (pipeline.config); the secrets come from the
+environment only (never in sources.yml):
 
-    DOCFORGE_API_TOKENS      comma-separated opaque tokens (compared in constant time)
-    DOCFORGE_JWT_JWKS_URL    JWKS endpoint, e.g. https://login.microsoftonline.com/<tenant>/discovery/v2.0/keys
-    DOCFORGE_JWT_AUDIENCE    required with a JWKS URL (the API's application id URI / client id)
-    DOCFORGE_JWT_ISSUER      optional, e.g. https://login.microsoftonline.com/<tenant>/v2.0
-    DOCFORGE_JWT_ALGORITHMS  default RS256
+    DOCFORGE_API_TOKENS       admin tokens: comma-separated opaque tokens, full access (constant-time compare)
+    DOCFORGE_API_TOKENS_FILE  (auth.tokens_file) a YAML or JSON list of callers: name, sha256 (of the
+                              token: the token itself is never stored), groups, optional full_access
+    DOCFORGE_JWT_JWKS_URL     JWKS endpoint, e.g. https://login.microsoftonline.com/<tenant>/discovery/v2.0/keys
+    DOCFORGE_JWT_AUDIENCE     required with a JWKS URL (the API's application id URI / client id)
+    DOCFORGE_JWT_ISSUER       optional, e.g. https://login.microsoftonline.com/<tenant>/v2.0
+    DOCFORGE_JWT_ALGORITHMS   default RS256
+    DOCFORGE_JWT_USER_CLAIMS  the claims naming the caller, first present wins (email,preferred_username,...,sub)
+    DOCFORGE_JWT_GROUP_CLAIMS the claims holding its groups (groups,roles): lists or space/comma-separated
 
-With neither tokens nor a JWKS URL the API refuses to start: it never serves
+With no tokens, no tokens file and no JWKS URL the API refuses to start: it never serves
 unauthenticated (only /health is open).
 """
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import logging
-from dataclasses import dataclass
+import re
+from collections.abc import Callable
 from functools import cached_property
+from pathlib import Path
+from typing import Any
 
 import jwt
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from pipeline.access import Principal
 from pipeline.config import AuthConfig
 from pipeline.errors import ConfigError
 
 log = logging.getLogger(__name__)
-_NAME_CLAIMS = ("preferred_username", "upn", "email", "unique_name", "sub")
-__all__ = ["AuthConfig", "Authenticator", "Principal"]
+__all__ = ["AuthConfig", "Authenticator", "Principal", "read_tokens_file"]
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
 
 
-@dataclass(frozen=True)
-class Principal:
-    """An authenticated caller: a name for the log and how they proved it."""
+class TokenEntry(BaseModel):
+    """One caller of a tokens file."""
 
-    name: str
-    method: str  # "token" | "jwt"
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(min_length=1)
+    sha256: str
+    groups: list[str] = Field(default_factory=list)
+    full_access: bool = False
+
+    @field_validator("sha256", mode="before")
+    @classmethod
+    def _digest(cls, v: Any) -> Any:
+        if isinstance(v, str) and _SHA256.match(v.strip().lower()):
+            return v.strip().lower()
+        raise ValueError(
+            "sha256 must be the 64 hex digits of the token's SHA-256 (printf %s TOKEN | sha256sum), never the token"
+        )
+
+    @field_validator("groups", mode="before")
+    @classmethod
+    def _groups(cls, v: Any) -> Any:
+        if isinstance(v, str):
+            return [g for g in re.split(r"[\s,]+", v) if g]
+        return v
+
+
+def read_tokens_file(path: Path) -> list[TokenEntry]:
+    """The callers a tokens file lists (YAML or JSON: a list, or {"tokens": [...]}); ConfigError naming the
+    file, the entry and its line when one is malformed."""
+    try:
+        text = path.read_text(encoding="utf-8")
+        node = yaml.compose(text)  # JSON is YAML: one parser, and each entry's line
+        data = yaml.safe_load(text)
+    except OSError as e:
+        raise ConfigError(f"tokens file {path}: cannot read it ({e.strerror}); check auth.tokens_file") from None
+    except yaml.YAMLError as e:
+        raise ConfigError(f"tokens file {path}: not valid YAML or JSON: {e}") from None
+    if isinstance(data, dict) and set(data) == {"tokens"}:
+        data = data["tokens"]
+        node = node.value[0][1] if isinstance(node, yaml.MappingNode) else node
+    if not isinstance(data, list):
+        raise ConfigError(f"tokens file {path}: expected a list of entries (name, sha256, groups), or tokens: [...]")
+    entries, seen, names = [], {}, set()
+    for i, raw in enumerate(data):
+        line = node.value[i].start_mark.line + 1 if isinstance(node, yaml.SequenceNode) else None
+        where = f"tokens file {path}, entry {i + 1}" + (f" (line {line})" if line else "")
+        if isinstance(raw, dict) and "token" in raw:
+            raise ConfigError(f"{where}: holds a plain `token`: store its `sha256` instead, never the token")
+        try:
+            entry = TokenEntry.model_validate(raw)
+        except ValidationError as e:
+            err = e.errors()[0]
+            key = ".".join(str(p) for p in err["loc"]) or "entry"
+            raise ConfigError(f"{where}: {key}: {err['msg']}") from None
+        if entry.sha256 in seen:
+            raise ConfigError(f"{where}: the same sha256 as entry {seen[entry.sha256]}: one token, one caller")
+        if entry.name in names:
+            raise ConfigError(f"{where}: a second entry named {entry.name!r}: give each caller its own name")
+        seen[entry.sha256], names = i + 1, names | {entry.name}
+        entries.append(entry)
+    return entries
 
 
 class Authenticator:
-    def __init__(self, cfg: AuthConfig):
+    def __init__(self, cfg: AuthConfig, resolve: Callable[[str], Path] = Path):
+        """`resolve`: a tokens file's path as configured → where it is (Settings.resolve_path: from sources.yml)."""
         self.cfg = cfg
         raw = self.cfg.api_tokens.get_secret_value() if self.cfg.api_tokens else ""
         self.tokens = [t.strip() for t in raw.split(",") if t.strip()]
+        self.callers = read_tokens_file(resolve(cfg.tokens_file)) if cfg.tokens_file else []
         self.algorithms = [a.strip() for a in self.cfg.jwt_algorithms.split(",") if a.strip()]
-        if not self.tokens and not self.cfg.jwt_jwks_url:
+        self.user_claims = [c.strip() for c in cfg.jwt_user_claims.split(",") if c.strip()]
+        self.group_claims = [c.strip() for c in cfg.jwt_group_claims.split(",") if c.strip()]
+        if not self.tokens and not self.callers and not self.cfg.jwt_jwks_url:
             raise ConfigError(
                 "the HTTP API needs authentication configured: set DOCFORGE_API_TOKENS "
-                "(comma-separated bearer tokens) and/or DOCFORGE_JWT_JWKS_URL + DOCFORGE_JWT_AUDIENCE"
+                "(comma-separated admin tokens), DOCFORGE_API_TOKENS_FILE (named callers with groups) "
+                "and/or DOCFORGE_JWT_JWKS_URL + DOCFORGE_JWT_AUDIENCE"
             )
         if self.cfg.jwt_jwks_url and not self.cfg.jwt_audience:
             raise ConfigError(
@@ -59,6 +133,8 @@ class Authenticator:
                 f"DOCFORGE_JWT_ALGORITHMS={self.cfg.jwt_algorithms!r}: only asymmetric "
                 "algorithms (RS256, ES256, PS256...) can be checked against a JWKS"
             )
+        if self.cfg.jwt_jwks_url and not self.user_claims:
+            raise ConfigError("DOCFORGE_JWT_USER_CLAIMS is empty: name the claim that names the caller (email, sub)")
 
     @cached_property
     def jwks(self) -> jwt.PyJWKClient:
@@ -68,9 +144,17 @@ class Authenticator:
         """The caller behind a bearer token, or None when it proves nothing."""
         if not token:
             return None
-        for i, known in enumerate(self.tokens, 1):
-            if hmac.compare_digest(token.encode(), known.encode()):
-                return Principal(f"token#{i}", "token")
+        found = None
+        for i, known in enumerate(self.tokens, 1):  # every one compared: the time says nothing of which
+            if hmac.compare_digest(token.encode(), known.encode()) and found is None:
+                found = Principal(f"token#{i}", full_access=True, method="token")
+        if self.callers:
+            digest = hashlib.sha256(token.encode()).hexdigest()
+            for c in self.callers:
+                if hmac.compare_digest(digest, c.sha256) and found is None:
+                    found = Principal(c.name, frozenset(c.groups), c.full_access, method="tokens_file")
+        if found is not None:
+            return found
         if self.cfg.jwt_jwks_url and token.count(".") == 2:
             return self._jwt(token)
         return None
@@ -90,5 +174,22 @@ class Authenticator:
         except jwt.PyJWTError as e:
             log.info("rejected a JWT: %s", e)
             return None
-        name = next((str(claims[c]) for c in _NAME_CLAIMS if claims.get(c)), "unknown")
-        return Principal(name, "jwt")
+        name = next(
+            (str(claims[c]) for c in self.user_claims if isinstance(claims.get(c), str | int) and claims[c]), None
+        )
+        if name is None:  # no one to match an access list against: refused, not let in as "unknown"
+            log.info("rejected a JWT: none of the claims %s names the caller", ", ".join(self.user_claims))
+            return None
+        return Principal(name, frozenset(_groups(claims, self.group_claims)), method="jwt")
+
+
+def _groups(claims: dict[str, Any], names: list[str]) -> list[str]:
+    """The groups a JWT's claims hold: each named claim a list, or one space/comma-separated string."""
+    out: list[str] = []
+    for name in names:
+        v = claims.get(name)
+        if isinstance(v, str):
+            out += [g for g in re.split(r"[\s,]+", v) if g]
+        elif isinstance(v, list):
+            out += [str(g) for g in v if isinstance(g, str | int) and str(g).strip()]
+    return out

@@ -29,6 +29,7 @@ from docforge.servers import SearchFn, SearchHit, SearchRequest, SearchResponse,
 from docforge.servers.ask import AskFn, AskRequest, log_ask
 from docforge.servers.remote import RemoteRoute
 from pipeline import __version__
+from pipeline.access import FULL_ACCESS, Principal
 from pipeline.answers import Answer
 from pipeline.errors import DocforgeError
 from pipeline.parse.text import first_surrogate
@@ -47,10 +48,12 @@ per_doc caps the passages taken from one document (default 2; raise it for more
 context from the same document, 0 for no limit)."""
 
 
-def build_mcp(search: SearchFn, ask: AskFn | None = None) -> MCPServer:
+def build_mcp(search: SearchFn, ask: AskFn | None = None, reader: Principal = FULL_ACCESS) -> MCPServer:
+    """The MCP server over `search` and `ask`, reading as `reader` (full access by default: a local tool,
+    as the CLI; a proxy to a hosted API reads as its token allows, whatever `reader` is)."""
     server = MCPServer(name="docforge", version=__version__, instructions=INSTRUCTIONS)
     if ask is not None:
-        _add_ask_tool(server, ask)
+        _add_ask_tool(server, ask, reader)
 
     @server.tool(description=TOOL_DESCRIPTION)
     def search_documentation(
@@ -74,9 +77,9 @@ def build_mcp(search: SearchFn, ask: AskFn | None = None) -> MCPServer:
             )
         except ValidationError as e:
             raise ToolError(f"invalid arguments: {e.errors()[0]['loc'][0]}: {e.errors()[0]['msg']}") from None
-        log_request("mcp", req)
+        log_request("mcp", req, None if reader.full_access else reader.name)
         try:
-            hits = search(req)
+            hits = search(req, reader)
         except DocforgeError as e:
             raise ToolError(str(e)) from None
         return SearchResponse(query=query, hits=[SearchHit(**h) for h in hits])
@@ -95,7 +98,7 @@ addresses_reason, confidence, abstained (true: not found in the documentation). 
 team_name, area_name identify who asks; filters is a filter expression."""
 
 
-def _add_ask_tool(server: MCPServer, ask: AskFn) -> None:
+def _add_ask_tool(server: MCPServer, ask: AskFn, reader: Principal) -> None:
     @server.tool(description=ASK_DESCRIPTION)
     def ask_documentation(
         question: str,
@@ -110,20 +113,21 @@ def _add_ask_tool(server: MCPServer, ask: AskFn) -> None:
             )
         except ValidationError as e:
             raise ToolError(f"invalid arguments: {e.errors()[0]['loc'][0]}: {e.errors()[0]['msg']}") from None
-        log_ask("mcp", req)
+        log_ask("mcp", req, None if reader.full_access else reader.name)
         try:
-            return ask(req)
+            return ask(req, reader)
         except DocforgeError as e:
             raise ToolError(str(e)) from None
 
 
 class RemoteSearch(RemoteRoute):
-    """SearchFn that asks a hosted docforge API (`POST {url}/search`) with a bearer token."""
+    """SearchFn that asks a hosted docforge API (`POST {url}/search`) with the caller's own bearer token:
+    the API returns what that token may read (a local `reader` adds nothing to it)."""
 
     def __init__(self, url: str, token: str | None, timeout_s: float = 60.0):
         super().__init__(url, "/search", token, timeout_s)
 
-    def __call__(self, req: SearchRequest) -> list[dict]:
+    def __call__(self, req: SearchRequest, reader: Principal = FULL_ACCESS) -> list[dict]:
         return self.post(req.model_dump(exclude_none=True))["hits"]
 
 

@@ -14,8 +14,10 @@ from urllib.parse import quote
 from fastapi import Depends, FastAPI, HTTPException
 from fastapi.responses import HTMLResponse, Response
 from fastapi.staticfiles import StaticFiles
+from psycopg import sql
 from pydantic import BaseModel
 
+from pipeline.access import Principal, effective, may_read, predicate
 from pipeline.errors import DocforgeError
 from pipeline.query import Searcher
 from pipeline.store.admin import has_schema, per_source
@@ -66,31 +68,51 @@ class ChunkText(BaseModel):
 
 
 class PageStore(Protocol):
-    def sources(self) -> list[dict]: ...
+    def sources(self, reader: Principal) -> list[dict]: ...
 
-    def chunk(self, chunk_id: str) -> dict | None: ...
+    def chunk(self, chunk_id: str, reader: Principal) -> dict | None: ...
 
 
-_SOURCE_TYPES = "SELECT DISTINCT ON (source) source, type FROM documents ORDER BY source"  # the page's Type filter
+# The page's Type filter: each source's type, from the documents the caller may read.
+_SOURCE_TYPES = "SELECT DISTINCT ON (doc.source) doc.source, doc.type FROM documents doc WHERE {} ORDER BY doc.source"
+_CHUNK = """SELECT c.id, c.doc_key, c.section, c.text FROM chunks c JOIN documents doc ON doc.key = c.doc_key
+WHERE c.id = %(id)s AND {}"""
 
 
 class LocalStore:
-    """PageStore over a Searcher's pooled connections."""
+    """PageStore over a Searcher's pooled connections: each read holds the caller's access condition
+    (pipeline.access), so a source, a count, a type or a chunk it may not read is never in an answer."""
 
     def __init__(self, searcher: Searcher):
         self.searcher = searcher
-        self.configured = [s.name for s in searcher.settings.sources]
+        self.configured = {s.name: s.access for s in searcher.settings.sources}
 
-    def sources(self) -> list[dict]:
+    def sources(self, reader: Principal) -> list[dict]:
+        cond, binds = predicate(reader)
         with self.searcher.connection() as conn:
             built = has_schema(conn)
-            rows = per_source(conn, self.configured, built=built)
-            types = dict(conn.execute(_SOURCE_TYPES).fetchall()) if built else {}
-        return [r | {"type": types.get(r["name"])} for r in rows]
+            rows = per_source(conn, list(self.configured), built=built, reader=reader)
+            types = dict(conn.execute(sql.SQL(_SOURCE_TYPES).format(cond), binds).fetchall()) if built else {}
+        # A source shows when the caller may read one of its documents; one without any (not ingested yet)
+        # when its sources.yml `access:` lets the caller in. Its failures (documents not indexed, so with
+        # no access of their own) are counted for a caller its `access:` lets in.
+        return [
+            {k: v for k, v in r.items() if k != "stored"}
+            | {"type": types.get(r["name"]), "failures": r["failures"] if self._admits(r["name"], reader) else 0}
+            for r in rows
+            if r["documents"] or (not r["stored"] and self._admits(r["name"], reader))
+        ]
 
-    def chunk(self, chunk_id: str) -> dict | None:
+    def _admits(self, name: str, reader: Principal) -> bool:
+        """Whether a configured source's `access:` lets `reader` in (one no longer configured: full access only)."""
+        if name not in self.configured:
+            return reader.full_access
+        return may_read(effective(self.configured[name], None), reader)
+
+    def chunk(self, chunk_id: str, reader: Principal) -> dict | None:
+        cond, binds = predicate(reader)
         with self.searcher.connection() as conn:
-            row = conn.execute("SELECT id, doc_key, section, text FROM chunks WHERE id = %s", (chunk_id,)).fetchone()
+            row = conn.execute(sql.SQL(_CHUNK).format(cond), {"id": chunk_id, **binds}).fetchone()
         return dict(zip(("id", "doc_key", "section", "text"), row, strict=True)) if row else None
 
 
@@ -115,13 +137,14 @@ def add_page(app: FastAPI, caller: Callable, store: PageStore | None, dagster_ur
     app.mount(WEB_ASSETS, StaticFiles(directory=str(_DIR)), name="web")
     if store is None:
         return
-    Caller = Annotated[object, Depends(caller)]
+    Caller = Annotated[Principal, Depends(caller)]
 
     @app.get("/sources", response_model=SourcesResponse, tags=["sources"])
-    def get_sources(_: Caller) -> SourcesResponse:
-        """Each source's documents, chunks, last ingest, failures and its Dagster partition (as `docforge status`)."""
+    def get_sources(who: Caller) -> SourcesResponse:
+        """The sources the caller may read: each one's documents, chunks, last ingest, failures (counted
+        from what the caller may read) and its Dagster partition (as `docforge status`)."""
         try:
-            rows = store.sources()
+            rows = store.sources(who)
         except DocforgeError as e:
             raise HTTPException(503, str(e)) from None
         return SourcesResponse(
@@ -129,10 +152,11 @@ def add_page(app: FastAPI, caller: Callable, store: PageStore | None, dagster_ur
         )
 
     @app.get("/chunks/{chunk_id}", response_model=ChunkText, tags=["sources"])
-    def get_chunk(chunk_id: str, _: Caller) -> ChunkText:
-        """One chunk's text: the evidence behind an answer's citation (its `chunk_id`)."""
+    def get_chunk(chunk_id: str, who: Caller) -> ChunkText:
+        """One chunk's text: the evidence behind an answer's citation (its `chunk_id`); 404 alike for a
+        chunk that is not there and one the caller may not read."""
         try:
-            row = store.chunk(chunk_id)
+            row = store.chunk(chunk_id, who)
         except DocforgeError as e:
             raise HTTPException(503, str(e)) from None
         if row is None:

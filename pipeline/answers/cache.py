@@ -2,15 +2,17 @@
 
 The key is sha256 over canonical JSON of:
 
-- the state of the indexed sources in scope: a digest of (document key, content hash) of every
-  document of those sources (count, and XOR and sum of two seeded 64-bit hashes), so an ingest
-  that changes a document changes it and a no-op ingest does not; plus the chunking fingerprints
-  of the ledger and the store's embedding model;
+- the state of the indexed sources in scope: a digest of (document key, content hash, access) of every
+  document of those sources (count, and XOR and sum of two seeded 64-bit hashes), so an ingest that
+  changes a document, or who may read it, changes it and a no-op ingest does not; plus the chunking
+  fingerprints of the ledger and the store's embedding model;
 - the question in its canonical form (`canonical_question`, mode `strict` or `equivalence`);
 - the model profile (base_url, model, temperature, max_tokens, prompts' version; or the extractive
-  answerer's version), the conversation's prior turns, the request's scope (filters, a `filter_repo` among them,
-  mode, rerank, boost tags; max_iterations with an LLM), the search and answers settings, the
-  schema version, CANON_VERSION and the verifier's policy.
+  answerer's version), the conversation's prior turns, the request's scope (the caller's access
+  fingerprint: `full`, or a hash of its sorted principals, so one caller's answer is never served to
+  another who may read otherwise; filters, a `filter_repo` among them, mode, rerank, boost tags;
+  max_iterations with an LLM), the search and answers settings, the schema version, CANON_VERSION
+  and the verifier's policy.
 """
 
 from __future__ import annotations
@@ -33,12 +35,14 @@ _FILLER = frozenset(
 hey hi hello thanks thank quick question""".split()
 )
 
-# The documents' digest: XOR and sum of two differently seeded 64-bit hashes of (key, content hash):
+# The documents' digest: XOR and sum of two differently seeded 64-bit hashes of (key, content hash, access):
 # order-free, so no sort, and one pass (0.3-0.5 ms at 650 documents where an md5 over the sorted
 # rows took 3); keys are unique, so no two rows cancel out in the XOR.
 _STATE = """
-SELECT (SELECT count(*) || ':' || coalesce(bit_xor(hashtextextended(d.key || ':' || d.content_hash, 0)), 0)
-               || ':' || coalesce(sum(hashtextextended(d.key || ':' || d.content_hash, 1)::numeric), 0)
+SELECT (SELECT count(*) || ':' || coalesce(bit_xor(hashtextextended(d.key || ':' || d.content_hash
+                                                                      || coalesce(d.access::text, ''), 0)), 0)
+               || ':' || coalesce(sum(hashtextextended(d.key || ':' || d.content_hash
+                                                       || coalesce(d.access::text, ''), 1)::numeric), 0)
           FROM documents d WHERE %(all)s OR d.source = ANY(%(sources)s)),
        (SELECT coalesce(string_agg(DISTINCT chunker, ',' ORDER BY chunker), '') FROM ledger),
        (SELECT max(version) FROM schema_migrations),

@@ -20,6 +20,7 @@ import time
 import uuid
 from typing import Any
 
+from pipeline.access import FULL_ACCESS, Principal
 from pipeline.answers import cache, calibrate, extractive, prompts, provenance, render, retrieve, subject, verify
 from pipeline.answers.llm import ChatClient
 from pipeline.answers.model import Answer, Citation, Step
@@ -134,14 +135,16 @@ class Answerer:
         max_iterations: int | None = None,
         use_cache: bool | None = None,
         trace: bool = False,
+        reader: Principal = FULL_ACCESS,
     ) -> Answer:
+        """A verified answer from what `reader` may read (full access by default: the CLI, the Python API)."""
         t0 = time.perf_counter()
         question = " ".join(question.replace("\x00", " ").split())
         if not question:
             raise AnswerError("the question is empty")
         if len(question) > MAX_QUESTION:
             raise AnswerError(f"the question is longer than {MAX_QUESTION} characters")
-        scope = retrieve.Scope(filters, mode, rerank, tuple(t for t in boost_tags if t))
+        scope = retrieve.Scope(filters, mode, rerank, tuple(t for t in boost_tags if t), reader)
         max_iterations = max_iterations or self.cfg.max_iterations
         run = Run(question, scope, history or None, max_iterations)
         use_cache = self.cfg.cache if use_cache is None else use_cache

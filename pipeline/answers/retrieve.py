@@ -5,18 +5,22 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from pipeline.access import FULL_ACCESS, Principal
 from pipeline.answers.model import Evidence, text_hash
 from pipeline.query import Hit, Searcher
 
 
 @dataclass(frozen=True)
 class Scope:
-    """What a request may search: part of the cache key."""
+    """What a request may search: part of the cache key. `reader`: who asks; only what it may read is
+    retrieved, and the key holds its access fingerprint, so an answer is never served to a caller who
+    may not read its evidence."""
 
     filters: dict[str, Any] | None = None  # a surface's `filter_repo` is already in here (with_repo)
     mode: str = "hybrid"
     rerank: bool | None = None
     boost_tags: tuple[str, ...] = ()
+    reader: Principal = FULL_ACCESS
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -24,11 +28,17 @@ class Scope:
             "mode": self.mode,
             "rerank": self.rerank,
             "boost_tags": sorted(self.boost_tags),
+            "access": self.reader.fingerprint,
         }
 
 
 def search(searcher: Searcher, query: str, scope: Scope, limit: int, per_doc: int | None = None) -> list[Hit]:
-    kwargs: dict[str, Any] = {"filters": scope.filters, "boost_tags": scope.boost_tags, "rerank": scope.rerank}
+    kwargs: dict[str, Any] = {
+        "filters": scope.filters,
+        "boost_tags": scope.boost_tags,
+        "rerank": scope.rerank,
+        "reader": scope.reader,
+    }
     if per_doc:
         kwargs["per_doc"] = per_doc  # the answer layer wants context: several chunks of a good document
     return searcher.search(query, limit, scope.mode, **kwargs)  # type: ignore[arg-type]

@@ -214,15 +214,31 @@ class AuthConfig(Section):
     """Who may call the HTTP API (docforge.servers.auth), and the token `serve --remote-api` sends."""
 
     env_prefix: ClassVar[str] = "DOCFORGE_"
-    env_aliases: ClassVar[dict[str, tuple[str, ...]]] = {"remote_api_token": ("DOCFORGE_API_TOKEN",)}
+    env_aliases: ClassVar[dict[str, tuple[str, ...]]] = {
+        "remote_api_token": ("DOCFORGE_API_TOKEN",),
+        "tokens_file": ("DOCFORGE_API_TOKENS_FILE",),
+        "mcp_principal": ("DOCFORGE_MCP_PRINCIPAL",),
+        "mcp_groups": ("DOCFORGE_MCP_GROUPS",),
+    }
 
-    api_tokens: SecretStr | None = None  # comma-separated opaque tokens
+    api_tokens: SecretStr | None = None  # comma-separated opaque tokens: admin tokens (full access)
+    # Named callers with groups (docs/security.md): YAML or JSON entries of name, sha256 (of the token,
+    # never the token), groups, full_access; a relative path is from sources.yml.
+    tokens_file: str | None = None
     jwt_jwks_url: str | None = None
     jwt_audience: str | None = None
     jwt_issuer: str | None = None
     jwt_algorithms: str = "RS256"
     jwt_leeway_s: int = Field(default=30, ge=0)
+    # Who a JWT names: the first of these claims it holds (email, sub ...), comma-separated.
+    jwt_user_claims: str = "email,preferred_username,upn,unique_name,sub"
+    # Its groups: every one of these claims it holds, each a list or a space/comma-separated string.
+    jwt_group_claims: str = "groups,roles"
     remote_api_token: SecretStr | None = None
+    # Who the local MCP server (stdio) reads as: unset, full access (a local tool, as the CLI);
+    # set, that user with `mcp_groups` (comma-separated) and no more.
+    mcp_principal: str | None = None
+    mcp_groups: str = ""
 
 
 class LLMConfig(Section):

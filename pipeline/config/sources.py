@@ -9,6 +9,7 @@ from typing import Annotated, Any, Literal, get_args
 
 from pydantic import Field, field_validator, model_validator
 
+from pipeline.access import config_entry
 from pipeline.config.base import Strict
 
 DEFAULT_GLOBS = ["README.md", "CLAUDE.md", "docs/**/*.md"]
@@ -40,11 +41,25 @@ ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"  # a field that names an environment vari
 class _SourceBase(Strict):
     name: str
     tags: list[str] = Field(default_factory=list)
+    # Who may read the source's documents (docs/security.md): group names, or `group:<name>` /
+    # `user:<email>` written out; a reader needs one of them. Omitted: everyone; `[]`: admins only.
+    access: list[str] | None = None
 
     @field_validator("name")
     @classmethod
     def _name(cls, v: str) -> str:
         return check_source_name(v)
+
+    @field_validator("access", mode="before")
+    @classmethod
+    def _access(cls, v: Any) -> Any:
+        if v is None:
+            return None
+        if isinstance(v, str):  # `access: hr` is a list of one
+            v = [v]
+        if not isinstance(v, list):
+            raise ValueError("access is a list of group names (or group:<name> / user:<email>), e.g. [hr, legal]")
+        return sorted({config_entry(e) for e in v})
 
 
 class GitSourceConfig(_SourceBase):
@@ -182,6 +197,25 @@ class ConfluenceSourceConfig(_SourceBase):
     attachments: bool = False
     max_attachment_bytes: int = Field(default=MAX_FILE_BYTES, ge=1)
     webhook_secret_env: str | None = Field(default=None, pattern=ENV_NAME)  # as GitSourceConfig's
+    # "sync": every listing reads who may read each page (its space's permissions, its own and its
+    # ancestors' read restrictions) into its access clauses (pipeline.sources.confluence_access);
+    # "off": Confluence's permissions are not read, the source's own `access:` alone applies.
+    permissions: Literal["off", "sync"] = "off"
+    # Groups (or access classes, e.g. all-licensed-users) every docforge caller is in (a site's default
+    # group, e.g. confluence-users): a space permission or restriction naming one admits everyone: no clause.
+    everyone_groups: list[str] = Field(default_factory=list)
+
+    @field_validator("permissions", mode="before")
+    @classmethod
+    def _permissions_mode(cls, v: Any) -> Any:
+        if v is False or v is None:  # YAML 1.1 reads a bare `off` (or `no`) as false
+            return "off"
+        if v not in ("off", "sync"):
+            raise ValueError(
+                f"permissions must be 'sync' (read each page's space permissions and read restrictions, "
+                f"ancestors' included, at every run) or 'off' (the default), not {v!r}"
+            )
+        return v
 
     @field_validator("page_ids", mode="before")
     @classmethod
@@ -192,6 +226,8 @@ class ConfluenceSourceConfig(_SourceBase):
     def _has_scope(self) -> ConfluenceSourceConfig:
         if not self.space and not self.page_ids:
             raise ValueError("set 'space' (a space key) and/or 'page_ids'")
+        if self.everyone_groups and self.permissions != "sync":
+            raise ValueError("everyone_groups applies only with `permissions: sync`: set that, or remove it")
         return self
 
 

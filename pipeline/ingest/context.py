@@ -34,6 +34,7 @@ class IngestStats:
     files_unchanged: int = 0
     files_deleted: int = 0
     files_failed: int = 0
+    files_access_updated: int = 0  # unchanged or not, who may read them changed: updated in place (no re-embed)
     chunks_indexed: int = 0
     chunks_reused: int = 0
     chunks_deleted: int = 0

@@ -16,24 +16,28 @@ from dataclasses import replace
 
 import psycopg
 
+from pipeline import access
 from pipeline.ingest import ledger
 from pipeline.ingest.context import IngestContext, IngestStats, record_failures
 from pipeline.ingest.faults import failure, store_lost, unstorable
 from pipeline.ingest.ledger import Decision, LedgerRow, Plan
 from pipeline.records import DocRef, Document, Failure, Part
-from pipeline.sources import open_source, skipped_by
+from pipeline.sources import failed_by, open_source, skipped_by
 
 _UPSERT = """
 INSERT INTO staged_documents (doc_key, source, action, type, kind, uri, url, title, tags, meta,
-    content, content_hash, version, mtime_ns, size, chunked, run_id)
+    content, content_hash, version, mtime_ns, size, access, access_hash, chunked, run_id)
 VALUES (%(doc_key)s, %(source)s, 'upsert', %(type)s, %(kind)s, %(uri)s, %(url)s, %(title)s, %(tags)s, %(meta)s,
-    %(content)s, %(content_hash)s, %(version)s, %(mtime_ns)s, %(size)s, false, %(run_id)s)
+    %(content)s, %(content_hash)s, %(version)s, %(mtime_ns)s, %(size)s, %(access)s::jsonb, %(access_hash)s,
+    false, %(run_id)s)
 ON CONFLICT (doc_key) DO UPDATE SET action = 'upsert', type = excluded.type, kind = excluded.kind,
     uri = excluded.uri, url = excluded.url, title = excluded.title, tags = excluded.tags, meta = excluded.meta,
     content = excluded.content, content_hash = excluded.content_hash, version = excluded.version,
-    mtime_ns = excluded.mtime_ns, size = excluded.size, chunked = false, run_id = excluded.run_id,
-    staged_at = now()
+    mtime_ns = excluded.mtime_ns, size = excluded.size, access = excluded.access,
+    access_hash = excluded.access_hash, chunked = false, run_id = excluded.run_id, staged_at = now()
 """
+# A staged upsert an interrupted run left whose access has changed since: staged again (its new access).
+_STAGED = "SELECT doc_key, content_hash, access_hash FROM staged_documents WHERE source = %s AND action = 'upsert'"
 _DELETE = """
 INSERT INTO staged_documents (doc_key, source, action, run_id) VALUES (%s, %s, 'delete', %s)
 ON CONFLICT (doc_key) DO UPDATE SET action = 'delete', content = NULL, chunked = false
@@ -53,9 +57,10 @@ def stage_documents(ctx: IngestContext, name: str, pages: Sequence[str] | None =
             indexed = ledger.read(conn, name)
             if part:  # the rest of the source is neither listed nor judged: none of it is deleted
                 indexed = {k: row for k, row in indexed.items() if part.owns(k)}
-            plan = ledger.plan(refs, indexed, ctx.fingerprint)
+            readers = access.Readers(settings.source(name).access)
+            plan = ledger.plan(refs, indexed, ctx.fingerprint, readers.hash)
             ctx.progress("documents", len(plan.skip), len(refs))
-            stats = _apply(ctx, conn, name, source, refs, plan, indexed, part)
+            stats = _apply(ctx, conn, name, source, refs, plan, indexed, readers, part)
     finally:
         if close := getattr(source, "close", None):
             close()  # e.g. the Confluence HTTP session
@@ -77,19 +82,21 @@ def _apply(
     refs: list[DocRef],
     plan: Plan,
     indexed: dict[str, LedgerRow],
+    readers: access.Readers,
     part: Part | None = None,
 ) -> IngestStats:
-    """Fetch what the plan says, decide each document, and write the outcome."""
-    staged: dict[str, str] = {
-        k: h
-        for k, h in conn.execute(  # doc_key → content hash, of upserts an interrupted run staged
-            "SELECT doc_key, content_hash FROM staged_documents WHERE source = %s AND action = 'upsert'", (name,)
-        ).fetchall()
+    """Apply access changes, fetch what the plan says, decide each document, and write the outcome."""
+    staged: dict[str, tuple[str, str | None]] = {
+        k: (h, a)  # doc_key → (content hash, access hash), of upserts an interrupted run staged
+        for k, h, a in conn.execute(_STAGED, (name,)).fetchall()
         if part is None or part.owns(k)
     }
     decisions: Counter[Decision] = Counter()
     settled, failures = set(plan.skip), []
+    refs_by_key = {r.key: r for r in refs}
     with conn.cursor() as cur:
+        for key in plan.reaccess:  # first, and whatever becomes of the content: a revocation holds
+            ledger.reaccess(cur, key, **readers.columns(refs_by_key[key].access))
         for i, item in enumerate(source.fetch(list(plan.fetch)), 1):
             if isinstance(item, Failure):
                 failures.append(item)
@@ -102,8 +109,9 @@ def _apply(
                 if decision is Decision.REFRESH:
                     ledger.refresh(cur, item.ref)
                     settled.add(item.ref.key)
-                elif staged.get(item.ref.key) != item.content_hash:  # else: already staged by an interrupted run
-                    cur.execute(_UPSERT, _staging_row(name, source.type, source.tags, item, ctx.run_id))
+                elif staged.get(item.ref.key) != (item.content_hash, readers.hash(item.ref.access)):  # else:
+                    row = _staging_row(name, source.type, source.tags, item, ctx.run_id)  # staged already
+                    cur.execute(_UPSERT, row | readers.columns(item.ref.access))
             except Exception as e:
                 if store_lost(e):
                     raise
@@ -116,6 +124,8 @@ def _apply(
             staged, settled=settled, listed={r.key for r in refs}, indexed=indexed, failed={f.key for f in failures}
         )
         cur.executemany("DELETE FROM staged_documents WHERE doc_key = %s", [(k,) for k in unwanted])
+        failed = {f.key for f in failures}  # listed, yet failed in part (a page's permissions): recorded, not dropped
+        failures += [f for f in failed_by(source) if f.key not in failed]
         if part is None:
             cur.execute("DELETE FROM failures WHERE source = %s", (name,))
         else:
@@ -128,6 +138,7 @@ def _apply(
         files_updated=decisions[Decision.UPDATE],
         files_unchanged=len(plan.skip) + decisions[Decision.REFRESH],
         files_deleted=len(plan.delete),
+        files_access_updated=len(plan.reaccess),
         files_failed=len(failures),
         failures=tuple(failures),
     )

@@ -71,13 +71,14 @@ WHERE d.source = %s AND s.embedding IS NULL
 """
 _UPSERT_DOCUMENT = """
 INSERT INTO documents (key, source, type, uri, url, title, tags, meta, content_hash, version, mtime_ns,
-                       last_crawled_at, status)
+                       access, last_crawled_at, status)
 SELECT doc_key, source, type, uri, url, title, coalesce(tags, '{}'), coalesce(meta, '{}'), content_hash,
-       version, mtime_ns, now(), 'indexed'
+       version, mtime_ns, access, now(), 'indexed'
 FROM staged_documents WHERE doc_key = ANY(%(keys)s)
 ON CONFLICT (key) DO UPDATE SET type = excluded.type, uri = excluded.uri, url = excluded.url,
     title = excluded.title, tags = excluded.tags, meta = excluded.meta, content_hash = excluded.content_hash,
-    version = excluded.version, mtime_ns = excluded.mtime_ns, last_crawled_at = now(), status = 'indexed'
+    version = excluded.version, mtime_ns = excluded.mtime_ns, access = excluded.access,
+    last_crawled_at = now(), status = 'indexed'
 """
 _DELETE_OLD = """
 DELETE FROM chunks c WHERE c.doc_key = ANY(%(keys)s)

@@ -2,10 +2,11 @@
 
 A directory source whose every listed file the ledger proves unchanged (mtime and size, under the
 same chunker and model), with nothing indexed that is no longer listed, nothing staged by an
-interrupted run and no failure to retry, would run the three stages only to change nothing. `settled`
-proves that from the listing and the ledger alone, the same decision `stage_documents` makes first;
-`check` then runs the index's checks on the source. Anything else (another source type, whose
-listing costs requests; a store not built yet) is left to the real run: `settled` answers None.
+interrupted run, no change of who may read a document and no failure to retry, would run the three
+stages only to change nothing. `settled` proves that from the listing and the ledger alone, the same
+decision `stage_documents` makes first; `check` then runs the index's checks on the source. Anything
+else (another source type, whose listing costs requests; a store not built yet) is left to the real
+run: `settled` answers None.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 
+from pipeline.access import Readers
 from pipeline.ingest import ledger
 from pipeline.ingest.checks import CHECKS, CheckOutcome, window
 from pipeline.ingest.context import IngestContext, IngestStats
@@ -40,8 +42,8 @@ def settled(ctx: IngestContext, name: str) -> IngestStats | None:
     source = open_source(ctx.settings, cfg)
     refs = source.list_refs()
     with ctx.store(name) as conn:
-        plan = ledger.plan(refs, ledger.read(conn, name), ctx.fingerprint)
-        if plan.fetch or plan.delete or conn.execute(_PENDING, {"s": name}).fetchone()[0]:
+        plan = ledger.plan(refs, ledger.read(conn, name), ctx.fingerprint, Readers(cfg.access).hash)
+        if plan.fetch or plan.delete or plan.reaccess or conn.execute(_PENDING, {"s": name}).fetchone()[0]:
             return None
     skipped = skipped_by(source)
     stats = IngestStats(

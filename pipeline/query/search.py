@@ -47,7 +47,7 @@ from pgvector.psycopg import register_vector
 from psycopg import sql
 from psycopg.rows import dict_row
 
-from pipeline import embedders
+from pipeline import access, embedders
 from pipeline.config import SearchConfig, Settings
 from pipeline.embed import TextEmbedder
 from pipeline.errors import QueryError, StoreError
@@ -56,7 +56,8 @@ from pipeline.query.filters import compile_filter
 from pipeline.query.fusion import Candidate, Fused, Passage, diversify, fuse, passages, per_document
 from pipeline.query.hits import Hit
 from pipeline.query.rerank import Reranker, load_reranker, rerank_or_keep
-from pipeline.query.statements import HITS, Leg, Reading, centroids, statement, text
+from pipeline.query.statements import Leg, Reading, centroids, statement
+from pipeline.query.statements import hits as hits_statement
 from pipeline.store import generations
 from pipeline.store.db import connect, store_url
 from pipeline.store.generations import Generation
@@ -184,10 +185,12 @@ class Searcher:
         boost_tags: tuple[str, ...] | list[str] = (),
         rerank: bool | None = None,
         per_doc: int | None = None,
+        reader: access.Principal | None = None,
     ) -> list[Hit]:
-        """The best `limit` chunks for `query`. `filters`: see pipeline.query.filters. `weights`:
-        (dense, keyword) for hybrid fusion. `rerank`: None follows RERANK_ENABLED. `per_doc`: at
-        most this many chunks of one document (0: no limit; None: the configured `search.per_doc`)."""
+        """The best `limit` chunks for `query` that `reader` may read (None: full access, as the CLI).
+        `filters`: see pipeline.query.filters. `weights`: (dense, keyword) for hybrid fusion. `rerank`:
+        None follows RERANK_ENABLED. `per_doc`: at most this many chunks of one document (0: no limit;
+        None: the configured `search.per_doc`)."""
         if mode not in MODES:
             raise QueryError(f"unknown mode {mode!r}: choose one of {', '.join(MODES)}")
         if limit < 1:
@@ -208,9 +211,15 @@ class Searcher:
             return []
         n = max(limit, cfg.rerank_candidates) if reranker else limit
         weights = weights or (cfg.dense_weight, cfg.keyword_weight)
+        # Who may read what is part of every statement's WHERE, so ranking, limits, the per-document cap
+        # and deeper reads all see only what the reader may read; full access adds nothing.
+        may_read, abinds = access.predicate(reader)
+        restricted = bool(abinds)
+        if restricted:
+            where, fparams = sql.SQL("({} AND {})").format(where, may_read), {**fparams, **abinds}
         plan = _Plan(
             mode, n, cap or None, where, fparams, rrf_k or cfg.rrf_k, (float(weights[0]), float(weights[1])),
-            frozenset(_boost_tags(query, boost_tags)),
+            frozenset(_boost_tags(query, boost_tags)), may_read, abinds,
         )  # fmt: skip
         k = max(fetch_k or cfg.fetch_k, n) if mode == "hybrid" else (2 * n if cap else n)
         for _ in range(_SWITCHES):  # a reindex switching generations mid-search: embed again, search again
@@ -218,7 +227,7 @@ class Searcher:
             vec = self._vector(query, gen) if gen is not None else None
             try:
                 with self.connection() as conn:
-                    hits = self._read(conn, plan, Reading.first(query, k, bool(filters), cfg, vec), gen)
+                    hits = self._read(conn, plan, Reading.first(query, k, bool(filters) or restricted, cfg, vec), gen)
             except _Switched:
                 self._generation(refresh=True)
                 continue
@@ -244,11 +253,11 @@ class Searcher:
                 deeper = r.per_term == first_depth and found * 10 >= r.pool
                 r = replace(r, per_term=r.per_term * 10) if deeper else replace(r, exhaustive=True)
                 continue
-            whole = self._centroids(conn, dense, r, gen) if plan.mode == "hybrid" else {}
+            whole = self._centroids(conn, plan, dense, r, gen) if plan.mode == "hybrid" else {}
             ranked = _rank(plan, dense, keyword, whole, self.config)
             full = max(len(dense), len(keyword)) >= r.k
             if len(ranked) >= plan.n or not full or r.k >= _MAX_K:
-                return self._cite(conn, ranked)
+                return self._cite(conn, plan, ranked)
             k = min(_MAX_K, r.k * 4)
             r = replace(r, k=k, pool=max(r.pool, k))
 
@@ -264,20 +273,22 @@ class Searcher:
         return rows
 
     def _centroids(
-        self, conn: psycopg.Connection, dense: list[dict], r: Reading, gen: Generation | None
+        self, conn: psycopg.Connection, plan: _Plan, dense: list[dict], r: Reading, gen: Generation | None
     ) -> dict[str, float]:
         """Dense scores of the dense leg's documents as wholes (centroids.sql); none when off."""
         if gen is None or not dense or self.config.centroid_share <= 0 or self.config.fusion != "convex":
             return {}
         docs = sorted({row["doc_key"] for row in dense})
-        rows = self._run(conn, centroids(gen), {"vec": r.vec, "docs": docs})
+        rows = self._run(conn, centroids(gen, plan.may_read), {"vec": r.vec, "docs": docs, **plan.abinds})
         return {row["doc_key"]: float(row["score"]) for row in rows}
 
-    def _cite(self, conn: psycopg.Connection, ranked: list[Passage]) -> list[Hit]:
+    def _cite(self, conn: psycopg.Connection, plan: _Plan, ranked: list[Passage]) -> list[Hit]:
         """The hits: each passage's chunks read once (hits.sql), joined in document order. A chunk
-        deleted since the legs read it (a concurrent ingest) is left out."""
+        deleted since the legs read it (a concurrent ingest), or no longer readable, is left out."""
         ids = [f.candidate.id for p in ranked for f in p.chunks]
-        rows = {row["chunk_id"]: row for row in self._run(conn, sql.SQL(text(HITS)), {"ids": ids})}
+        rows = {
+            row["chunk_id"]: row for row in self._run(conn, hits_statement(plan.may_read), {"ids": ids, **plan.abinds})
+        }
         hits = []
         for p in ranked:
             chunks = [rows[f.candidate.id] for f in p.chunks if f.candidate.id in rows]
@@ -384,6 +395,8 @@ class _Plan:
     rrf_k: int
     weights: tuple[float, float]
     tags: frozenset[str]  # lower-case tags that earn the tag boost
+    may_read: sql.Composable  # the reader's access condition over `doc` (pipeline.access), also in `where`
+    abinds: dict  # its bind parameters (none for full access)
 
 
 def _rank(

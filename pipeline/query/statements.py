@@ -5,6 +5,9 @@
 - `sql/centroids.sql`: hybrid: the dense score of each candidate document as a whole;
 - `sql/hits.sql`: the citation fields and text of the chunks a search returns.
 
+Every one of them reads only what the caller may (pipeline.access): its access condition is ANDed
+into the filter of the legs, and is the `{access}` of centroids.sql and hits.sql.
+
 A hybrid search runs both legs and centroids.sql, then `hits.sql`. The files hold bind parameters
 (`%(name)s`, the fields of `Reading`) and a few `{placeholders}` that psycopg.sql
 fills: the compiled filter (pipeline.query.filters, `TRUE` without one), the
@@ -22,6 +25,7 @@ from typing import Any, Literal
 
 from psycopg import sql
 
+from pipeline.access import EVERYONE
 from pipeline.config import SearchConfig
 from pipeline.store.generations import Generation
 
@@ -83,9 +87,17 @@ def statement(leg: Leg, r: Reading, where: sql.Composable, gen: Generation | Non
     return sql.SQL(text("keyword")).format(filter=where, **depths)
 
 
-def centroids(gen: Generation) -> sql.Composed:
-    """sql/centroids.sql over `gen`'s vectors; binds `vec` and `docs`."""
-    return sql.SQL(text("centroids")).format(vectors=gen.table)
+def centroids(gen: Generation, access: sql.Composable = EVERYONE) -> sql.Composed:
+    """sql/centroids.sql over `gen`'s vectors, for a caller with the access condition `access` (over `doc`;
+    full access reads no documents row); binds `vec` and `docs` (and the condition's parameters)."""
+    readable = access if access is EVERYONE else _readable(access)
+    return sql.SQL(text("centroids")).format(vectors=gen.table, access=readable)
 
 
-HITS = "hits"  # sql/hits.sql: bound by `ids` alone, no placeholders
+def _readable(access: sql.Composable) -> sql.Composed:
+    return sql.SQL("EXISTS (SELECT FROM documents doc WHERE doc.key = c.doc_key AND {})").format(access)
+
+
+def hits(access: sql.Composable = EVERYONE) -> sql.Composed:
+    """sql/hits.sql, for a caller with the access condition `access`; binds `ids` (and the condition's)."""
+    return sql.SQL(text("hits")).format(access=access)

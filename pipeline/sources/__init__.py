@@ -15,7 +15,7 @@ from pipeline.config import ConfluenceSourceConfig, DirectorySourceConfig, GitSo
 from pipeline.records import DocRef, Document, Failure, Skipped
 from pipeline.sources.content import decode_text, file_document, sha256_text
 
-__all__ = ["Source", "decode_text", "file_document", "open_source", "sha256_text", "skipped_by"]
+__all__ = ["Source", "decode_text", "failed_by", "file_document", "open_source", "sha256_text", "skipped_by"]
 
 
 class Source(Protocol):
@@ -31,6 +31,11 @@ class Source(Protocol):
 def skipped_by(source: Source) -> list[Skipped]:
     """What the source's last listing deliberately left out (sources that skip nothing have no `skipped`)."""
     return list(getattr(source, "skipped", ()))
+
+
+def failed_by(source: Source) -> list[Failure]:
+    """What the source's last listing listed but could not fully read (a Confluence page's permissions)."""
+    return list(getattr(source, "failures", ()))
 
 
 def open_source(settings: Settings, cfg: SourceConfig) -> Source:

@@ -6,6 +6,9 @@ version differs from the ledger. A listing that fails raises, since a partial
 listing would delete pages from the index; a page that fails becomes a Failure
 and the rest go on. Breadcrumb and labels are best effort: they decorate a
 page, they never fail it. HTTP, auth and retries live in `confluence_client`.
+With `permissions: sync`, every listing also reads who may read each page
+(`confluence_access`: about one more request per page), failing a page closed
+when its permissions cannot be read.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from pipeline.errors import ConfluenceError
 from pipeline.parse import formats
 from pipeline.records import DocRef, Document, Failure, Part, Skipped
 from pipeline.redact import redact
+from pipeline.sources.confluence_access import PageAccess
 from pipeline.sources.confluence_client import Clock, ConfluenceClient
 from pipeline.sources.content import file_document, sha256_text
 
@@ -41,6 +45,8 @@ class ConfluenceSource:
         self._titles: dict[str, str] = {}  # page id → title, for breadcrumbs
         self.skipped: list[Skipped] = []  # attachments over max_attachment_bytes, from the last listing
         self._space_keys: dict[str, str] = {}  # space id → key
+        self.access: PageAccess | None = None  # `permissions: sync`: the last listing's reads and their cache
+        self.failures: list[Failure] = []  # pages whose permissions could not be read, from the last listing
 
     def close(self) -> None:
         self.api.close()
@@ -60,6 +66,7 @@ class ConfluenceSource:
         self._titles.update((pid, p.get("title", "")) for pid, p in pages.items())
         self._resolve_space_keys({str(p.get("spaceId")) for p in pages.values() if p.get("spaceId")})
         refs = self._filter_labels([self._ref(p) for p in pages.values() if p.get("status", "current") == "current"])
+        refs = self._with_access(refs, pages)
         log.info("source %r: %d pages listed (%.1fs spent waiting on retries)", self.name, len(refs), self.api.waited)
         self.skipped = []
         if self.cfg.attachments:
@@ -76,7 +83,7 @@ class ConfluenceSource:
         self._resolve_space_keys({str(p.get("spaceId")) for p in pages.values() if p.get("spaceId")})
         self._titles.update((pid, p.get("title", "")) for pid, p in pages.items())
         scoped = [p for pid, p in pages.items() if p.get("status", "current") == "current" and self._in_scope(pid, p)]
-        refs = self._filter_labels([self._ref(p) for p in scoped])
+        refs = self._with_access(self._filter_labels([self._ref(p) for p in scoped]), pages)
         self.skipped = []
         if self.cfg.attachments:
             refs += [a for page in refs for a in self._attachment_refs(page)]
@@ -182,6 +189,41 @@ class ConfluenceSource:
                 kept.append(replace(ref, meta={**ref.meta, "labels": labels}))
         return kept
 
+    def _with_access(self, refs: list[DocRef], pages: dict[str, dict]) -> list[DocRef]:
+        """With `permissions: sync`, each page's access clauses (pipeline.sources.confluence_access).
+        A page whose permissions cannot be read fails closed: it keeps its vectors but gets one empty
+        clause (full-access callers only) until a run reads them, and is listed as a failure."""
+        self.failures = []
+        if self.cfg.permissions != "sync":
+            return refs
+        self.access, out = PageAccess(self.api, self.cfg.everyone_groups), []  # read afresh at every listing
+        self.access.prepare([pages[r.path] for r in refs], pages)
+        for ref in refs:
+            try:
+                access = self.access.clauses(pages[ref.path], pages)
+            except ConfluenceError as e:
+                access = ((),)
+                self.failures.append(
+                    Failure(
+                        ref.key,
+                        "permissions",
+                        redact(
+                            f"page {ref.path} is hidden from all but full-access callers, with its attachments, "
+                            f"until a run reads its permissions (the next run tries again): {e}",
+                            500,
+                        ),
+                    )
+                )
+            out.append(replace(ref, access=access))
+        log.info(
+            "source %r: permissions of %d pages read, %s; %d unreadable (full-access callers only)",
+            self.name,
+            len(out),
+            self.access.summary(),
+            len(self.failures),
+        )
+        return out
+
     def _fetch_page(self, ref: DocRef) -> Document:
         pid = ref.path
         data = self.api.get_json(f"/pages/{pid}", {"body-format": "storage", "include-labels": "true"})
@@ -246,6 +288,7 @@ class ConfluenceSource:
                     None if version is None else str(version),
                     size=size if isinstance(size, int) else None,
                     meta=meta,
+                    access=page.access,  # a page's attachments are read by whoever reads the page
                 )
             )
         return out

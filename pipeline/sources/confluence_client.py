@@ -26,6 +26,7 @@ from pipeline.http import Clock
 
 log = logging.getLogger(__name__)
 API = "/api/v2"
+V1 = "/rest/api"  # the REST API v1: what v2 lacks (page restrictions, a group's name by id, a user's email)
 HINTS = {
     401: "unauthorized: check CONFLUENCE_EMAIL and CONFLUENCE_API_TOKEN (or CONFLUENCE_BEARER_TOKEN)",
     403: "forbidden: these credentials may not read it",
@@ -94,15 +95,15 @@ class ConfluenceClient:
     def close(self) -> None:
         self.service.close()
 
-    def url(self, path: str, params: dict | None = None) -> httpx.URL:
-        return httpx.URL(f"{self.base}{API}{path}", params={k: v for k, v in (params or {}).items() if v is not None})
+    def url(self, path: str, params: dict | None = None, api: str = API) -> httpx.URL:
+        return httpx.URL(f"{self.base}{api}{path}", params={k: v for k, v in (params or {}).items() if v is not None})
 
-    def get_json(self, path: str, params: dict | None = None) -> dict:
-        url = self.url(path, params)
+    def get_json(self, path: str, params: dict | None = None, api: str = API) -> dict:
+        url = self.url(path, params, api)
         return self._json(self._get(url), url)
 
     def paginate(self, path: str, params: dict | None = None) -> Iterator[dict]:
-        """Every result of a list call, following `_links.next` or the Link header to the end."""
+        """Every result of a v2 list call, following `_links.next` or the Link header to the end."""
         url: httpx.URL | None = self.url(path, params)
         seen: set[str] = set()
         while url is not None:

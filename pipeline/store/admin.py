@@ -14,6 +14,7 @@ import psycopg
 from psycopg import sql
 from psycopg.rows import dict_row
 
+from pipeline.access import Principal, predicate
 from pipeline.errors import StoreError
 from pipeline.store import generations
 from pipeline.store.db import lock_id, scalar, source_lock
@@ -180,17 +181,23 @@ def oversized_chunks(conn: psycopg.Connection, source: str | None, window: int) 
     )
 
 
+# Counted from the documents the reader may read ({} its access condition over `doc`); `stored`: any at all.
 _PER_SOURCE = """
-SELECT d.source, count(DISTINCT d.key) AS documents, count(c.id) AS chunks, max(d.last_crawled_at) AS last_indexed
-FROM documents d LEFT JOIN chunks c ON c.doc_key = d.key GROUP BY d.source
+SELECT doc.source, count(DISTINCT doc.key) FILTER (WHERE {0}) AS documents, count(c.id) FILTER (WHERE {0}) AS chunks,
+       max(doc.last_crawled_at) FILTER (WHERE {0}) AS last_indexed
+FROM documents doc LEFT JOIN chunks c ON c.doc_key = doc.key GROUP BY doc.source
 """
 
 
-def per_source(conn: psycopg.Connection, configured: list[str], built: bool = True) -> list[dict]:
+def per_source(
+    conn: psycopg.Connection, configured: list[str], built: bool = True, reader: Principal | None = None
+) -> list[dict]:
     """Each source's documents, chunks, last ingest and failures: the configured ones first, then any the
-    store still holds (`docforge status`, the HTTP API's GET /sources)."""
+    store still holds (`docforge status`, the HTTP API's GET /sources). With a `reader`: counted from what
+    it may read, and `stored` says whether the store holds any document of the source at all."""
+    may_read, binds = predicate(reader)
     with conn.cursor(row_factory=dict_row) as cur:
-        rows = {r["source"]: r for r in cur.execute(_PER_SOURCE)} if built else {}
+        rows = {r["source"]: r for r in cur.execute(sql.SQL(_PER_SOURCE).format(may_read), binds)} if built else {}
     fails: dict[str, int] = {}
     if built:
         fails = dict(conn.execute("SELECT source, count(*) FROM failures GROUP BY source").fetchall())
@@ -205,5 +212,6 @@ def per_source(conn: psycopg.Connection, configured: list[str], built: bool = Tr
             "last_indexed": last.isoformat() if (last := rows.get(n, none)["last_indexed"]) else None,
             "failures": fails.get(n, 0),
         }
+        | ({"stored": n in rows} if reader is not None else {})
         for n in names
     ]

@@ -1,6 +1,7 @@
 -- The dense leg: the {k} chunks nearest the query vector that pass the filter, nearest first.
 -- Placeholders (pipeline.query.statements): {vectors} the live generation's table, {vtype} its
--- vector type, {filter} the compiled filter over `c` and `doc` (TRUE without one), {k} a literal.
+-- vector type, {filter} the compiled filter over `c` and `doc` (TRUE without one), ANDed with the
+-- caller's access condition (pipeline.access; none for full access), {k} a literal.
 -- live_generation: which generation is live in this statement's own snapshot, so that a search
 -- that raced a reindex's switch embeds the query again instead of mixing models.
 SELECT c.id AS chunk_id,

@@ -1,5 +1,7 @@
 -- What a result cites, for the chunks a search ranked: read once, for the hits it returns (the
 -- legs read ids and scores only, so a candidate's text is never read unless it is shown).
+-- Placeholder (pipeline.query.statements): {access} the caller's access condition over `doc`
+-- (pipeline.access; TRUE for full access): the legs kept only what the caller may read, and so does this.
 SELECT c.id AS chunk_id,
        doc.key AS doc_key,
        doc.source,
@@ -12,4 +14,4 @@ SELECT c.id AS chunk_id,
        c.page
 FROM chunks c
 JOIN documents doc ON doc.key = c.doc_key
-WHERE c.id = ANY(%(ids)s)
+WHERE c.id = ANY(%(ids)s) AND {access}

@@ -1,6 +1,7 @@
 -- The keyword leg: Okapi BM25 (Lucene's IDF), the {k} best chunks that pass the filter, best first.
 -- Placeholders (pipeline.query.statements): {filter} the compiled filter over `c` and `doc` (TRUE
--- without one); {per_term}, {pool}, {k} literals, so that a cached plan still knows them.
+-- without one), ANDed with the caller's access condition (pipeline.access; none for full access);
+-- {per_term}, {pool}, {k} literals, so that a cached plan still knows them.
 WITH terms AS (  -- the query's lexemes, their ids, document frequencies and IDF
     SELECT t.term, b.id, coalesce(b.df, 0) AS df,
            ln(1 + (st.n - coalesce(b.df, 0) + 0.5) / (coalesce(b.df, 0) + 0.5)) AS idf,

@@ -1,0 +1,249 @@
+"""Who may read a Confluence page, as docforge access clauses (migration 0016, docs/confluence.md).
+
+Confluence shows a page to a reader who may read its space AND passes the read restriction of the
+page itself and of every ancestor that has one (a restricted page hides its whole subtree). Each
+of those is one clause here, a reader must match one principal of each: the space's readers, then
+one clause per restricted ancestor (top first) and the page's own. Principals are spelled as the
+contract says: "user:<account id>", "user:<email>" (when Confluence shows it) and "group:<name>".
+
+Everything is read once per run and kept: a space's permissions once per space, a restriction
+once per page or ancestor, a group's name once per group id. Ancestors mostly come free from the
+listing (each listed page names its parent); only a page whose parent is not listed (a folder, a
+root given by `page_ids`) costs an ancestors read. `requests` counts what was asked, by kind.
+
+A read that fails raises ConfluenceError for the pages that depend on it (the caller fails them
+closed); a principal that cannot be named (a v2 `role`, an access class such as all-licensed-users,
+unless `everyone_groups` names it) is left out, which narrows, never widens.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import suppress
+
+from pipeline.errors import ConfluenceError
+from pipeline.sources.confluence_client import V1, ConfluenceClient
+
+log = logging.getLogger(__name__)
+Clause = tuple[str, ...]  # principals, sorted: a reader must hold at least one
+PAGE_LIMIT = 250  # v2 `limit` cap; also asked of the v1 restriction lists
+MAX_RESTRICTED = 100_000  # principals of one restriction: past this, a paging loop, not a restriction
+WORKERS = 8  # restriction reads in flight: one after another, a real site costs a round trip per page
+# Ancestor types and the v2 collection that answers their own ancestors.
+_COLLECTIONS = {
+    "page": "pages",
+    "folder": "folders",
+    "whiteboard": "whiteboards",
+    "database": "databases",
+    "embed": "embeds",
+}
+
+
+class PageAccess:
+    """The access clauses of a site's pages, read through one client, cached for one run."""
+
+    ancestors_limit = PAGE_LIMIT  # a smaller one makes tests walk the ancestors' pagination
+
+    def __init__(self, api: ConfluenceClient, everyone_groups: list[str]):
+        self.api = api
+        self.everyone = {f"group:{g}" for g in everyone_groups}
+        self.everyone_roles = {g.lower() for g in everyone_groups}  # access classes, e.g. all-licensed-users
+        self.requests: Counter[str] = Counter()
+        self._lock = threading.Lock()  # over `requests`: restriction reads run in threads
+        self._spaces: dict[str, Clause | None | ConfluenceError] = {}
+        self._restrictions: dict[str, Clause | None | ConfluenceError] = {}
+        self._ancestors: dict[str, list[tuple[str, str]] | ConfluenceError] = {}  # id → (id, type), top first
+        self._groups: dict[str, str] = {}  # group id → name
+        self._emails: dict[str, str | None] = {}  # account id → email, when Confluence shows it
+
+    def prepare(self, pages: Sequence[Mapping], listed: Mapping[str, Mapping]) -> None:
+        """Read what the pages' clauses need, each thing once: their spaces' permissions, their
+        ancestors where the listing lacks them, then every restriction, `WORKERS` at a time."""
+        ids: dict[str, None] = {}
+        for page in pages:
+            pid = str(page.get("id"))
+            self._settle(self._spaces, str(page.get("spaceId")), self._read_space)
+            with suppress(ConfluenceError):  # kept: `clauses` fails this page with it
+                ids.update((a, None) for a, _ in self._chain(pid, listed))
+            ids[pid] = None
+        todo = [cid for cid in ids if cid not in self._restrictions]
+        with ThreadPoolExecutor(WORKERS, thread_name_prefix="confluence-access") as pool:
+            list(pool.map(lambda cid: self._settle(self._restrictions, cid, self._read_restriction), todo))
+
+    def clauses(self, page: Mapping, listed: Mapping[str, Mapping]) -> tuple[Clause, ...]:
+        """The page's clauses: its space's, then each restricted ancestor's and its own (ConfluenceError
+        when one of them cannot be read). `listed`: the run's pages by id, whose parents spare reads."""
+        pid, space = str(page.get("id")), str(page.get("spaceId"))
+        try:
+            chain = [a for a, _ in self._chain(pid, listed)]
+        except ConfluenceError as e:
+            raise ConfluenceError(f"its ancestors: {e}") from None
+        clauses = [self._cached(self._spaces, space, self._read_space, f"the permissions of space {space}")]
+        clauses += [
+            self._cached(self._restrictions, cid, self._read_restriction, f"the read restriction of ancestor {cid}")
+            for cid in chain
+        ]
+        clauses.append(self._cached(self._restrictions, pid, self._read_restriction, "its read restriction"))
+        return tuple(dict.fromkeys(c for c in clauses if c is not None))
+
+    def summary(self) -> str:
+        total = sum(self.requests.values())
+        kinds = ", ".join(f"{k} {n}" for k, n in sorted(self.requests.items()))
+        return f"{total} requests" + (f" ({kinds})" if kinds else "")
+
+    # --- the reads ---------------------------------------------------------------------------------
+
+    def _count(self, kind: str) -> None:
+        with self._lock:
+            self.requests[kind] += 1
+
+    @staticmethod
+    def _settle(cache: dict, key: str, read: Callable[[str], Clause | None]) -> None:
+        """`read(key)` into the cache, or the error it raised: every page that depends on it fails alike."""
+        if key not in cache:
+            try:
+                cache[key] = read(key)
+            except ConfluenceError as e:
+                cache[key] = e
+            except Exception as e:  # an answer of an unexpected shape: as unreadable as a failed one
+                cache[key] = ConfluenceError(f"{type(e).__name__}: {e}")
+
+    @classmethod
+    def _cached(cls, cache: dict, key: str, read: Callable[[str], Clause | None], what: str) -> Clause | None:
+        cls._settle(cache, key, read)
+        if isinstance(value := cache[key], ConfluenceError):
+            raise ConfluenceError(f"{what}: {value}")
+        return value
+
+    def _clause(self, principals: set[str]) -> Clause | None:
+        """None when a principal admits everyone; else the sorted clause (empty: full-access callers only)."""
+        return None if principals & self.everyone else tuple(sorted(principals))
+
+    def _read_space(self, space_id: str) -> Clause | None:
+        """Who may read the space (v2 space permissions, `read` on `space`); None: anyone, anonymous included."""
+        principals: set[str] = set()
+        unnamed: list[str] = []
+        self._count("space permissions")
+        for grant in self.api.paginate(f"/spaces/{space_id}/permissions", {"limit": PAGE_LIMIT}):
+            op, who = grant.get("operation") or {}, grant.get("principal") or {}
+            if (op.get("key"), op.get("targetType")) != ("read", "space"):
+                continue
+            kind, ident = who.get("type"), str(who.get("id") or "")
+            if kind == "user" and ident:
+                principals |= self._user(ident, None)
+            elif kind == "group" and ident:
+                principals.add(f"group:{self._group_name(ident)}")
+            elif kind == "role" and ("anonymous" in ident.lower() or ident.lower() in self.everyone_roles):
+                return None  # a public space (access class anonymous-users), or one every caller is in
+            else:
+                unnamed.append(f"{kind}:{ident}")
+        if unnamed:
+            log.info("space %s: read granted to %s, which docforge cannot name: left out", space_id, unnamed)
+        return self._clause(principals)
+
+    def _read_restriction(self, content_id: str) -> Clause | None:
+        """The content's own read restriction (v1): None when it has none."""
+        principals: set[str] = set()
+        restricted, start = False, 0
+        while True:
+            self._count("restrictions")
+            data = self.api.get_json(
+                f"/content/{content_id}/restriction/byOperation/read",
+                {"expand": "restrictions.user,restrictions.group", "start": start, "limit": PAGE_LIMIT},
+                api=V1,
+            )
+            lists = data.get("restrictions")
+            if not isinstance(lists, dict) or not {"user", "group"} <= lists.keys():
+                raise ConfluenceError(f"content {content_id}: the read restriction has no user and group lists")
+            users, groups = (lists[k].get("results") or [] for k in ("user", "group"))
+            restricted |= bool(users or groups)
+            for u in users:
+                if u.get("accountId"):
+                    principals |= self._user(str(u["accountId"]), u.get("email"))
+            for g in groups:
+                name = g.get("name") or (self._group_name(str(g["id"])) if g.get("id") else None)
+                if name:
+                    principals.add(f"group:{name}")
+            limits = {k: int(lists[k].get("limit") or PAGE_LIMIT) for k in ("user", "group")}  # the server's cap
+            if not any(len(lists[k].get("results") or []) >= limits[k] for k in limits):
+                return self._clause(principals) if restricted else None
+            start += min(limits.values())  # a list with a larger cap is read again in part: a set takes it
+            if start > MAX_RESTRICTED:
+                raise ConfluenceError(f"content {content_id}: over {MAX_RESTRICTED} restricted users or groups")
+
+    def _user(self, account_id: str, email: str | None) -> set[str]:
+        """A user's principals: the account id, and the email when Confluence shows it (looked up once)."""
+        if email is None and account_id not in self._emails:
+            try:
+                self._count("users")
+                self._emails[account_id] = self.api.get_json("/user", {"accountId": account_id}, api=V1).get("email")
+            except ConfluenceError as e:  # the account id alone still names them: narrower, never wider
+                log.info("user %s: email unavailable (%s)", account_id, e)
+                self._emails[account_id] = None
+        email = email or self._emails.get(account_id)
+        return {f"user:{account_id}"} | ({f"user:{email.lower()}"} if email else set())
+
+    def _group_name(self, group_id: str) -> str:
+        if group_id not in self._groups:
+            self._count("groups")
+            name = self.api.get_json("/group/by-id", {"id": group_id}, api=V1).get("name")
+            if not name:
+                raise ConfluenceError(f"group {group_id}: the answer has no name")
+            self._groups[group_id] = str(name)
+        return self._groups[group_id]
+
+    # --- ancestors ---------------------------------------------------------------------------------
+
+    def _chain(self, pid: str, listed: Mapping[str, Mapping]) -> list[tuple[str, str]]:
+        """The page's ancestors (id, type), top first: from the listed parents as far as they go,
+        then, for a parent not listed, from the ancestors API (pages of `ancestors_limit`)."""
+        climb, at = [], pid
+        while at not in self._ancestors:
+            page = listed.get(at)
+            parent = str((page or {}).get("parentId") or "")
+            if page is not None and not parent:
+                self._ancestors[at] = []  # a root
+            elif page is not None and parent in listed:
+                climb.append(at)
+                at = parent
+                continue
+            else:
+                try:
+                    self._ancestors[at] = self._read_ancestors(at)
+                except Exception as e:  # kept, as a failed restriction is: its descendants fail alike
+                    self._ancestors[at] = e if isinstance(e, ConfluenceError) else ConfluenceError(repr(e))
+            break
+        for child in reversed(climb):  # each one's chain is its parent's plus the parent
+            above, parent = self._ancestors[at], str(listed[child]["parentId"])
+            self._ancestors[child] = (
+                above
+                if isinstance(above, ConfluenceError)
+                else [*above, (parent, str(listed[parent].get("type") or "page"))]
+            )
+            at = child
+        if isinstance(chain := self._ancestors[pid], ConfluenceError):
+            raise chain
+        return chain
+
+    def _read_ancestors(self, cid: str) -> list[tuple[str, str]]:
+        chain: list[tuple[str, str]] = []
+        at, at_kind = cid, "page"
+        while True:
+            self._count("ancestors")
+            collection = _COLLECTIONS.get(at_kind, "pages")
+            got = self.api.get_json(f"/{collection}/{at}/ancestors", {"limit": self.ancestors_limit}).get("results")
+            found = [(str(a["id"]), str(a.get("type") or "page")) for a in got or [] if a.get("id")]
+            chain = found + chain
+            if len(found) < self.ancestors_limit:  # the API's rule: a full page may have more above its top
+                break
+            at, at_kind = found[0]
+            if isinstance(known := self._ancestors.get(at), list):  # its chain is known: no need to climb
+                chain = known + chain
+                break
+        for i, (a, _) in enumerate(chain):  # each ancestor's own chain, for its other descendants
+            self._ancestors.setdefault(a, chain[:i])
+        return chain
