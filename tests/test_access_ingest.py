@@ -145,6 +145,8 @@ def test_the_canonical_form_and_fingerprint():
     assert access.fingerprint(None) is None
     assert access.effective([], None) == ((),)  # `access: []`: a clause no one meets (admins only)
     assert json.loads(access.as_json(a) or "") == [["group:a", "group:b"], ["user:x@y.com"]]
+    odd = access.effective(None, [("hr", "team:x")])  # not a principal a caller can hold: fails closed
+    assert odd == (("hr", "team:x"),) and not access.may_read(odd, access.Principal("x", frozenset({"hr", "x"})))
 
 
 @pytest.mark.parametrize(
