@@ -30,10 +30,14 @@ EVERYONE = sql.SQL("TRUE")  # the access condition of a full-access caller: noth
 
 def principal(entry: str) -> str:
     """A principal in its one stored form: `user:` ids lower-cased (emails are not case-sensitive),
-    `group:` names as written (they must match the identity provider's exactly)."""
-    kind, _, name = entry.strip().partition(":")
-    name = name.strip()
-    return f"{USER}{name.lower()}" if kind == "user" else f"{GROUP}{name}"
+    `group:` names as written (they must match the identity provider's exactly). Anything else is kept
+    as it is: no caller holds it, so a clause of nothing else admits no one (it fails closed)."""
+    kind, sep, name = entry.strip().partition(":")
+    if kind == "user" and sep:
+        return f"{USER}{name.strip().lower()}"
+    if kind == "group" and sep:
+        return f"{GROUP}{name.strip()}"
+    return entry.strip()
 
 
 def config_entry(entry: str) -> str:

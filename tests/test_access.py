@@ -412,7 +412,7 @@ def test_every_statement_of_a_search_holds_the_condition_and_full_access_none(si
 @pytest.mark.parametrize(
     "text, message",
     [
-        ("- name: a\n  sha256: abc\n", "entry 1 (line 1): sha256: Value error, sha256 must be the 64 hex digits"),
+        ("- name: a\n  sha256: abc\n", "entry 1 (line 1): sha256: sha256 must be the 64 hex digits"),
         ("- name: a\n  token: s3cret\n", "entry 1 (line 1): holds a plain `token`"),
         (
             f"- {{name: a, sha256: {'a' * 64}}}\n- {{name: b, sha256: {'a' * 64}}}\n",

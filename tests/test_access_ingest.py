@@ -145,6 +145,8 @@ def test_the_canonical_form_and_fingerprint():
     assert access.fingerprint(None) is None
     assert access.effective([], None) == ((),)  # `access: []`: a clause no one meets (admins only)
     assert json.loads(access.as_json(a) or "") == [["group:a", "group:b"], ["user:x@y.com"]]
+    odd = access.effective(None, [("hr", "team:x")])  # not a principal a caller can hold: fails closed
+    assert odd == (("hr", "team:x"),) and not access.may_read(odd, access.Principal("x", frozenset({"hr", "x"})))
 
 
 @pytest.mark.parametrize(
@@ -194,3 +196,23 @@ def test_docforge_may_read_agrees_with_the_model_for_every_shape(database_url):
             reader = access.Principal("c@x.com" if "user:c@x.com" in held else "z@x.com")
             reader = replace(reader, groups=frozenset(p.removeprefix("group:") for p in held if p.startswith("group:")))
             assert got == access.may_read(shape, reader), (shape, held)
+
+
+def test_docforge_sources_says_who_may_read_each_source(write_config, tmp_path):
+    from click.testing import CliRunner
+
+    from docforge.cli.sources import command
+
+    config = write_config(
+        [
+            {"name": "hr", "type": "directory", "path": str(tmp_path), "access": ["hr", "user:Ann@X.com"]},
+            {"name": "vault", "type": "directory", "path": str(tmp_path), "access": []},
+            {"name": "open", "type": "directory", "path": str(tmp_path)},
+        ]
+    )
+    out = CliRunner().invoke(command, ["--config", str(config), "--no-counts"], env={"COLUMNS": "80"}).output
+    flat = " ".join(out.replace("│", " ").split())
+    assert "readable by: group:hr, user:ann@x.com" in flat and "readable by: admins only" in flat
+    assert flat.count("readable by") == 2 and max(len(line) for line in out.splitlines()) <= 80
+    rows = json.loads(CliRunner().invoke(command, ["--config", str(config), "--no-counts", "--json"]).output)
+    assert [r["access"] for r in rows] == [["group:hr", "user:ann@x.com"], [], None]

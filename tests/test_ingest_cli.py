@@ -87,6 +87,7 @@ def test_summary_fits_80_columns():
         "files_added": 1200,
         "files_updated": 35,
         "files_unchanged": 98765,
+        "files_access_updated": 43,
         "files_deleted": 4,
         "files_failed": 2,
         "chunks_indexed": 123456,
@@ -116,7 +117,16 @@ def test_summary_fits_80_columns():
     header = next(line for line in text.splitlines() if "source" in line)
     for word in ("source", "files", "chunks", "checks", "seconds"):
         assert f" {word} " in header, header
-    for cell in ("98765 unchanged", "120000 embedded", "3456 reused", "3/4 passed", "1/1 passed", "not run", "642.8"):
+    for cell in (
+        "98765 unchanged",
+        "43 access updated",
+        "120000 embedded",
+        "3456 reused",
+        "3/4 passed",
+        "1/1 passed",
+        "not run",
+        "642.8",
+    ):
         assert cell in text, cell
     first_column = "".join(line.split("│")[1].strip() for line in text.splitlines() if line.startswith("│"))
     assert "confluence-engineering-space" in first_column and "…" not in text

@@ -182,7 +182,7 @@ def print_report(console, report: dict) -> None:
     table = Table(title="docforge ingest", caption=f"{len(report)} source(s) in {wall:.1f} s", show_lines=True)
     table.add_column("source", overflow="fold")  # a long name wraps rather than losing its end
     for header in ("files", "chunks", "checks"):
-        table.add_column(header)
+        table.add_column(header, no_wrap=True)  # "2 access updated" on one line; the source's name folds
     table.add_column("seconds", justify="right")  # the run's wall time; --json has each stage's
     for name, r in report.items():
         if "error" in r:

@@ -18,7 +18,8 @@ from pipeline.errors import DocforgeError
 def command(config: str | None, as_json: bool, no_counts: bool) -> None:
     """Validate sources.yml and list its sources (exit 1 with the problem if invalid).
 
-    The table: name, type, location, documents, chunks and last ingest of each.
+    The table: name, type, location (and who may read it, when its `access:`
+    says), documents, chunks and last ingest of each.
     """
     settings = load_settings(config)
     counts, problem = ({}, None) if no_counts else _counts(settings)
@@ -44,7 +45,10 @@ def command(config: str | None, as_json: bool, no_counts: bool) -> None:
         table.add_row(
             Text(s.name),
             s.type,
-            Text(_location(s)),
+            Text(
+                _location(s)
+                + (f"\nreadable by: {', '.join(s.access) or 'admins only'}" if s.access is not None else "")
+            ),
             str(stored["documents"]) if stored else "-",
             str(stored["chunks"]) if stored else "-",
             ago(stored["last_indexed"], exact=False) if stored else "-",

@@ -78,7 +78,9 @@ def read_tokens_file(path: Path) -> list[TokenEntry]:
         node = yaml.compose(text)  # JSON is YAML: one parser, and each entry's line
         data = yaml.safe_load(text)
     except OSError as e:
-        raise ConfigError(f"tokens file {path}: cannot read it ({e.strerror}); check auth.tokens_file") from None
+        raise ConfigError(
+            f"tokens file {path}: cannot read it ({e.strerror}); check DOCFORGE_API_TOKENS_FILE (auth.tokens_file)"
+        ) from None
     except yaml.YAMLError as e:
         raise ConfigError(f"tokens file {path}: not valid YAML or JSON: {e}") from None
     if isinstance(data, dict) and set(data) == {"tokens"}:
@@ -97,7 +99,7 @@ def read_tokens_file(path: Path) -> list[TokenEntry]:
         except ValidationError as e:
             err = e.errors()[0]
             key = ".".join(str(p) for p in err["loc"]) or "entry"
-            raise ConfigError(f"{where}: {key}: {err['msg']}") from None
+            raise ConfigError(f"{where}: {key}: {err['msg'].removeprefix('Value error, ')}") from None
         if entry.sha256 in seen:
             raise ConfigError(f"{where}: the same sha256 as entry {seen[entry.sha256]}: one token, one caller")
         if entry.name in names:
