@@ -245,8 +245,13 @@ class Searcher:
         A capped dense or keyword search first reads twice what it returns, a hybrid `fetch_k` of each
         leg: each candidate costs little (ids and scores; the text is read for the hits alone)."""
         first_depth = r.per_term
+        dense_at: dict[
+            int, list[dict]
+        ] = {}  # the dense leg depends on k alone: the keyword leg's deeper reads reuse it
         while True:
-            dense = self._leg(conn, "dense", plan, r, gen) if plan.mode != "keyword" else []
+            if plan.mode != "keyword" and r.k not in dense_at:
+                dense_at[r.k] = self._leg(conn, "dense", plan, r, gen)
+            dense = dense_at.get(r.k, [])
             keyword = self._leg(conn, "keyword", plan, r) if plan.mode != "dense" else []
             found, cut = (keyword[0]["found"], keyword[0]["cut"]) if keyword else (0, True)
             if r.filtered and plan.mode != "dense" and not r.exhaustive and cut and found < r.pool:
