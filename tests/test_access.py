@@ -442,6 +442,16 @@ def test_a_tokens_file_in_json_and_its_callers(tmp_path):
     assert admin is not None and admin.full_access
 
 
+def test_a_tokens_file_may_spell_its_keys_as_people_do(tmp_path):
+    """`user`/`email` for the name, `token_sha256`/`hash` for the digest, and a `sha256:` prefix read alike."""
+    digest = hashlib.sha256(b"t0k").hexdigest()
+    path = tmp_path / "tokens.yml"
+    path.write_text(f"tokens:\n  - email: Dee@x.com\n    token_sha256: sha256:{digest.upper()}\n    groups: hr, eng\n")
+    dee = Authenticator(AuthConfig(tokens_file=str(path))).authenticate("t0k")
+    assert dee is not None and (dee.name, dee.groups) == ("Dee@x.com", {"hr", "eng"})
+    assert dee.principals == ["group:eng", "group:hr", "user:dee@x.com"]
+
+
 @pytest.fixture(scope="module")
 def jwks(tmp_path_factory):
     key = rsa_key()

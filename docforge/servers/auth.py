@@ -32,7 +32,7 @@ from typing import Any
 
 import jwt
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from pipeline.access import Principal
 from pipeline.config import AuthConfig
@@ -48,16 +48,18 @@ class TokenEntry(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    name: str = Field(min_length=1)
-    sha256: str
+    # The names a hand-written file is likely to use for the same thing are read alike.
+    name: str = Field(min_length=1, validation_alias=AliasChoices("name", "user", "email", "principal"))
+    sha256: str = Field(validation_alias=AliasChoices("sha256", "token_sha256", "token_hash", "hash"))
     groups: list[str] = Field(default_factory=list)
     full_access: bool = False
 
     @field_validator("sha256", mode="before")
     @classmethod
     def _digest(cls, v: Any) -> Any:
-        if isinstance(v, str) and _SHA256.match(v.strip().lower()):
-            return v.strip().lower()
+        digest = v.strip().lower().removeprefix("sha256:") if isinstance(v, str) else v
+        if isinstance(digest, str) and _SHA256.match(digest):
+            return digest
         raise ValueError(
             "sha256 must be the 64 hex digits of the token's SHA-256 (printf %s TOKEN | sha256sum), never the token"
         )
