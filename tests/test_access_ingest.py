@@ -201,7 +201,7 @@ def test_docforge_may_read_agrees_with_the_model_for_every_shape(database_url):
 def test_docforge_sources_says_who_may_read_each_source(write_config, tmp_path):
     from click.testing import CliRunner
 
-    from docforge.cli.sources import command
+    from docforge.cli import main  # through the group: a command invoked alone keeps a help option without -h
 
     config = write_config(
         [
@@ -210,9 +210,9 @@ def test_docforge_sources_says_who_may_read_each_source(write_config, tmp_path):
             {"name": "open", "type": "directory", "path": str(tmp_path)},
         ]
     )
-    out = CliRunner().invoke(command, ["--config", str(config), "--no-counts"], env={"COLUMNS": "80"}).output
+    out = CliRunner().invoke(main, ["sources", "--config", str(config), "--no-counts"], env={"COLUMNS": "80"}).output
     flat = " ".join(out.replace("│", " ").split())
     assert "readable by: group:hr, user:ann@x.com" in flat and "readable by: admins only" in flat
     assert flat.count("readable by") == 2 and max(len(line) for line in out.splitlines()) <= 80
-    rows = json.loads(CliRunner().invoke(command, ["--config", str(config), "--no-counts", "--json"]).output)
+    rows = json.loads(CliRunner().invoke(main, ["sources", "--config", str(config), "--no-counts", "--json"]).output)
     assert [r["access"] for r in rows] == [["group:hr", "user:ann@x.com"], [], None]
