@@ -71,6 +71,54 @@ def test_fabrications_wrong_pointers_and_anchors_fail(line, why):
     assert why in " ".join(c.violations).lower()
 
 
+# Roles: who did what, as the evidence says it (sentences written for these tests).
+ROLES = {
+    "E1": (
+        "Harbour Lights is a 1998 stage play directed by Ada Lindqvist and written by Tomas Berg and "
+        "Ines Ferro.Tomas Berg is a Danish novelist. He founded the Kestrel Review in 1990."
+    ),
+    "E2": "The Lantern Guild is a society of printers. It was founded in 1871 by Olga Varga.",
+    "E3": "The lighthouse keeper, Mara Quist, was praised by Jon Ellis, whose sister ran the Grey Inn.",
+}
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "Ada Lindqvist directed Harbour Lights. [E1]",
+        "Harbour Lights was directed by Ada Lindqvist. [E1]",
+        "Tomas Berg wrote Harbour Lights. [E1]",
+        "Harbour Lights was written by Ines Ferro. [E1]",
+        "Tomas Berg founded the Kestrel Review in 1990. [E1]",  # "He" in the evidence is Tomas Berg
+        "The Lantern Guild was founded in 1871. [E2]",  # "It" in the evidence is the guild
+        "Olga Varga founded the Lantern Guild. [E2]",
+        "Jon Ellis's sister ran the Grey Inn. [E3]",
+        "Jon Ellis praised Mara Quist. [E3]",
+    ],
+)
+def test_true_rewordings_keep_their_roles(line):
+    c = one(line, ROLES)
+    assert c.verified, c.violations
+
+
+@pytest.mark.parametrize(
+    "line, why",
+    [
+        ("Tomas Berg directed Harbour Lights. [E1]", "someone else directed"),  # the writer, not the director
+        ("Harbour Lights was directed by Ines Ferro. [E1]", "someone else directed"),
+        ("Ada Lindqvist founded the Kestrel Review in 1990. [E1]", "together"),  # names the evidence holds apart
+        ("Harbour Lights was founded in 1990. [E1]", "founded"),  # the year belongs to the review
+        ("Berg Tomas is a Danish novelist. [E1]", "not written so"),  # a name's words swapped
+        ("Mara Quist praised Jon Ellis. [E3]", "someone else praised"),
+        ("Harbour Lights is a Danish novelist. [E1]", "together"),  # words of the next text
+    ],
+)
+def test_relation_swaps_built_from_evidence_words_fail(line, why):
+    c = one(line, ROLES)
+    assert not c.verified, c.strategy
+    assert why in " ".join(c.violations).lower()
+
+
 def test_audit_modes():
     strict = "RFC 2094 introduces non-lexical lifetimes. [E1]\nIt does not support custom targets. [E3]"
     hybrid = strict + "\nRFC 2094 was accepted in August 2017. [E1]"
