@@ -316,6 +316,30 @@ def test_extractive_picks_supported_sentences_verbatim_and_passes_strictly():
     assert extractive.extract("What is the airspeed of a swallow?", ev).lines == []
 
 
+def test_link_definitions_are_not_answer_lines():
+    text = "One language with associated types is Swift.\n\n[swift_assoc]: https://docs.swift.org/generics.html\n"
+    assert extractive.units(text) == [("prose", "One language with associated types is Swift.")]
+
+
+def test_a_how_to_line_brings_the_code_that_does_it_and_the_value_a_document_is_named_for():
+    ev = [
+        _evidence(
+            "E1",
+            "Images copy the environment in layers.\n\nHard links do not cross layers, so we need to copy "
+            "files instead of linking them.\n\n```dockerfile\nENV LINKS=copy\n```\n",
+        )
+    ]
+    ex = extractive.extract("How do I make the build copy files instead of linking them?", ev)
+    assert [line for line, _ in ex.lines][-1] == "ENV LINKS=copy"
+    named = _evidence(
+        "E2",
+        "The `show!` macro prints a value with its expression. The `trace!` macro prints a value with its expression.",
+        title="0042-trace-macro",
+    )
+    ex = extractive.extract("Which macro prints a value with its expression?", [named])
+    assert "`trace!`" in ex.lines[0][0]
+
+
 @pytest.mark.parametrize(
     "question, intent",
     [

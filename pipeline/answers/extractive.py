@@ -35,17 +35,22 @@ from pipeline.answers import text as tx
 from pipeline.answers.model import Evidence
 from pipeline.answers.verify import POINTER_GROUP
 
-EXTRACTIVE_VERSION = "3"
+EXTRACTIVE_VERSION = "4"
 MIN_WORDS, MAX_WORDS = 4, 70
 MAX_CODE_CHARS = 140
 MAX_CANDIDATES = 40  # embedded per question, in one batch
 # Score = W_SIM·similarity + W_TERMS·terms + W_HEAD·heading + W_SHAPE·shape + place.
 W_SIM, W_TERMS, W_HEAD, W_SHAPE = 1.0, 0.5, 0.12, 0.25
+W_TOPIC = 0.15  # a line whose code names what its document is about (`dbg!` in "2361-dbg-macro")
 # Relevance = the best line's similarity to the question + half the subject share its document carries;
 # below this, nothing retrieved answers the question (fitted on bench/answers_dev.jsonl with
 # all-MiniLM-L6-v2: answerable questions ≥ 0.6, most unanswerable ones below; names and words the
 # index lacks catch the rest).
 RELEVANCE_MIN = 0.58
+# The chosen lines (with their headings) must carry this share of the question's subject: a document that
+# mentions the subject in passing ("TLS" the thread-local storage for a question about nginx and TLS)
+# yields lines about something else (answerable dev questions ≥ 0.21, the unanswerable one they catch 0.16).
+ANSWERED_MIN = 0.2
 OTHER_DOC = 0.6  # a line from another document must score this share of the best line
 BEST_DOC_FIRST = 2  # lines of the best document placed before another document's
 SAME_DOC = 0.8  # a further line of the best document must score this share of the best line
@@ -53,6 +58,8 @@ _BULLET = re.compile(r"^\s*(?:[-*+]|\d{1,3}[.)])\s+")
 _ADMONITION = re.compile(r"^\s*(?:!!!|\?\?\?\+?)\s*\w+")
 _POINTER_ONLY = re.compile(r"^\W*(see|for more|learn more|refer to|read more|check out)\b", re.I)  # "See the guide"
 _LINK_ONLY = re.compile(r"^\W*(?:\[[^\]]*\](?:\[[^\]]*\]|\([^)]*\))\W*)+$")  # a table of contents entry
+_LINK_DEF = re.compile(r"^\[[^\]]+\]:\s*\S")  # "[swift]: https://…": a link's target, not a sentence
+_CODE_SPAN = re.compile(r"`([^`]+)`")
 _PROMPT = re.compile(r"^\s*(?:\$|>>>|#)\s+")
 
 Embed = Callable[[Sequence[str]], "Sequence[Sequence[float]]"]
@@ -116,7 +123,7 @@ def units(text: str) -> list[tuple[str, str]]:
             if not re.fullmatch(r"[|:\- ]+", s):
                 out.append(("table", s))
             continue
-        if not s or s.startswith(("#", "<", "[^")) or re.fullmatch(r"[-=*_ ]{3,}", s):
+        if not s or s.startswith(("#", "<", "[^")) or re.fullmatch(r"[-=*_ ]{3,}", s) or _LINK_DEF.match(s):
             flush()
             continue
         if re.match(r"([-*+]|\d+[.)])\s+", s):  # a list item starts a block of its own
@@ -227,6 +234,10 @@ def extract(
         if holders:
             chosen = [*chosen[: max_sentences - 1], holders[0]]
     answered = sj.carried(subj, [f"{c.evidence.title} {c.evidence.section} {c.text}" for c in chosen]).coverage
+    if answered < ANSWERED_MIN:
+        return Extract(
+            [], carried.coverage, best_sim, reason=f"no line carries the question's subject ({answered:.2f})"
+        )
     return Extract(
         [(s.text, s.evidence) for s in chosen],
         round(carried.coverage, 3),
@@ -265,6 +276,7 @@ def rank(
         return sum(w for k, w in weights.items() if k in keys) / total
 
     heads = {e.pointer: frozenset(tx.content_keys(f"{e.title} {e.section}")) for e in evidence}
+    topic = _topic_weights(sents, shape)
     scored = []
     for s, sim in zip(sents, sims, strict=True):
         score = (
@@ -272,6 +284,7 @@ def rank(
             + W_TERMS * terms(s.keys)
             + W_HEAD * terms(heads[s.evidence.pointer])
             + (W_SHAPE if shape in sj.NAMED_SHAPES else W_SHAPE / 2) * sj.has_shape(s.text, shape)
+            + W_TOPIC * topic.get(id(s), 0.0)
             + 0.3 / s.doc_rank
             + 0.02 / s.chunk_rank
             + (0.02 if s.position == 1 else 0.0)
@@ -283,6 +296,24 @@ def rank(
         scored.append((score, sim, s))
     scored.sort(key=lambda t: -t[0])
     return Ranked(subj, shape, every, scored)
+
+
+def _topic_weights(sents: list[Sentence], shape: str | None) -> dict[int, float]:
+    """For a question that asks for a value: the share of its document's title (words weighted by their
+    rarity among the candidates) that a line's code spans carry — the value a document is about is often
+    its name (`dbg!` in "2361-dbg-macro", `Pin` in "2349-pin")."""
+    if shape is None:
+        return {}
+    idf = _local_idf(sorted({k for s in sents for k in s.keys}), sents)
+    out: dict[int, float] = {}
+    for s in sents:
+        spans = _CODE_SPAN.findall(s.text) if s.kind == "prose" else [s.text]
+        code = {tx.key(w) for span in spans for w in re.split(r"[\W_]+", tx.fold(span)) if w}
+        title = {tx.key(w) for w in re.split(r"[\W_]+", tx.fold(s.evidence.title)) if w and not w.isdigit()}
+        total = sum(idf.get(k, 0.0) for k in title)
+        if code and total:
+            out[id(s)] = sum(idf.get(k, 0.0) for k in title & code) / total
+    return out
 
 
 def _others(
@@ -306,8 +337,8 @@ def _followers(best: Sentence, sents: list[Sentence], shape: str | None, q: froz
     if best.text.rstrip().endswith(":") and after:
         code = [s for s in after if s.kind != "prose"] or after[:1]
         return [max(code, key=lambda s: (len(s.keys & q), -s.position))]
-    if shape and not sj.has_shape(best.text, shape):
-        return [s for s in after[:2] if sj.has_shape(s.text, shape)][:1]
+    if shape and not sj.has_shape(best.text, shape):  # for "how do I", the code line that does it
+        return [s for s in after[:2] if sj.has_shape(s.text, shape) or shape == "command" and s.kind == "code"][:1]
     return []
 
 
