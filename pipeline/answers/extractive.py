@@ -39,6 +39,7 @@ EXTRACTIVE_VERSION = "4"
 MIN_WORDS, MAX_WORDS = 4, 70
 MAX_CODE_CHARS = 140
 MAX_CANDIDATES = 40  # embedded per question, in one batch
+MAX_HOLDERS = 8  # further lines embedded for holding the kind of value the question names
 # Score = W_SIM·similarity + W_TERMS·terms + W_HEAD·heading + W_SHAPE·shape + place.
 W_SIM, W_TERMS, W_HEAD, W_SHAPE = 1.0, 0.5, 0.12, 0.25
 W_TOPIC = 0.15  # a line whose code names what its document is about (`dbg!` in "2361-dbg-macro")
@@ -47,10 +48,6 @@ W_TOPIC = 0.15  # a line whose code names what its document is about (`dbg!` in 
 # all-MiniLM-L6-v2: answerable questions ≥ 0.6, most unanswerable ones below; names and words the
 # index lacks catch the rest).
 RELEVANCE_MIN = 0.58
-# The chosen lines (with their headings) must carry this share of the question's subject: a document that
-# mentions the subject in passing ("TLS" the thread-local storage for a question about nginx and TLS)
-# yields lines about something else (answerable dev questions ≥ 0.21, the unanswerable one they catch 0.16).
-ANSWERED_MIN = 0.2
 OTHER_DOC = 0.6  # a line from another document must score this share of the best line
 BEST_DOC_FIRST = 2  # lines of the best document placed before another document's
 SAME_DOC = 0.8  # a further line of the best document must score this share of the best line
@@ -212,8 +209,7 @@ def extract(
             add(s)
     for s in _others(scored, doc, best_score, subj)[:2]:
         if len(lead) < max_sentences and not any(_same(s, c) for c in chosen):
-            lead.append(s)
-            chosen.append(s)
+            add(s)
     for sc, _, s in scored[1:]:
         if len(lead) >= max_sentences:
             break
@@ -234,10 +230,6 @@ def extract(
         if holders:
             chosen = [*chosen[: max_sentences - 1], holders[0]]
     answered = sj.carried(subj, [f"{c.evidence.title} {c.evidence.section} {c.text}" for c in chosen]).coverage
-    if answered < ANSWERED_MIN:
-        return Extract(
-            [], carried.coverage, best_sim, reason=f"no line carries the question's subject ({answered:.2f})"
-        )
     return Extract(
         [(s.text, s.evidence) for s in chosen],
         round(carried.coverage, 3),
@@ -269,7 +261,7 @@ def rank(
     weights = subj.weights if idf else _local_idf(subj.keys, sents)
     total = sum(weights.values()) or 1.0
     every = sents
-    sents = _prefilter(sents, weights)
+    sents = _prefilter(sents, weights, shape)
     sims = _cosines(question, sents, embed)
 
     def terms(keys: frozenset[str]) -> float:
@@ -342,13 +334,19 @@ def _followers(best: Sentence, sents: list[Sentence], shape: str | None, q: froz
     return []
 
 
-def _prefilter(sents: list[Sentence], weights: dict[str, float]) -> list[Sentence]:
-    """At most MAX_CANDIDATES to embed: those carrying most of the question's words, then retrieval order."""
+def _prefilter(sents: list[Sentence], weights: dict[str, float], shape: str | None = None) -> list[Sentence]:
+    """At most MAX_CANDIDATES to embed: those carrying most of the question's words, then retrieval order;
+    and, for a question that names the kind of value it wants, up to MAX_HOLDERS lines holding one (in
+    retrieval order): `#[naked]` alone on a code line carries none of the question's words."""
     if len(sents) <= MAX_CANDIDATES:
         return sents
     ranked = sorted(range(len(sents)), key=lambda i: (-sum(w for k, w in weights.items() if k in sents[i].keys), i))
-    keep = sorted(ranked[:MAX_CANDIDATES])
-    return [sents[i] for i in keep]
+    keep = set(ranked[:MAX_CANDIDATES])
+    if shape in sj.NAMED_SHAPES:
+        keep.update(
+            [i for i in range(len(sents)) if i not in keep and sj.has_shape(sents[i].text, shape)][:MAX_HOLDERS]
+        )
+    return [sents[i] for i in sorted(keep)]
 
 
 def _local_idf(keys: Sequence[str], sents: list[Sentence]) -> dict[str, float]:
