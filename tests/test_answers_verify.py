@@ -340,6 +340,13 @@ def test_a_how_to_line_brings_the_code_that_does_it_and_the_value_a_document_is_
     assert "`trace!`" in ex.lines[0][0]
 
 
+def test_a_line_holding_the_named_kind_of_value_is_a_candidate_without_the_questions_words():
+    filler = "\n\n".join(f"Functions without a frame number {i} keep their stack as it is." for i in range(45))
+    ev = [_evidence("E1", filler + "\n\n```rust\n#[bare]\nfn start() {}\n```\n")]
+    ranked = extractive.rank("Which attribute makes functions have no frame?", ev)
+    assert "#[bare]" in [s.text for _, _, s in ranked.scored]
+
+
 @pytest.mark.parametrize(
     "question, intent",
     [
