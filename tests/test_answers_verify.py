@@ -340,6 +340,18 @@ def test_a_how_to_line_brings_the_code_that_does_it_and_the_value_a_document_is_
     assert "`trace!`" in ex.lines[0][0]
 
 
+def test_lines_in_the_same_words_about_different_code_are_both_kept():
+    ev = [
+        _evidence(
+            "E1",
+            "Applying the `#[when(c)]` attribute to items keeps them only where `c` holds. "
+            "Applying the `#[when_attr(c, a)]` attribute to items keeps the attribute `a` only where `c` holds.",
+        )
+    ]
+    ex = extractive.extract("Which attribute keeps another attribute on items only where a condition holds?", ev)
+    assert any("when_attr" in line for line, _ in ex.lines), ex.lines
+
+
 def test_a_line_holding_the_named_kind_of_value_is_a_candidate_without_the_questions_words():
     filler = "\n\n".join(f"Functions without a frame number {i} keep their stack as it is." for i in range(45))
     ev = [_evidence("E1", filler + "\n\n```rust\n#[bare]\nfn start() {}\n```\n")]

@@ -355,9 +355,12 @@ def _local_idf(keys: Sequence[str], sents: list[Sentence]) -> dict[str, float]:
 
 
 def _same(a: Sentence, b: Sentence) -> bool:
-    """Says the same as an already chosen line."""
+    """Says the same as an already chosen line: mostly the same words, and the same code (the line that
+    names `#[cfg_attr(c, attr)]` is not the one naming `#[cfg(c)]` in the same words)."""
     if a.text.strip() == b.text.strip():
         return True
+    if set(_CODE_SPAN.findall(a.text)) != set(_CODE_SPAN.findall(b.text)):
+        return False
     return len(a.keys & b.keys) / (min(len(a.keys), len(b.keys)) or 1) > 0.7
 
 
