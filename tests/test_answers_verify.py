@@ -399,6 +399,8 @@ def test_subject_anchors_and_answer_shapes():
     assert sj.shape("Which environment variable sets the cache?") == "env"
     assert sj.shape("What attribute marks a function as must-use?") == "attribute"
     assert sj.has_shape("Use `UV_CACHE_DIR` to move it.", "env") and not sj.has_shape("Use a variable.", "env")
+    assert sj.shape("What keyword marks a trait object?") == "keyword"
+    assert sj.has_shape("Write `dyn Trait` for it.", "keyword") and not sj.has_shape("The `Trait` object.", "keyword")
     subj = sj.subject("How do I reset my Jira password?")
     assert not sj.carried(subj, ["Reset the password from the account page."]).ok
     assert sj.carried(subj, ["Jira passwords are reset from the account page."]).ok
