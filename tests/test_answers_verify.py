@@ -71,6 +71,54 @@ def test_fabrications_wrong_pointers_and_anchors_fail(line, why):
     assert why in " ".join(c.violations).lower()
 
 
+# Roles: who did what, as the evidence says it (sentences written for these tests).
+ROLES = {
+    "E1": (
+        "Harbour Lights is a 1998 stage play directed by Ada Lindqvist and written by Tomas Berg and "
+        "Ines Ferro.Tomas Berg is a Danish novelist. He founded the Kestrel Review in 1990."
+    ),
+    "E2": "The Lantern Guild is a society of printers. It was founded in 1871 by Olga Varga.",
+    "E3": "The lighthouse keeper, Mara Quist, was praised by Jon Ellis, whose sister ran the Grey Inn.",
+}
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "Ada Lindqvist directed Harbour Lights. [E1]",
+        "Harbour Lights was directed by Ada Lindqvist. [E1]",
+        "Tomas Berg wrote Harbour Lights. [E1]",
+        "Harbour Lights was written by Ines Ferro. [E1]",
+        "Tomas Berg founded the Kestrel Review in 1990. [E1]",  # "He" in the evidence is Tomas Berg
+        "The Lantern Guild was founded in 1871. [E2]",  # "It" in the evidence is the guild
+        "Olga Varga founded the Lantern Guild. [E2]",
+        "Jon Ellis's sister ran the Grey Inn. [E3]",
+        "Jon Ellis praised Mara Quist. [E3]",
+    ],
+)
+def test_true_rewordings_keep_their_roles(line):
+    c = one(line, ROLES)
+    assert c.verified, c.violations
+
+
+@pytest.mark.parametrize(
+    "line, why",
+    [
+        ("Tomas Berg directed Harbour Lights. [E1]", "someone else directed"),  # the writer, not the director
+        ("Harbour Lights was directed by Ines Ferro. [E1]", "someone else directed"),
+        ("Ada Lindqvist founded the Kestrel Review in 1990. [E1]", "together"),  # names the evidence holds apart
+        ("Harbour Lights was founded in 1990. [E1]", "founded"),  # the year belongs to the review
+        ("Berg Tomas is a Danish novelist. [E1]", "not written so"),  # a name's words swapped
+        ("Mara Quist praised Jon Ellis. [E3]", "someone else praised"),
+        ("Harbour Lights is a Danish novelist. [E1]", "together"),  # words of the next text
+    ],
+)
+def test_relation_swaps_built_from_evidence_words_fail(line, why):
+    c = one(line, ROLES)
+    assert not c.verified, c.strategy
+    assert why in " ".join(c.violations).lower()
+
+
 def test_audit_modes():
     strict = "RFC 2094 introduces non-lexical lifetimes. [E1]\nIt does not support custom targets. [E3]"
     hybrid = strict + "\nRFC 2094 was accepted in August 2017. [E1]"
@@ -268,6 +316,49 @@ def test_extractive_picks_supported_sentences_verbatim_and_passes_strictly():
     assert extractive.extract("What is the airspeed of a swallow?", ev).lines == []
 
 
+def test_link_definitions_are_not_answer_lines():
+    text = "One language with associated types is Swift.\n\n[swift_assoc]: https://docs.swift.org/generics.html\n"
+    assert extractive.units(text) == [("prose", "One language with associated types is Swift.")]
+
+
+def test_a_how_to_line_brings_the_code_that_does_it_and_the_value_a_document_is_named_for():
+    ev = [
+        _evidence(
+            "E1",
+            "Images copy the environment in layers.\n\nHard links do not cross layers, so we need to copy "
+            "files instead of linking them.\n\n```dockerfile\nENV LINKS=copy\n```\n",
+        )
+    ]
+    ex = extractive.extract("How do I make the build copy files instead of linking them?", ev)
+    assert [line for line, _ in ex.lines][-1] == "ENV LINKS=copy"
+    named = _evidence(
+        "E2",
+        "The `show!` macro prints a value with its expression. The `trace!` macro prints a value with its expression.",
+        title="0042-trace-macro",
+    )
+    ex = extractive.extract("Which macro prints a value with its expression?", [named])
+    assert "`trace!`" in ex.lines[0][0]
+
+
+def test_lines_in_the_same_words_about_different_code_are_both_kept():
+    ev = [
+        _evidence(
+            "E1",
+            "Applying the `#[when(c)]` attribute to items keeps them only where `c` holds. "
+            "Applying the `#[when_attr(c, a)]` attribute to items keeps the attribute `a` only where `c` holds.",
+        )
+    ]
+    ex = extractive.extract("Which attribute keeps another attribute on items only where a condition holds?", ev)
+    assert any("when_attr" in line for line, _ in ex.lines), ex.lines
+
+
+def test_a_line_holding_the_named_kind_of_value_is_a_candidate_without_the_questions_words():
+    filler = "\n\n".join(f"Functions without a frame number {i} keep their stack as it is." for i in range(45))
+    ev = [_evidence("E1", filler + "\n\n```rust\n#[bare]\nfn start() {}\n```\n")]
+    ranked = extractive.rank("Which attribute makes functions have no frame?", ev)
+    assert "#[bare]" in [s.text for _, _, s in ranked.scored]
+
+
 @pytest.mark.parametrize(
     "question, intent",
     [
@@ -308,6 +399,8 @@ def test_subject_anchors_and_answer_shapes():
     assert sj.shape("Which environment variable sets the cache?") == "env"
     assert sj.shape("What attribute marks a function as must-use?") == "attribute"
     assert sj.has_shape("Use `UV_CACHE_DIR` to move it.", "env") and not sj.has_shape("Use a variable.", "env")
+    assert sj.shape("What keyword marks a trait object?") == "keyword"
+    assert sj.has_shape("Write `dyn Trait` for it.", "keyword") and not sj.has_shape("The `Trait` object.", "keyword")
     subj = sj.subject("How do I reset my Jira password?")
     assert not sj.carried(subj, ["Reset the password from the account page."]).ok
     assert sj.carried(subj, ["Jira passwords are reset from the account page."]).ok

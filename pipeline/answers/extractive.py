@@ -35,12 +35,14 @@ from pipeline.answers import text as tx
 from pipeline.answers.model import Evidence
 from pipeline.answers.verify import POINTER_GROUP
 
-EXTRACTIVE_VERSION = "3"
+EXTRACTIVE_VERSION = "4"
 MIN_WORDS, MAX_WORDS = 4, 70
 MAX_CODE_CHARS = 140
 MAX_CANDIDATES = 40  # embedded per question, in one batch
+MAX_HOLDERS = 8  # further lines embedded for holding the kind of value the question names
 # Score = W_SIM·similarity + W_TERMS·terms + W_HEAD·heading + W_SHAPE·shape + place.
 W_SIM, W_TERMS, W_HEAD, W_SHAPE = 1.0, 0.5, 0.12, 0.25
+W_TOPIC = 0.15  # a line whose code names what its document is about (`dbg!` in "2361-dbg-macro")
 # Relevance = the best line's similarity to the question + half the subject share its document carries;
 # below this, nothing retrieved answers the question (fitted on bench/answers_dev.jsonl with
 # all-MiniLM-L6-v2: answerable questions ≥ 0.6, most unanswerable ones below; names and words the
@@ -53,6 +55,8 @@ _BULLET = re.compile(r"^\s*(?:[-*+]|\d{1,3}[.)])\s+")
 _ADMONITION = re.compile(r"^\s*(?:!!!|\?\?\?\+?)\s*\w+")
 _POINTER_ONLY = re.compile(r"^\W*(see|for more|learn more|refer to|read more|check out)\b", re.I)  # "See the guide"
 _LINK_ONLY = re.compile(r"^\W*(?:\[[^\]]*\](?:\[[^\]]*\]|\([^)]*\))\W*)+$")  # a table of contents entry
+_LINK_DEF = re.compile(r"^\[[^\]]+\]:\s*\S")  # "[swift]: https://…": a link's target, not a sentence
+_CODE_SPAN = re.compile(r"`([^`]+)`")
 _PROMPT = re.compile(r"^\s*(?:\$|>>>|#)\s+")
 
 Embed = Callable[[Sequence[str]], "Sequence[Sequence[float]]"]
@@ -116,7 +120,7 @@ def units(text: str) -> list[tuple[str, str]]:
             if not re.fullmatch(r"[|:\- ]+", s):
                 out.append(("table", s))
             continue
-        if not s or s.startswith(("#", "<", "[^")) or re.fullmatch(r"[-=*_ ]{3,}", s):
+        if not s or s.startswith(("#", "<", "[^")) or re.fullmatch(r"[-=*_ ]{3,}", s) or _LINK_DEF.match(s):
             flush()
             continue
         if re.match(r"([-*+]|\d+[.)])\s+", s):  # a list item starts a block of its own
@@ -205,8 +209,7 @@ def extract(
             add(s)
     for s in _others(scored, doc, best_score, subj)[:2]:
         if len(lead) < max_sentences and not any(_same(s, c) for c in chosen):
-            lead.append(s)
-            chosen.append(s)
+            add(s)
     for sc, _, s in scored[1:]:
         if len(lead) >= max_sentences:
             break
@@ -258,13 +261,14 @@ def rank(
     weights = subj.weights if idf else _local_idf(subj.keys, sents)
     total = sum(weights.values()) or 1.0
     every = sents
-    sents = _prefilter(sents, weights)
+    sents = _prefilter(sents, weights, shape)
     sims = _cosines(question, sents, embed)
 
     def terms(keys: frozenset[str]) -> float:
         return sum(w for k, w in weights.items() if k in keys) / total
 
     heads = {e.pointer: frozenset(tx.content_keys(f"{e.title} {e.section}")) for e in evidence}
+    topic = _topic_weights(sents, shape)
     scored = []
     for s, sim in zip(sents, sims, strict=True):
         score = (
@@ -272,6 +276,7 @@ def rank(
             + W_TERMS * terms(s.keys)
             + W_HEAD * terms(heads[s.evidence.pointer])
             + (W_SHAPE if shape in sj.NAMED_SHAPES else W_SHAPE / 2) * sj.has_shape(s.text, shape)
+            + W_TOPIC * topic.get(id(s), 0.0)
             + 0.3 / s.doc_rank
             + 0.02 / s.chunk_rank
             + (0.02 if s.position == 1 else 0.0)
@@ -283,6 +288,24 @@ def rank(
         scored.append((score, sim, s))
     scored.sort(key=lambda t: -t[0])
     return Ranked(subj, shape, every, scored)
+
+
+def _topic_weights(sents: list[Sentence], shape: str | None) -> dict[int, float]:
+    """For a question that asks for a value: the share of its document's title (words weighted by their
+    rarity among the candidates) that a line's code spans carry — the value a document is about is often
+    its name (`dbg!` in "2361-dbg-macro", `Pin` in "2349-pin")."""
+    if shape is None:
+        return {}
+    idf = _local_idf(sorted({k for s in sents for k in s.keys}), sents)
+    out: dict[int, float] = {}
+    for s in sents:
+        spans = _CODE_SPAN.findall(s.text) if s.kind == "prose" else [s.text]
+        code = {tx.key(w) for span in spans for w in re.split(r"[\W_]+", tx.fold(span)) if w}
+        title = {tx.key(w) for w in re.split(r"[\W_]+", tx.fold(s.evidence.title)) if w and not w.isdigit()}
+        total = sum(idf.get(k, 0.0) for k in title)
+        if code and total:
+            out[id(s)] = sum(idf.get(k, 0.0) for k in title & code) / total
+    return out
 
 
 def _others(
@@ -306,18 +329,24 @@ def _followers(best: Sentence, sents: list[Sentence], shape: str | None, q: froz
     if best.text.rstrip().endswith(":") and after:
         code = [s for s in after if s.kind != "prose"] or after[:1]
         return [max(code, key=lambda s: (len(s.keys & q), -s.position))]
-    if shape and not sj.has_shape(best.text, shape):
-        return [s for s in after[:2] if sj.has_shape(s.text, shape)][:1]
+    if shape and not sj.has_shape(best.text, shape):  # for "how do I", the code line that does it
+        return [s for s in after[:2] if sj.has_shape(s.text, shape) or shape == "command" and s.kind == "code"][:1]
     return []
 
 
-def _prefilter(sents: list[Sentence], weights: dict[str, float]) -> list[Sentence]:
-    """At most MAX_CANDIDATES to embed: those carrying most of the question's words, then retrieval order."""
+def _prefilter(sents: list[Sentence], weights: dict[str, float], shape: str | None = None) -> list[Sentence]:
+    """At most MAX_CANDIDATES to embed: those carrying most of the question's words, then retrieval order;
+    and, for a question that names the kind of value it wants, up to MAX_HOLDERS lines holding one (in
+    retrieval order): `#[naked]` alone on a code line carries none of the question's words."""
     if len(sents) <= MAX_CANDIDATES:
         return sents
     ranked = sorted(range(len(sents)), key=lambda i: (-sum(w for k, w in weights.items() if k in sents[i].keys), i))
-    keep = sorted(ranked[:MAX_CANDIDATES])
-    return [sents[i] for i in keep]
+    keep = set(ranked[:MAX_CANDIDATES])
+    if shape in sj.NAMED_SHAPES:
+        keep.update(
+            [i for i in range(len(sents)) if i not in keep and sj.has_shape(sents[i].text, shape)][:MAX_HOLDERS]
+        )
+    return [sents[i] for i in sorted(keep)]
 
 
 def _local_idf(keys: Sequence[str], sents: list[Sentence]) -> dict[str, float]:
@@ -326,9 +355,12 @@ def _local_idf(keys: Sequence[str], sents: list[Sentence]) -> dict[str, float]:
 
 
 def _same(a: Sentence, b: Sentence) -> bool:
-    """Says the same as an already chosen line."""
+    """Says the same as an already chosen line: mostly the same words, and the same code (the line that
+    names `#[cfg_attr(c, attr)]` is not the one naming `#[cfg(c)]` in the same words)."""
     if a.text.strip() == b.text.strip():
         return True
+    if set(_CODE_SPAN.findall(a.text)) != set(_CODE_SPAN.findall(b.text)):
+        return False
     return len(a.keys & b.keys) / (min(len(a.keys), len(b.keys)) or 1) > 0.7
 
 

@@ -48,6 +48,7 @@ _SHAPES: list[tuple[str, re.Pattern[str], re.Pattern[str]]] = [
     ),
     ("attribute", re.compile(r"\battributes?\b", re.I), re.compile(r"#!?\[\w")),
     ("macro", re.compile(r"\bmacros?\b", re.I), re.compile(r"\b\w+!(?:\(|\[|\s|`|$)")),
+    ("keyword", re.compile(r"\bkeywords?\b", re.I), re.compile(r"`[a-z]{2,8}(?:`|\s)")),  # `dyn`, `move x`
     ("flag", re.compile(r"\b(flags?|options?|switch|argument)\b", re.I), re.compile(r"(?<![\w-])--?[a-z][\w-]*")),
     (
         "file",
@@ -69,7 +70,9 @@ _SHAPES: list[tuple[str, re.Pattern[str], re.Pattern[str]]] = [
 ]
 
 
-NAMED_SHAPES = frozenset({"env", "attribute", "macro", "flag", "file"})  # the question names the kind of value
+NAMED_SHAPES = frozenset(
+    {"env", "attribute", "macro", "keyword", "flag", "file"}
+)  # the question names the kind of value
 # Shapes an answer must hold to address the question (the deflection check), as a reader would name them.
 VALUE_SHAPES = {
     "env": "an environment variable",

@@ -123,6 +123,14 @@ def fold(text: str) -> str:
     return text.casefold()
 
 
+def cased_words(text: str) -> list[str]:
+    """The tokens of `words(text)` as written (case kept): who is named where, for the role checks."""
+    if not text.isascii():
+        text = unicodedata.normalize("NFKC", text).translate(_QUOTES)
+        text = "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
+    return _WORD.findall(text)
+
+
 def normalise(text: str) -> str:
     """For span matching: folded, every run of punctuation/whitespace one space, padded with spaces."""
     words = _WORD.findall(fold(text))
@@ -145,7 +153,8 @@ def words(text: str) -> list[str]:
 @lru_cache(maxsize=65536)
 def stem(word: str) -> str:
     """A light English suffix stripper: enough to match inflections (starts/started/starting)."""
-    w = word.replace("'", "")
+    w = (word[:-2] if word.endswith("'s") else word).replace("'", "")  # "Ellis's" is Ellis
+    w = _IRREGULAR.get(w, w)  # "wrote", "written" → "write"
     if len(w) <= 3 or w[0].isdigit():
         return w
     for suffix, repl, min_len in _SUFFIXES:
@@ -159,6 +168,47 @@ def stem(word: str) -> str:
     return w
 
 
+# Irregular verb forms (past, participle) → the base form; "found", "left", "saw" stay (they are words of
+# their own too).
+_IRREGULAR = {
+    form: base
+    for base, forms in {
+        "write": "wrote written",
+        "begin": "began begun",
+        "build": "built",
+        "win": "won",
+        "lead": "led",
+        "make": "made",
+        "take": "took taken",
+        "give": "gave given",
+        "hold": "held",
+        "sell": "sold",
+        "buy": "bought",
+        "know": "knew known",
+        "grow": "grew grown",
+        "become": "became",
+        "run": "ran",
+        "sing": "sang sung",
+        "draw": "drew drawn",
+        "choose": "chose chosen",
+        "speak": "spoke spoken",
+        "bring": "brought",
+        "teach": "taught",
+        "think": "thought",
+        "tell": "told",
+        "meet": "met",
+        "pay": "paid",
+        "send": "sent",
+        "spend": "spent",
+        "drive": "drove driven",
+        "fall": "fell fallen",
+        "rise": "rose risen",
+        "break": "broke broken",
+        "fly": "flew flown",
+        "bear": "bore born",
+    }.items()
+    for form in forms.split()
+}
 _SUFFIXES = [
     ("ational", "ate", 3),
     ("ization", "ize", 3),
@@ -184,7 +234,6 @@ _SUFFIXES = [
     ("ed", "", 3),
     ("es", "", 3),
     ("s", "", 3),
-    ("'s", "", 2),
 ]
 
 

@@ -17,6 +17,9 @@
               cited block; every number and code identifier must occur. For entity and paraphrase also:
               the claim's negation must agree with the evidence sentence it matches best, and two anchors
               found in that sentence must not appear in swapped order.
+    roles     (entity and paraphrase, policy 3) a name's words in order; when the evidence says who did
+              something ("directed by X"), the claim names X; what joins two of the claim's names is said
+              of both in one evidence sentence (one opening with a pronoun counts the sentence it refers to).
     audit     STRICT: every claim passed by quote or span; HYBRID: every claim passed, some only by entity
               or paraphrase; UNGROUNDED otherwise, or when no claim could be parsed.
 

@@ -99,7 +99,7 @@ def is_anchor_key(k: str, anc: Anchors) -> bool:
 def positions_of(a: str, anc: Anchors, b: Block) -> list[int]:
     if a.startswith("#"):
         return b.positions.get(a, [])
-    return b.phrase_at(" " + a + " ")
+    return b.phrase_at(" " + a + " ") or b.phrase_at(" " + a + "s ")  # "Paul Allen" in "Paul Allen's sister"
 
 
 def near(spots: list[list[int]], b: Block) -> bool:
@@ -127,7 +127,7 @@ def together(names: list[str], anc: Anchors, b: Block) -> bool:
     spots = [ps for ps in spots if ps]
     if len(spots) < 2:
         return True
-    if set.intersection(*(b.sentences_with(ps) for ps in spots)):
+    if set.intersection(*(b.referred(ps) for ps in spots)):
         return True
     return within(spots, TIGHT)
 
@@ -145,9 +145,15 @@ def anchor_problems(anc: Anchors, cited: list[Block]) -> list[str]:
     for ident in anc.idents:
         if not any(f" {ident} " in b.norm or f" {ident} " in b.norm_plain for b in cited):
             problems.append(f"identifier {ident!r} is not in the cited evidence")
-    if anc.proper and not any(f" {p} " in b.norm or f" {p} " in b.norm_plain for p in anc.proper for b in cited):
+    if anc.proper and not any(name_in(p, b) for p in anc.proper for b in cited):
         problems.append(f"none of its names ({', '.join(anc.proper)}) is in the cited evidence")
     return problems
+
+
+def name_in(p: str, b: Block) -> bool:
+    """The name as written, or in the possessive: "Paul Allen's" in the evidence, "Jon Ellis's" in the claim."""
+    forms = (p, p + "s", p[:-1]) if p.endswith("s") else (p, p + "s")
+    return any(f" {f} " in hay for f in forms for hay in (b.norm, b.norm_plain))
 
 
 def _date_in(d: tuple[int, int | None, int], b: Block) -> bool:

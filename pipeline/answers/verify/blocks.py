@@ -14,6 +14,12 @@ _MONTH = (
 )
 _DATE_MDY = re.compile(rf"\b{_MONTH}\s+(?:(\d{{1,2}})(?:st|nd|rd|th)?,?\s+)?(\d{{4}})\b")
 _DATE_DMY = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH},?\s+(\d{{4}})\b")
+_GLUED = re.compile(r"(?<=[a-z0-9)\]\"'][.!?])(?=[A-Z][a-z])")  # "…in India.India, officially…": two texts joined
+_PRONOUNS = frozenset({"it", "he", "she", "they", "its", "his", "her", "their", "this", "these", "which"})
+OPENING = 6
+_NAME_JOINS = frozenset(
+    {"and", "&", "of", "the", "de", "van", "von", "der", "du", "la", "le", "del"}
+)  # the first words of a sentence, where its subject is named
 _MD_LINK = re.compile(r"!?\[([^\]\n]*)\]\([^)\s]*(?:\s+\"[^\"]*\")?\)|!?\[([^\]\n]+)\]\[[^\]\n]*\]|<https?://[^>]+>")
 
 
@@ -44,6 +50,10 @@ class Block:
         return tx.fold(self.text)
 
     @cached_property
+    def roles(self) -> list[tuple[str, frozenset[str]]]:
+        return roles(self.text, self.keys)
+
+    @cached_property
     def positions(self) -> dict[str, list[int]]:
         pos: dict[str, list[int]] = {}
         for i, k in enumerate(self.keys):
@@ -53,15 +63,23 @@ class Block:
     @cached_property
     def sentences(self) -> list[tuple[int, int]]:
         """Token ranges [start, end) of the block's sentences (lines count as boundaries)."""
-        out, start = [], 0
+        out: list[tuple[int, int]] = []
+        start = 0
         self._sentence_texts: dict[tuple[int, int], str] = {}
+        self._paragraph_first: list[int] = []  # of each sentence, the first sentence of its paragraph
         for line in self.text.splitlines():
-            for s in tx.split_sentences(line):
-                n = len(tx.words(s))
-                if n:
-                    out.append((start, start + n))
-                    self._sentence_texts[(start, start + n)] = s
-                    start += n
+            first = len(out)
+            for piece in tx.split_sentences(line):
+                for i, s in enumerate(_GLUED.split(piece)):
+                    n = len(tx.words(s))
+                    if n:
+                        first = len(out) if i else first  # text glued on: a paragraph of its own
+                        out.append((start, start + n))
+                        self._paragraph_first.append(first)
+                        self._sentence_texts[(start, start + n)] = s
+                        start += n
+        if not out:
+            self._paragraph_first = [0]
         return out or [(0, len(self.words))]
 
     def sentence_text(self, lo: int, hi: int) -> str:
@@ -117,6 +135,49 @@ class Block:
     def sentence_keys(self) -> list[frozenset[str]]:
         return [frozenset(self.keys[lo:hi]) for lo, hi in self.sentences]
 
+    @cached_property
+    def antecedents(self) -> list[tuple[int, ...]]:
+        """For each sentence that opens with a pronoun ("It was accepted in 2017"), the sentences whose
+        openings name what it likely refers to: its paragraph's first, and the last one before it that
+        does not open with a pronoun; () for the others."""
+        self.sentences  # noqa: B018 — fills _paragraph_first
+        out: list[tuple[int, ...]] = []
+        last = 0
+        for n, (lo, _) in enumerate(self.sentences):
+            if n and self.words[lo : lo + 1] and self.words[lo] in _PRONOUNS:
+                out.append(tuple({self._paragraph_first[n], last}))
+            else:
+                out.append(())
+                last = n
+        return out
+
+    def _opening(self, n: int) -> list[str]:
+        lo, hi = self.sentences[n]
+        return self.keys[lo : min(hi, lo + OPENING)]
+
+    @cached_property
+    def sentence_windows(self) -> list[frozenset[str]]:
+        """Each sentence's keys, with — for one that opens with a pronoun — its antecedents' openings."""
+        return [
+            keys.union(*(self._opening(m) for m in before))
+            for keys, before in zip(self.sentence_keys, self.antecedents, strict=True)
+        ]
+
+    def referred(self, positions: list[int]) -> set[int]:
+        """The sentences holding these positions, and the pronoun-opened ones whose antecedent names them
+        in its opening."""
+        out = self.sentences_with(positions)
+        opening = {
+            m
+            for p in positions
+            if 0 <= p < len(self.sentence_of)
+            for m in [self.sentence_of[p]]
+            if p < self.sentences[m][0] + OPENING
+        }
+        if opening:
+            out |= {n for n, before in enumerate(self.antecedents) if opening.intersection(before)}
+        return out
+
     def sentences_with(self, positions: list[int]) -> set[int]:
         """The sentence numbers holding these token positions (unknown ones, -1, left out)."""
         return {self.sentence_of[p] for p in positions if 0 <= p < len(self.sentence_of)}
@@ -139,6 +200,36 @@ class LazyBlocks(dict):
     def __missing__(self, pointer: str) -> Block:
         block = self[pointer] = Block(self.texts[pointer])
         return block
+
+
+def roles(text: str, keys: list[str]) -> list[tuple[str, frozenset[str]]]:
+    """(relation key, keys of its agent) a text states: "X directed Y" and "Y, directed by X"; `keys` are
+    the text's word keys."""
+    cased = tx.cased_words(text)
+    if len(cased) != len(keys):
+        return []
+    out = []
+    for i, (w, k) in enumerate(zip(cased, keys, strict=True)):
+        if not w[:1].islower() or not tx.is_content(w.lower()) or w.lower() in tx.NEGATIONS:
+            continue
+        by = next((j for j in range(i + 1, min(i + 3, len(cased))) if cased[j] == "by"), None)
+        agent = _name_run(cased, keys, by + 1, 1) if by is not None else _name_run(cased, keys, i - 1, -1)
+        if agent:
+            out.append((k, agent))
+    return out
+
+
+def _name_run(cased: list[str], keys: list[str], i: int, step: int) -> frozenset[str]:
+    """Keys of the capitalised run (connectors inside) starting at token i, read in direction `step`."""
+    run: list[str] = []
+    while 0 <= i < len(cased):
+        w = cased[i]
+        if w[:1].isupper() or w[:1].isdigit() and run:
+            run.append(keys[i])
+        elif not (w.lower() in _NAME_JOINS and (run or step > 0 and w.lower() == "the")):
+            break
+        i += step
+    return frozenset(k for k in run if k not in tx.STOPWORDS and k not in _NAME_JOINS)
 
 
 def find_dates(folded: str) -> list[tuple[int, int | None, int]]:

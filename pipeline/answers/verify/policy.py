@@ -1,11 +1,14 @@
 """The verifier's thresholds, and the policy record an answer carries (its version names a change of rules)."""
 
-POLICY_VERSION = "2"  # 2: the question-aware layer (addresses_question, deflection → HYBRID); no new content word
+POLICY_VERSION = "3"  # 2: the question-aware layer (addresses_question, deflection → HYBRID); no new content word
+# 3: roles — a name's words in order, who did what ("directed by X"), a relation said of both names in one sentence
 PARAPHRASE_MIN = 0.85
 ENTITY_OTHER_MIN = 0.8
 ENTITY_SINGLE_MIN = 0.85  # an entity claim with a single anchor needs this much of its other words
 WINDOW = 40  # "near each other", in tokens
 TIGHT = 12  # names outside one sentence must be this close
+MAX_RELATION = 4  # content words between two names that still read as one relation ("was founded in")
+NAME_GAP = 2  # words a name may skip ("George E. Marshall" for "George Marshall")
 POLICY = {
     "version": POLICY_VERSION,
     "paraphrase_min": PARAPHRASE_MIN,
@@ -13,4 +16,6 @@ POLICY = {
     "entity_single_min": ENTITY_SINGLE_MIN,
     "window": WINDOW,
     "tight": TIGHT,
+    "max_relation": MAX_RELATION,
+    "name_gap": NAME_GAP,
 }

@@ -6,16 +6,28 @@ import re
 from collections import Counter
 
 from pipeline.answers import text as tx
-from pipeline.answers.verify.anchors import Anchors, positions_of, together
-from pipeline.answers.verify.blocks import Block
-from pipeline.answers.verify.policy import WINDOW
+from pipeline.answers.verify.anchors import Anchors, name_in, positions_of, together
+from pipeline.answers.verify.blocks import Block, roles
+from pipeline.answers.verify.policy import MAX_RELATION, NAME_GAP, WINDOW
+
+# Words a rewording may add without changing what is claimed.
+LIGHT = frozenset(
+    tx.stem(w)
+    for w in """also thus therefore hence instead rather simply just really actually generally usually
+typically basically currently still already only very quite mainly mostly often sometimes now then way
+thing things kind sort able make makes made get gets got give gives given take takes let lets allow allows
+allowed need needs needed want wants help helps use uses used using provide provides provided well like
+one ones""".split()
+)
 
 
 def sense_problems(s: str, anc: Anchors, cited: list[Block]) -> list[str]:
     """For claims that only share words with the evidence: same polarity, same order of names."""
     words = tx.words(s)
     for name in anc.proper:  # reworded claims may not bring names of their own
-        if not any(all(tx.key(w) in b.keyset for w in name.split() if tx.is_content(w)) for b in cited):
+        if not any(
+            name_in(name, b) or all(tx.key(w) in b.keyset for w in name.split() if tx.is_content(w)) for b in cited
+        ):
             return [f"name {name!r} is not in the cited evidence"]
     keys = {tx.key(w) for w in words if tx.is_content(w) and w not in tx.NEGATIONS}
     best, best_b, best_r = -1.0, None, (0, 0)
@@ -45,7 +57,78 @@ def sense_problems(s: str, anc: Anchors, cited: list[Block]) -> list[str]:
         named = [tx.normalise(first.group(1)).strip()] + named
     if len(named) >= 2 and _swapped(s, named, anc, best_b, lo, hi):
         return ["names appear in swapped roles in the evidence"]
+    if bad := _misordered_name(anc, cited):
+        return [f"name {bad!r} is not written so in the cited evidence"]
+    if bad := _other_agent(s, cited):
+        return [f"the evidence says someone else {bad}"]
+    if bad := _relation_apart(s, named, anc, cited):
+        return [f"the evidence never says {bad!r} of them in one sentence"]
     return []
+
+
+def _misordered_name(anc: Anchors, cited: list[Block]) -> str | None:
+    """A name of several words must occur with its words in order ("Brooks Garth" is not "Garth Brooks"),
+    a middle name or initial skipped at most."""
+    for name in anc.proper:
+        ks = [tx.key(w) for w in name.split() if tx.is_content(w)]
+        if len(ks) < 2:
+            continue
+        if not any(name_in(name, b) or _in_order(ks, b) for b in cited):
+            return name
+    return None
+
+
+def _in_order(ks: list[str], b: Block) -> bool:
+    for p in b.positions.get(ks[0], ()):
+        at = p
+        for k in ks[1:]:
+            nxt = [q for q in b.positions.get(k, ()) if at < q <= at + 1 + NAME_GAP]
+            if not nxt:
+                break
+            at = nxt[0]
+        else:
+            return True
+    return False
+
+
+def _other_agent(s: str, cited: list[Block]) -> str | None:
+    """The claim names who did something ("X directed Y"); the evidence says who did it ("directed by Z")
+    and it is not X."""
+    claim = roles(s, [tx.key(w) for w in tx.words(s)])
+    if not claim:
+        return None
+    stated: dict[str, list[frozenset[str]]] = {}
+    for b in cited:
+        for k, agent in b.roles:
+            stated.setdefault(k, []).append(agent)
+    for k, agent in claim:
+        if k in stated and not any(agent <= a for a in stated[k]) and any(agent <= b.keyset for b in cited):
+            return next(w for w in tx.words(s) if tx.key(w) == k)
+    return None
+
+
+def _relation_apart(s: str, named: list[str], anc: Anchors, cited: list[Block]) -> str | None:
+    """What a claim says joins two names ("X founded Y") must be said in one sentence of the evidence that
+    holds both: the raw material of a fabrication is names and words the evidence holds apart."""
+    claim = Block(s)
+    spots = sorted((ps[0], a) for a in named if (ps := positions_of(a, anc, claim)) and ps[0] >= 0)
+    for (p, x), (q, y) in zip(spots, spots[1:], strict=False):
+        rel = {
+            k
+            for k, w in zip(claim.keys[p + len(x.split()) : q], claim.words[p + len(x.split()) : q], strict=False)
+            if tx.is_content(w) and k not in LIGHT
+        }
+        if not rel or len(rel) > MAX_RELATION:
+            continue  # nothing joins them, or a clause of its own
+        named_keys = claim.keys[p : p + len(x.split())] + claim.keys[q : q + len(y.split())]
+        need = rel | {k for k in named_keys if k not in tx.STOPWORDS}
+        if not any(need <= sk for b in cited for sk in _windows(b)):
+            return " ".join(w for k, w in zip(claim.keys[p:q], claim.words[p:q], strict=False) if k in rel)
+    return None
+
+
+def _windows(b: Block) -> list[frozenset[str]]:
+    return b.sentence_windows
 
 
 def _negated(text: str, claim_keys: set[str]) -> int:

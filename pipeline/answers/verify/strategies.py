@@ -19,6 +19,7 @@ from pipeline.answers.verify.anchors import (
 )
 from pipeline.answers.verify.blocks import Block
 from pipeline.answers.verify.policy import ENTITY_OTHER_MIN, ENTITY_SINGLE_MIN, PARAPHRASE_MIN
+from pipeline.answers.verify.sense import LIGHT as _LIGHT
 from pipeline.answers.verify.sense import sense_problems
 
 _QUOTED = re.compile(r'"([^"]{3,}?)"')
@@ -28,14 +29,6 @@ _ATTRIBUTION = frozenset(
 wrote written describe describes described call calls called explain explains explained mention mentions
 mentioned read reads according rfc document documentation section evidence text quote quoted put word words
 phrase term define defines defined refer refers referred specify specifies specified""".split()
-)
-_LIGHT = frozenset(
-    tx.stem(w)
-    for w in """also thus therefore hence instead rather simply just really actually generally usually
-typically basically currently still already only very quite mainly mostly often sometimes now then way
-thing things kind sort able make makes made get gets got give gives given take takes let lets allow allows
-allowed need needs needed want wants help helps use uses used using provide provides provided well like
-one ones""".split()
 )
 _VERDICT_WORDS = frozenset({"yes", "no", "true", "false", "correct", "incorrect", "right", "wrong"})
 _NEG_BEFORE = frozenset({"not", "no", "never", "cannot", "nor", "without"})
