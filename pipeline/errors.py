@@ -18,6 +18,8 @@ DocforgeError
 class DocforgeError(Exception):
     """Base class: anything docforge reports to the user."""
 
+    status: int | None = None  # the HTTP status a remote service refused with, when one did
+
 
 class ConfigError(DocforgeError):
     """Configuration (sources.yml, environment) is invalid."""

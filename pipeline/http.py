@@ -271,7 +271,9 @@ class Service:
         if resp.is_success:
             return resp
         detail = self.hints.get(resp.status_code) or f"{resp.reason_phrase}: {excerpt(resp)}"
-        raise self.error(redact(f"{where}: HTTP {resp.status_code} {detail}"))
+        error = self.error(redact(f"{where}: HTTP {resp.status_code} {detail}"))
+        error.status = resp.status_code
+        raise error
 
     def json(self, resp: httpx.Response, where: str) -> Any:
         """The response's JSON, or the service's error when it is none."""

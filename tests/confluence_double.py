@@ -51,11 +51,22 @@ _V1_ROUTES = [  # endpoint name, path under /wiki/rest/api
     (name, re.compile(pattern))
     for name, pattern in (
         ("restriction", r"/content/(\d+)/restriction/byOperation/read"),
+        ("restriction_all", r"/content/(\d+)/restriction"),  # every operation's restrictions
+        ("content", r"/content/(\d+)"),  # expand=restrictions.read.restrictions.user,…
         ("group_by_id", r"/group/by-id"),
         ("user", r"/user"),
     )
 ]
-_PAGE_ROUTES = {"page", "children", "ancestors", "labels", "attachments", "restriction"}  # path holds a page id
+_PAGE_ROUTES = {
+    "page",
+    "children",
+    "ancestors",
+    "labels",
+    "attachments",
+    "restriction",
+    "restriction_all",
+    "content",
+}  # path holds a page id
 _DOWNLOAD = re.compile(r"/wiki/download/attachments/(\d+)/([^?]+)")  # outside the v2 API, as on Cloud
 _BODY_FORMATS = {"storage", "atlas_doc_format", "view", "export_view", "anonymous_export_view", "styled_view", "editor"}
 
@@ -124,6 +135,8 @@ class ConfluenceDouble:
         # The space's permission assignments, v2 shape. While none is added the space is public: it is
         # served as one anonymous read grant, so pages without a restriction are everyone's.
         self.space_grants: list[dict] = []
+        # The v1 forms of a page's read restriction this site answers (Cloud: all three); the others 404.
+        self.restriction_forms = {"restriction", "restriction_all", "content"}
         self.faults: deque[Fault] = deque()
         self.counts: Counter[str] = Counter()  # endpoint → requests, faults and rejections included
         self.log: list[tuple[str, int]] = []  # (path with query, status)
@@ -249,6 +262,8 @@ class ConfluenceDouble:
             headers = {"Retry-After": fault.retry_after} if fault.retry_after is not None else {}
             return fault.status, headers, _error(fault.status, "injected fault")
         if not name or (name in _PAGE_ROUTES and match.group(1) not in self.pages):
+            return 404, {}, _error(404, "not found")
+        if name in ("restriction", "restriction_all", "content") and name not in self.restriction_forms:
             return 404, {}, _error(404, "not found")
         if name == "restriction" and (fail := self.pages[match.group(1)].restriction_fail):
             return fail, {}, _error(fail, "injected restriction failure")
@@ -400,6 +415,32 @@ class ConfluenceDouble:
             "_links": {"base": self.base_url, "context": "/wiki"},
         }
         return 200, {}, body
+
+    def _read_lists(self, page: Page) -> dict:
+        """The page's read restriction as one v1 `restrictions` object, unpaged (users, groups)."""
+        users = [_user_json(a, self.users.get(a, "")) for a in page.read_users]
+        groups = [{"type": "group", "name": g, "id": self._group_id(g)} for g in page.read_groups]
+        return {
+            k: {"results": v, "start": 0, "limit": 200, "size": len(v)} for k, v in (("user", users), ("group", groups))
+        }
+
+    def _restriction_all(self, path: str, query: dict, pid: str):
+        """v1 `GET /content/{id}/restriction`: each operation's restriction (read and update)."""
+        page = self.pages[pid]
+        empty = {"user": {"results": [], "size": 0}, "group": {"results": [], "size": 0}}
+        results = [
+            {"operation": "update", "restrictions": empty},
+            {"operation": "read", "restrictions": self._read_lists(page)},
+        ]
+        return 200, {}, {"results": results, "start": 0, "limit": 200, "size": 2}
+
+    def _content(self, path: str, query: dict, pid: str):
+        """v1 `GET /content/{id}` with its read restriction expanded."""
+        page = self.pages[pid]
+        if "restrictions.read.restrictions.user" not in _csv(query.get("expand")):
+            return 200, {}, {"id": pid, "type": "page", "title": page.title}
+        read = {"operation": "read", "restrictions": self._read_lists(page)}
+        return 200, {}, {"id": pid, "type": "page", "title": page.title, "restrictions": {"read": read}}
 
     def _group_id(self, name: str) -> str:
         return next((gid for gid, n in self.groups.items() if n == name), None) or self.add_group(name)

@@ -213,3 +213,36 @@ def test_everyone_groups_need_sync(write_config):
     entry = {"name": "c", "type": "confluence", "base_url": "https://x.atlassian.net/wiki", "space": "D"}
     with pytest.raises(ConfigError, match="everyone_groups applies only with `permissions: sync`"):
         load_settings(write_config([{**entry, "everyone_groups": ["confluence-users"]}]))
+
+
+@pytest.mark.parametrize("served", [{"restriction_all"}, {"content"}])
+def test_a_site_without_the_paged_restriction_read_is_asked_the_other_forms(tree, served):
+    """A 404 from `byOperation/read` (a site or proxy without it): the same lists are read from each
+    operation's restrictions or the expanded content, and that form is asked first from then on."""
+    tree.restriction_forms = served
+    src = source(tree)
+    refs = by_path(src.list_refs())
+    assert refs["100"].access == refs["500"].access == (SPACE,)
+    assert refs["200"].access == refs["300"].access == refs["400"].access == (SPACE, HR)
+    assert src.failures == []
+    [form] = served
+    assert tree.counts[form] == 5  # each page once
+    # the paged form was asked until one read found the form the site answers (reads run in parallel)
+    assert 1 <= tree.counts["restriction"] <= 5
+
+
+def test_no_form_of_the_restriction_read_fails_closed(tree):
+    tree.restriction_forms = set()
+    src = source(tree)
+    refs = by_path(src.list_refs())
+    assert all(ref.access == ((),) for ref in refs.values())  # full-access callers only
+    assert {f.key.split(":")[-1] for f in src.failures} >= {"100", "200", "300", "400", "500"}
+    assert all(f.stage == "permissions" and "HTTP 404" in f.error for f in src.failures)
+
+
+def test_a_group_without_a_name_lookup_is_matched_by_its_id(tree):
+    """No `group/by-id` on the site (404): the group's id is the only name there is."""
+    gid = tree._group_id("staff")
+    del tree.groups[gid]
+    refs = by_path(source(tree).list_refs())
+    assert refs["100"].access == (tuple(sorted((f"group:{gid}", f"user:{ANN}", "user:ann@example.com"))),)

@@ -32,6 +32,8 @@ log = logging.getLogger(__name__)
 Clause = tuple[str, ...]  # principals, sorted: a reader must hold at least one
 PAGE_LIMIT = 250  # v2 `limit` cap; also asked of the v1 restriction lists
 MAX_RESTRICTED = 100_000  # principals of one restriction: past this, a paging loop, not a restriction
+# The v1 forms of a read restriction, the paged one first (see PageAccess._read_restriction).
+RESTRICTION_FORMS = ("by_operation", "all_operations", "expanded")
 WORKERS = 8  # restriction reads in flight: one after another, a real site costs a round trip per page
 # Ancestor types and the v2 collection that answers their own ancestors.
 _COLLECTIONS = {
@@ -59,6 +61,7 @@ class PageAccess:
         self._ancestors: dict[str, list[tuple[str, str]] | ConfluenceError] = {}  # id → (id, type), top first
         self._groups: dict[str, str] = {}  # group id → name
         self._emails: dict[str, str | None] = {}  # account id → email, when Confluence shows it
+        self._form = RESTRICTION_FORMS[0]  # the form of the restriction read this site answers
 
     def prepare(self, pages: Sequence[Mapping], listed: Mapping[str, Mapping]) -> None:
         """Read what the pages' clauses need, each thing once: their spaces' permissions, their
@@ -146,7 +149,25 @@ class PageAccess:
         return self._clause(principals)
 
     def _read_restriction(self, content_id: str) -> Clause | None:
-        """The content's own read restriction (v1): None when it has none."""
+        """The content's own read restriction (v1): None when it has none. `byOperation/read` pages its
+        lists; a site (or a proxy) without it (404) is asked the other v1 forms of the same lists, each
+        operation's restrictions or the content expanded with its own, and the form that answers is
+        asked first from then on. A 404 from every form (the page deleted since) fails the read."""
+        missing: ConfluenceError | None = None
+        for form in RESTRICTION_FORMS[RESTRICTION_FORMS.index(self._form) :]:
+            try:
+                clause = getattr(self, f"_restriction_{form}")(content_id)
+            except ConfluenceError as e:
+                if e.status != 404:
+                    raise
+                missing = missing or e
+                continue
+            self._form = form
+            return clause
+        assert missing is not None
+        raise missing
+
+    def _restriction_by_operation(self, content_id: str) -> Clause | None:
         principals: set[str] = set()
         restricted, start = False, 0
         while True:
@@ -156,24 +177,58 @@ class PageAccess:
                 {"expand": "restrictions.user,restrictions.group", "start": start, "limit": PAGE_LIMIT},
                 api=V1,
             )
-            lists = data.get("restrictions")
-            if not isinstance(lists, dict) or not {"user", "group"} <= lists.keys():
-                raise ConfluenceError(f"content {content_id}: the read restriction has no user and group lists")
-            users, groups = (lists[k].get("results") or [] for k in ("user", "group"))
-            restricted |= bool(users or groups)
-            for u in users:
-                if u.get("accountId"):
-                    principals |= self._user(str(u["accountId"]), u.get("email"))
-            for g in groups:
-                name = g.get("name") or (self._group_name(str(g["id"])) if g.get("id") else None)
-                if name:
-                    principals.add(f"group:{name}")
-            limits = {k: int(lists[k].get("limit") or PAGE_LIMIT) for k in ("user", "group")}  # the server's cap
+            lists = self._lists(content_id, data.get("restrictions"))
+            restricted |= self._add(principals, lists)
+            limits = {k: int(lists[k].get("limit") or PAGE_LIMIT) for k in lists}  # the server's cap
             if not any(len(lists[k].get("results") or []) >= limits[k] for k in limits):
                 return self._clause(principals) if restricted else None
             start += min(limits.values())  # a list with a larger cap is read again in part: a set takes it
             if start > MAX_RESTRICTED:
                 raise ConfluenceError(f"content {content_id}: over {MAX_RESTRICTED} restricted users or groups")
+
+    def _restriction_all_operations(self, content_id: str) -> Clause | None:
+        self._count("restrictions")
+        data = self.api.get_json(
+            f"/content/{content_id}/restriction",
+            {"expand": "restrictions.user,restrictions.group", "limit": PAGE_LIMIT},
+            api=V1,
+        )
+        read = [r for r in data.get("results") or [] if isinstance(r, dict) and r.get("operation") == "read"]
+        principals: set[str] = set()
+        restricted = any(self._add(principals, self._lists(content_id, r.get("restrictions"))) for r in read)
+        return self._clause(principals) if restricted else None
+
+    def _restriction_expanded(self, content_id: str) -> Clause | None:
+        self._count("restrictions")
+        data = self.api.get_json(
+            f"/content/{content_id}",
+            {"expand": "restrictions.read.restrictions.user,restrictions.read.restrictions.group"},
+            api=V1,
+        )
+        read = ((data.get("restrictions") or {}).get("read") or {}).get("restrictions")
+        principals: set[str] = set()
+        restricted = self._add(principals, self._lists(content_id, read))
+        return self._clause(principals) if restricted else None
+
+    @staticmethod
+    def _lists(content_id: str, restrictions: object) -> dict[str, dict]:
+        """The user and group lists of a read restriction (one the answer leaves out holds no one)."""
+        if not isinstance(restrictions, dict):
+            raise ConfluenceError(f"content {content_id}: the read restriction has no user and group lists")
+        return {k: v for k in ("user", "group") if isinstance(v := restrictions.get(k), dict)}
+
+    def _add(self, principals: set[str], lists: dict[str, dict]) -> bool:
+        """The users and groups of `lists` added to `principals`; whether the lists named anyone."""
+        users = (lists.get("user") or {}).get("results") or []
+        groups = (lists.get("group") or {}).get("results") or []
+        for u in users:
+            if u.get("accountId"):
+                principals |= self._user(str(u["accountId"]), u.get("email"))
+        for g in groups:
+            name = g.get("name") or (self._group_name(str(g["id"])) if g.get("id") else None)
+            if name:
+                principals.add(f"group:{name}")
+        return bool(users or groups)
 
     def _user(self, account_id: str, email: str | None) -> set[str]:
         """A user's principals: the account id, and the email when Confluence shows it (looked up once)."""
@@ -190,7 +245,15 @@ class PageAccess:
     def _group_name(self, group_id: str) -> str:
         if group_id not in self._groups:
             self._count("groups")
-            name = self.api.get_json("/group/by-id", {"id": group_id}, api=V1).get("name")
+            try:
+                name = self.api.get_json("/group/by-id", {"id": group_id}, api=V1).get("name")
+            except ConfluenceError as e:
+                if e.status != 404:
+                    raise
+                # No such lookup (or group) on this site: the id is the only name there is. A caller
+                # matches it only if its groups hold that very id: narrower, never wider.
+                log.info("group %s: no name (%s); matched by its id", group_id, e)
+                name = group_id
             if not name:
                 raise ConfluenceError(f"group {group_id}: the answer has no name")
             self._groups[group_id] = str(name)
