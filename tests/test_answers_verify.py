@@ -340,6 +340,25 @@ def test_a_how_to_line_brings_the_code_that_does_it_and_the_value_a_document_is_
     assert "`trace!`" in ex.lines[0][0]
 
 
+def test_a_comment_in_a_code_block_is_a_sentence_that_brings_the_code_it_describes():
+    text = (
+        "Set it in the job:\n\n```yaml\nvariables:\n  # The runner mounts the build directory apart,\n"
+        "  # so the job has to copy files instead of linking them.\n  LINKS: copy\n"
+        "  # apt install curl\n```\n"
+    )
+    assert extractive.units(text) == [
+        ("prose", "Set it in the job:"),
+        ("code", "variables:"),
+        ("comment-part", "The runner mounts the build directory apart,"),  # runs on: never a sentence alone
+        ("comment", "so the job has to copy files instead of linking them."),
+        ("code", "LINKS: copy"),
+        ("code", "# apt install curl"),  # a root prompt's command, not a sentence
+    ]
+    ex = extractive.extract("How do I make the job copy files instead of linking them?", [_evidence("E1", text)])
+    lines = [line for line, _ in ex.lines]
+    assert lines[:2] == ["so the job has to copy files instead of linking them.", "LINKS: copy"]
+
+
 def test_lines_in_the_same_words_about_different_code_are_both_kept():
     ev = [
         _evidence(

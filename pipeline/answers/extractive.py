@@ -35,7 +35,7 @@ from pipeline.answers import text as tx
 from pipeline.answers.model import Evidence
 from pipeline.answers.verify import POINTER_GROUP
 
-EXTRACTIVE_VERSION = "4"
+EXTRACTIVE_VERSION = "5"
 MIN_WORDS, MAX_WORDS = 4, 70
 MAX_CODE_CHARS = 140
 MAX_CANDIDATES = 40  # embedded per question, in one batch
@@ -58,6 +58,11 @@ _LINK_ONLY = re.compile(r"^\W*(?:\[[^\]]*\](?:\[[^\]]*\]|\([^)]*\))\W*)+$")  # a
 _LINK_DEF = re.compile(r"^\[[^\]]+\]:\s*\S")  # "[swift]: https://…": a link's target, not a sentence
 _CODE_SPAN = re.compile(r"`([^`]+)`")
 _PROMPT = re.compile(r"^\s*(?:\$|>>>|#)\s+")
+# A comment line in a code block that reads as a sentence: its marker, then at least four words and
+# nothing a shell line would hold ("# so we need to copy instead of using hard links.", "/// Returns
+# max if self is greater than max"); "# apt install curl" stays a (root prompt's) code line.
+_CONTINUED = re.compile(r"^(?:///?!?|#|--)\s+(?=\S)")  # a further line of a comment already started
+_COMMENT = re.compile(r"^(?:///?!?|#|--)\s+(?=[A-Za-z`][^=|&;<>$]*$)(?=(?:\S+\s+){3,}\S)")
 
 Embed = Callable[[Sequence[str]], "Sequence[Sequence[float]]"]
 
@@ -70,7 +75,7 @@ class Sentence:
     chunk_rank: int
     position: int  # of the sentence within its chunk (1 = lead)
     keys: frozenset[str]
-    kind: str = "prose"  # prose | code | table
+    kind: str = "prose"  # prose | comment (a code block's comment that reads as a sentence) | code | table
 
 
 @dataclass(frozen=True)
@@ -88,6 +93,7 @@ def units(text: str) -> list[tuple[str, str]]:
     lines of fenced or indented blocks, table rows. Headings and HTML are left out."""
     out: list[tuple[str, str]] = []
     cur: list[str] = []
+    comment: list[str] = []  # the lines of a comment in a code block
     fenced, admonition = False, False
 
     def flush():
@@ -95,14 +101,28 @@ def units(text: str) -> list[tuple[str, str]]:
             out.append(("prose", " ".join(cur)))
             cur.clear()
 
+    def flush_comment():
+        # One line each, as the evidence holds them (a quote must be verbatim); a line that runs on
+        # into the next is a part, never a sentence of its own.
+        for i, s in enumerate(comment):
+            runs_on = i + 1 < len(comment) and not s.rstrip().endswith((".", "!", "?", ":"))
+            out.append(("comment-part" if runs_on else "comment", s))
+        comment.clear()
+
     for line in text.splitlines():
         s = line.strip()
         if s.startswith(("```", "~~~")):
             fenced = not fenced
             flush()
+            flush_comment()
             continue
         if fenced:
-            if s and not s.startswith(("//", "# ")) or _PROMPT.match(s):
+            if m := _COMMENT.match(s) or (comment and _CONTINUED.match(s)):
+                # a comment says in words what the code after it does
+                comment.append(s[m.end() :])
+                continue
+            flush_comment()
+            if s and not s.startswith("//"):
                 out.append(("code", s))
             continue
         if _ADMONITION.match(line):
@@ -127,6 +147,7 @@ def units(text: str) -> list[tuple[str, str]]:
             flush()
         cur.append(s.lstrip("> ").strip() if s.startswith(">") else s)
     flush()
+    flush_comment()
     return out
 
 
@@ -138,6 +159,11 @@ def candidates(evidence: list[Evidence]) -> list[Sentence]:
         doc_rank = docs.setdefault(e.doc_key, len(docs) + 1)
         pos = 0
         for kind, block in units(e.text):
+            if kind.startswith("comment"):
+                pos += 1
+                if kind == "comment" and MIN_WORDS <= len(tx.words(block)) <= MAX_WORDS:
+                    out.append(Sentence(block, e, doc_rank, rank, pos, frozenset(tx.content_keys(block)), kind))
+                continue
             if kind != "prose":
                 if len(block) <= MAX_CODE_CHARS and tx.words(block):
                     pos += 1
@@ -281,7 +307,7 @@ def rank(
             + 0.02 / s.chunk_rank
             + (0.02 if s.position == 1 else 0.0)
             - 0.002 * max(0, len(s.keys) - 25)  # long sentences say less per word
-            - (0.2 if s.kind != "prose" and not sj.has_shape(s.text, shape) else 0.0)
+            - (0.2 if s.kind in ("code", "table") and not sj.has_shape(s.text, shape) else 0.0)
             - (0.15 if _POINTER_ONLY.match(s.text) else 0.0)
             - (0.1 if s.kind == "prose" and s.text[:1].islower() else 0.0)  # a chunk cut mid-sentence
         )
@@ -299,7 +325,7 @@ def _topic_weights(sents: list[Sentence], shape: str | None) -> dict[int, float]
     idf = _local_idf(sorted({k for s in sents for k in s.keys}), sents)
     out: dict[int, float] = {}
     for s in sents:
-        spans = _CODE_SPAN.findall(s.text) if s.kind == "prose" else [s.text]
+        spans = _CODE_SPAN.findall(s.text) if s.kind in ("prose", "comment") else [s.text]
         code = {tx.key(w) for span in spans for w in re.split(r"[\W_]+", tx.fold(span)) if w}
         title = {tx.key(w) for w in re.split(r"[\W_]+", tx.fold(s.evidence.title)) if w and not w.isdigit()}
         total = sum(idf.get(k, 0.0) for k in title)
@@ -326,8 +352,10 @@ def _followers(best: Sentence, sents: list[Sentence], shape: str | None, q: froz
     lacks — the next sentence of its chunk that holds one."""
     same = {s.position: s for s in sents if s.evidence.pointer == best.evidence.pointer}
     after = [same[p] for p in range(best.position + 1, best.position + 4) if p in same]
+    if best.kind == "comment":  # the code it describes
+        return [s for s in after if s.kind == "code"][:1]
     if best.text.rstrip().endswith(":") and after:
-        code = [s for s in after if s.kind != "prose"] or after[:1]
+        code = [s for s in after if s.kind in ("code", "table")] or after[:1]
         return [max(code, key=lambda s: (len(s.keys & q), -s.position))]
     if shape and not sj.has_shape(best.text, shape):  # for "how do I", the code line that does it
         return [s for s in after[:2] if sj.has_shape(s.text, shape) or shape == "command" and s.kind == "code"][:1]
