@@ -39,11 +39,11 @@ hey hi hello thanks thank quick question""".split()
 # order-free, so no sort, and one pass (0.3-0.5 ms at 650 documents where an md5 over the sorted
 # rows took 3); keys are unique, so no two rows cancel out in the XOR.
 _STATE = """
-SELECT (SELECT count(*) || ':' || coalesce(bit_xor(hashtextextended(d.key || ':' || d.content_hash
-                                                                      || coalesce(d.access::text, ''), 0)), 0)
-               || ':' || coalesce(sum(hashtextextended(d.key || ':' || d.content_hash
-                                                       || coalesce(d.access::text, ''), 1)::numeric), 0)
-          FROM documents d WHERE %(all)s OR d.source = ANY(%(sources)s)),
+SELECT (SELECT count(*) || ':' || coalesce(bit_xor(hashtextextended(x.line, 0)), 0)
+               || ':' || coalesce(sum(hashtextextended(x.line, 1)::numeric), 0)
+          FROM documents d
+          CROSS JOIN LATERAL (SELECT d.key || ':' || d.content_hash || coalesce(d.access::text, '') AS line) x
+          WHERE %(all)s OR d.source = ANY(%(sources)s)),
        (SELECT coalesce(string_agg(DISTINCT chunker, ',' ORDER BY chunker), '') FROM ledger),
        (SELECT max(version) FROM schema_migrations),
        (SELECT coalesce(string_agg(key || '=' || value, ',' ORDER BY key), '') FROM docforge_meta)
