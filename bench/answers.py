@@ -30,8 +30,11 @@
 3. The labelled answer set (bench/answers_dev.jsonl): questions over the uv docs and rust-rfcs, asked as
    users ask them, each with the short phrases one of which a correct answer must contain (`phrases`),
    or `null` for a question the corpus cannot answer; `split` marks a held-out third (every third
-   question) that was not looked at while tuning. For one corpus (--dev uv|rfcs) over a store DIR
-   (DIR/sources.yml, DIR/home as DOCFORGE_HOME; cloned and ingested there when absent), extractive and
+   question) that was not looked at while tuning, and `named` questions framed by a name the corpus
+   mentions (a product, a language: answerable from its integration page, or not at all), written
+   after extraction version 5 to test version 6's framing and opening rules. For one corpus
+   (--dev uv|rfcs) over a store DIR (DIR/sources.yml, DIR/home as DOCFORGE_HOME; cloned and ingested
+   there when absent), extractive and
    with the scripted LLM: phrase in the answer, wrong abstentions (answerable, abstained), right
    abstentions (unanswerable, abstained or UNGROUNDED), and per confidence band how many answers
    contain the phrase.
@@ -553,7 +556,7 @@ def main() -> None:
     ap.add_argument("--verbose", "-v", action="store_true", help="print every dev question's outcome")
     ap.add_argument("--dev", choices=sorted(CORPORA), help="only the labelled answer set over this corpus")
     ap.add_argument("--store", type=Path, help="--dev: the store's folder (sources.yml, repo/, home/), kept")
-    ap.add_argument("--split", choices=("all", "dev", "held"), default="all", help="--dev: which questions")
+    ap.add_argument("--split", choices=("all", "dev", "held", "named"), default="all", help="--dev: which questions")
     ap.add_argument("--halueval", action="store_true", help="only HaluEval: verifier against the bare rule")
     ap.add_argument("--halueval-n", type=int, default=10000, help="rows per task (each gives two answers)")
     ap.add_argument(

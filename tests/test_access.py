@@ -227,6 +227,8 @@ def test_ask_in_both_cache_orders(site):
     # The other first: its answer (from what it may read) is not what the allowed one gets.
     other = ask(site, BOB, "When does the Nightingale merger close?")
     assert not leaks(other)
+    # why it found nothing is said without the whole index's word statistics (no "does not know")
+    assert other["abstained"] and other["addresses_reason"] == "nothing you may read answers it"
     allowed = ask(site, ANN, "When does the Nightingale merger close?")
     assert allowed["cache"] == "miss" and "wiki:secret/plan.md" in {c["doc_key"] for c in allowed["citations"]}
     assert ask(site, BOB, "When does the Nightingale merger close?")["answer"] == other["answer"]

@@ -250,6 +250,7 @@ def test_extractive_answer_without_an_llm(kb):
     assert res.citations[0].title == "Deploying" and 0 < res.confidence <= 0.9
     assert [s["step"] for s in res.trace] == ["cache", "retrieve", "respond", "verify"]
     assert none.abstained and none.claims == [] and none.answer == "Not found in the indexed documentation."
+    assert none.addresses_reason and none.addresses_question is None  # why it abstained, said plainly
 
 
 def test_refines_until_max_iterations_then_answers_with_capped_confidence(kb, llm):
@@ -276,6 +277,7 @@ def test_a_model_that_declines_gives_an_explicit_abstention(kb, llm):
         res = a.ask("What is the airspeed velocity of an unladen swallow?")
     assert res.abstained and res.claims == [] and res.citations == []
     assert res.answer == "Not found in the indexed documentation." and res.confidence == 0.0
+    assert res.addresses_reason == "the model found no answer in the evidence"
 
 
 def test_http_ask_is_behind_the_same_auth_as_search(kb, llm):

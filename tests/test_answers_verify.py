@@ -423,3 +423,97 @@ def test_subject_anchors_and_answer_shapes():
     subj = sj.subject("How do I reset my Jira password?")
     assert not sj.carried(subj, ["Reset the password from the account page."]).ok
     assert sj.carried(subj, ["Jira passwords are reset from the account page."]).ok
+
+
+def test_a_question_framed_by_a_name_needs_a_line_that_speaks_of_both():
+    from pipeline.answers import subject as sj
+
+    subj = sj.subject("What is the syntax of a list comprehension in Haskell?")
+    passing = [
+        "Consequently, Haskell does not need a special yield operator.",
+        "That would resemble a list comprehension.",
+    ]
+    assert sj.unframed(subj, passing) == "Haskell"  # each half said, never together
+    assert sj.unframed(subj, [*passing, "In Haskell a list comprehension is written with a bar."]) is None
+    # the name may come from the line's document: its title and section are read with it
+    assert sj.unframed(subj, ["Haskell: syntax\nComprehensions\nA list comprehension binds with a bar."]) is None
+    # an acronym is not a framing name (HTTPS is often written "TLS" or "SSL" by the answer)
+    assert sj.unframed(sj.subject("How do I trust a certificate bundle for HTTPS?"), ["Trust a bundle."]) is None
+    # the verifier reads it the same way: quoted right, but about the name in passing, is a deflection
+    ev = {"E1": "Consequently, Haskell does not need a special yield operator."}
+    q = "What is the syntax of a list comprehension in Haskell?"
+    v = verify("Consequently, Haskell does not need a special yield operator. [E1]", ev, question=q)
+    assert v.audit_mode == "HYBRID" and v.addresses_question is False and "Haskell" in v.reason
+
+
+def _bag(texts):
+    """A deterministic embedding for tests: a normalised bag of word keys, hashed into 64 slots."""
+    import hashlib
+    import math
+
+    from pipeline.answers import text as tx
+
+    out = []
+    for t in texts:
+        v = [0.0] * 64
+        for k in tx.content_keys(t):
+            v[int(hashlib.md5(k.encode()).hexdigest(), 16) % 64] += 1.0
+        n = math.sqrt(sum(x * x for x in v)) or 1.0
+        out.append([x / n for x in v])
+    return out
+
+
+def test_extractive_abstains_when_only_passing_mentions_frame_the_question():
+    ev = [
+        _evidence("E1", "Consequently, Haskell does not need a special yield operator.", doc="a"),
+        _evidence("E2", "The expression `[x for N]` would resemble a list comprehension in some languages.", doc="b"),
+    ]
+    ex = extractive.extract("What is the syntax of a list comprehension in Haskell?", ev, embed=_bag)
+    assert ex.lines == [] and "Haskell" in ex.reason
+    framed = _evidence("E3", "In Haskell a list comprehension is written `[x | x <- xs]`.", doc="c")
+    ex = extractive.extract("What is the syntax of a list comprehension in Haskell?", [*ev, framed], embed=_bag)
+    assert ex.lines and ex.lines[0][1] is framed
+
+
+def test_the_document_whose_opening_is_about_the_question_is_cited():
+    # A line of another document scores best; the document whose opening is about the question adds its
+    # best line (it leads with what it is about: an RFC's summary, a page's first paragraph).
+    ev = [
+        _evidence("E1", "If you want to keep a value within an exclusive range, these functions help.", doc="floats"),
+        _evidence("E2", "The value is kept within the range: max when greater, min when less.", doc="clamp"),
+    ]
+    q = "Is there a function to keep a value within a range?"
+    leads = {
+        "floats": ("float next up", "Add next_up and next_down to the float types."),
+        "clamp": ("clamp", "Add a function that keeps a value within a range."),
+    }
+    without = extractive.extract(q, ev, embed=_bag)
+    assert [e.doc_key for _, e in without.lines] == ["floats"]
+    cited = [e.doc_key for _, e in extractive.extract(q, ev, embed=_bag, leads=leads).lines]
+    assert cited == ["floats", "clamp"]
+    front = "- Start Date: 2014-05-17\n\n# Summary\n\nLeave structs with an unspecified layout by default."
+    assert (
+        extractive.lead_line("0079-layout", front)
+        == "0079-layout: Leave structs with an unspecified layout by default."
+    )
+
+
+def test_an_answer_that_carries_a_sliver_of_the_question_abstains():
+    from pipeline.answers import subject as sj
+
+    ev = [
+        _evidence(
+            "E1", "Thread-local storage (TLS) gets a new module, and a macro in the prelude to declare it.", doc="a"
+        ),
+        _evidence("E2", "Scoped TLS provides thread locals which must be set before they are used.", doc="b"),
+    ]
+    q = "How do I configure nginx as a reverse proxy with TLS?"
+    # the index's word rarities: nginx is a word it lacks (weighs most); "TLS" is all the evidence carries
+    rare = sj.CorpusStats(
+        {"configur": 3.0, "nginx": 9.0, "revers": 4.0, "proxy": 5.0, "tls": 4.0}, frozenset({"nginx"})
+    )
+    ex = extractive.extract(q, ev, stats=rare)
+    assert ex.lines == [] and ex.reason.startswith("the evidence barely covers the question")
+    # the same lines where TLS is most of what the question asks about are an answer
+    common = sj.CorpusStats({"configur": 3.0, "nginx": 3.0, "revers": 2.0, "proxy": 2.0, "tls": 4.0})
+    assert extractive.extract(q, ev, stats=common).lines

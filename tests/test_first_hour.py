@@ -119,6 +119,11 @@ def test_the_first_hour(tmp_path, database_url, docforge_home):
     cites = ask.stdout[ask.stdout.index("Citations") :].splitlines()
     assert any(line.strip() == "manual.adoc" for line in cites), ask.stdout
     assert any("Operator Manual › Rotating credentials" in line for line in cites), ask.stdout
+    # a question the folder cannot answer: not found, why, and what to do next, at 80 columns
+    none = cli("ask", "How can I reset my Jira password?", cwd=other, columns=80).stdout
+    lines = none.splitlines()
+    assert lines[0] == "Not found in the indexed documentation." and max(map(len, lines)) <= 80, none
+    assert lines[1] == "Why: the index does not know reset, Jira, password." and "docforge sources" in lines[2], none
 
     # status: human times, the store's model, no "None"; -c before the subcommand works too.
     config = str(adhoc_file(docforge_home))

@@ -91,6 +91,9 @@ def _print(answer, trace: bool) -> None:
     for line in answer.answer.splitlines():
         style = "green" if line.startswith("✓") else "red" if line.startswith(("✗", "UNGROUNDED")) else ""
         console.print(escape(line), style=style or None)
+    if answer.abstained and answer.addresses_reason:
+        console.print(f"Why: {escape(answer.addresses_reason)}.")
+        console.print("Try other words, or see what is indexed: docforge sources")
     console.print()
     console.print(
         f"[{_MODE_STYLE[answer.audit_mode]}]{answer.audit_mode}[/]{_addresses(answer)} · "

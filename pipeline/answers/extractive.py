@@ -28,17 +28,18 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pipeline.answers import subject as sj
 from pipeline.answers import text as tx
 from pipeline.answers.model import Evidence
 from pipeline.answers.verify import POINTER_GROUP
 
-EXTRACTIVE_VERSION = "5"
+EXTRACTIVE_VERSION = "6"
 MIN_WORDS, MAX_WORDS = 4, 70
 MAX_CODE_CHARS = 140
 MAX_CANDIDATES = 40  # embedded per question, in one batch
+LEAD_CHARS = 400  # of a document's opening paragraph, embedded with the candidates
 MAX_HOLDERS = 8  # further lines embedded for holding the kind of value the question names
 # Score = W_SIM·similarity + W_TERMS·terms + W_HEAD·heading + W_SHAPE·shape + place.
 W_SIM, W_TERMS, W_HEAD, W_SHAPE = 1.0, 0.5, 0.12, 0.25
@@ -48,6 +49,10 @@ W_TOPIC = 0.15  # a line whose code names what its document is about (`dbg!` in 
 # all-MiniLM-L6-v2: answerable questions ≥ 0.6, most unanswerable ones below; names and words the
 # index lacks catch the rest).
 RELEVANCE_MIN = 0.58
+ABOUT_MARGIN = 0.05  # the document whose opening is closest to the question, by this much, adds its best line
+ABOUT_FLOOR = 0.5  # if that line scores this share of the best line
+MIN_ANSWERED = 0.25  # share of the subject that the best document or the chosen lines must carry
+FRAMED_FLOOR = 0.6  # a line that speaks of the question's framing name may lead if it scores this share of the best
 OTHER_DOC = 0.6  # a line from another document must score this share of the best line
 BEST_DOC_FIRST = 2  # lines of the best document placed before another document's
 SAME_DOC = 0.8  # a further line of the best document must score this share of the best line
@@ -56,6 +61,7 @@ _ADMONITION = re.compile(r"^\s*(?:!!!|\?\?\?\+?)\s*\w+")
 _POINTER_ONLY = re.compile(r"^\W*(see|for more|learn more|refer to|read more|check out)\b", re.I)  # "See the guide"
 _LINK_ONLY = re.compile(r"^\W*(?:\[[^\]]*\](?:\[[^\]]*\]|\([^)]*\))\W*)+$")  # a table of contents entry
 _LINK_DEF = re.compile(r"^\[[^\]]+\]:\s*\S")  # "[swift]: https://…": a link's target, not a sentence
+_FIELD = re.compile(r"^[-*]?\s*[\w ]{2,30}:\s")  # "- Feature Name: clamp functions", a front matter field
 _CODE_SPAN = re.compile(r"`([^`]+)`")
 _PROMPT = re.compile(r"^\s*(?:\$|>>>|#)\s+")
 # A comment line in a code block that reads as a sentence: its marker, then at least four words and
@@ -189,10 +195,10 @@ def _markup_heavy(s: str) -> bool:
     return letters < 0.45 * len(s) or s.lstrip().startswith("![")
 
 
-def _cosines(question: str, sents: list[Sentence], embed: Embed | None) -> list[float]:
-    if embed is None or not sents:
-        return [0.0] * len(sents)
-    vecs = embed([question] + [s.text for s in sents])
+def _cosines(question: str, texts: list[str], embed: Embed | None) -> list[float]:
+    if embed is None or not texts:
+        return [0.0] * len(texts)
+    vecs = embed([question, *texts])
     q = vecs[0]
     return [float(sum(a * b for a, b in zip(q, v, strict=False))) for v in vecs[1:]]
 
@@ -204,9 +210,11 @@ def extract(
     *,
     embed: Embed | None = None,
     stats: sj.CorpusStats | None = None,
+    leads: dict[str, tuple[str, str]] | None = None,
 ) -> Extract:
-    """The lines of `evidence` (ordered by retrieval rank) that answer `question`, or none with a reason."""
-    r = rank(question, evidence, embed=embed, stats=stats)
+    """The lines of `evidence` (ordered by retrieval rank) that answer `question`, or none with a reason.
+    `leads`: each document's (title, opening text), for which document is about the question."""
+    r = rank(question, evidence, embed=embed, stats=stats, leads=leads)
     if r.reason:
         return Extract([], 0.0, reason=r.reason)
     subj, shape, every, scored, qkeys = r.subject, r.shape, r.every, r.scored, frozenset(r.subject.keys)
@@ -247,7 +255,15 @@ def extract(
         if s.evidence.doc_key != doc and not sj.carried(subj, [s.evidence]).ok:
             continue
         add(s)
-    chosen = chosen[: max_sentences + 1]
+    del chosen[max_sentences + 1 :]
+    about = _about_line(r, doc, best_score)
+    if about and not any(c.evidence.doc_key == about.evidence.doc_key or _same(about, c) for c in chosen):
+        # The document the question is about has no line yet: its best line comes last, in the room a
+        # completing code line may take (the weakest lines make room when there is none).
+        while len(lead) > 1 and len(chosen) > max_sentences:
+            del chosen[chosen.index(lead.pop()) :]
+        add(about)
+        del chosen[max_sentences + 1 :]
     if shape in sj.NAMED_SHAPES and not any(sj.has_shape(c.text, shape) for c in chosen):
         # The question names the kind of value it wants and no line holds one: the best line that does,
         # from the best document first (its code lines included), replaces the weakest.
@@ -255,7 +271,21 @@ def extract(
         holders.sort(key=lambda s: s.evidence.doc_key != doc)
         if holders:
             chosen = [*chosen[: max_sentences - 1], holders[0]]
-    answered = sj.carried(subj, [f"{c.evidence.title} {c.evidence.section} {c.text}" for c in chosen]).coverage
+    if sj.unframed(subj, map(_context, chosen)):
+        # The question is framed by a name ("a Renovate option") that no chosen line speaks of with the
+        # question: the best line that does leads instead; with none, the documentation does not answer.
+        framed = [s for sc, _, s in scored if sc >= FRAMED_FLOOR * best_score and not sj.unframed(subj, [_context(s)])]
+        if not framed:
+            name = sj.unframed(subj, map(_context, chosen))
+            why = f"no passage speaks of {name} and the question together"
+            return Extract([], carried.coverage, best_sim, reason=why)
+        first = framed[0]
+        chosen = [first, *_followers(first, every, shape, qkeys), *(c for c in chosen if c is not first)]
+        del chosen[max_sentences + 1 :]
+    answered = sj.carried(subj, map(_context, chosen)).coverage
+    if max(carried.coverage, answered) < MIN_ANSWERED:
+        why = f"the evidence barely covers the question ({answered:.2f})"
+        return Extract([], carried.coverage, best_sim, reason=why)
     return Extract(
         [(s.text, s.evidence) for s in chosen],
         round(carried.coverage, 3),
@@ -272,12 +302,19 @@ class Ranked:
     every: list[Sentence]  # all candidates, for the lines that complete a chosen one
     scored: list[tuple[float, float, Sentence]]  # (score, similarity, line) of the embedded ones, best first
     reason: str = ""  # when there is nothing to rank
+    about: dict[str, float] = field(default_factory=dict)  # doc_key → its opening's similarity to the question
 
 
 def rank(
-    question: str, evidence: list[Evidence], *, embed: Embed | None = None, stats: sj.CorpusStats | None = None
+    question: str,
+    evidence: list[Evidence],
+    *,
+    embed: Embed | None = None,
+    stats: sj.CorpusStats | None = None,
+    leads: dict[str, tuple[str, str]] | None = None,
 ) -> Ranked:
-    """Every candidate line of `evidence` scored against `question`, best first."""
+    """Every candidate line of `evidence` scored against `question`, best first; and how close each
+    document's opening (`leads`: doc_key → (title, opening text)) is to the question."""
     idf = stats.idf if stats else None
     subj = sj.subject(question, idf, stats.absent if stats else ())
     shape = sj.shape(question)
@@ -288,7 +325,10 @@ def rank(
     total = sum(weights.values()) or 1.0
     every = sents
     sents = _prefilter(sents, weights, shape)
-    sims = _cosines(question, sents, embed)
+    openings = {k: lead_line(*v) for k, v in (leads or {}).items()}
+    sims = _cosines(question, [s.text for s in sents] + list(openings.values()), embed)
+    about = dict(zip(openings, sims[len(sents) :], strict=True))
+    sims = sims[: len(sents)]
 
     def terms(keys: frozenset[str]) -> float:
         return sum(w for k, w in weights.items() if k in keys) / total
@@ -313,7 +353,16 @@ def rank(
         )
         scored.append((score, sim, s))
     scored.sort(key=lambda t: -t[0])
-    return Ranked(subj, shape, every, scored)
+    return Ranked(subj, shape, every, scored, about=about if embed else {})
+
+
+def lead_line(title: str, text: str) -> str:
+    """What a document says it is about: its title and its first paragraph of prose (front matter such
+    as "- Start Date: 2017-03-26" left out)."""
+    for kind, block in units(text):
+        if kind == "prose" and len(tx.words(block)) >= 6 and not _FIELD.match(block):
+            return f"{title}: {block[:LEAD_CHARS]}"
+    return title
 
 
 def _topic_weights(sents: list[Sentence], shape: str | None) -> dict[int, float]:
@@ -332,6 +381,24 @@ def _topic_weights(sents: list[Sentence], shape: str | None) -> dict[int, float]
         if code and total:
             out[id(s)] = sum(idf.get(k, 0.0) for k in title & code) / total
     return out
+
+
+def _context(s: Sentence) -> str:
+    """A line as a reader meets it: under its document's title and section."""
+    return f"{s.evidence.title}\n{s.evidence.section}\n{s.text}"
+
+
+def _about_line(r: Ranked, doc: str, best_score: float) -> Sentence | None:
+    """The best line of the document whose opening is clearly closest to the question, when another
+    document's line led: the line that scores best is not always in the document the question is about
+    (a clamp RFC's line loses to a float RFC's line that mentions clamping)."""
+    if not r.about:
+        return None
+    top = max(r.about, key=lambda k: r.about[k])
+    if top == doc or r.about[top] < r.about.get(doc, 0.0) + ABOUT_MARGIN:
+        return None
+    line = next((s for sc, _, s in r.scored if s.evidence.doc_key == top and sc >= ABOUT_FLOOR * best_score), None)
+    return line if line and sj.carried(r.subject, [line.evidence]).ok else None
 
 
 def _others(

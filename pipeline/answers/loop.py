@@ -183,9 +183,10 @@ class Answerer:
 
     def _verify(self, run: Run, draft: Draft) -> Checked:
         """The draft's claims through the verifier; an LLM answer that does not carry the question's
-        subject, when no evidence does either, becomes an abstention."""
+        subject, when no evidence does either (or none speaks of the name that frames it), becomes an
+        abstention."""
         t = time.perf_counter()
-        question, abstained = run.question, draft.abstained
+        question, abstained, reason = run.question, draft.abstained, draft.reason
         verdict = verify.verify(
             "" if abstained else draft.raw, {e.pointer: e.text for e in draft.evidence}, question=question
         )
@@ -193,8 +194,11 @@ class Answerer:
             # The model's answer does not carry the question's subject: when no evidence does either,
             # the documentation does not answer it (the same check as the extractive answer's).
             subj = subject.subject(question)
-            if not subject.carried(subj, draft.evidence).ok:
+            framing = [f"{e.title}\n{e.section}\n{e.text}" for e in draft.evidence]
+            carried = subject.carried(subj, draft.evidence)
+            if not carried.ok or (name := subject.unframed(subj, framing)):
                 abstained = True
+                reason = carried.reason or f"no passage speaks of {name} and the question together"
                 verdict = verify.verify("", {}, question=question)
         claims = verdict.claims
         audit = "UNGROUNDED" if abstained else verdict.audit_mode
@@ -209,7 +213,13 @@ class Answerer:
                 {"claims": len(claims), "verified": sum(c.verified for c in claims), "audit_mode": audit},
             )
         )
-        return Checked(verdict, audit, abstained, confidence)
+        return Checked(verdict, audit, abstained, confidence, reason)
+
+    @staticmethod
+    def _why_not(run: Run, checked: Checked) -> str:
+        """Why it abstained. A reader who may not read everything is told less: "the index does not
+        know X" is said of the whole index, so it would tell whether hidden documents hold X."""
+        return checked.reason if run.scope.reader.full_access else "nothing you may read answers it"
 
     def _key(self, run: Run) -> str:
         state = cache.store_state(self.conn(), cache.scope_sources(run.scope.filters))
@@ -272,7 +282,10 @@ class Answerer:
         t = time.perf_counter()
         with self._lock:
             stats = subject.corpus_stats(self.conn(), subject.question_words(run.question))
-        ex = extractive.extract(run.question, pool.items, self.cfg.extractive_sentences, embed=self._embed, stats=stats)
+            leads = retrieve.leads(self.conn(), list(dict.fromkeys(e.doc_key for e in pool.items)), run.scope.reader)
+        ex = extractive.extract(
+            run.question, pool.items, self.cfg.extractive_sentences, embed=self._embed, stats=stats, leads=leads
+        )
         # Only what the verifier passes as quoted is shown: STRICT by construction.
         lines = [
             (s, e)
@@ -295,7 +308,8 @@ class Answerer:
         prompt = provenance.prompt_payload(
             "extractive", run.question, pool.items, run.history, self.cfg.extractive_sentences
         )
-        return Draft(pool.items, raw, intent, 1, confidence, abstained, prompt)
+        why = (ex.reason or "no line of the evidence could be quoted verbatim") if abstained else ""
+        return Draft(pool.items, raw, intent, 1, confidence, abstained, prompt, why)
 
     def _embed(self, texts):
         """The question (as a query) and the candidate sentences (as documents), by the index's model."""
@@ -358,7 +372,7 @@ class Answerer:
                 break
             query = decision.query  # type: ignore[assignment]
         if not pool.items:
-            return Draft([], "", intent, iterations, 0.0, True)
+            return Draft([], "", intent, iterations, 0.0, True, reason="nothing retrieved")
         prompt = prompts.respond_messages(run.question, pool.items, run.history)
         t = time.perf_counter()
         raw = self._chat(run, "respond", prompt)
@@ -370,7 +384,8 @@ class Answerer:
                 {"model": self.model_name, "evidence": len(pool.items), "declined": abstained},
             )
         )
-        return Draft(pool.items, raw, intent, iterations, min(confidence, 1.0), abstained, prompt)
+        why = "the model found no answer in the evidence" if abstained else ""
+        return Draft(pool.items, raw, intent, iterations, min(confidence, 1.0), abstained, prompt, why)
 
     # --- the result -----------------------------------------------------------------------------------------
 
@@ -388,7 +403,7 @@ class Answerer:
             audit_mode=checked.audit,  # type: ignore[arg-type]
             abstained=abstained,
             addresses_question=verdict.addresses_question if addresses else None,
-            addresses_reason=verdict.reason if addresses else "",
+            addresses_reason=verdict.reason if addresses else self._why_not(run, checked) if abstained else "",
             confidence=0.0 if abstained else checked.confidence,
             intent=draft.intent,
             iterations=draft.iterations,

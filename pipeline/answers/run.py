@@ -40,6 +40,7 @@ class Draft:
     confidence: float
     abstained: bool
     prompt: Any = None  # what the answer was asked with (the provenance chain's "prompt" stage)
+    reason: str = ""  # why it abstained, when it did
 
 
 @dataclass(frozen=True)
@@ -50,3 +51,4 @@ class Checked:
     audit: str
     abstained: bool
     confidence: float
+    reason: str = ""  # why it abstained, when it did

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pipeline.answers import text as tx
 
 MIN_SUBJECT = 0.15  # share of the subject's IDF weight the best document must carry
+FRAME_SHARE = 0.2  # of the rest of the subject, a line naming the question's name must carry (unframed)
 MAX_ABSENT = 0.6  # share of the subject's weight in words the whole index lacks: it is about something else
 STOP_WEIGHT = 0.2  # a word the keyword index treats as a stopword: weighs little
 # Words that say what kind of answer is wanted, not what it is about.
@@ -37,6 +38,7 @@ specify specified set sets run runs write written type types""".split()
 )
 _CAPITALISED = re.compile(r"(?<![\w`])([A-Z][A-Za-z0-9]*(?:[-.][A-Za-z0-9]+)*)")
 _IDENT = re.compile(r"`([^`]+)`|(\b[A-Za-z_][\w]*(?:::|_|\.)[\w:.]*\w)|(#!?\[[^\]]+\])|(\b\w+!)")
+_NAME = re.compile(r"[A-Z][A-Za-z]*[a-z][A-Za-z]*")  # Haskell, GitLab, PyPI; not HTTPS
 _QUOTED = re.compile(r"[\"“]([^\"”]{2,})[\"”]")
 
 # Shapes of answer, by the question's words, and what a line holding such an answer looks like.
@@ -90,6 +92,11 @@ class Subject:
     hard: tuple[str, ...] = ()  # anchors an answer must carry (as written)
     hard_keys: tuple[frozenset[str], ...] = field(default=())
     absent: frozenset[str] = frozenset()  # keys the whole index lacks
+    spelled: dict[str, str] = field(default_factory=dict)  # key → the question's word, for what people read
+
+    def said(self, keys: Iterable[str]) -> str:
+        """Keys as the question wrote them: "reset, Jira", not "reset, jira" or "cach"."""
+        return ", ".join(self.spelled.get(k, k) for k in keys)
 
     @property
     def absent_share(self) -> float:
@@ -135,7 +142,8 @@ def subject(question: str, idf: dict[str, float] | None = None, absent: Iterable
     weights = {k: (idf or {}).get(k, 1.0) for k in keys}
     hard = hard_anchors(question)
     hard_keys = tuple(frozenset(tx.content_keys(a)) or frozenset(tx.key(w) for w in tx.words(a)) for a in hard)
-    return Subject(keys, weights, tuple(hard), hard_keys, frozenset(absent) & frozenset(keys))
+    spelled = {tx.key(tx.fold(w)): w for w in reversed(re.findall(r"[^\W_]+(?:'[^\W_]+)?", question))}
+    return Subject(keys, weights, tuple(hard), hard_keys, frozenset(absent) & frozenset(keys), spelled)
 
 
 def _keys(evidence: Iterable) -> set[str]:
@@ -161,13 +169,37 @@ def carried(subj: Subject, evidence: Iterable, minimum: float = MIN_SUBJECT, poo
     total = sum(subj.weights.values()) or 1.0
     coverage = sum(w for k, w in subj.weights.items() if k in have) / total
     if subj.absent_share >= MAX_ABSENT:
-        return Carried(False, coverage, f"the index does not know {', '.join(sorted(subj.absent)[:3])}")
+        absent = [k for k in subj.keys if k in subj.absent][:3]
+        return Carried(False, coverage, f"the index does not know {subj.said(absent)}")
     if missing:
         return Carried(False, coverage, f"the evidence does not mention {', '.join(missing[:3])}")
     if coverage < minimum:
         absent = [k for k in subj.keys if k not in have][:3]
-        return Carried(False, coverage, f"the evidence does not cover the question ({', '.join(absent)} missing)")
+        return Carried(False, coverage, f"the evidence does not cover the question ({subj.said(absent)} missing)")
     return Carried(True, coverage)
+
+
+def unframed(subj: Subject, lines: Iterable[str], share: float = FRAME_SHARE) -> str | None:
+    """The name that frames the question ("in Haskell", "a Swift keyword") when no line speaks of it and of
+    the question together — lines that mention Haskell in passing and others about list comprehensions
+    do not answer how Haskell writes one. A name is a capitalised word with lowercase letters (an acronym
+    such as HTTPS is often written otherwise); each line is read with its title and section."""
+    names = [(a, ks) for a, ks in zip(subj.hard, subj.hard_keys, strict=True) if _NAME.fullmatch(a) and ks]
+    if not names:
+        return None
+    named = set().union(*(ks for _, ks in names))
+    rest = {k: w for k, w in subj.weights.items() if k not in named}
+    total = sum(rest.values())
+    texts = [_keys([t]) for t in lines]
+
+    def speaks(have: set[str], name: set[str]) -> bool:
+        carries = sum(w for k, w in rest.items() if k in have)
+        return name <= {_bare(k) for k in have} and (not total or carries / total >= share)
+
+    for a, ks in names:
+        if not any(speaks(have, {_bare(k) for k in ks}) for have in texts):
+            return a
+    return None
 
 
 _WHICH = re.compile(r"^\s*(which|what)\b|\b(name of|called|named)\b", re.I)

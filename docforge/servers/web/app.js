@@ -238,7 +238,10 @@ async function runAsk(event) {
       el("span", { class: "badge audit audit-" + String(a.audit_mode).toLowerCase(), text: `audit ${a.audit_mode}` }),
       " ", el("span", { class: "meta", text: `${a.addresses_question === false ? "quoted, but may not answer the question · " : a.addresses_question ? "answers the question · " : ""}confidence ${Number(a.confidence).toFixed(2)} · ${a.model} · cache ${a.cache}` }));
     out.append(head);
-    if (a.abstained) out.append(el("p", { class: "warn-text", text: "No answer: the sources do not support one." }));
+    if (a.abstained) {
+      const why = a.addresses_reason ? ` (${a.addresses_reason})` : "";
+      out.append(el("p", { class: "warn-text", text: `No answer: the sources do not support one${why}.` }));
+    }
     out.append(el("p", { class: "answer-text", text: a.answer }));
     if (a.claims && a.claims.length) {
       out.append(el("h3", { text: "Claims" }), el("ul", { class: "claims" }, ...a.claims.map(claimItem)));

@@ -41,8 +41,7 @@ def _addressed(question: str, claims: list[Claim], blocks: dict[str, Block]) -> 
     shape = sj.shape(question)
     out = []
     for c in claims:
-        cited = [c.text] + [blocks[p].text for p in c.pointers if p in blocks]
-        carried = sj.carried(subj, cited)
+        carried = sj.carried(subj, [_cited(c, blocks)])
         reason = "carries the question's subject" if carried.ok else carried.reason
         out.append(replace(c, addresses_question=carried.ok, reason=reason))
     good = [c for c in out if c.verified and c.addresses_question]
@@ -52,9 +51,16 @@ def _addressed(question: str, claims: list[Claim], blocks: dict[str, Block]) -> 
         why = next((c.reason for c in out if c.verified and not c.addresses_question), "no claim verified")
     elif shape in sj.VALUE_SHAPES and not any(sj.has_shape(c.text, shape) for c in good):
         why = f"the question asks for {sj.VALUE_SHAPES[shape]}; no claim holds one"
+    elif name := sj.unframed(subj, [_cited(c, blocks) for c in good]):
+        why = f"no claim speaks of {name} and the question together"
     if why:  # quoted right, perhaps, but not an answer: never STRICT
         return Verdict(tuple(out), "HYBRID" if mode == "STRICT" else mode, False, f"deflection: {why}")  # type: ignore[arg-type]
     return Verdict(tuple(out), mode, True, f"{len(good)} of {len(out)} claims carry the question's subject")  # type: ignore[arg-type]
+
+
+def _cited(c: Claim, blocks: dict[str, Block]) -> str:
+    """A claim with the evidence it cites."""
+    return "\n".join([c.text] + [blocks[p].text for p in c.pointers if p in blocks])
 
 
 def verify_request(req: dict) -> dict:

@@ -1,7 +1,8 @@
 """The verifier's thresholds, and the policy record an answer carries (its version names a change of rules)."""
 
-POLICY_VERSION = "3"  # 2: the question-aware layer (addresses_question, deflection → HYBRID); no new content word
+POLICY_VERSION = "4"  # 2: the question-aware layer (addresses_question, deflection → HYBRID); no new content word
 # 3: roles — a name's words in order, who did what ("directed by X"), a relation said of both names in one sentence
+# 4: framing — an answer to a question framed by a name ("in Haskell") is a deflection unless a claim speaks of both
 PARAPHRASE_MIN = 0.85
 ENTITY_OTHER_MIN = 0.8
 ENTITY_SINGLE_MIN = 0.85  # an entity claim with a single anchor needs this much of its other words
