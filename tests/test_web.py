@@ -238,6 +238,13 @@ def test_the_page_in_headless_chromium(site, browser, tmp_path):
     find(By.CSS_SELECTOR, "#answer details.trace summary").click()
     assert "retrieve" in find(By.CSS_SELECTOR, "#answer details.trace pre").text
     browser.save_screenshot(str(shots / "3-ask.png"))
+    # A question the documentation cannot answer: no answer, and why.
+    find(By.ID, "question").clear()
+    find(By.ID, "question").send_keys("How can I reset my Jira password?")
+    find(By.CSS_SELECTOR, "#ask-form button").click()
+    wait.until(lambda d: "No answer" in d.find_element(By.ID, "answer").text)
+    warn = find(By.CSS_SELECTOR, "#answer .warn-text").text
+    assert warn.startswith("No answer: the sources do not support one (") and "Jira" in warn, warn
 
     # Sources: both sources, with counts and a link to the Dagster partition.
     find(By.ID, "tab-sources").click()
