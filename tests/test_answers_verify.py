@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 from click.testing import CliRunner
@@ -517,3 +518,35 @@ def test_an_answer_that_carries_a_sliver_of_the_question_abstains():
     # the same lines where TLS is most of what the question asks about are an answer
     common = sj.CorpusStats({"configur": 3.0, "nginx": 3.0, "revers": 2.0, "proxy": 2.0, "tls": 4.0})
     assert extractive.extract(q, ev, stats=common).lines
+
+
+def test_the_opening_line_makes_room_when_code_lines_filled_the_answer():
+    # Two lines bring their code and a third is cut with the tail; the document the question is about
+    # still gets its line, in the room of the weakest (a crash once: the cut line was still counted).
+    def block(intro: str, code: str) -> str:
+        return f"{intro}\n\n```sh\n{code}\n```\n"
+
+    similarity = {
+        "To build the widget, run:": 0.9,
+        "Container images of the widget are built with:": 0.85,
+        "The widget build takes a minute on most laptops.": 0.8,
+        "Widgets come from parts that the shop assembles.": 0.6,
+        "widgets: How to build the widget from its parts.": 0.95,
+    }
+
+    def embed(texts):  # the question, then each text at the cosine given above (0 for the rest)
+        return [(1.0, 0.0)] + [(similarity.get(t, 0.0), math.sqrt(1 - similarity.get(t, 0.0) ** 2)) for t in texts[1:]]
+
+    ev = [
+        _evidence("E1", block("To build the widget, run:", "make widget"), doc="a"),
+        _evidence("E2", block("Container images of the widget are built with:", "docker build ."), doc="b"),
+        _evidence("E3", "The widget build takes a minute on most laptops.", doc="c"),
+        _evidence("E4", "Widgets come from parts that the shop assembles.", doc="e"),
+    ]
+    leads = {k: ("t", "x") for k in "abc"} | {"e": ("widgets", "How to build the widget from its parts.")}
+    ex = extractive.extract("How do I build the widget?", ev, 3, embed=embed, leads=leads)
+    assert [(line, e.doc_key) for line, e in ex.lines] == [
+        ("To build the widget, run:", "a"),
+        ("make widget", "a"),
+        ("Widgets come from parts that the shop assembles.", "e"),
+    ]

@@ -256,6 +256,7 @@ def extract(
             continue
         add(s)
     del chosen[max_sentences + 1 :]
+    lead[:] = [s for s in lead if s in chosen]  # a lead cut with the tail is no longer one
     about = _about_line(r, doc, best_score)
     if about and not any(c.evidence.doc_key == about.evidence.doc_key or _same(about, c) for c in chosen):
         # The document the question is about has no line yet: its best line comes last, in the room a
