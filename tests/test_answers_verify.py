@@ -550,3 +550,26 @@ def test_the_opening_line_makes_room_when_code_lines_filled_the_answer():
         ("make widget", "a"),
         ("Widgets come from parts that the shop assembles.", "e"),
     ]
+
+
+def test_the_value_the_best_document_is_named_for_joins_the_answer():
+    # The best line says what the macro does without naming it; another document's line names its own
+    # macro. The best document's line that names the macro it is about (`trace!` in "0042-trace-macro")
+    # joins the answer right after the best line.
+    ev = [
+        _evidence(
+            "E1",
+            "Since the macro prints out `stringify!(expr)`, you see which expression made the value.\n\n"
+            "Most likely only one `trace!(expr)` call occurs per line.",
+            title="0042-trace-macro",
+            doc="trace",
+        ),
+        _evidence(
+            "E2", "Make the `assert!` macro print the expressions it compares.", title="0011-assert", doc="assert"
+        ),
+    ]
+    ex = extractive.extract("Which macro prints an expression and its value?", ev)
+    lines = [line for line, _ in ex.lines]
+    assert lines[0].startswith("Since the macro prints out") and lines[1].startswith("Most likely only one `trace!"), (
+        lines
+    )

@@ -272,6 +272,17 @@ def extract(
         holders.sort(key=lambda s: s.evidence.doc_key != doc)
         if holders:
             chosen = [*chosen[: max_sentences - 1], holders[0]]
+    if shape in sj.NAMED_SHAPES:
+        # The value the best document is named for (`dbg!` in "2361-dbg-macro", `#[naked]` in
+        # "1201-naked-fns"): when one of its lines holds it and no chosen line does, that line follows
+        # the best one (the weakest line makes room).
+        topic = _topic_weights([s for _, _, s in scored], shape)
+        named = [
+            s for _, _, s in scored if s.evidence.doc_key == doc and topic.get(id(s), 0.0) > 0 and sj.has_shape(s.text, shape)
+        ]
+        if named and not any(c in named for c in chosen):
+            at = 1 + sum(1 for c in chosen[1:] if c.evidence.pointer == best.evidence.pointer and c.kind == "code")
+            chosen = [*chosen[:at], named[0], *chosen[at:]][: max_sentences + 1]
     if sj.unframed(subj, map(_context, chosen)):
         # The question is framed by a name ("a Renovate option") that no chosen line speaks of with the
         # question: the best line that does leads instead; with none, the documentation does not answer.
