@@ -277,9 +277,8 @@ def extract(
         # "1201-naked-fns"): when one of its lines holds it and no chosen line does, that line follows
         # the best one (the weakest line makes room).
         topic = _topic_weights([s for _, _, s in scored], shape)
-        named = [
-            s for _, _, s in scored if s.evidence.doc_key == doc and topic.get(id(s), 0.0) > 0 and sj.has_shape(s.text, shape)
-        ]
+        mine = [s for _, _, s in scored if s.evidence.doc_key == doc]
+        named = [s for s in mine if topic.get(id(s), 0.0) > 0 and sj.has_shape(s.text, shape)]
         if named and not any(c in named for c in chosen):
             at = 1 + sum(1 for c in chosen[1:] if c.evidence.pointer == best.evidence.pointer and c.kind == "code")
             chosen = [*chosen[:at], named[0], *chosen[at:]][: max_sentences + 1]
