@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 
 import httpx
 import psycopg
@@ -113,6 +114,11 @@ def test_reindex_under_search_load_never_fails_nor_mixes(store, database_url, ne
                 edited.append(ingest(config, database_url, embedder))
                 mid.update({q: ask(q)[1] for q in QUERIES})  # generation 1's answers, the new page in
                 marks.append(len(seen))  # searches so far: those after this one ran while generation 2 was built
+                # The build waits here until a search completes, mid-build: on a loaded machine the build
+                # could otherwise finish before either client's next search returns.
+                deadline = time.monotonic() + 120
+                while len(seen) <= marks[0] and time.monotonic() < deadline:
+                    time.sleep(0.02)
 
         result = reindex.reindex(
             settings, database_url, reindex.target_embedder(settings, str(new_model), None), progress=progress
