@@ -514,7 +514,7 @@ def test_an_answer_that_carries_a_sliver_of_the_question_abstains():
         {"configur": 3.0, "nginx": 9.0, "revers": 4.0, "proxy": 5.0, "tls": 4.0}, frozenset({"nginx"})
     )
     ex = extractive.extract(q, ev, stats=rare)
-    assert ex.lines == [] and ex.reason.startswith("the evidence barely covers the question")
+    assert ex.lines == [] and ex.reason == "the passages found carry 16% of what the question asks about"
     # the same lines where TLS is most of what the question asks about are an answer
     common = sj.CorpusStats({"configur": 3.0, "nginx": 3.0, "revers": 2.0, "proxy": 2.0, "tls": 4.0})
     assert extractive.extract(q, ev, stats=common).lines

@@ -225,7 +225,8 @@ def extract(
         return Extract([], carried.coverage, best_sim, reason=carried.reason)
     relevance = best_sim + 0.5 * carried.coverage
     if embed is not None and relevance < RELEVANCE_MIN:
-        return Extract([], carried.coverage, best_sim, reason=f"no passage is close to the question ({relevance:.2f})")
+        why = f"no passage is close to the question (relevance {relevance:.2f}, {RELEVANCE_MIN} needed)"
+        return Extract([], carried.coverage, best_sim, reason=why)
     other = next((sc for sc, _, s in scored if s.evidence.doc_key != doc), 0.0)
     chosen: list[Sentence] = [best, *_followers(best, every, shape, qkeys)]
     lead = [best]  # the lines chosen for themselves; a line that completes one (its code) is not counted
@@ -295,7 +296,7 @@ def extract(
         del chosen[max_sentences + 1 :]
     answered = sj.carried(subj, map(_context, chosen)).coverage
     if max(carried.coverage, answered) < MIN_ANSWERED:
-        why = f"the evidence barely covers the question ({answered:.2f})"
+        why = f"the passages found carry {max(carried.coverage, answered):.0%} of what the question asks about"
         return Extract([], carried.coverage, best_sim, reason=why)
     return Extract(
         [(s.text, s.evidence) for s in chosen],
