@@ -277,20 +277,17 @@ def extract(
         # The value the best document is named for (`dbg!` in "2361-dbg-macro", `#[naked]` in
         # "1201-naked-fns"): when one of its lines holds it and no chosen line does, that line follows
         # the best one (the weakest line makes room).
-        topic = _topic_weights([s for _, _, s in scored], shape)
         mine = [s for _, _, s in scored if s.evidence.doc_key == doc]
-        named = [s for s in mine if topic.get(id(s), 0.0) > 0 and sj.has_shape(s.text, shape)]
+        named = [s for s in mine if r.topic.get(id(s), 0.0) > 0 and sj.has_shape(s.text, shape)]
         if named and not any(c in named for c in chosen):
             at = 1 + sum(1 for c in chosen[1:] if c.evidence.pointer == best.evidence.pointer and c.kind == "code")
             chosen = [*chosen[:at], named[0], *chosen[at:]][: max_sentences + 1]
-    if sj.unframed(subj, map(_context, chosen)):
+    if name := sj.unframed(subj, map(_context, chosen)):
         # The question is framed by a name ("a Renovate option") that no chosen line speaks of with the
         # question: the best line that does leads instead; with none, the documentation does not answer.
         framed = [s for sc, _, s in scored if sc >= FRAMED_FLOOR * best_score and not sj.unframed(subj, [_context(s)])]
         if not framed:
-            name = sj.unframed(subj, map(_context, chosen))
-            why = f"no passage speaks of {name} and the question together"
-            return Extract([], carried.coverage, best_sim, reason=why)
+            return Extract([], carried.coverage, best_sim, reason=sj.UNFRAMED.format(name))
         first = framed[0]
         chosen = [first, *_followers(first, every, shape, qkeys), *(c for c in chosen if c is not first)]
         del chosen[max_sentences + 1 :]
@@ -315,6 +312,7 @@ class Ranked:
     scored: list[tuple[float, float, Sentence]]  # (score, similarity, line) of the embedded ones, best first
     reason: str = ""  # when there is nothing to rank
     about: dict[str, float] = field(default_factory=dict)  # doc_key → its opening's similarity to the question
+    topic: dict[int, float] = field(default_factory=dict)  # id(line) → the share of its title its code names
 
 
 def rank(
@@ -337,7 +335,7 @@ def rank(
     total = sum(weights.values()) or 1.0
     every = sents
     sents = _prefilter(sents, weights, shape)
-    openings = {k: lead_line(*v) for k, v in (leads or {}).items()}
+    openings = {k: lead_line(*v) for k, v in (leads or {}).items()} if embed else {}
     sims = _cosines(question, [s.text for s in sents] + list(openings.values()), embed)
     about = dict(zip(openings, sims[len(sents) :], strict=True))
     sims = sims[: len(sents)]
@@ -365,7 +363,7 @@ def rank(
         )
         scored.append((score, sim, s))
     scored.sort(key=lambda t: -t[0])
-    return Ranked(subj, shape, every, scored, about=about if embed else {})
+    return Ranked(subj, shape, every, scored, about=about, topic=topic)
 
 
 def lead_line(title: str, text: str) -> str:

@@ -194,11 +194,10 @@ class Answerer:
             # The model's answer does not carry the question's subject: when no evidence does either,
             # the documentation does not answer it (the same check as the extractive answer's).
             subj = subject.subject(question)
-            framing = [f"{e.title}\n{e.section}\n{e.text}" for e in draft.evidence]
             carried = subject.carried(subj, draft.evidence)
-            if not carried.ok or (name := subject.unframed(subj, framing)):
+            if not carried.ok or (name := subject.unframed(subj, draft.evidence)):
                 abstained = True
-                reason = carried.reason or f"no passage speaks of {name} and the question together"
+                reason = carried.reason or subject.UNFRAMED.format(name)
                 verdict = verify.verify("", {}, question=question)
         claims = verdict.claims
         audit = "UNGROUNDED" if abstained else verdict.audit_mode

@@ -179,11 +179,14 @@ def carried(subj: Subject, evidence: Iterable, minimum: float = MIN_SUBJECT, poo
     return Carried(True, coverage)
 
 
-def unframed(subj: Subject, lines: Iterable[str], share: float = FRAME_SHARE) -> str | None:
+UNFRAMED = "no passage speaks of {} and the question together"  # why an answer abstains (unframed)
+
+
+def unframed(subj: Subject, lines: Iterable, share: float = FRAME_SHARE) -> str | None:
     """The name that frames the question ("in Haskell", "a Swift keyword") when no line speaks of it and of
     the question together — lines that mention Haskell in passing and others about list comprehensions
     do not answer how Haskell writes one. A name is a capitalised word with lowercase letters (an acronym
-    such as HTTPS is often written otherwise); each line is read with its title and section."""
+    such as HTTPS is often written otherwise). `lines`: texts, or evidence read with its title and section."""
     names = [(a, ks) for a, ks in zip(subj.hard, subj.hard_keys, strict=True) if _NAME.fullmatch(a) and ks]
     if not names:
         return None
