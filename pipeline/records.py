@@ -37,6 +37,30 @@ class Document:
     content_hash: str  # sha256 hex of the UTF-8 content
 
 
+# The kinds of Block a parser emits; the answer layer reads these instead of re-parsing text.
+BLOCK_KINDS = ("paragraph", "list_item", "table_row", "code", "term", "definition", "note", "quote")
+
+
+@dataclass(frozen=True)
+class Block:
+    """One typed piece of a section's text, as its parser saw it.
+
+    `start`/`end` are character offsets into the text that holds the block: the
+    section's text, and after chunking the chunk's. `code` holds the offsets of
+    inline code spans (`<code>`, backticks; the span without its delimiters) in
+    that same text, so an identifier is known as code even where the rendered
+    text shows no backticks.
+    """
+
+    kind: str  # one of BLOCK_KINDS
+    start: int
+    end: int
+    header: tuple[str, ...] = ()  # a table row: its table's header cells, in order
+    cells: tuple[str, ...] = ()  # a table row: its own cells
+    code: tuple[tuple[int, int], ...] = ()  # inline code spans, (start, end) in the same text
+    lang: str | None = None  # a code block's language, where the source names it
+
+
 @dataclass(frozen=True)
 class Section:
     """A semantic unit of a document: text under one heading path."""
@@ -44,6 +68,7 @@ class Section:
     heading_path: tuple[str, ...]
     text: str
     page: int | None = None  # 1-based page of a paged document (PDF), else None
+    blocks: tuple[Block, ...] = ()  # typed pieces of `text`, in order; () where the parser emits none
 
 
 @dataclass(frozen=True)
@@ -56,6 +81,7 @@ class Chunk:
     embed_text: str  # what is embedded: title and heading path prepended
     token_count: int  # tokens of embed_text, special tokens included
     page: int | None = None  # the page its sections are on (a chunk never spans two pages)
+    blocks: tuple[Block, ...] = ()  # its sections' blocks, offsets re-based onto `text`, clipped at its edges
 
 
 @dataclass(frozen=True)
