@@ -3,7 +3,7 @@
     python bench/ingest.py                            # the whole corpus (snapshot-5), fp32 torch
     python bench/ingest.py --subset 'text/00*.md'     # a quick run
     python bench/ingest.py --backend onnx-int8        # also: int8 speed-up over fp32 on the same chunks
-    python bench/ingest.py --device cuda --skip-cli   # the GPU check (bench/gpu_check.sh)
+    python bench/ingest.py --device cuda --skip-cli   # on a machine with a GPU (fp16)
 
 Prints, in one run: (a) raw encode of exactly the chunk texts the pipeline makes
 (same model, batch size, device; model load excluded), in two interleaved

@@ -2,7 +2,7 @@
 -- inlines into the statement (no SQL-function call and no subquery per row): up to three clauses,
 -- the common case, each tested with jsonb's `?|` (does the clause hold any of the principals);
 -- more go through docforge_may_read_clauses. Measured over 200k rows, half restricted: 1.75 s
--- before, 0.17 s after (/work/notes/access.md; bench/query.py measures it in searches).
+-- before, 0.17 s after (bench/query.py measures it in searches).
 CREATE OR REPLACE FUNCTION docforge_may_read_clauses(access jsonb, principals text[]) RETURNS boolean
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
     SELECT NOT EXISTS (SELECT FROM jsonb_array_elements(access) AS clause WHERE NOT (clause ?| principals))
