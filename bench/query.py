@@ -355,7 +355,7 @@ def _copy_rows(conn, texts) -> dict[str, float]:
             for i, (key, section, text) in enumerate(texts):
                 copy.write_row((f"c{i}", key, i, [section], section, text, 0, f"h{i}"))
         out["rows_s"] = time.perf_counter() - t
-        if tracked:  # 0002's statistics and terms; 0009's postings: chunk term lists, then the packed lists
+        if tracked:  # 0002's statistics and terms; 0008's postings: chunk term lists, then the packed lists
             for name, ms in conn.execute(
                 "SELECT funcname, total_time FROM pg_stat_xact_user_functions WHERE funcname IN "
                 "('docforge_bm25_inserted', 'docforge_bm25_docs', 'docforge_bm25_merge') ORDER BY 1"

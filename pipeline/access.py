@@ -1,6 +1,6 @@
 """Who may read what (docs/security.md): a document's access list, and the principal that reads.
 
-A document's access (documents.access, migration 0016) is None, everyone, or clauses: each a set of
+A document's access (documents.access, migration 0011) is None, everyone, or clauses: each a set of
 principals, "user:<email or account id>" or "group:<name>". A reader must hold at least one
 principal of every clause (an empty clause: full-access callers only). A source's `access:`
 (sources.yml) is one clause; a source may find more for a document (`DocRef.access`: a Confluence
@@ -80,7 +80,7 @@ def as_json(access: Clauses | None) -> str | None:
 
 def fingerprint(access: Clauses | None) -> str | None:
     """The ledger's access_hash: sha256 of the canonical JSON; None for everyone (as stores before
-    migration 0016 hold, so an open source is unchanged after an upgrade)."""
+    migration 0011 hold, so an open source is unchanged after an upgrade)."""
     text = as_json(access)
     return None if text is None else hashlib.sha256(text.encode()).hexdigest()
 
@@ -132,7 +132,7 @@ FULL_ACCESS = Principal("local", full_access=True)  # the CLI, the Python API, t
 
 
 def may_read(access: Clauses | None, reader: Principal | None) -> bool:
-    """docforge_may_read (migration 0016) in Python, for what is not a row: a configured source's own clause."""
+    """docforge_may_read (migration 0011) in Python, for what is not a row: a configured source's own clause."""
     if reader is None or reader.full_access or access is None:
         return True
     held = set(reader.principals)

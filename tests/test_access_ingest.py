@@ -95,7 +95,7 @@ def test_new_content_carries_its_access_and_an_upgraded_store_reembeds_nothing(
 ):
     config = write_config([{"name": "open", "type": "directory", "path": str(folders / "open")}])
     run(config, database_url, embedder, "open")
-    with psycopg.connect(database_url) as conn:  # as a store from before migration 0016 holds it
+    with psycopg.connect(database_url) as conn:  # as a store from before migration 0011 holds it
         conn.execute("UPDATE ledger SET access_hash = NULL")
         conn.execute("UPDATE documents SET access = NULL")
     upgraded = run(config, database_url, embedder, "open")
@@ -174,7 +174,7 @@ def test_access_entries_are_principals(write_config, tmp_path):
 
 
 def test_docforge_may_read_agrees_with_the_model_for_every_shape(database_url):
-    """The inlined body (migration 0017) gives 0016's answer: every access of up to five clauses over
+    """The inlined body (migration 0012) gives 0011's answer: every access of up to five clauses over
     three principals, against every set of them a caller may hold."""
     import itertools
     import random

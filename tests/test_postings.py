@@ -1,4 +1,4 @@
-"""The packed keyword postings (migration 0009): exact through every write, and an upgrade in place.
+"""The packed keyword postings (migration 0008): exact through every write, and an upgrade in place.
 
 Chunks are written straight into the store (the triggers are what is tested), from
 a small vocabulary with Zipf-like frequencies, so that common terms have lists of
@@ -28,7 +28,7 @@ def _text(rng: random.Random) -> str:
 
 def _insert(conn, rows: list[tuple[str, str]], model: str | None = None, vectors=None) -> None:
     """One statement inserting chunks (id, text), each in a document of its own; `model` and `vectors`
-    for a store from before migration 0008, whose chunks held their vectors."""
+    for a store from before migration 0007, whose chunks held their vectors."""
     with conn.cursor() as cur:
         cur.executemany(
             "INSERT INTO documents (key, source, type, uri, url, title, content_hash) "
@@ -200,13 +200,13 @@ def _reference_scores(conn, query: str, k1: float = 1.2, b: float = 0.75) -> dic
 
 
 def test_a_store_from_the_previous_release_upgrades_in_place(database_url, embedder):
-    """A store with 0003's posting rows (migrations before 0009, chunks and their vectors as the last
+    """A store with 0003's posting rows (migrations before 0008, chunks and their vectors as the last
     release wrote them) gets packed lists holding the very same postings, and answers keyword queries
     with the same, exact scores; writes after the upgrade keep the lists exact."""
     rng = random.Random(11)
     dim = embedder.dimension
-    before_0009 = [(v, text) for v, text in migrations() if v < "0009"]
-    release = [(v, text) for v, text in before_0009 if v < "0008"]  # the release: vectors in chunks.embedding
+    before_0008 = [(v, text) for v, text in migrations() if v < "0008"]
+    release = [(v, text) for v, text in before_0008 if v < "0007"]  # the release: vectors in chunks.embedding
     with psycopg.connect(database_url, autocommit=True) as conn:
         with conn.transaction():
             conn.execute(

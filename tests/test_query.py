@@ -278,7 +278,7 @@ def test_a_store_from_before_the_postings_is_upgraded(database_url, embedder):
 def test_keyword_search_reads_the_packed_lists(searcher):
     """Candidates come from each term's first blocks, one index probe a block (docforge_bm25_top, inlined
     into the statement), exact scores from one probe of each candidate's term list (bm25_docs): no scan
-    of every posting (migration 0009)."""
+    of every posting (migration 0008)."""
     from psycopg import sql
 
     from pipeline.query.statements import Reading, statement

@@ -216,7 +216,7 @@ def test_query_bench_measures_each_size_side_by_side(pg_server, tmp_path, monkey
         assert any(k.endswith("_hnsw_s") for k in r["build"]) and all(v >= 0 for v in r["build"].values())
         tables = {k for k in r["bytes"] if "/" not in k}
         assert {"chunks", "bm25_blocks", "bm25_docs", "vectors_1"} <= tables, tables
-        assert "bm25_postings" not in tables  # a view of the blocks since migration 0009
+        assert "bm25_postings" not in tables  # a view of the blocks since migration 0008
         assert any(k.startswith("vectors_1/") and "hnsw" in k for k in r["bytes"])
         for mode in ("dense", "keyword", "hybrid"):
             assert set(r["latency"][mode]) == set(bench.FILTERS)

@@ -321,7 +321,7 @@ class Receiver:
         try:
             with connect(self._url or store_url(settings), vector=False) as conn:
                 if not deliveries.has_table(conn):
-                    open_built(conn)  # a store built before migration 0015
+                    open_built(conn)  # a store built before migration 0010
                 if not deliveries.has_table(conn):
                     raise Refused(503, "the store has no index yet: run a first ingest, then deliver again")
                 return deliveries.record(conn, delivery)

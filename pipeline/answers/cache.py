@@ -1,4 +1,4 @@
-"""The answer cache: a key over everything an answer depends on, and the `answers` table (migration 0006).
+"""The answer cache: a key over everything an answer depends on, and the `answers` table (migration 0005).
 
 The key is sha256 over canonical JSON of:
 
@@ -47,7 +47,7 @@ SELECT (SELECT count(*) || ':' || coalesce(bit_xor(hashtextextended(x.line, 0)),
        (SELECT coalesce(string_agg(DISTINCT chunker, ',' ORDER BY chunker), '') FROM ledger),
        (SELECT max(version) FROM schema_migrations),
        (SELECT coalesce(string_agg(key || '=' || value, ',' ORDER BY key), '') FROM docforge_meta)
-           || ';generation=' || coalesce((SELECT id::text FROM generations WHERE state = 'live'), '')  -- 0008
+           || ';generation=' || coalesce((SELECT id::text FROM generations WHERE state = 'live'), '')  -- 0007
 """
 
 

@@ -100,7 +100,7 @@ WHERE s.doc_key = ANY(%(keys)s)
 ON CONFLICT (seq) DO NOTHING
 """
 # Indexes whose bulk build beats row-by-row inserts: pgvector graphs and GIN. (The keyword
-# postings, migration 0009, are packed by their trigger in one pass: nothing to rebuild.)
+# postings, migration 0008, are packed by their trigger in one pass: nothing to rebuild.)
 BULK_INDEXES = """
 SELECT indexname, indexdef FROM pg_indexes
 WHERE schemaname = current_schema() AND (tablename = 'chunks' OR tablename ~ '^vectors_[0-9]+$')

@@ -63,7 +63,7 @@ class ReindexResult:
     chunks: int = 0  # chunks the new generation covers
     embedded: int = 0  # texts the model embedded
     reused: int = 0  # chunk vectors copied (same model elsewhere, or the same text)
-    rebuilt_prefix: int = 0  # chunks indexed before 0008 whose embedded text was rebuilt (and checked)
+    rebuilt_prefix: int = 0  # chunks indexed before 0007 whose embedded text was rebuilt (and checked)
     approximate: int = 0  # of those, texts whose rebuilt form does not match their hash (header cut)
     overflow: int = 0  # chunks longer than the new model reads (truncated; re-chunked by the next ingest)
     switched: bool = False
@@ -281,7 +281,7 @@ def _still_pending(conn: psycopg.Connection, gen: Generation, seqs: list[int], t
 
 def _embed_text(row: _Row, result: ReindexResult) -> str:
     """The text the chunk was embedded from: its stored prefix + text, or (indexed before migration
-    0008) the chunker's header rebuilt from title and heading path, checked against the text hash."""
+    0007) the chunker's header rebuilt from title and heading path, checked against the text hash."""
     if row.embed_prefix is not None:
         return row.embed_prefix + row.text
     result.rebuilt_prefix += 1

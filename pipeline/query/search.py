@@ -19,7 +19,7 @@ document into one hit led by the better of them (`fusion.passages`).
 
 Keyword ranking is Okapi BM25 (k1, b) with Lucene's non-negative IDF, computed in
 Postgres from posting lists and corpus statistics that triggers keep exact
-(`bm25_blocks`, `bm25_docs`, `bm25_terms`, `bm25_stats`; migrations 0002, 0003, 0009). Query
+(`bm25_blocks`, `bm25_docs`, `bm25_terms`, `bm25_stats`; migrations 0002, 0003, 0008). Query
 terms are ORed: a question need not share every word with its answer.
 Optional reranking (`pipeline.query.rerank`) reorders the fused candidates and sets
 `rerank_score`; `score` stays the mode's score.

@@ -1,4 +1,4 @@
-"""Who may read a Confluence page, as docforge access clauses (migration 0016, docs/confluence.md).
+"""Who may read a Confluence page, as docforge access clauses (migration 0011, docs/confluence.md).
 
 Confluence shows a page to a reader who may read its space AND passes the read restriction of the
 page itself and of every ancestor that has one (a restricted page hides its whole subtree). Each

@@ -1,6 +1,6 @@
 """Webhook deliveries: recorded by the API once verified, turned into runs by the push sensor.
 
-A delivery is one row per source it maps to (migration 0015). Recording is
+A delivery is one row per source it maps to (migration 0010). Recording is
 idempotent by delivery id, and by the body's hash: a replay (the same id, or the
 same signed body under another id, which a signature over the body alone cannot
 tell apart) records nothing. The sensor `claim`s pending rows, one batch per

@@ -1,6 +1,6 @@
 """Model generations: each model's vectors in a table of their own, exactly one generation live.
 
-A generation is a model at a dimension (migration 0008, docs/generations.md). Its
+A generation is a model at a dimension (migration 0007, docs/generations.md). Its
 vectors live in `vectors_<id>` (chunk seq → vector, deleted with their chunk),
 indexed by HNSW, as `halfvec` (half precision; up to 4,000 dimensions, pgvector's
 index limit; `vector_type`). States: building → live → retired → dropped.
@@ -72,7 +72,7 @@ class GenerationChanged(StoreError):
 def vector_type(dimension: int) -> str:
     """The one place a generation's vector type is decided: `halfvec` at every width. Half the bytes of
     `vector`, table and HNSW index, for recall@10 within the graph's own noise on real vectors
-    (docs/performance.md); migration 0009 converted the live generations of older stores. `vector`
+    (docs/performance.md); migration 0008 converted the live generations of older stores. `vector`
     (float32) remains a valid type of a generation made before."""
     if dimension > MAX_DIMENSIONS:
         raise StoreError(

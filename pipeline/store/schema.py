@@ -2,8 +2,8 @@
 
 Migrations are `migrations/NNNN_name.sql`, applied in order under an advisory
 lock and recorded in `schema_migrations`. The model a store's vectors come from
-is its live generation's (pipeline.store.generations, migration 0008); before
-0008, `docforge_meta` recorded the one model a store was built for.
+is its live generation's (pipeline.store.generations, migration 0007); before
+0007, `docforge_meta` recorded the one model a store was built for.
 """
 
 from __future__ import annotations
@@ -21,6 +21,20 @@ _MIGRATIONS = (
     "(version text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())"
 )
 
+# The names stores recorded before the migrations were numbered without gaps or twins: rewritten
+# in schema_migrations (under the schema lock, before pending ones are chosen), so nothing re-runs.
+RENAMED = {
+    "0006_answers": "0005_answers",
+    "0007_pages": "0006_pages",
+    "0008_generations": "0007_generations",
+    "0009_compact_index": "0008_compact_index",
+    "0010_faster_postings": "0009_faster_postings",
+    "0015_deliveries": "0010_deliveries",
+    "0016_access": "0011_access",
+    "0017_may_read_inline": "0012_may_read_inline",
+    "0017_staged_access_hash": "0013_staged_access_hash",
+}
+
 
 def migrations() -> list[tuple[str, str]]:
     files = resources.files("pipeline.store") / "migrations"
@@ -34,15 +48,35 @@ def store_model(conn: psycopg.Connection) -> tuple[str, int] | None:
     if not scalar(conn, "SELECT to_regclass('docforge_meta')"):
         return None
     rows: dict[str, str] = dict(conn.execute("SELECT key, value FROM docforge_meta").fetchall())
-    return (rows["model"], int(rows["dimension"])) if "model" in rows else None  # a store before 0008
+    return (rows["model"], int(rows["dimension"])) if "model" in rows else None  # a store before 0007
+
+
+def applied(conn: psycopg.Connection) -> set[str]:
+    """The migrations a store records as applied, by today's names (a read: nothing is rewritten)."""
+    if not scalar(conn, "SELECT to_regclass('schema_migrations')"):
+        return set()
+    recorded: list[str] = [v for (v,) in conn.execute("SELECT version FROM schema_migrations")]
+    return {RENAMED.get(v, v) for v in recorded}
+
+
+def pending(conn: psycopg.Connection) -> list[str]:
+    """The migrations not applied yet, in order."""
+    done = applied(conn)
+    return [version for version, _ in migrations() if version not in done]
 
 
 def is_current(conn: psycopg.Connection) -> bool:
     """True when every migration has been applied (a cheap check for readers)."""
-    if not scalar(conn, "SELECT to_regclass('schema_migrations')"):
-        return False
-    done = {version for (version,) in conn.execute("SELECT version FROM schema_migrations")}
-    return all(version in done for version, _ in migrations())
+    return not pending(conn)
+
+
+def _rename_recorded(conn: psycopg.Connection) -> None:
+    for old, new in RENAMED.items():
+        conn.execute(
+            "UPDATE schema_migrations SET version = %(new)s WHERE version = %(old)s"
+            " AND NOT EXISTS (SELECT FROM schema_migrations WHERE version = %(new)s)",
+            {"old": old, "new": new},
+        )
 
 
 def ensure_schema(conn: psycopg.Connection, model: str, dim: int, name: str | None = None) -> None:
@@ -52,10 +86,11 @@ def ensure_schema(conn: psycopg.Connection, model: str, dim: int, name: str | No
     with advisory_lock(conn, "schema"), conn.transaction():
         conn.execute(_META)
         conn.execute(_MIGRATIONS)
-        done = {version for (version,) in conn.execute("SELECT version FROM schema_migrations")}
+        _rename_recorded(conn)
+        done = applied(conn)
         for version, sql in migrations():
             if version not in done:
-                # {dim}: migrations 0001-0007 shaped chunks.embedding, which 0008 moves into generation 1's
+                # {dim}: migrations 0001-0006 shaped chunks.embedding, which 0007 moves into generation 1's
                 # own table (a new store's generation is made below, at any width up to halfvec's limit).
                 conn.execute(sql.replace("{dim}", str(min(int(dim), generations.VECTOR_MAX))))
                 conn.execute("INSERT INTO schema_migrations (version) VALUES (%s)", (version,))
@@ -79,8 +114,8 @@ def drop_all(conn: psycopg.Connection) -> None:
     """Remove every docforge table (for `docforge db reset`)."""
     with conn.transaction():
         # "sources": the documents table's name before migration 0004; bm25_blocks before bm25_postings,
-        # a view of it since migration 0009 (a table before)
-        # vectors_<n>: the generations' tables (migration 0008)
+        # a view of it since migration 0008 (a table before)
+        # vectors_<n>: the generations' tables (migration 0007)
         vectors = [
             t
             for (t,) in conn.execute(

@@ -10,7 +10,7 @@ WITH terms AS (  -- the query's lexemes, their ids, document frequencies and IDF
     CROSS JOIN unnest(tsvector_to_array(to_tsvector('english', %(q)s))) t(term)
     LEFT JOIN bm25_terms b ON b.term = t.term
 ),
--- The best {per_term} postings of each term (impact order, migrations 0009 and 0010), summed per
+-- The best {per_term} postings of each term (impact order, migrations 0008 and 0009), summed per
 -- chunk. A very common term (in more than prune_df chunks, IDF under prune_idf) adds none when the
 -- query has rarer terms: its chunks could only score its small IDF.
 listed AS (

@@ -1,4 +1,4 @@
--- docforge_may_read (0016), the same answer for every row, ten times cheaper: a body Postgres
+-- docforge_may_read (0011), the same answer for every row, ten times cheaper: a body Postgres
 -- inlines into the statement (no SQL-function call and no subquery per row): up to three clauses,
 -- the common case, each tested with jsonb's `?|` (does the clause hold any of the principals);
 -- more go through docforge_may_read_clauses. Measured over 200k rows, half restricted: 1.75 s

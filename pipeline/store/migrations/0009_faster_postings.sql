@@ -1,6 +1,6 @@
--- Faster keyword reads, the same scores (migration 0009's lists, measured at 100k chunks).
+-- Faster keyword reads, the same scores (migration 0008's lists, measured at 100k chunks).
 --
--- 1. The list order's weight in float8 arithmetic. 0009's function computed it in
+-- 1. The list order's weight in float8 arithmetic. 0008's function computed it in
 -- numeric (1.2 * ... / 100.0 are numeric literals) and a query sorts the last block
 -- it reads of each term by it: ~3x the time of float8 per posting. Operation for
 -- operation as pipeline.store.bm25.impact, so both give the same bits (a test
@@ -40,7 +40,7 @@ SELECT term_no, docforge_bm25_seq(x), docforge_bm25_tf(x), docforge_bm25_dl(x) F
     WHERE b.above + cardinality(b.postings) > k) u
 $$;
 
--- 3. Removal deletes a block only when it is really left empty (0009 compared
+-- 3. Removal deletes a block only when it is really left empty (0008 compared
 -- counts, which assumed every removed posting was found in its block).
 CREATE OR REPLACE FUNCTION docforge_bm25_remove(chunk_seqs bigint[]) RETURNS void
 LANGUAGE plpgsql SET work_mem = '64MB' AS $$
