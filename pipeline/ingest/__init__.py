@@ -11,7 +11,6 @@ index only ever changes inside one per-document transaction.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from importlib import import_module
 from typing import TYPE_CHECKING
 
@@ -21,9 +20,11 @@ if TYPE_CHECKING:
     from pipeline.ingest.chunks import stage_chunks
     from pipeline.ingest.documents import stage_documents
     from pipeline.ingest.embeddings import stage_embeddings
+    from pipeline.ingest.stages import ingest_source
 
-# The stages load on first use: a run with nothing to do (pipeline.ingest.noop) never imports them.
-_STAGES = {
+# Re-exported on first use: a run with nothing to do (pipeline.ingest.noop) never imports the stages.
+_LAZY = {
+    "ingest_source": "pipeline.ingest.stages",
     "stage_chunks": "pipeline.ingest.chunks",
     "stage_documents": "pipeline.ingest.documents",
     "stage_embeddings": "pipeline.ingest.embeddings",
@@ -31,8 +32,8 @@ _STAGES = {
 
 
 def __getattr__(name: str):
-    if name in _STAGES:
-        return getattr(import_module(_STAGES[name]), name)
+    if name in _LAZY:
+        return getattr(import_module(_LAZY[name]), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
@@ -45,13 +46,3 @@ __all__ = [
     "stage_documents",
     "stage_embeddings",
 ]
-
-
-def ingest_source(ctx: IngestContext, name: str, pages: Sequence[str] | None = None) -> IngestStats:
-    """All three stages for one source, in order (what one orchestrated run of it does); `pages`: only
-    those pages of a Confluence source (a webhook's run), the rest of it left as it is."""
-    from pipeline.ingest.chunks import stage_chunks
-    from pipeline.ingest.documents import stage_documents
-    from pipeline.ingest.embeddings import stage_embeddings
-
-    return stage_documents(ctx, name, pages) + stage_chunks(ctx, name) + stage_embeddings(ctx, name)
