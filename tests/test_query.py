@@ -357,3 +357,20 @@ def test_document_centroids_are_the_mean_of_their_chunk_vectors(corpus, embedder
         mean = np.mean(vs, axis=0)
         cos = float(mean @ vec / np.linalg.norm(mean) / np.linalg.norm(vec))
         assert got[key] == pytest.approx((1 + cos) / 2, abs=1e-3), key
+
+
+def test_a_query_is_embedded_once(corpus):
+    """The query embedder's cache is the only one: a repeated query is one forward pass, across modes and
+    across Searchers sharing the embedder; a new query is one more."""
+    embedding = corpus.settings.embedding.model_copy(update={"query_backend": "torch"})
+    settings = corpus.settings.model_copy(update={"embedding": embedding})
+    with Searcher(settings, url=corpus.url, reranker=None) as s:
+        emb = s.embedder
+        for mode in ("dense", "hybrid", "dense"):
+            assert s.search("rotate the vault secret", limit=3, mode=mode)
+        assert emb.batches == 1
+        with Searcher(settings, url=corpus.url, embedder=emb, reranker=None) as other:
+            assert other.search("rotate the vault secret", limit=3, mode="dense")
+        assert emb.batches == 1
+        s.search("deploy with argo", limit=3, mode="dense")
+        assert emb.batches == 2

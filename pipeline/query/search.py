@@ -34,13 +34,11 @@ mixes generations and never fails for a switch.
 
 from __future__ import annotations
 
-import re
 import threading
 import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
-from typing import Literal
+from dataclasses import replace
 
 import psycopg
 from pgvector.psycopg import register_vector
@@ -51,10 +49,11 @@ from pipeline import access, embedders
 from pipeline.config import SearchConfig, Settings
 from pipeline.embed import TextEmbedder
 from pipeline.errors import QueryError, StoreError
-from pipeline.parse.text import first_surrogate
 from pipeline.query.filters import compile_filter
-from pipeline.query.fusion import Candidate, Fused, Passage, diversify, fuse, passages, per_document
+from pipeline.query.fusion import Passage
 from pipeline.query.hits import Hit
+from pipeline.query.plan import MODES, Mode, Plan, check_text, tags_to_boost
+from pipeline.query.ranking import rank
 from pipeline.query.rerank import Reranker, load_reranker, rerank_or_keep
 from pipeline.query.statements import Leg, Reading, centroids, statement
 from pipeline.query.statements import hits as hits_statement
@@ -64,8 +63,6 @@ from pipeline.store.generations import Generation
 from pipeline.store.pool import checkout, open_pool
 from pipeline.store.schema import is_current, open_built, store_model
 
-Mode = Literal["dense", "keyword", "hybrid"]
-MODES = ("dense", "keyword", "hybrid")
 _UNSET = object()
 _MAX_K = 1000  # the deepest candidate list a search reads
 _SWITCHES = 5  # generation switches one search follows before it gives up (one is already rare)
@@ -95,8 +92,6 @@ class Searcher:
         self._loaded: dict[str, object] = {}  # embedder, reranker: loaded once, by whichever thread asks first
         self._once = threading.Lock()
         self._checked = False
-        self._vectors: dict[tuple[int, str], object] = {}
-        self._vectors_lock = threading.Lock()
         self._live: Generation | None = None  # the live generation, as the last statement saw it
         self._embedders: dict[int, TextEmbedder] = {}  # by generation: the query embedder follows the live one
         self._ef_search: weakref.WeakKeyDictionary[psycopg.Connection, int] = weakref.WeakKeyDictionary()
@@ -195,9 +190,9 @@ class Searcher:
             raise QueryError(f"unknown mode {mode!r}: choose one of {', '.join(MODES)}")
         if limit < 1:
             raise QueryError(f"limit must be at least 1, got {limit}")
-        _check_text("the query", query)
+        check_text("the query", query)
         for tag in boost_tags:
-            _check_text("a boost tag", tag)
+            check_text("a boost tag", tag)
         cfg = self.config
         cap = cfg.per_doc if per_doc is None else per_doc
         if cap < 0:
@@ -217,14 +212,15 @@ class Searcher:
         restricted = bool(abinds)
         if restricted:
             where, fparams = sql.SQL("({} AND {})").format(where, may_read), {**fparams, **abinds}
-        plan = _Plan(
+        plan = Plan(
             mode, n, cap or None, where, fparams, rrf_k or cfg.rrf_k, (float(weights[0]), float(weights[1])),
-            frozenset(_boost_tags(query, boost_tags)), may_read, abinds,
+            frozenset(tags_to_boost(query, boost_tags)), may_read, abinds,
         )  # fmt: skip
         k = max(fetch_k or cfg.fetch_k, n) if mode == "hybrid" else (2 * n if cap else n)
         for _ in range(_SWITCHES):  # a reindex switching generations mid-search: embed again, search again
             gen = None if mode == "keyword" else self._generation()
-            vec = self._vector(query, gen) if gen is not None else None
+            # One cache of query vectors: the query embedder's own (pipeline.embed_batch), none here.
+            vec = self._embedder_for(gen).encode([query], kind="query")[0] if gen is not None else None
             try:
                 with self.connection() as conn:
                     hits = self._read(conn, plan, Reading.first(query, k, bool(filters) or restricted, cfg, vec), gen)
@@ -234,7 +230,7 @@ class Searcher:
             return rerank_or_keep(reranker, query, hits, limit) if reranker else hits
         raise StoreError(f"the live model generation changed {_SWITCHES} times during one search; try again")
 
-    def _read(self, conn: psycopg.Connection, plan: _Plan, r: Reading, gen: Generation | None) -> list[Hit]:
+    def _read(self, conn: psycopg.Connection, plan: Plan, r: Reading, gen: Generation | None) -> list[Hit]:
         """The best `plan.n` hits, reading deeper while too few come back. The one place of that policy:
 
         - a filter that dropped most of what cut posting lists held (keyword leg): lists ten times
@@ -259,7 +255,7 @@ class Searcher:
                 r = replace(r, per_term=r.per_term * 10) if deeper else replace(r, exhaustive=True)
                 continue
             whole = self._centroids(conn, plan, dense, r, gen) if plan.mode == "hybrid" else {}
-            ranked = _rank(plan, dense, keyword, whole, self.config)
+            ranked = rank(plan, dense, keyword, whole, self.config)
             full = max(len(dense), len(keyword)) >= r.k
             if len(ranked) >= plan.n or not full or r.k >= _MAX_K:
                 return self._cite(conn, plan, ranked)
@@ -267,7 +263,7 @@ class Searcher:
             r = replace(r, k=k, pool=max(r.pool, k))
 
     def _leg(
-        self, conn: psycopg.Connection, leg: Leg, plan: _Plan, r: Reading, gen: Generation | None = None
+        self, conn: psycopg.Connection, leg: Leg, plan: Plan, r: Reading, gen: Generation | None = None
     ) -> list[dict]:
         """One leg's candidates, best first; _Switched when `gen` was not live in the statement's snapshot."""
         if leg == "dense":  # exact enough candidates, even when a filter drops most of them
@@ -278,7 +274,7 @@ class Searcher:
         return rows
 
     def _centroids(
-        self, conn: psycopg.Connection, plan: _Plan, dense: list[dict], r: Reading, gen: Generation | None
+        self, conn: psycopg.Connection, plan: Plan, dense: list[dict], r: Reading, gen: Generation | None
     ) -> dict[str, float]:
         """Dense scores of the dense leg's documents as wholes (centroids.sql); none when off."""
         if gen is None or not dense or self.config.centroid_share <= 0 or self.config.fusion != "convex":
@@ -287,7 +283,7 @@ class Searcher:
         rows = self._run(conn, centroids(gen, plan.may_read), {"vec": r.vec, "docs": docs, **plan.abinds})
         return {row["doc_key"]: float(row["score"]) for row in rows}
 
-    def _cite(self, conn: psycopg.Connection, plan: _Plan, ranked: list[Passage]) -> list[Hit]:
+    def _cite(self, conn: psycopg.Connection, plan: Plan, ranked: list[Passage]) -> list[Hit]:
         """The hits: each passage's chunks read once (hits.sql), joined in document order. A chunk
         deleted since the legs read it (a concurrent ingest), or no longer readable, is left out."""
         ids = [f.candidate.id for p in ranked for f in p.chunks]
@@ -356,19 +352,6 @@ class Searcher:
             conn.execute("SELECT set_config('hnsw.ef_search', %s, false)", (str(ef),))
             self._ef_search[conn] = ef
 
-    def _vector(self, query: str, gen: Generation):
-        """The query's embedding by `gen`'s model; the last few are kept, as callers often repeat a query."""
-        key = (gen.id, query)
-        with self._vectors_lock:
-            vec = self._vectors.get(key)
-        if vec is None:
-            vec = self._embedder_for(gen).encode([query], kind="query")[0]
-            with self._vectors_lock:
-                if len(self._vectors) >= 64:
-                    self._vectors.pop(next(iter(self._vectors)))
-                self._vectors[key] = vec
-        return vec
-
     def _run(self, conn: psycopg.Connection, stmt: sql.SQL | sql.Composed, binds: dict) -> list[dict]:
         """The statement's rows; a dropped generation table is a switch, a bad value or a statement past
         its time limit a clear error."""
@@ -387,60 +370,6 @@ class Searcher:
             ) from None
 
 
-@dataclass(frozen=True)
-class _Plan:
-    """What one search asks, whatever its depth: the mode, how many hits, the per-document cap (None: no
-    limit), the compiled filter, and the hybrid fusion's knobs."""
-
-    mode: str
-    n: int
-    cap: int | None
-    where: sql.Composable
-    fparams: dict
-    rrf_k: int
-    weights: tuple[float, float]
-    tags: frozenset[str]  # lower-case tags that earn the tag boost
-    may_read: sql.Composable  # the reader's access condition over `doc` (pipeline.access), also in `where`
-    abinds: dict  # its bind parameters (none for full access)
-
-
-def _rank(
-    plan: _Plan, dense: list[dict], keyword: list[dict], whole: dict[str, float], cfg: SearchConfig
-) -> list[Passage]:
-    """The legs' candidates ranked as the mode ranks them, capped per document, as hits: one chunk each
-    for dense and keyword (their raw scores), passages of neighbours for hybrid."""
-    if plan.mode != "hybrid":
-        rows = dense or keyword
-        ranks = [i + 1 for i in range(len(rows))]
-        cands = [_candidate(row, rank if plan.mode == "dense" else None, rank if plan.mode == "keyword" else None)
-                 for row, rank in zip(rows, ranks, strict=True)]  # fmt: skip
-        scored = [Fused(c, float(row["score"])) for c, row in zip(cands, rows, strict=True)]
-        return [Passage(f, (f,)) for f in per_document(scored, plan.cap, lambda f: f.candidate.doc)[: plan.n]]
-    found: dict[str, dict] = {}
-    for leg, rows in (("dense", dense), ("keyword", keyword)):
-        for rank, row in enumerate(rows, 1):
-            found.setdefault(row["chunk_id"], {"row": row})[leg] = (rank, float(row["score"]))
-    cands = []
-    for f in found.values():
-        row, (dr, ds), (kr, ks) = f["row"], f.get("dense", (None, None)), f.get("keyword", (None, None))
-        boost = 1 + cfg.tag_boost if any(t.lower() in plan.tags for t in row["tags"] or ()) else 1.0
-        cands.append(Candidate(row["chunk_id"], row["doc_key"], row["ordinal"], dr, ds, kr, ks, boost))
-    fused = fuse(
-        cands,
-        cfg.fusion,
-        rrf_k=plan.rrf_k,
-        weights=plan.weights,
-        centroids=whole,
-        centroid_share=cfg.centroid_share,
-        keyword_confidence=cfg.keyword_confidence,
-    )
-    return passages(diversify(fused, plan.cap, cfg.repeat_discount))[: plan.n]
-
-
-def _candidate(row: dict, dense_rank: int | None, keyword_rank: int | None) -> Candidate:
-    return Candidate(row["chunk_id"], row["doc_key"], row["ordinal"], dense_rank, None, keyword_rank, None)
-
-
 class _Switched(Exception):
     """The statement read a generation that is no longer live."""
 
@@ -448,15 +377,3 @@ class _Switched(Exception):
 def _live_id(conn: psycopg.Connection) -> int | None:
     gen = generations.live(conn)
     return gen.id if gen else None
-
-
-def _boost_tags(query: str, extra) -> set[str]:
-    """Tags that earn the hybrid boost: words of the query plus any given (team, area...)."""
-    words = {w for w in re.findall(r"[\w.-]+", query.lower()) if len(w) > 1}
-    return words | {t.lower() for t in extra if t}
-
-
-def _check_text(what: str, text: str) -> None:
-    """Refuse text with no UTF-8 form (a lone surrogate, e.g. from a JSON "\\ud800" escape)."""
-    if (i := first_surrogate(text)) is not None:
-        raise QueryError(f"{what} is not valid Unicode: a lone surrogate U+{ord(text[i]):04X} at character {i}")
