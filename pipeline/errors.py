@@ -8,6 +8,7 @@ DocforgeError
 ├── ParseError           a document could not be parsed
 ├── EmbedError           no embedding model could be loaded
 ├── StoreError           the database refused or does not match
+│   └── OutdatedStore    the store's schema needs `docforge db migrate`
 ├── QueryError           a search request is invalid
 │   └── RerankError      the rerank service is down or answered garbage
 └── AnswerError          an answer could not be produced or checked
@@ -47,6 +48,10 @@ class EmbedError(DocforgeError):
 
 class StoreError(DocforgeError):
     """The store is unreachable or was built for something else."""
+
+
+class OutdatedStore(StoreError):
+    """The store's schema is older than this docforge: a reader refuses it (`docforge db migrate`)."""
 
 
 class QueryError(DocforgeError):

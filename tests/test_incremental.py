@@ -13,7 +13,7 @@ from pipeline.config import load_settings
 from pipeline.ingest import IngestContext, ingest_source
 from pipeline.query import Searcher
 from pipeline.store.db import connect
-from pipeline.store.schema import migrations
+from pipeline.store.schema import migrate, migrations
 from tests.helpers import RFC_GLOBS, git, write_files
 from tests.test_query import _df_mismatches, _posting_mismatches
 
@@ -158,7 +158,8 @@ def _store_at_0003(url: str, filled_by: str, embedder) -> None:
 def test_a_store_from_before_the_vocabulary_migration_is_upgraded(
     make_repo, write_config, database_url, pg_server, embedder
 ):
-    """Migration 0004 renames an existing store in place: it still searches (postings intact), the next
+    """Migration 0004 (`docforge db migrate`) renames an existing store in place: it still searches
+    (postings intact), the next
     ingest finds every document unchanged, and a later edit is ingested incrementally."""
     repo = make_repo(
         {
@@ -172,6 +173,8 @@ def test_a_store_from_before_the_vocabulary_migration_is_upgraded(
         conn.execute(f'CREATE DATABASE "{scratch}"')
     run(config, pg_server.get_uri(scratch), embedder, "kb")
     _store_at_0003(database_url, pg_server.get_uri(scratch), embedder)
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        assert migrate(conn) == [v for v, _ in migrations()[3:]]
 
     with Searcher(load_settings(config), url=database_url, embedder=embedder, reranker=None) as s:
         for mode in ("keyword", "dense", "hybrid"):

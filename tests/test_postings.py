@@ -14,9 +14,10 @@ import numpy as np
 import psycopg
 import pytest
 
+from pipeline.errors import OutdatedStore
 from pipeline.query import Searcher
 from pipeline.store import bm25
-from pipeline.store.schema import ensure_schema, migrations
+from pipeline.store.schema import ensure_schema, migrate, migrations
 
 WORDS = [f"w{i}x" for i in range(80)]  # not English words: the 'english' config keeps them as they are
 
@@ -229,7 +230,11 @@ def test_a_store_from_the_previous_release_upgrades_in_place(database_url, embed
         queries = ["w0x w5x w40x", "w3x w3x w77x", "w10x", "w60x w61x w1x"]
         want = {q: _reference_scores(conn, q) for q in queries}
     with Searcher(_settings(), url=database_url, embedder=embedder, reranker=None) as s:
-        for q in queries:  # the first search brings the schema up to date
+        with pytest.raises(OutdatedStore, match="docforge db migrate"):  # search never migrates
+            s.search(queries[0], mode="keyword")
+        with psycopg.connect(database_url, autocommit=True) as conn:
+            migrate(conn)
+        for q in queries:
             got = {h.chunk_id: h.score for h in s.search(q, limit=len(want[q]) + 5, mode="keyword")}
             assert got.keys() == want[q].keys(), q
             for cid, score in got.items():

@@ -8,10 +8,10 @@ import psycopg
 import pytest
 
 from pipeline.config import Settings, load_settings
-from pipeline.errors import QueryError
+from pipeline.errors import OutdatedStore, QueryError
 from pipeline.ingest import IngestContext, ingest_source
 from pipeline.query import MODES, SearchConfig, Searcher
-from pipeline.store.schema import migrations
+from pipeline.store.schema import migrate, migrations
 
 
 @pytest.mark.parametrize(
@@ -247,7 +247,8 @@ def test_empty_store_returns_nothing(database_url, write_config, tmp_path, embed
 
 
 def test_a_store_from_before_the_postings_is_upgraded(database_url, embedder):
-    """A store built by migrations 0001-0002 gets postings (backfilled) when first searched."""
+    """A store built by migrations 0001-0002 is refused by search until `docforge db migrate` (schema.migrate)
+    backfills its postings."""
     vec = embedder.encode(["rotate the vault secret"])[0]
     with psycopg.connect(database_url, autocommit=True) as conn, conn.transaction():
         conn.execute("CREATE TABLE schema_migrations (version text PRIMARY KEY, applied_at timestamptz DEFAULT now())")
@@ -270,6 +271,10 @@ def test_a_store_from_before_the_postings_is_upgraded(database_url, embedder):
             (embedder.model_id, "[" + ",".join(map(str, vec.tolist())) + "]"),
         )
     with Searcher(Settings(), url=database_url, embedder=embedder, reranker=None) as s:
+        with pytest.raises(OutdatedStore, match="docforge db migrate"):
+            s.search("vault secret rotation", mode="keyword")
+        with psycopg.connect(database_url, autocommit=True) as conn:
+            assert migrate(conn) == [v for v, _ in migrations()[2:]]
         assert [h.chunk_id for h in s.search("vault secret rotation", mode="keyword")] == ["c1"]
         with s.connection() as conn:
             assert _posting_mismatches(conn) == [] and _df_mismatches(conn) == []

@@ -1,4 +1,4 @@
-"""`docforge db`: the store's lifecycle (stop the embedded server, reset)."""
+"""`docforge db`: the store's lifecycle (migrate its schema, stop the embedded server, reset)."""
 
 from __future__ import annotations
 
@@ -21,6 +21,31 @@ def url(config: str) -> None:
 
     settings = load_settings(config)
     click.echo(store_url(settings))
+
+
+@command.command("migrate")
+@config_option
+def migrate(config: str) -> None:
+    """Apply the store's pending schema migrations.
+
+    Ingest applies them too; search, ask and the API never do: they refuse an
+    older store and say to run this.
+    """
+    from pipeline.config import load_settings
+    from pipeline.store.db import connect, store_url
+    from pipeline.store.schema import migrate
+
+    settings = load_settings(config)
+    with connect(store_url(settings)) as conn:
+        applied = migrate(conn)
+    if applied is None:
+        click.echo("the store is empty: nothing to migrate (the first `docforge ingest` builds it)")
+    elif not applied:
+        click.echo("the store's schema is up to date")
+    else:
+        click.echo(f"applied {len(applied)} migration{'s' if len(applied) > 1 else ''}:")
+        for version in applied:
+            click.echo(f"  {version}")
 
 
 @command.command("reset")

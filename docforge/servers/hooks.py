@@ -320,8 +320,7 @@ class Receiver:
     def record(self, settings: Settings, delivery: Delivery) -> bool:
         try:
             with connect(self._url or store_url(settings), vector=False) as conn:
-                if not deliveries.has_table(conn):
-                    open_built(conn)  # a store built before migration 0010
+                open_built(conn)  # an older store is refused: `docforge db migrate` brings it up to date
                 if not deliveries.has_table(conn):
                     raise Refused(503, "the store has no index yet: run a first ingest, then deliver again")
                 return deliveries.record(conn, delivery)

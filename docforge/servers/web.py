@@ -20,7 +20,8 @@ from pydantic import BaseModel
 from pipeline.access import Principal, effective, may_read, predicate
 from pipeline.errors import DocforgeError
 from pipeline.query import Searcher
-from pipeline.store.admin import has_schema, per_source
+from pipeline.store.admin import per_source
+from pipeline.store.schema import open_built
 
 WEB_ASSETS = "/web"  # app.js, app.css
 _DIR = files("docforge.servers") / "web"
@@ -90,7 +91,7 @@ class LocalStore:
     def sources(self, reader: Principal) -> list[dict]:
         cond, binds = predicate(reader)
         with self.searcher.connection() as conn:
-            built = has_schema(conn)
+            built = open_built(conn) is not None
             rows = per_source(conn, list(self.configured), built=built, reader=reader)
             types = dict(conn.execute(sql.SQL(_SOURCE_TYPES).format(cond), binds).fetchall()) if built else {}
         # A source shows when the caller may read one of its documents; one without any (not ingested yet)

@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import logging
 import re
-import threading
 import time
 import uuid
 from typing import Any
+
+import psycopg
 
 from pipeline.access import FULL_ACCESS, Principal
 from pipeline.answers import cache, calibrate, extractive, prompts, provenance, render, retrieve, subject, verify
@@ -28,8 +29,7 @@ from pipeline.answers.run import Checked, Draft, Run
 from pipeline.config import Settings
 from pipeline.errors import AnswerError, StoreError
 from pipeline.query import Searcher
-from pipeline.store.db import connect, store_url
-from pipeline.store.schema import ensure_schema, is_current, store_model
+from pipeline.store.schema import open_built
 
 log = logging.getLogger(__name__)
 MAX_QUESTION = 4000
@@ -56,8 +56,8 @@ def heuristic_intent(question: str) -> str:
 
 
 class Answerer:
-    """Answers questions over one store. Thread-safe: searches run on the Searcher's pooled connections,
-    cache statements under a lock of its own; LLM calls of concurrent asks overlap."""
+    """Answers questions over one store. Thread-safe: searches and cache statements alike run on the
+    Searcher's pooled connections; LLM calls of concurrent asks overlap."""
 
     def __init__(
         self,
@@ -75,9 +75,6 @@ class Answerer:
         if llm is _UNSET:
             llm = ChatClient(settings.llm) if settings.llm.base_url else None
         self.llm: ChatClient | None = llm
-        self._url = url
-        self._conn = None
-        self._lock = threading.Lock()
         self._ready = False
 
     @property
@@ -89,8 +86,6 @@ class Answerer:
             self.searcher.close()
         if self.llm:
             self.llm.close()
-        if self._conn is not None:
-            self._conn.close()
 
     def __enter__(self) -> Answerer:
         return self
@@ -100,26 +95,12 @@ class Answerer:
 
     # --- the store -------------------------------------------------------------------------------------
 
-    def conn(self):
-        if self._conn is None or self._conn.closed or self._conn.broken:  # a dropped one (a restart): anew
-            self._conn = connect(store_url(self.settings, self._url), vector=False)
-            # A crash may lose the last recorded answer or hit count, never corrupt one; a cache hit
-            # then does not wait for the WAL flush (milliseconds, against a 10 ms budget).
-            self._conn.execute("SET synchronous_commit = off")
-        return self._conn
-
-    def _store_ready(self) -> bool:
-        """True once the store holds an index (its schema, answers table included, brought up to date)."""
-        if self._ready:
-            return True
-        conn = self.conn()
-        built = store_model(conn)
-        if built is None:
-            return False
-        if not is_current(conn):
-            ensure_schema(conn, *built)
-        self._ready = True
-        return True
+    def _store_ready(self, conn: psycopg.Connection) -> bool:
+        """True once the store holds an index; OutdatedStore for an older one (an ask never migrates:
+        `docforge db migrate` and ingest do)."""
+        if not self._ready:
+            self._ready = open_built(conn) is not None
+        return self._ready
 
     # --- asking ----------------------------------------------------------------------------------------
 
@@ -149,11 +130,11 @@ class Answerer:
         run = Run(question, scope, history or None, max_iterations)
         use_cache = self.cfg.cache if use_cache is None else use_cache
 
-        with self._lock:
+        with self.searcher.connection() as conn:
             t = time.perf_counter()
-            ready = self._store_ready()
-            key = self._key(run) if ready else None
-            hit = cache.lookup(self.conn(), key) if key and use_cache else None
+            ready = self._store_ready(conn)
+            key = self._key(conn, run) if ready else None
+            hit = cache.lookup(conn, key) if key and use_cache else None
             run.time("cache_lookup", (time.perf_counter() - t) * 1000)
         if hit is not None:
             return self._from_cache(hit, run, t0, trace)
@@ -220,8 +201,8 @@ class Answerer:
         know X" is said of the whole index, so it would tell whether hidden documents hold X."""
         return checked.reason if run.scope.reader.full_access else "nothing you may read answers it"
 
-    def _key(self, run: Run) -> str:
-        state = cache.store_state(self.conn(), cache.scope_sources(run.scope.filters))
+    def _key(self, conn: psycopg.Connection, run: Run) -> str:
+        state = cache.store_state(conn, cache.scope_sources(run.scope.filters))
         return cache.cache_key(
             {
                 "state": state,
@@ -279,9 +260,9 @@ class Answerer:
         pool = retrieve.EvidencePool(self.cfg.max_evidence)
         pool.add(self._search(run, run.question, 1, self.cfg.max_evidence))
         t = time.perf_counter()
-        with self._lock:
-            stats = subject.corpus_stats(self.conn(), subject.question_words(run.question))
-            leads = retrieve.leads(self.conn(), list(dict.fromkeys(e.doc_key for e in pool.items)), run.scope.reader)
+        with self.searcher.connection() as conn:
+            stats = subject.corpus_stats(conn, subject.question_words(run.question))
+            leads = retrieve.leads(conn, list(dict.fromkeys(e.doc_key for e in pool.items)), run.scope.reader)
         ex = extractive.extract(
             run.question, pool.items, self.cfg.extractive_sentences, embed=self._embed, stats=stats, leads=leads
         )
@@ -444,9 +425,9 @@ class Answerer:
             answer_id=answer_id, dag_root=root, input_tokens=answer.input_tokens, output_tokens=answer.output_tokens
         )
         try:
-            with self._lock:
+            with self.searcher.connection() as conn:
                 cache.store(
-                    self.conn(),
+                    conn,
                     answer_id=answer_id,
                     key=key or "",
                     question=run.question,

@@ -22,7 +22,7 @@ from pipeline.redact import redact
 from pipeline.store import generations
 from pipeline.store.db import advisory_lock, connect, source_lock, store_url
 from pipeline.store.generations import Generation
-from pipeline.store.schema import ensure_schema, open_built
+from pipeline.store.schema import ensure_schema, upgrade_built
 
 
 @dataclass(frozen=True)
@@ -108,7 +108,7 @@ class IngestContext:
     def _live(self) -> tuple[Generation, TextEmbedder]:
         cfg = self.settings.embedding
         with connect(self.url) as conn:
-            built = open_built(conn)
+            built = upgrade_built(conn)
             gen = generations.live(conn) if built else None
             if gen is None:  # a new store: its first generation is the model that loads
                 emb = embedders.for_new_store(cfg, self._given or Embedder(cfg))

@@ -21,7 +21,7 @@ from pipeline.ingest.context import IngestContext, IngestStats
 from pipeline.sources import open_source, skipped_by
 from pipeline.store import generations
 from pipeline.store.db import connect
-from pipeline.store.schema import open_built
+from pipeline.store.schema import is_current
 
 # Work an interrupted run left (staged chunks go with their staged document), or a failure to retry.
 _PENDING = """
@@ -36,8 +36,8 @@ def settled(ctx: IngestContext, name: str) -> IngestStats | None:
     cfg = ctx.settings.source(name)
     if cfg.type != "directory":
         return None
-    with connect(ctx.url, vector=False) as conn:  # a new store is built by the real run, not here
-        if open_built(conn) is None or generations.live(conn) is None:
+    with connect(ctx.url, vector=False) as conn:  # a new or older store is built by the real run, not here
+        if not is_current(conn) or generations.live(conn) is None:
             return None
     source = open_source(ctx.settings, cfg)
     refs = source.list_refs()

@@ -44,7 +44,7 @@ from pipeline.progress import Progress
 from pipeline.store import generations
 from pipeline.store.db import advisory_lock, connect
 from pipeline.store.generations import Generation
-from pipeline.store.schema import open_built
+from pipeline.store.schema import upgrade_built
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
@@ -142,7 +142,7 @@ def reindex(
     t0 = time.perf_counter()
     progress = progress or (lambda stage, done, total: None)
     with connect(url) as conn:
-        if open_built(conn) is None:
+        if upgrade_built(conn) is None:
             raise StoreError(
                 "the store is empty: there is nothing to reindex (ingest first; a new store is "
                 "built with embedding.model)"
@@ -181,7 +181,7 @@ def reindex(
 def cancel(url: str) -> Generation | None:
     """Drop the building generation an interrupted reindex left (None when there is none)."""
     with connect(url) as conn:
-        if open_built(conn) is None:
+        if upgrade_built(conn) is None:
             return None
         with advisory_lock(conn, "reindex"):
             gen = generations.building(conn)

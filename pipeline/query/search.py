@@ -61,7 +61,7 @@ from pipeline.store import generations
 from pipeline.store.db import connect, store_url
 from pipeline.store.generations import Generation
 from pipeline.store.pool import checkout, open_pool
-from pipeline.store.schema import is_current, open_built, store_model
+from pipeline.store.schema import open_built
 
 _UNSET = object()
 _MAX_K = 1000  # the deepest candidate list a search reads
@@ -320,28 +320,27 @@ class Searcher:
         return self.reranker
 
     def _ready(self) -> bool:
-        """False for an empty store; brings an older store's schema up to date once, on a connection of
-        its own (a migration is not held to a search's statement time limit)."""
-        if self._checked:
-            return True
-        with self.connection() as conn:
-            built, current = store_model(conn), is_current(conn)
-        if built is None:
-            return False
-        if not current:
-            with connect(self.url) as conn:
-                open_built(conn)
-        self._checked = True
+        """False for an empty store; OutdatedStore for an older one (a reader never migrates: `docforge db
+        migrate` and ingest do)."""
+        if not self._checked:
+            with self.connection() as conn:
+                if open_built(conn) is None:
+                    return False
+            self._checked = True
         return True
 
     def _configure(self, conn: psycopg.Connection) -> None:
         """Each pooled connection's session, set once as it opens: pgvector's types, the statement time
-        limit, and the HNSW scan settings (ef_search at its default; `_set_ef_search` raises it per search)."""
+        limit, and the HNSW scan settings (ef_search at its default; `_set_ef_search` raises it per search).
+        The pool's only writes are the answer cache's (pipeline.answers.loop): a crash may lose the last
+        recorded answer or hit count, never corrupt one, so a commit does not wait for the WAL flush
+        (milliseconds, against a cache hit's 10 ms budget)."""
         register_vector(conn)
         ef = self.config.ef_search
         conn.execute(
             "SELECT set_config('statement_timeout', %s, false), set_config('hnsw.ef_search', %s, false), "
-            "set_config('hnsw.iterative_scan', 'strict_order', false)",
+            "set_config('hnsw.iterative_scan', 'strict_order', false), "
+            "set_config('synchronous_commit', 'off', false)",
             (str(self.config.statement_timeout_ms), str(ef)),
         )
         self._ef_search[conn] = ef

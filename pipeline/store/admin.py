@@ -18,7 +18,7 @@ from pipeline.access import Principal, predicate
 from pipeline.errors import StoreError
 from pipeline.store import generations
 from pipeline.store.db import lock_id, scalar, source_lock
-from pipeline.store.schema import open_built
+from pipeline.store.schema import upgrade_built
 
 SAMPLE = 50  # offending ids reported per check; the count is always exact
 
@@ -52,7 +52,7 @@ class Finding:
 
 def has_schema(conn: psycopg.Connection) -> bool:
     """True for a built store, its schema brought up to date first."""
-    return open_built(conn) is not None
+    return upgrade_built(conn) is not None
 
 
 def stored_sources(conn: psycopg.Connection) -> set[str]:
@@ -117,7 +117,7 @@ _IN_SOURCE = "(%(p)s::text IS NULL OR d.source = %(p)s)"
 
 def chunks_without_embedding(conn: psycopg.Connection, source: str | None) -> Finding:
     """Chunks without a vector of the live generation (the model search embeds queries with)."""
-    if open_built(conn) is None or (gen := generations.live(conn)) is None:
+    if upgrade_built(conn) is None or (gen := generations.live(conn)) is None:
         return Finding()
     return _finding(
         conn,

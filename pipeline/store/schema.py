@@ -1,7 +1,10 @@
 """Versioned migrations, and the store's live model generation.
 
 Migrations are `migrations/NNNN_name.sql`, applied in order under an advisory
-lock and recorded in `schema_migrations`. The model a store's vectors come from
+lock and recorded in `schema_migrations`. Writers apply them (ingest, reindex,
+upkeep, `docforge db migrate`: `ensure_schema`, `upgrade_built`); readers (search,
+ask, status, the API) never do: `open_built` refuses an older store with
+`OutdatedStore`, which says to run `docforge db migrate`. The model a store's vectors come from
 is its live generation's (pipeline.store.generations, migration 0007); before
 0007, `docforge_meta` recorded the one model a store was built for.
 """
@@ -12,6 +15,7 @@ from importlib import resources
 
 import psycopg
 
+from pipeline.errors import OutdatedStore
 from pipeline.store import generations
 from pipeline.store.db import advisory_lock, scalar
 
@@ -99,15 +103,40 @@ def ensure_schema(conn: psycopg.Connection, model: str, dim: int, name: str | No
 
 
 def open_built(conn: psycopg.Connection) -> tuple[str, int] | None:
+    """The store's (model, dimension), or None for an empty store; an older store's schema is refused.
+
+    For readers (search, ask, status, the API): they never change the schema, and must not meet an
+    older store's table and column names.
+    """
+    built = store_model(conn)
+    if built and not is_current(conn):
+        raise OutdatedStore(
+            f"the store's schema is older than this docforge ({len(pending(conn))} migrations to apply):"
+            " run `docforge db migrate`"
+        )
+    return built
+
+
+def upgrade_built(conn: psycopg.Connection) -> tuple[str, int] | None:
     """The store's (model, dimension) with its schema brought up to date, or None for an empty store.
 
-    For readers and upkeep (search, status, checks, purge): they never create a
-    store, but must not meet an older store's table and column names.
+    For writers and upkeep (ingest, reindex, checks, purge, `docforge db migrate`): they never create
+    a store, and bring an older one up to date first.
     """
     built = store_model(conn)
     if built and not is_current(conn):
         ensure_schema(conn, *built)
     return built
+
+
+def migrate(conn: psycopg.Connection) -> list[str] | None:
+    """`docforge db migrate`: the migrations applied now (old names rewritten too), None for an empty store."""
+    built = store_model(conn)
+    if built is None:
+        return None
+    todo = pending(conn)
+    ensure_schema(conn, *built)
+    return todo
 
 
 def drop_all(conn: psycopg.Connection) -> None:
