@@ -13,6 +13,7 @@ from pipeline.config import (
     AuthConfig,
     ConfluenceCredentials,
     OrchestrationConfig,
+    SearchConfig,
     Settings,
     check_source_name,
     env_section,
@@ -125,14 +126,35 @@ def test_the_tree_from_yaml_with_environment_overrides(write_config, monkeypatch
         embedding={"device": "cpu"},
     )
     monkeypatch.setenv("DOCFORGE_SEARCH_FETCH_K", "80")  # the documented name
-    monkeypatch.setenv("DOCFORGE_SEARCH__BM25_B", "0.4")  # the generic DOCFORGE_<SECTION>__<KEY>
+    monkeypatch.setenv("DOCFORGE_CHUNKING__MAX_TOKENS", "200")  # a section without names of its own
     monkeypatch.setenv("RERANK_ENABLED", "true")
     monkeypatch.setenv("DOCFORGE_MODEL_CACHE", "/tmp/models")
     s = load_settings(path)
-    assert (s.search.fetch_k, s.search.rrf_k, s.search.bm25_b, s.search.ef_search) == (80, 30, 0.4, 100)
+    assert (s.search.fetch_k, s.search.rrf_k, s.search.ef_search, s.chunking.max_tokens) == (80, 30, 100, 200)
     assert (s.rerank.enabled, s.rerank.url, s.rerank.timeout_s) == (True, "http://127.0.0.1:9", 3)
     assert s.auth.jwt_audience == "api://docs" and s.embedding.device == "cpu"
     assert str(s.embedding.cache_dir) == "/tmp/models" and s.sources[0].name == "hb"
+
+
+def test_one_environment_name_per_setting_the_other_refused(write_config, monkeypatch):
+    """A key of a section with names of its own is read only under them: its generic
+    DOCFORGE_<SECTION>__<KEY> is refused with the right name, never silently read."""
+    path = write_config([{"name": "hb", "type": "git", "repo": "."}])
+    monkeypatch.setenv("DOCFORGE_SEARCH__FETCH_K", "80")
+    monkeypatch.setenv("DOCFORGE_LLM__API_KEY", "sk-secret-value")
+    with pytest.raises(ConfigError) as e:
+        load_settings(path)
+    assert str(e.value) == (
+        "environment: 2 problem(s)\n"
+        "  DOCFORGE_SEARCH__FETCH_K is not read: set DOCFORGE_SEARCH_FETCH_K instead (search.fetch_k)\n"
+        "  DOCFORGE_LLM__API_KEY is not read: set DOCFORGE_LLM_API_KEY instead (llm.api_key)"
+    )
+    with pytest.raises(ConfigError, match="set DOCFORGE_SEARCH_FETCH_K instead"):
+        env_section(SearchConfig)
+    monkeypatch.delenv("DOCFORGE_SEARCH__FETCH_K")
+    monkeypatch.delenv("DOCFORGE_LLM__API_KEY")
+    monkeypatch.setenv("DOCFORGE_SEARCH_FETCH_K", "80")
+    assert load_settings(path).search.fetch_k == 80 == env_section(SearchConfig).fetch_k
 
 
 @pytest.mark.parametrize(

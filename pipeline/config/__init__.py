@@ -20,9 +20,10 @@
     └── database_url     DATABASE_URL
 
 Precedence, highest first: the environment, then the YAML file, then defaults.
-Every key also has the generic name `DOCFORGE_<SECTION>__<KEY>`; a section's
-documented names (the table above, README's environment table) are listed on
-the section as `env_prefix` / `env_aliases`. Secrets are `SecretStr`, read from
+Each key has one environment name: its section's own (the table above, README's
+environment table; `env_prefix` / `env_aliases` on the section) where it has them,
+else the generic `DOCFORGE_<SECTION>__<KEY>`; the other spelling is refused with
+a ConfigError naming the right one. Secrets are `SecretStr`, read from
 the environment only: a secret key in sources.yml is refused with a ConfigError,
 and no error or repr ever shows a secret's value.
 

@@ -1,9 +1,10 @@
 """The building blocks of the tree: a strict, frozen model, and a section with environment names of its own.
 
-A section's keys are read from the environment under the generic name
-`DOCFORGE_<SECTION>__<KEY>` (pydantic-settings reads it, first) and under the
-section's documented names (`env_prefix` / `env_aliases`). `first_set` is the
-one lookup of those names in the process environment.
+A key is read from the environment under one name: its section's own
+(`env_prefix` / `env_aliases`) where the section has them, else the generic
+`DOCFORGE_<SECTION>__<KEY>` (pydantic-settings' nested delimiter); the loader
+refuses the generic name of a key that has its own. `first_set` is the one
+lookup of those names in the process environment.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ class Strict(BaseModel):
 
 
 class Section(Strict):
-    """A part of the tree with environment names of its own, besides DOCFORGE_<SECTION>__<KEY>.
+    """A part of the tree with environment names of its own, instead of DOCFORGE_<SECTION>__<KEY>.
 
     A field's names are `env_aliases[field]` when listed, else `env_prefix + FIELD`
     (none when the prefix is empty); the first one set (non-empty) wins.
@@ -38,7 +39,7 @@ class Section(Strict):
 
 
 def generic_name(*path: str | int) -> str:
-    """The name every key also has: DOCFORGE_<SECTION>__<KEY> (pydantic-settings' nested delimiter)."""
+    """DOCFORGE_<SECTION>__<KEY> (pydantic-settings' nested delimiter): the name of a key without its own."""
     return "DOCFORGE_" + "__".join(str(p) for p in path).upper()
 
 

@@ -155,9 +155,10 @@ def env_section(cls: type[S]) -> S:
     """One section from the environment and defaults alone, as the tree would read it; a problem
     elsewhere in the tree does not stop it (the Dagster code location loads with a typo elsewhere)."""
     (name,) = [n for n, c in sections().items() if c is cls]
+    _refuse_other_spellings(name)
     values: dict[str, Any] = {}
     for key in cls.model_fields:
-        if found := first_set((generic_name(name, key), *cls.env_names(key))):
+        if found := first_set(cls.env_names(key) or (generic_name(name, key),)):
             values[key] = found[1]
     try:
         return cls.model_validate(values)
@@ -165,7 +166,23 @@ def env_section(cls: type[S]) -> S:
         raise ConfigError(_describe(None, {}, e, (name,))) from None
 
 
+def _refuse_other_spellings(only: str | None = None) -> None:
+    """Each key has one environment name: its section's own (`DOCFORGE_SEARCH_FETCH_K`) where the section
+    has them, else the generic `DOCFORGE_<SECTION>__<KEY>`. The generic name of a key with its own is
+    refused, naming the right one, rather than read: one spelling per setting in a deployment."""
+    wrong = [
+        f"  {generic} is not read: set {own[0]} instead ({name}.{key})"
+        for name, cls in sections().items()
+        if only in (None, name)
+        for key in cls.model_fields
+        if (own := cls.env_names(key)) and first_set((generic := generic_name(name, key),))
+    ]
+    if wrong:
+        raise ConfigError("\n".join([f"environment: {len(wrong)} problem(s)", *wrong]))
+
+
 def _build(data: dict, path: Path | None) -> Settings:
+    _refuse_other_spellings()
     try:
         return Settings(**data, config_path=path)
     except ValidationError as e:
@@ -192,9 +209,9 @@ def _refuse_file_only_problems(path: Path, data: dict) -> None:
 
 def _env_hint(loc: list) -> str:
     """` (from NAME='value')` when the environment gave the value at `loc` (never a secret's value)."""
-    names: tuple[str, ...] = (generic_name(*loc),)  # read first (pydantic-settings), so named first
+    names: tuple[str, ...] = (generic_name(*loc),)
     if len(loc) >= 2 and (cls := sections().get(str(loc[0]))) and str(loc[1]) in cls.model_fields:
-        names += cls.env_names(str(loc[1]))
+        names = cls.env_names(str(loc[1])) or names
     if not (found := first_set(names)):
         return ""
     name, value = found
