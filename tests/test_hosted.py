@@ -57,7 +57,10 @@ def service(embedder):
         yield srv
 
 
-def run_api(corpus, env: dict) -> dict:
+def run_api(
+    corpus, env: dict, python: str = sys.executable, heavy: tuple[str, ...] = HEAVY, cwd: Path | None = None
+) -> dict:
+    """The probe in `python`'s process (this venv's, or an install's), with `env` on top, run in `cwd`."""
     env = {
         **{k: v for k, v in os.environ.items() if k not in ("EMBEDDER_URL", "EMBEDDER_TOKEN")},
         "DATABASE_URL": corpus.url,
@@ -66,8 +69,9 @@ def run_api(corpus, env: dict) -> dict:
         **env,
     }
     res = subprocess.run(
-        [sys.executable, "-c", PROBE, str(free_port()), QUERY, ",".join(HEAVY)],
+        [python, "-c", PROBE, str(free_port()), QUERY, ",".join(heavy)],
         env=env,
+        cwd=cwd,
         capture_output=True,
         text=True,
         timeout=300,

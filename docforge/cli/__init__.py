@@ -8,6 +8,7 @@ import sys
 
 import click
 
+from docforge.cli.extras import missing_extra
 from docforge.cli.options import CONFIG_HELP
 from pipeline import __version__
 from pipeline.errors import DocforgeError
@@ -47,6 +48,10 @@ class Group(click.Group):
             return super().invoke(ctx)
         except DocforgeError as e:
             raise click.ClickException(str(e)) from None
+        except ModuleNotFoundError as e:  # an install without the extra this command needs
+            if (hint := missing_extra(e)) is None:
+                raise
+            raise click.ClickException(hint) from None
 
 
 @click.group(cls=Group, context_settings=CONTEXT)
