@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import json
 import logging
 import re
 from collections.abc import Callable, Iterable
@@ -38,6 +37,7 @@ from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
+from pipeline import json_strict
 from pipeline.config import ConfluenceSourceConfig, GitSourceConfig, Settings, source_secret
 from pipeline.errors import ConfigError, DocforgeError
 from pipeline.store import deliveries
@@ -165,7 +165,7 @@ def parse_json(body: bytes, content_type: str) -> dict[str, Any]:
             (text,) = parse_qs(body.decode(), strict_parsing=True)["payload"]
         else:
             text = body.decode()
-        data = json.loads(text)
+        data = json_strict.loads(text)  # bounded: a deeply nested body is a 400, not a RecursionError
     except (ValueError, KeyError, UnicodeDecodeError) as e:
         raise Refused(400, f"the delivery is not a JSON object ({type(e).__name__})") from None
     if not isinstance(data, dict):
