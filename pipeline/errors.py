@@ -49,6 +49,11 @@ class StoreError(DocforgeError):
     """The store is unreachable or was built for something else."""
 
 
+class StoreDown(StoreError):
+    """The store cannot be reached or started. Its message may name a socket path or host: a server tells
+    its callers only that the store is unavailable."""
+
+
 class QueryError(DocforgeError):
     """A search request (mode, filter expression) is invalid."""
 
