@@ -19,9 +19,10 @@ from typing import Any
 
 # The deepest JSON docforge takes is a filter expression: search.filter_max_depth (8) levels of
 # and/or/not, two JSON levels each, inside a request object and its `filters` key, about 20 in all.
-# 64 leaves room for a webhook's payload (GitHub's and GitLab's nest under 10) and stays far below
-# where Python's parser recurses out (about 1,000) and pydantic-core's limit (200).
-MAX_DEPTH = 64
+# 128 lets a filter far past that budget (50 levels: ~100 of JSON) reach the filter's own, clearer
+# refusal, holds any webhook payload (GitHub's and GitLab's nest under 10), and stays below where
+# pydantic-core stops (200) and far below where Python's parser recurses out (about 1,000).
+MAX_DEPTH = 128
 # The largest body any docforge server accepts (the model services' default, DOCFORGE_SERVICE_MAX_BODY_BYTES):
 # an input larger than it is refused by every reader before it is decoded. Callers with a tighter limit
 # (the API's 1 MiB, the webhooks' 1 MiB) pass it.
