@@ -43,7 +43,7 @@ def reset(config: str, yes: bool) -> None:
 @command.command("stop")
 @config_option
 def stop(config: str | None) -> None:
-    """Stop the embedded Postgres server of this DOCFORGE_HOME (no sources.yml needed)."""
+    """Stop the embedded Postgres of this DOCFORGE_HOME (needs no sources.yml)."""
     from pipeline.config import env_settings, load_settings
     from pipeline.errors import ConfigError
     from pipeline.store.db import stop_embedded
