@@ -147,14 +147,15 @@ class Waiting(threading.Thread):
                 next_say = waited + SAY_EVERY_S
 
     def _line(self, pool: str, holders: set[str], waited: float) -> str:
-        held = ""
         if holders:
             holder = self.instance.get_run_by_id(sorted(holders)[0])
             who = f"run {sorted(holders)[0][:8]}"
             if holder is not None and (part := holder.tags.get("dagster/partition")):
                 who += f", source {part!r}"
             held = f" held by {who}"
-        return f"docforge: waiting {waited:.0f} s for pool {pool!r}{held} (Ctrl-C stops)"
+        else:
+            held = " held by another run"
+        return f"docforge: waiting {waited:.0f} s for pool {pool!r} (Ctrl-C stops),{held}"  # a long name is cut
 
     def _abandon(self, run: DagsterRun, pool: str) -> None:
         """Ctrl-C/SIGTERM while waiting for a slot: fail the run, free its claims, end the process now (the
