@@ -54,6 +54,11 @@ class OutdatedStore(StoreError):
     """The store's schema is older than this docforge: a reader refuses it (`docforge db migrate`)."""
 
 
+class StoreDown(StoreError):
+    """The store cannot be reached or started. Its message may name a socket path or host: a server tells
+    its callers only that the store is unavailable."""
+
+
 class QueryError(DocforgeError):
     """A search request (mode, filter expression) is invalid."""
 

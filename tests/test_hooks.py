@@ -159,8 +159,10 @@ def test_body_over_the_cap_is_413_before_verification(hooks, database_url, monke
     base, _ = hooks
     monkeypatch.setenv("DOCFORGE_WEBHOOK_MAX_BODY_BYTES", "2048")  # sources.yml is re-read per delivery
     body = json.dumps({"ref": "refs/heads/main", "pad": "x" * 4000}).encode()
-    res = post(base, "/hooks/git", body, {"X-GitHub-Event": "push"})  # unsigned: refused for its size first
+    res = post(base, "/hooks/git", body, github_headers(body))  # signed: refused for its size before the check
     assert res.status_code == 413 and "DOCFORGE_WEBHOOK_MAX_BODY_BYTES" in res.json()["detail"]
+    unsigned = post(base, "/hooks/git", body, {"X-GitHub-Event": "push"})  # unsigned: refused before all else
+    assert unsigned.status_code == 401
     assert recorded(database_url) == []
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -27,6 +28,7 @@ def session_calls(params: StdioServerParameters, errlog, calls: list[dict]) -> t
 
 def server_env(corpus, tmp_path, **extra) -> dict[str, str]:
     return {
+        "PYTHONPATH": os.getcwd(),  # this checkout's code, whatever the venv's install points at
         "DATABASE_URL": corpus.url,
         "DOCFORGE_CONFIG": str(corpus.config),
         "DOCFORGE_HOME": str(tmp_path),
@@ -142,6 +144,17 @@ def test_malformed_lines_get_an_error_reply_and_the_next_call_works(corpus, tmp_
             surrogate = s.reply()
             assert surrogate["id"] == 3 and surrogate["error"]["code"] == -32602
             assert "not valid Unicode" in surrogate["error"]["message"]
+
+            s.send(b"[" * 100_000 + b"]" * 100_000)  # past every parser's recursion: an error, no crash
+            deep = s.reply()
+            assert deep["id"] is None and deep["error"]["code"] == -32700
+            assert "nested" in deep["error"]["message"]
+            nested = {"query": "refund", "user_name": "a", "team_name": "b", "filters": {}}
+            for _ in range(150):  # JSON-RPC that pydantic takes (under its 200), nested past docforge's bound
+                nested = {"x": nested}
+            s.send(json.dumps({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": nested}).encode())
+            too_deep = s.reply()
+            assert too_deep["id"] == 5 and too_deep["error"]["code"] == -32602
 
             ok = s.call(
                 4,

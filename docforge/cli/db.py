@@ -67,9 +67,16 @@ def reset(config: str, yes: bool) -> None:
 
 @command.command("stop")
 @config_option
-def stop(config: str) -> None:
-    """Stop the embedded Postgres server of this DOCFORGE_HOME."""
-    from pipeline.config import load_settings
+def stop(config: str | None) -> None:
+    """Stop the embedded Postgres of this DOCFORGE_HOME (needs no sources.yml)."""
+    from pipeline.config import env_settings, load_settings
+    from pipeline.errors import ConfigError
     from pipeline.store.db import stop_embedded
 
-    click.echo(stop_embedded(load_settings(config).home))
+    try:
+        home = load_settings(config).home
+    except ConfigError:
+        if config:  # a file named on purpose: its error is the answer
+            raise
+        home = env_settings().home  # nothing configured here: DOCFORGE_HOME, else ./.docforge
+    click.echo(stop_embedded(home))

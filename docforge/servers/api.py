@@ -17,6 +17,7 @@ store does not answer (or a search ran past its statement time limit).
 """
 
 import json
+import logging
 from importlib.resources import files
 from typing import Annotated, Any
 
@@ -29,16 +30,17 @@ from fastapi.staticfiles import StaticFiles
 from docforge.servers import SearchFn, SearchHit, SearchRequest, SearchResponse, log_request, strict_json
 from docforge.servers.ask import AskFn, AskRequest, log_ask
 from docforge.servers.auth import Authenticator, Principal
-from docforge.servers.gate import PRINCIPAL, Admissions, RequestGate
+from docforge.servers.gate import PRINCIPAL, RETRY, Admissions, RequestGate, unavailable
 from docforge.servers.hooks import Receiver, hooks_router, is_hook
 from docforge.servers.web import PageStore, add_page, is_page
 from pipeline import __version__
 from pipeline.answers import Answer
 from pipeline.config import ApiConfig
-from pipeline.errors import AnswerError, DocforgeError, LLMError, QueryError
+from pipeline.errors import AnswerError, DocforgeError, LLMError, QueryError, StoreDown
+
+log = logging.getLogger("docforge.servers.api")
 
 _bearer = HTTPBearer(auto_error=False, description="An API token or a JWT from the configured identity provider.")
-RETRY = {"Retry-After": "1"}  # on every 503: the store or the process is expected back within seconds
 DOCS_ASSETS = "/docs/assets"  # swagger-ui-bundle.js, swagger-ui.css, favicon.png
 _SWAGGER = """<!doctype html><html><head><title>docforge API</title>
 <link rel="icon" href="ASSETS/favicon.png"><link rel="stylesheet" href="ASSETS/swagger-ui.css"></head>
@@ -75,12 +77,17 @@ def create_app(
     strict_json.install(app)  # NaN, Infinity, text with no UTF-8 form: 422
     admissions = Admissions(limits)
     app.add_middleware(
-        RequestGate, authenticate=auth.authenticate, is_open=is_open, limits=limits, admissions=admissions
+        RequestGate,
+        authenticate=auth.authenticate,
+        is_open=is_open,
+        limits=limits,
+        admissions=admissions,
+        is_counted=is_hook,
     )
 
     @app.exception_handler(psycopg.OperationalError)
     async def store_lost(request: Request, exc: psycopg.OperationalError) -> JSONResponse:
-        # A safety net: the search path says so itself (StoreError); anything else that meets a lost store too.
+        # A safety net: the search path says so itself (StoreDown); anything else that meets a lost store too.
         return JSONResponse({"detail": "the store is unavailable; try again shortly"}, status_code=503, headers=RETRY)
 
     def principal(
@@ -108,6 +115,9 @@ def create_app(
             hits = search(req, who)
         except QueryError as e:
             raise HTTPException(400, str(e)) from None
+        except StoreDown as e:
+            log.warning("search: %s", e)
+            raise unavailable() from None
         except DocforgeError as e:
             raise HTTPException(503, str(e), headers=RETRY) from None
         return SearchResponse(query=req.query, hits=[SearchHit(**h) for h in hits])
@@ -127,6 +137,9 @@ def create_app(
                 if isinstance(e, LLMError):
                     raise HTTPException(502, str(e)) from None
                 raise HTTPException(400, str(e)) from None
+            except StoreDown as e:
+                log.warning("ask: %s", e)
+                raise unavailable() from None
             except DocforgeError as e:
                 raise HTTPException(503, str(e), headers=RETRY) from None
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 from typing import Any, Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from docforge.servers.remote import RemoteRoute
 from pipeline.access import FULL_ACCESS, Principal
@@ -44,6 +44,21 @@ class AskRequest(BaseModel):
     history: list[Turn] | None = Field(default=None, max_length=20, description="Prior turns, oldest first.")
     no_cache: bool = False
     trace: bool = False
+
+    @field_validator("filters")
+    @classmethod
+    def _no_nul(cls, v: dict[str, Any] | None) -> dict[str, Any] | None:
+        """A NUL in a filter's key or value: refused (422), as no stored text can hold one."""
+        todo: list[Any] = [v]
+        while todo:  # iterative: the body's depth is bounded already (pipeline/json_strict.py)
+            node = todo.pop()
+            if isinstance(node, dict):
+                todo += [*node.keys(), *node.values()]
+            elif isinstance(node, list):
+                todo += node
+            elif isinstance(node, str) and "\x00" in node:
+                raise ValueError("a filter's text may not hold NUL (U+0000)")
+        return v
 
 
 class AskFn(Protocol):

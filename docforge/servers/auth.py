@@ -16,7 +16,9 @@ environment only (never in sources.yml):
     DOCFORGE_JWT_GROUP_CLAIMS the claims holding its groups (groups,roles): lists or space/comma-separated
 
 With no tokens, no tokens file and no JWKS URL the API refuses to start: it never serves
-unauthenticated (only /health is open).
+unauthenticated (only /health is open). The tokens file is read again when it changes (its digest is
+checked at most every RELOAD_S seconds): removing an entry revokes that token without a restart. A file
+that turns unreadable or malformed lets no caller of it in until it is fixed (fail closed), and says why.
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ import hashlib
 import hmac
 import logging
 import re
+import threading
+import time
 from collections.abc import Callable
 from functools import cached_property
 from pathlib import Path
@@ -41,6 +45,9 @@ from pipeline.errors import ConfigError
 log = logging.getLogger(__name__)
 __all__ = ["AuthConfig", "Authenticator", "Principal", "read_tokens_file"]
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
+# How often the tokens file's digest is checked: hashing a small file costs microseconds, and a revoked
+# token is refused within this many seconds (the promise is 10).
+RELOAD_S = 2.0
 
 
 class TokenEntry(BaseModel):
@@ -117,7 +124,11 @@ class Authenticator:
         self.cfg = cfg
         raw = self.cfg.api_tokens.get_secret_value() if self.cfg.api_tokens else ""
         self.tokens = [t.strip() for t in raw.split(",") if t.strip()]
-        self.callers = read_tokens_file(resolve(cfg.tokens_file)) if cfg.tokens_file else []
+        self._file = resolve(cfg.tokens_file) if cfg.tokens_file else None
+        self._callers = read_tokens_file(self._file) if self._file else []
+        self._digest = self._file_digest()
+        self._checked = time.monotonic()
+        self._reload = threading.Lock()
         self.algorithms = [a.strip() for a in self.cfg.jwt_algorithms.split(",") if a.strip()]
         self.user_claims = [c.strip() for c in cfg.jwt_user_claims.split(",") if c.strip()]
         self.group_claims = [c.strip() for c in cfg.jwt_group_claims.split(",") if c.strip()]
@@ -139,6 +150,31 @@ class Authenticator:
             )
         if self.cfg.jwt_jwks_url and not self.user_claims:
             raise ConfigError("DOCFORGE_JWT_USER_CLAIMS is empty: name the claim that names the caller (email, sub)")
+
+    def _file_digest(self) -> str | None:
+        try:
+            return hashlib.sha256(self._file.read_bytes()).hexdigest() if self._file else None
+        except OSError:
+            return None
+
+    @property
+    def callers(self) -> list[TokenEntry]:
+        """The tokens file's callers, read again when its digest changed (checked every RELOAD_S at most)."""
+        if self._file is None or time.monotonic() - self._checked < RELOAD_S:
+            return self._callers
+        with self._reload:
+            if time.monotonic() - self._checked >= RELOAD_S:
+                digest = self._file_digest()
+                if digest != self._digest:
+                    try:
+                        self._callers = read_tokens_file(self._file)
+                        log.info("tokens file %s changed: %d callers", self._file, len(self._callers))
+                    except ConfigError as e:  # fail closed: a broken edit must not keep a revoked token valid
+                        self._callers = []
+                        log.error("%s: no caller of it is let in until it is fixed", e)
+                    self._digest = digest
+                self._checked = time.monotonic()
+        return self._callers
 
     @cached_property
     def jwks(self) -> jwt.PyJWKClient:

@@ -11,8 +11,9 @@ An ASGI middleware, in this order:
   no number), and when a body sent without one (chunked) passes it as it
   streams: the route's read fails at the first chunk past the limit.
 
-Admission control: an authenticated request takes a slot of its kind (asks, or
-everything else: searches, page reads) before it runs, and gives it back when its
+Admission control: an authenticated request, and every webhook delivery (signed or
+not: a flood of unsigned ones must not crowd out searches), takes a slot of its kind
+(asks, or everything else: searches, page reads, webhooks) before it runs, and gives it back when its
 response is sent. With every slot taken it waits in line, at most `max_wait_s`
 and only while fewer than `max_queued` wait; past either bound it gets 503 with
 `Retry-After` at once. So a burst of callers meets a short, bounded wait or a
@@ -41,6 +42,13 @@ from docforge.servers.auth import Principal
 from pipeline.config import ApiConfig
 
 PRINCIPAL = "docforge.principal"  # where the gate leaves the caller, in the request's state
+RETRY = {"Retry-After": "1"}  # on every 503 of a lost store: it is expected back within seconds
+
+
+def unavailable(what: str = "the store") -> HTTPException:
+    """The 503 of a store (or service) that does not answer: `Retry-After`, and a detail that names no
+    socket path, host or connection string (the error's own text goes to the log, redacted, not the caller)."""
+    return HTTPException(503, f"{what} is unavailable; try again shortly", headers=RETRY)
 
 
 class Admission:
@@ -134,10 +142,12 @@ class RequestGate:
         is_open: Callable[[str], bool],
         limits: ApiConfig,
         admissions: Admissions | None = None,
+        is_counted: Callable[[str], bool] = lambda path: False,
     ):
         self.app = app
         self.authenticate = authenticate
         self.is_open = is_open  # paths served without a token
+        self.is_counted = is_counted  # open paths that still take an admission slot (webhooks, signed or not)
         self.max_body_bytes = limits.max_body_bytes
         self.max_header_bytes = limits.max_header_bytes
         self.admissions = admissions or Admissions(limits)
@@ -183,6 +193,8 @@ class RequestGate:
                 return
             scope.setdefault("state", {})[PRINCIPAL] = who
             line = self.admissions.for_path(path)
+        elif self.is_counted(path):
+            line = self.admissions.requests
         refusal = declared_length_refusal(
             headers.get("content-length"),
             self.max_body_bytes,

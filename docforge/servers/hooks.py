@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import json
 import logging
 import re
 from collections.abc import Callable, Iterable
@@ -38,10 +37,11 @@ from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
+from pipeline import json_strict
 from pipeline.config import ConfluenceSourceConfig, GitSourceConfig, Settings, source_secret
 from pipeline.errors import ConfigError, DocforgeError
 from pipeline.store import deliveries
-from pipeline.store.db import connect, store_url
+from pipeline.store.db import connect, running_store_url
 from pipeline.store.deliveries import Delivery, Target
 from pipeline.store.schema import open_built
 
@@ -60,6 +60,13 @@ def is_hook(path: str) -> bool:
 class Refused(HTTPException):
     def __init__(self, status: int, detail: str):
         super().__init__(status, detail)
+
+
+class Unsigned(Refused):
+    """No signature header at all: refused from the headers alone, before sources.yml or the body is read."""
+
+    def __init__(self, detail: str):
+        super().__init__(401, detail)
 
 
 # --- verification ------------------------------------------------------------------------------------
@@ -109,10 +116,9 @@ def verify_git(headers, body: bytes, candidates: dict[str, bytes]) -> Signed:
         sig = h.get("x-hub-signature-256", "").strip().lower()
         proof = sig.removeprefix("sha256=") if sig.startswith("sha256=") else ""
         return _signed("github", h.get("x-github-event", ""), h.get("x-github-delivery"), proof, body, candidates)
-    raise Refused(
-        401,
+    raise Unsigned(
         "unsigned delivery: expected X-Hub-Signature-256 (GitHub), X-Gitlab-Token (GitLab) or "
-        "X-Gitea-Signature / X-Forgejo-Signature (Gitea, Forgejo)",
+        "X-Gitea-Signature / X-Forgejo-Signature (Gitea, Forgejo)"
     )
 
 
@@ -131,7 +137,7 @@ def _signed(host: str, event: str, delivery: str | None, proof: str, body: bytes
 
 def _check(host: str, event: str, delivery: str | None, labels: set[str], signed: bool) -> Signed:
     if not signed:
-        raise Refused(401, f"unsigned {host} delivery: its signature header is missing")
+        raise Unsigned(f"unsigned {host} delivery: its signature header is missing")
     if not labels:
         raise Refused(401, f"{host} delivery refused: the signature matches no configured webhook secret")
     return Signed(host, event.strip(), delivery.strip() if delivery else None, frozenset(labels))
@@ -165,7 +171,7 @@ def parse_json(body: bytes, content_type: str) -> dict[str, Any]:
             (text,) = parse_qs(body.decode(), strict_parsing=True)["payload"]
         else:
             text = body.decode()
-        data = json.loads(text)
+        data = json_strict.loads(text)  # bounded: a deeply nested body is a 400, not a RecursionError
     except (ValueError, KeyError, UnicodeDecodeError) as e:
         raise Refused(400, f"the delivery is not a JSON object ({type(e).__name__})") from None
     if not isinstance(data, dict):
@@ -317,22 +323,28 @@ class Receiver:
         except ConfigError as e:
             raise Refused(503, f"sources.yml is invalid, delivery not recorded: {e}") from None
 
-    def record(self, settings: Settings, delivery: Delivery) -> bool:
+    def record(self, settings: Settings, delivery: Delivery) -> str | None:
+        """Record it; the id it was first received under when it is a replay (None: recorded now)."""
+        # The embedded server is never started here: one that `docforge db stop` stopped stays stopped.
+        url = self._url or running_store_url(settings)
+        if url is None:
+            raise Refused(503, "the store is not running, delivery not recorded: start it (docforge db url)")
         try:
-            with connect(self._url or store_url(settings), vector=False) as conn:
+            with connect(url, vector=False) as conn:
                 open_built(conn)  # an older store is refused: `docforge db migrate` brings it up to date
                 if not deliveries.has_table(conn):
                     raise Refused(503, "the store has no index yet: run a first ingest, then deliver again")
                 return deliveries.record(conn, delivery)
-        except DocforgeError as e:
-            raise Refused(503, f"the store is unavailable, delivery not recorded: {e}") from None
+        except DocforgeError:  # its message may name the socket or host: the delivery is told no more
+            raise Refused(503, "the store is unavailable, delivery not recorded; deliver again shortly") from None
 
 
 def _accept(receiver: Receiver, settings: Settings, signed: Signed, body: bytes, targets: list[Target]) -> JSONResponse:
     digest = hashlib.sha256(body).hexdigest()
     delivery_id = f"{signed.host}:{signed.delivery}" if signed.delivery else f"sha256:{digest}"
-    if not receiver.record(settings, Delivery(delivery_id, signed.host, digest, tuple(targets))):
-        raise Refused(401, f"delivery {delivery_id} was already received: a replay is refused")
+    if first := receiver.record(settings, Delivery(delivery_id, signed.host, digest, tuple(targets))):
+        same = "" if first == delivery_id else f" (this body came as delivery {first})"
+        raise Refused(401, f"delivery {delivery_id} was already received{same}: a replay is refused")
     names = [t.source for t in targets]
     log.info("webhook %s from %s recorded for %s", delivery_id, signed.host, ", ".join(names))
     return JSONResponse({"status": "accepted", "delivery": delivery_id, "sources": names}, status_code=202)
@@ -347,6 +359,12 @@ def hooks_router(receiver: Receiver) -> APIRouter:
     router = APIRouter(prefix=PREFIX, tags=["webhooks"])
 
     async def verified(request: Request, verify) -> tuple[Settings, Signed, bytes]:
+        try:  # a delivery with no signature header is refused first: no sources.yml read, no body
+            verify(request.headers, b"", {})
+        except Unsigned:
+            raise
+        except Refused:
+            pass  # signed: checked against the configured secrets once the body is read
         settings = await run_in_threadpool(receiver.settings)
         body = await read_capped(request, settings.webhook.max_body_bytes)
         candidates = secrets(settings)

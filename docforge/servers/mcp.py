@@ -28,7 +28,7 @@ from pydantic import ValidationError
 from docforge.servers import SearchFn, SearchHit, SearchRequest, SearchResponse, log_request
 from docforge.servers.ask import AskFn, AskRequest, log_ask
 from docforge.servers.remote import RemoteRoute
-from pipeline import __version__
+from pipeline import __version__, json_strict
 from pipeline.access import FULL_ACCESS, Principal
 from pipeline.answers import Answer
 from pipeline.errors import DocforgeError
@@ -161,15 +161,20 @@ def _refusal(item: SessionMessage | Exception) -> types.JSONRPCError | None:
     if isinstance(item, SessionMessage):
         msg = item.message
         params = getattr(msg, "params", None)
-        if params and first_surrogate(json.dumps(params, ensure_ascii=False)) is not None:
+        text = json.dumps(params, ensure_ascii=False) if params else ""  # pydantic read it: under 200 deep
+        if params and first_surrogate(text) is not None:
             return _error(getattr(msg, "id", None), types.INVALID_PARAMS, _NOT_UNICODE)
+        try:
+            json_strict.check(text)
+        except json.JSONDecodeError as e:
+            return _error(getattr(msg, "id", None), types.INVALID_PARAMS, f"Invalid params: {e.msg}")
         return None
     errors = item.errors() if isinstance(item, ValidationError) else []
     raw = errors[0].get("input") if errors else None
     try:  # Python's parser takes what pydantic's refuses ("\ud800"): enough to find the id to answer
-        obj = json.loads(raw) if isinstance(raw, str) else raw
-    except ValueError:
-        return _error(None, types.PARSE_ERROR, "Parse error: the line is not JSON")
+        obj = json_strict.loads(raw) if isinstance(raw, str) else raw  # bounded: a deep line is no crash
+    except ValueError as e:
+        return _error(None, types.PARSE_ERROR, f"Parse error: the line is not JSON ({getattr(e, 'msg', e)})")
     rid = obj.get("id") if isinstance(obj, dict) else None
     if isinstance(rid, bool) or not isinstance(rid, int | str) or first_surrogate(str(rid)) is not None:
         rid = None

@@ -17,8 +17,9 @@ from fastapi.staticfiles import StaticFiles
 from psycopg import sql
 from pydantic import BaseModel
 
+from docforge.servers.gate import RETRY, unavailable
 from pipeline.access import Principal, effective, may_read, predicate
-from pipeline.errors import DocforgeError
+from pipeline.errors import DocforgeError, StoreDown
 from pipeline.query import Searcher
 from pipeline.store.admin import per_source
 from pipeline.store.schema import open_built
@@ -146,8 +147,10 @@ def add_page(app: FastAPI, caller: Callable, store: PageStore | None, dagster_ur
         from what the caller may read) and its Dagster partition (as `docforge status`)."""
         try:
             rows = store.sources(who)
+        except StoreDown:
+            raise unavailable() from None
         except DocforgeError as e:
-            raise HTTPException(503, str(e)) from None
+            raise HTTPException(503, str(e), headers=RETRY) from None
         return SourcesResponse(
             sources=[SourceRow(**r, dagster_url=partition_url(dagster_url, r["name"])) for r in rows]
         )
@@ -158,8 +161,10 @@ def add_page(app: FastAPI, caller: Callable, store: PageStore | None, dagster_ur
         chunk that is not there and one the caller may not read."""
         try:
             row = store.chunk(chunk_id, who)
+        except StoreDown:
+            raise unavailable() from None
         except DocforgeError as e:
-            raise HTTPException(503, str(e)) from None
+            raise HTTPException(503, str(e), headers=RETRY) from None
         if row is None:
             raise HTTPException(404, "no such chunk (re-ingested since?)")
         return ChunkText(**row)

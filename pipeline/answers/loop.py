@@ -261,7 +261,12 @@ class Answerer:
         pool.add(self._search(run, run.question, 1, self.cfg.max_evidence))
         t = time.perf_counter()
         with self.searcher.connection() as conn:
-            stats = subject.corpus_stats(conn, subject.question_words(run.question))
+            # The rule: a restricted caller's trace and answer hold only fields computed from what it may
+            # read. The index's word statistics count every document, so for such a caller none are
+            # used (the evidence's own stand in): "the index does not know X" would tell it whether
+            # documents it may not read hold X, and coverage and similarity would move with them.
+            words = subject.question_words(run.question)
+            stats = subject.corpus_stats(conn, words) if run.scope.reader.full_access else None
             leads = retrieve.leads(conn, list(dict.fromkeys(e.doc_key for e in pool.items)), run.scope.reader)
         ex = extractive.extract(
             run.question, pool.items, self.cfg.extractive_sentences, embed=self._embed, stats=stats, leads=leads

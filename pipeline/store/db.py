@@ -21,7 +21,7 @@ from typing import Any
 import psycopg
 from pgvector.psycopg import register_vector
 
-from pipeline.errors import StoreError
+from pipeline.errors import StoreDown, StoreError
 from pipeline.redact import redact
 
 log = logging.getLogger(__name__)
@@ -62,7 +62,7 @@ def embedded_server(home: Path):
             if fresh:
                 _size_buffers(server, datadir)
         except Exception as e:
-            raise StoreError(f"cannot start the embedded Postgres in {datadir}: {_why_not_started(e, datadir)}") from e
+            raise StoreDown(f"cannot start the embedded Postgres in {datadir}: {_why_not_started(e, datadir)}") from e
     return server
 
 
@@ -164,7 +164,7 @@ def connect(url: str, *, vector: bool = True) -> psycopg.Connection:
     try:
         conn = psycopg.connect(url, autocommit=True)
     except psycopg.OperationalError as e:
-        raise StoreError(f"cannot connect to the database: {redact(str(e))}") from None
+        raise StoreDown(f"cannot connect to the database: {redact(str(e))}") from None
     if vector:
         _ensure_vector(conn)
     return conn

@@ -52,15 +52,17 @@ def has_table(conn: psycopg.Connection) -> bool:
     return bool(scalar(conn, "SELECT to_regclass('deliveries') IS NOT NULL"))
 
 
-def record(conn: psycopg.Connection, delivery: Delivery) -> bool:
-    """Record a verified delivery; False when it is a replay (nothing is written then)."""
+def record(conn: psycopg.Connection, delivery: Delivery) -> str | None:
+    """Record a verified delivery; when it is a replay, the id it was first received under (the same id,
+    or the one an identical body came with) and nothing is written."""
     with conn.transaction():
-        if scalar(
-            conn,
-            "SELECT EXISTS (SELECT 1 FROM deliveries WHERE delivery_id = %s OR body_sha256 = %s)",
-            (delivery.delivery_id, delivery.body_sha256),
-        ):
-            return False
+        first = conn.execute(
+            "SELECT delivery_id FROM deliveries WHERE delivery_id = %s OR body_sha256 = %s "
+            "ORDER BY delivery_id = %s DESC, seq LIMIT 1",
+            (delivery.delivery_id, delivery.body_sha256, delivery.delivery_id),
+        ).fetchone()
+        if first is not None:
+            return first[0]
         written = 0
         for t in delivery.targets:
             written += conn.execute(
@@ -76,7 +78,7 @@ def record(conn: psycopg.Connection, delivery: Delivery) -> bool:
                     None if t.pages is None else list(t.pages),
                 ),
             ).rowcount
-        return written > 0  # 0: a concurrent copy of it committed first
+        return None if written else delivery.delivery_id  # 0 rows: a concurrent copy of it committed first
 
 
 def claim(conn: psycopg.Connection, run_key: Callable[[Batch], str]) -> list[Batch]:

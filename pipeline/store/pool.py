@@ -20,7 +20,7 @@ from contextlib import contextmanager
 import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from pipeline.errors import StoreError
+from pipeline.errors import StoreDown
 from pipeline.redact import redact
 
 RECONNECT_S = 10.0  # one reconnection's retries: short, so a recovered database is found again within seconds
@@ -53,20 +53,20 @@ def open_pool(
 
 @contextmanager
 def checkout(pool: ConnectionPool, timeout_s: float | None = None) -> Iterator[psycopg.Connection]:
-    """A connection from the pool; StoreError when none comes in time or the one given is lost."""
+    """A connection from the pool; StoreDown (a StoreError) when none comes in time or the one given is lost."""
     waited = pool.timeout if timeout_s is None else timeout_s
     try:
         conn = _checked(pool, waited)
     except PoolTimeout:
-        raise StoreError(f"the store is unavailable: no connection within {waited:g} s ({_why(pool)})") from None
+        raise StoreDown(f"the store is unavailable: no connection within {waited:g} s ({_why(pool)})") from None
     except (psycopg.OperationalError, psycopg.InterfaceError) as e:
-        raise StoreError(f"the store is unavailable: {redact(_first_line(e))}") from None
+        raise StoreDown(f"the store is unavailable: {redact(_first_line(e))}") from None
     try:
         yield conn
     except psycopg.errors.QueryCanceled:
         raise  # a statement time limit, not a lost store: the caller says which limit
     except (psycopg.OperationalError, psycopg.InterfaceError) as e:
-        raise StoreError(f"the store is unavailable: {redact(_first_line(e))}") from None
+        raise StoreDown(f"the store is unavailable: {redact(_first_line(e))}") from None
     finally:
         pool.putconn(conn)  # a broken one is closed and replaced
 

@@ -11,6 +11,7 @@ is its live generation's (pipeline.store.generations, migration 0007); before
 
 from __future__ import annotations
 
+import re
 from importlib import resources
 
 import psycopg
@@ -139,37 +140,52 @@ def migrate(conn: psycopg.Connection) -> list[str] | None:
     return todo
 
 
+# The names a migration creates or renames a table or view to: what `drop_all` looks for in the catalog.
+_CREATES = re.compile(
+    r"\b(?:CREATE\s+(?:OR\s+REPLACE\s+)?(?:UNLOGGED\s+)?(?:MATERIALIZED\s+)?(?:TABLE|VIEW)(?:\s+IF\s+NOT\s+EXISTS)?"
+    r"|ALTER\s+TABLE\s+(?:IF\s+EXISTS\s+)?\w+\s+RENAME\s+TO)\s+(\w+)",
+    re.IGNORECASE,
+)
+_PREFIX = "docforge_"  # every function and type a migration makes is named so (and the meta table)
+
+
+def created_relations() -> set[str]:
+    """Every table or view name the migrations (and this module) ever create, read from their text, so a new
+    migration's tables are known without a list to keep; a generation's own tables are `vectors_<n>`."""
+    texts = [sql for _, sql in migrations()] + [_META, _MIGRATIONS]
+    return {name.lower() for text in texts for name in _CREATES.findall(text)}
+
+
 def drop_all(conn: psycopg.Connection) -> None:
-    """Remove every docforge table (for `docforge db reset`)."""
+    """Remove everything the migrations created (for `docforge db reset`), found in the catalog: the tables
+    and views they name, the generations' `vectors_<n>` tables, every `docforge_*` function, procedure and
+    type; an ingest after it builds the store as new. The `vector` extension stays (others may use it)."""
+    relations = created_relations()
     with conn.transaction():
-        # "sources": the documents table's name before migration 0004; bm25_blocks before bm25_postings,
-        # a view of it since migration 0008 (a table before)
-        # vectors_<n>: the generations' tables (migration 0007)
-        vectors = [
-            t
-            for (t,) in conn.execute(
-                "SELECT tablename FROM pg_tables WHERE schemaname = current_schema() AND tablename ~ '^vectors_[0-9]+$'"
-            )
-        ]
-        for t in (
-            *vectors,
-            "generations",
-            "generation_overflow",
-            "staged_chunks",
-            "staged_documents",
-            "failures",
-            "chunks",
-            "ledger",
-            "documents",
-            "sources",
-            "bm25_blocks",
-            "bm25_docs",
-            "bm25_postings",
-            "bm25_terms",
-            "bm25_stats",
-            "answers",
-            "deliveries",
-            "schema_migrations",
-            "docforge_meta",
-        ):
-            conn.execute(f"DROP TABLE IF EXISTS {t} CASCADE")
+        rows = conn.execute(
+            "SELECT c.oid::regclass::text, c.relkind FROM pg_class c "
+            "WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind IN ('r', 'p', 'v', 'm', 'f') "
+            "AND (c.relname = ANY(%s) OR c.relname ~ '^vectors_[0-9]+$' OR c.relname LIKE %s) "
+            "AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.objid = c.oid AND d.deptype = 'e')",
+            (sorted(relations), _PREFIX + "%"),
+        ).fetchall()
+        kinds = {"v": "VIEW", "m": "MATERIALIZED VIEW", "f": "FOREIGN TABLE"}
+        for name, kind in sorted(rows, key=lambda r: r[1] != "v"):  # views first: a table's drop takes its views
+            conn.execute(f"DROP {kinds.get(kind, 'TABLE')} IF EXISTS {name} CASCADE")
+        routines = conn.execute(
+            "SELECT p.oid::regprocedure::text, p.prokind FROM pg_proc p "
+            "WHERE p.pronamespace = current_schema()::regnamespace AND p.proname LIKE %s "
+            "AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.objid = p.oid AND d.deptype = 'e')",
+            (_PREFIX + "%",),
+        ).fetchall()
+        kinds = {"p": "PROCEDURE", "a": "AGGREGATE"}
+        for sig, kind in routines:
+            conn.execute(f"DROP {kinds.get(kind, 'FUNCTION')} IF EXISTS {sig} CASCADE")
+        types = conn.execute(
+            "SELECT t.oid::regtype::text FROM pg_type t WHERE t.typnamespace = current_schema()::regnamespace "
+            "AND t.typname LIKE %s AND t.typtype IN ('c', 'd', 'e', 'r', 'm') AND t.typrelid = 0 "
+            "AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.objid = t.oid AND d.deptype = 'e')",
+            (_PREFIX + "%",),
+        ).fetchall()
+        for (name,) in types:
+            conn.execute(f"DROP TYPE IF EXISTS {name} CASCADE")
