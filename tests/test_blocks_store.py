@@ -9,8 +9,9 @@ from pipeline.ingest import IngestContext, ingest_source
 from pipeline.query import Searcher
 from pipeline.query.blocks import chunk_blocks
 from pipeline.store.db import connect
+from tests.conftest_confluence import confluence_double, confluence_env  # noqa: F401 (fixtures)
 from tests.helpers import write_files
-from tests.test_blocks import assert_well_formed
+from tests.test_blocks import STORAGE_PAGE, assert_well_formed
 
 RUNBOOK = """\
 # Payments runbook
@@ -97,3 +98,17 @@ def test_a_store_from_before_blocks_gets_them_with_no_vector_computed(tmp_path, 
     assert all(blocks for _, blocks in rows)
     again = _ingest(config, database_url, embedder)
     assert (again.files_unchanged, again.chunks_embedded) == (2, 0)
+
+
+def test_a_confluence_page_is_searched_with_its_blocks(confluence_double, write_config, database_url, embedder):
+    confluence_double.add_page("930001", "Config", STORAGE_PAGE)
+    entry = {"name": "wiki", "type": "confluence", "base_url": confluence_double.base_url, "space": "DOCS"}
+    config = write_config([entry])
+    assert _ingest(config, database_url, embedder, "wiki").chunks_embedded > 0
+    (top,) = Searcher(load_settings(config), url=database_url, embedder=embedder).search("default timeout", limit=1)
+    assert_well_formed(top.text, top.blocks)
+    rows = [top.text[b.start : b.end] for b in top.blocks if b.header == ("Setting", "Default")]
+    assert rows == ["Setting: `timeout` | Default: 30s", "Setting: retries"]
+    code = next(b for b in top.blocks if b.kind == "code" and b.lang)
+    assert (code.lang, top.text[code.start : code.end]) == ("bash", "systemctl restart app")
+    assert "Set `timeout` to 30." in top.text  # <code> keeps its backticks
