@@ -166,6 +166,17 @@ def test_confluence_marks_in_a_source_are_not_read_as_marks():
     assert section.text[section.blocks[0].start : section.blocks[0].end] == section.text
 
 
+def test_html_through_the_confluence_walk_has_blocks_and_no_stray_marks():
+    from pipeline.parse.html import parse_html
+
+    page = "<h1>T</h1><p>odd \ufdd2 <code>z</code></p><table><tr><th>A</th><th>B</th></tr><tr><td>1</td></tr></table>"
+    (section,) = parse_html(f"<html><body>{page}</body></html>").sections
+    assert described(section) == [
+        ("paragraph", "odd \ufffd `z`", (), (), ["z"], None),
+        ("table_row", "A: 1", ("A", "B"), ("1",), [], None),
+    ]
+
+
 def test_marks_nest_and_hold():
     m = Marks()
     inner = m.block("paragraph", "item " + Marks.code("x"))

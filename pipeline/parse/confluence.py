@@ -211,7 +211,7 @@ def _block(tag: Tag) -> list[str]:
     if name == "table":
         return [_table(tag)]
     if name == "pre":
-        return [f"```\n{_mark('code', tag.get_text().strip(chr(10)))}\n```"]
+        return [f"```\n{_mark('code', Marks.clean(tag.get_text()).strip(chr(10)))}\n```"]
     if name == "ac:structured-macro":
         return _macro(tag)
     if name == "ac:task-list":
@@ -233,7 +233,7 @@ def _inline(node: object) -> str:
     if isinstance(node, _SKIPPED):
         return ""
     if isinstance(node, NavigableString):
-        return str(node)
+        return Marks.clean(str(node))  # an HTML page's text comes here uncleaned (pipeline.parse.html)
     assert isinstance(node, Tag)
     name = _qname(node)
     if name == "br":
@@ -316,7 +316,7 @@ def _code(tag: Tag, params: dict[str, str]) -> str:
     lang = params.get("language", "")
     lang = "" if lang in ("none", "text") else lang
     body = tag.find("ac:plain-text-body", recursive=False)
-    code = body.get_text().strip("\n") if body is not None else ""
+    code = Marks.clean(body.get_text()).strip("\n") if body is not None else ""
     fence = "````" if "```" in code else "```"
     title = _mark("paragraph", params["title"]) + "\n" if params.get("title") else ""
     return f"{title}{fence}{lang}\n{_mark('code', code, lang=lang or None)}\n{fence}"
