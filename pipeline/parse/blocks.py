@@ -50,17 +50,23 @@ def code_spans(text: str, start: int = 0, end: int | None = None) -> tuple[tuple
     """Backtick code spans in text[start:end] (CommonMark: a run of n backticks to the next run of
     exactly n), as the offsets of their content; one space inside each edge is left out."""
     end = len(text) if end is None else end
-    runs = [m for m in _TICKS.finditer(text, start, end) if m.group(0) != "\\`"]
+    if text.find("`", start, end) < 0:  # most blocks: no backtick at all
+        return ()
+    runs = [(m.start(), m.end()) for m in _TICKS.finditer(text, start, end) if m.group(0) != "\\`"]
+    closer: list[int | None] = [None] * len(runs)  # the next run of the same length, for each run
+    seen: dict[int, int] = {}
+    for k in range(len(runs) - 1, -1, -1):
+        n = runs[k][1] - runs[k][0]
+        closer[k] = seen.get(n)
+        seen[n] = k
     out: list[tuple[int, int]] = []
     i = 0
     while i < len(runs):
-        opener = runs[i]
-        n = len(opener.group(0))
-        j = next((j for j in range(i + 1, len(runs)) if len(runs[j].group(0)) == n), None)
+        j = closer[i]
         if j is None:  # no closer: the run is literal backticks
             i += 1
             continue
-        s, e = opener.end(), runs[j].start()
+        s, e = runs[i][1], runs[j][0]
         if e - s >= 2 and text[s] == " " == text[e - 1] and text[s:e].strip():
             s, e = s + 1, e - 1
         if text[s:e].strip():

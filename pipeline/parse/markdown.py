@@ -35,6 +35,7 @@ _CONTAINERS = {
     "admonition_open": "note",
     "dd_open": "definition",
 }
+_CLOSERS = {t.removesuffix("_open") + "_close" for t in _CONTAINERS}
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\n(.*?\n)---[ \t]*\n", re.S)
 _FM_TITLE = re.compile(r"^title:\s*['\"]?(.+?)['\"]?\s*$", re.M)
 
@@ -61,15 +62,19 @@ def parse_markdown(text: str, default_title: str = "") -> Parsed:
     starts = [0]
     for line in lines:
         starts.append(starts[-1] + len(line))
-    found = _blocks(tokens, text, starts)
+    found = _blocks(tokens, text, starts)  # in order: each section takes the run of them it holds
     sections: list[Section] = []
     stack: list[tuple[int, str]] = []
     path: tuple[str, ...] = ()
-    pos = 0
+    pos = bi = 0
     for start, end, level, heading in [*headings, (len(lines), len(lines), 0, "")]:
         lo, hi = starts[pos], starts[start]
-        mine = [b for b in found if lo <= b.start and b.end <= hi]
-        sections.append(Section(path, text[lo:hi], blocks=shift(mine, -lo)))
+        while bi < len(found) and found[bi].start < lo:
+            bi += 1
+        first = bi
+        while bi < len(found) and found[bi].end <= hi:
+            bi += 1
+        sections.append(Section(path, text[lo:hi], blocks=shift(found[first:bi], -lo)))
         while stack and stack[-1][0] >= level:
             stack.pop()
         stack.append((level, heading))
@@ -87,7 +92,7 @@ def _blocks(tokens: list[Token], text: str, starts: list[int]) -> list[Block]:
     kinds: list[str] = []  # the containers open around the current token
     header: tuple[str, ...] = ()
     for i, tok in enumerate(tokens):
-        if tok.nesting == -1 and tok.type.removesuffix("_close") + "_open" in _CONTAINERS:
+        if tok.type in _CLOSERS:
             kinds.pop()
         elif tok.type in _CONTAINERS:
             kind = _CONTAINERS[tok.type]
