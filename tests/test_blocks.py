@@ -177,6 +177,26 @@ def test_html_through_the_confluence_walk_has_blocks_and_no_stray_marks():
     ]
 
 
+def test_html_definition_lists_and_code_languages_from_classes():
+    from pipeline.parse.html import parse_html
+
+    page = (
+        "<h1>T</h1><dl><dt><code>--verbose</code></dt><dd><p>Say more.</p><p>Much more.</p></dd>"
+        "<dt>-q</dt><dd>Quiet</dd></dl><div class='highlight-python'><div class='highlight'><pre>print(1)</pre>"
+        "</div></div><pre><code class='language-sh'>ls</code></pre>"
+    )
+    (section,) = parse_html(f"<html><body>{page}</body></html>").sections
+    assert described(section) == [
+        ("term", "`--verbose`", (), (), ["--verbose"], None),
+        ("definition", "Say more.\n  Much more.", (), (), [], None),
+        ("term", "-q", (), (), [], None),
+        ("definition", "Quiet", (), (), [], None),
+        ("code", "print(1)", (), (), [], "python"),
+        ("code", "ls", (), (), [], "sh"),
+    ]
+    assert "```python\nprint(1)\n```" in section.text
+
+
 def test_marks_nest_and_hold():
     m = Marks()
     inner = m.block("paragraph", "item " + Marks.code("x"))

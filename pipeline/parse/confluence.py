@@ -44,7 +44,9 @@ _HEADINGS = {"h1", "h2", "h3", "h4", "h5", "h6"}
 # Containers whose children may hold section headings (page layout columns).
 _TRANSPARENT = {"ac:layout", "ac:layout-section", "ac:layout-cell", "div", "section", "root"}
 _BLOCKS = (
-    _HEADINGS | _TRANSPARENT | {"p", "ul", "ol", "table", "pre", "blockquote", "hr", "ac:task-list", "ac:adf-extension"}
+    _HEADINGS
+    | _TRANSPARENT
+    | {"p", "ul", "ol", "dl", "table", "pre", "blockquote", "hr", "ac:task-list", "ac:adf-extension"}
 )
 _NOTES = {"Info", "Note", "Tip", "Warning"}  # the panels that are a note (a plain panel is a box)
 _PANELS = {
@@ -60,6 +62,7 @@ _PANELS = {
 _INLINE_MACROS = {"status", "anchor", "view-file", "viewpdf", "jira", "emoticon"}
 _DROPPED_MACROS = {"toc", "toc-zone", "children", "pagetree", "recently-updated", "contentbylabel"}
 _SKIPPED = (Comment, Declaration, Doctype, ProcessingInstruction)
+_CLASS_LANG = re.compile(r"^(?:language|lang|highlight|sourceCode)-([\w+#.-]+)$")  # HTML's code-language classes
 _OL_START = re.compile(r"-?[0-9]{1,9}")  # ASCII digits only: int() rejects "²", and huge values are noise
 _MARKS: ContextVar[Marks] = ContextVar("confluence_marks")  # the page being parsed's
 
@@ -211,7 +214,11 @@ def _block(tag: Tag) -> list[str]:
     if name == "table":
         return [_table(tag)]
     if name == "pre":
-        return [f"```\n{_mark('code', Marks.clean(tag.get_text()).strip(chr(10)))}\n```"]
+        lang = _pre_lang(tag)
+        code = _mark("code", Marks.clean(tag.get_text()).strip(chr(10)), lang=lang)
+        return [f"```{lang or ''}\n{code}\n```"]
+    if name == "dl":
+        return [_definitions(tag)]
     if name == "ac:structured-macro":
         return _macro(tag)
     if name == "ac:task-list":
@@ -320,6 +327,31 @@ def _code(tag: Tag, params: dict[str, str]) -> str:
     fence = "````" if "```" in code else "```"
     title = _mark("paragraph", params["title"]) + "\n" if params.get("title") else ""
     return f"{title}{fence}{lang}\n{_mark('code', code, lang=lang or None)}\n{fence}"
+
+
+def _pre_lang(tag: Tag) -> str | None:
+    """The language an HTML `<pre>` (or its `<code>`, or the two blocks around it) names in a class."""
+    code = tag.find("code", recursive=False)
+    parent = tag.parent
+    for node in (tag, code, parent, parent.parent if parent is not None else None):
+        for cls in (node.get("class") or []) if isinstance(node, Tag) else []:
+            if m := _CLASS_LANG.match(cls):
+                return m.group(1)
+    return None
+
+
+def _definitions(tag: Tag) -> str:
+    """A definition list: each term on a line of its own, its definition indented below it."""
+    lines = []
+    for item in tag.find_all(["dt", "dd"], recursive=False):
+        text = "\n".join(_blocks(item))
+        if not text.strip():
+            continue
+        if item.name == "dt":
+            lines.append(_mark("term", text))
+        else:
+            lines.append(_mark("definition", "  " + "\n  ".join(text.split("\n"))))
+    return "\n".join(lines)
 
 
 def _list(tag: Tag) -> str:
