@@ -287,3 +287,12 @@ def test_packed_sections_shift_blocks_past_heading_lines():
     assert "## Settings" in chunk.text
     assert [chunk.text[b.start : b.end] for b in chunk.blocks] == _rendered(sections)
     assert_well_formed(chunk.text, chunk.blocks)
+
+
+def test_shared_confluence_pages_chunk_with_their_blocks(small_chunker, storage_dir):
+    for path in sorted(storage_dir.glob("*.xhtml")):
+        sections = parse_storage(path.read_text(encoding="utf-8"))
+        rendered = _rendered(sections)
+        for c in small_chunker.chunk(path.stem, sections):
+            assert_well_formed(c.text, c.blocks)
+            assert all(any(c.text[b.start : b.end] in r for r in rendered) for b in c.blocks), path.name
