@@ -1,12 +1,10 @@
 """Confluence storage format (XHTML with `ac:`/`ri:` markup) → sections.
 
-A storage body is an XML fragment with undeclared namespace prefixes and, in real
-pages, HTML named entities (`&nbsp;`, `&rarr;`) unknown to XML. We declare the
-prefixes, rewrite named entities as numeric ones (outside CDATA: code stays
-verbatim) and check well-formedness strictly with lxml: Confluence only stores
-well-formed XHTML, so a body that fails is truncated or corrupt and is reported
-rather than half indexed, and so is one nested deeper than MAX_DEPTH elements (the
-walk recurses per level; real pages nest a few dozen at most). BeautifulSoup then walks it: headings split sections;
+A storage body is made well-formed XML (pipeline.parse.storage_xml) and checked
+strictly with lxml: Confluence only stores well-formed XHTML, so a body that fails
+is truncated or corrupt and is reported rather than half indexed, and so is one
+nested deeper than MAX_DEPTH elements (the walk recurses per level; real pages nest
+a few dozen at most). BeautifulSoup then walks it: headings split sections;
 code macros become fenced blocks with their language, panels keep their kind and
 title, expands their title, status lozenges read `[label]`, links read as their
 text or target, tables as `a | b | c` rows (a row under a header row reads
@@ -22,7 +20,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from contextvars import ContextVar
-from html.entities import html5
 from itertools import zip_longest
 from typing import TypeGuard
 
@@ -32,14 +29,13 @@ from lxml import etree
 
 from pipeline.errors import ParseError
 from pipeline.parse.blocks import Marks, strip_marks
+from pipeline.parse.storage_xml import depth as _depth  # pipeline.parse.html imports it from here
+from pipeline.parse.storage_xml import wrap as _wrap
 from pipeline.parse.text import scrub
 from pipeline.records import Section
 
 MAX_DEPTH = 100  # elements; the walk spends up to ~4 Python frames per level, the interpreter allows 1000
 
-_PREFIX = re.compile(r"</?([A-Za-z][\w.-]*):[A-Za-z]|\s([A-Za-z][\w.-]*):[\w.-]+\s*=")
-_ENTITY = re.compile(r"(<!\[CDATA\[.*?\]\]>)|&(#?\w+;)?", re.S)
-_XML_ENTITIES = {"amp", "lt", "gt", "quot", "apos"}
 _HEADINGS = {"h1", "h2", "h3", "h4", "h5", "h6"}
 # Containers whose children may hold section headings (page layout columns).
 _TRANSPARENT = {"ac:layout", "ac:layout-section", "ac:layout-cell", "div", "section", "root"}
@@ -91,34 +87,6 @@ def parse_storage(xhtml: str) -> list[Section]:
         return _sections(_walk(root_tag))
     except RecursionError:  # a caller already deep in its stack: still this page's fault alone
         raise ParseError(f"Confluence storage body nests too deeply to read ({depth} elements)") from None
-
-
-def _depth(root: etree._Element) -> int:
-    """The deepest element nesting, counted without recursion."""
-    depth = deepest = 0
-    for event, _ in etree.iterwalk(root, events=("start", "end")):
-        depth += 1 if event == "start" else -1
-        deepest = max(deepest, depth)
-    return deepest
-
-
-def _wrap(body: str) -> str:
-    """One root element declaring every prefix used; entities XML-safe."""
-    prefixes = {p for m in _PREFIX.finditer(body) for p in m.groups() if p} - {"xml", "xmlns"}
-    decls = "".join(f' xmlns:{p}="urn:confluence:{p}"' for p in sorted(prefixes))
-    return f"<root{decls}>{_ENTITY.sub(_fix_entity, body)}</root>"
-
-
-def _fix_entity(m: re.Match) -> str:
-    if m.group(1):  # CDATA: verbatim
-        return m.group(1)
-    ref = m.group(2)
-    if ref is None:  # a bare ampersand
-        return "&amp;"
-    if ref.startswith("#") or ref[:-1] in _XML_ENTITIES:
-        return "&" + ref
-    chars = html5.get(ref)
-    return "".join(f"&#{ord(c)};" for c in chars) if chars else "&amp;" + ref
 
 
 def _qname(tag: Tag) -> str:
