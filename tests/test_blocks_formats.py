@@ -115,8 +115,9 @@ def test_asciidoc_manual_from_debian_has_terms_with_code_spans():
     path = Path("/usr/share/doc/git-doc/git-commit.txt")
     if not path.is_file():
         pytest.skip("needs Debian's git-doc")
+    for manual in sorted(path.parent.glob("*.txt")):  # every manual's blocks are well formed
+        described(parse_asciidoc(manual.read_text(encoding="utf-8", errors="replace")).sections)
     sections = parse_asciidoc(path.read_text(encoding="utf-8")).sections
-    described(sections)
     terms = [s.text[b.start : b.end] for s in sections for b in s.blocks if b.kind == "term"]
     assert "-a::\n--all" in terms and len(terms) > 30
     assert any(b.code for s in sections for b in s.blocks if b.kind == "definition")
@@ -161,3 +162,34 @@ def test_pdf_pages_are_paragraphs():
     kinds = described(sections)
     assert [s.page for s in sections] == [1, 2] and {k for k, _, _ in kinds} == {"paragraph"}
     assert "Second page" in kinds[-1][1]
+
+
+def test_asciidoc_tables_rows_with_their_header():
+    text = """= Doc
+
+== Settings
+
+[cols="1,2"]
+|===
+|Setting |Default
+
+|timeout
+|30s
+
+|retries |3
+|===
+
+|===
+|a |b \\| c
+|d |e
+|===
+"""
+    sections = parse_asciidoc(text).sections
+    described(sections)
+    rows = [b for s in sections for b in s.blocks if b.kind == "table_row"]
+    assert [(r.header, r.cells) for r in rows] == [
+        (("Setting", "Default"), ("timeout", "30s")),
+        (("Setting", "Default"), ("retries", "3")),
+        ((), ("a", "b \\| c")),
+        ((), ("d", "e")),
+    ]
