@@ -316,3 +316,23 @@ def test_a_sites_assets_and_stubs_are_skipped_with_their_reason(tmp_path, write_
     assert {s.path: s.reason for s in src.skipped}["old.html"] == "a redirect stub (to index.html): not indexed"
     styled = open_source(settings, settings.source("styled"))
     assert "style/site.css" in {r.path for r in styled.list_refs()}
+
+
+def test_identical_pages_take_one_place_in_results(tmp_path, write_config, database_url, embedder):
+    """Two byte-identical pages (two file names) are both recorded; a result list shows their text once."""
+    page = (
+        "<html><head><title>Vacuum</title></head><body><h1>Vacuum</h1><h2>Freezing</h2>"
+        "<p>Routine vacuuming freezes old row versions so that transaction ids can wrap around safely.</p>"
+        "</body></html>"
+    )
+    other = "<html><body><h1>Backups</h1><p>Dump the cluster nightly and keep a week of dumps.</p></body></html>"
+    root = tmp_path / "manual"
+    write_files(root, {"vacuum.html": page, "routine-vacuuming.html": page, "backup.html": other})
+    settings = load_settings(write_config([{"name": "m", "type": "directory", "path": str(root)}]))
+    stats = ingest_source(IngestContext(settings, url=database_url, embedder=embedder), "m")
+    assert stats.files_added == 3
+    with Searcher(settings, url=database_url, embedder=embedder, reranker=None) as s:
+        for mode in ("hybrid", "dense", "keyword"):
+            hits = s.search("how does vacuum freeze transaction ids", 5, mode)
+            assert [h.section for h in hits][:1] == ["Vacuum > Freezing"], mode
+            assert sum("freezes old row versions" in h.text for h in hits) == 1, mode

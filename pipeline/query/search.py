@@ -53,7 +53,7 @@ from pipeline.embed import TextEmbedder
 from pipeline.errors import QueryError, StoreError
 from pipeline.parse.text import first_surrogate
 from pipeline.query.filters import compile_filter
-from pipeline.query.fusion import Candidate, Fused, Passage, diversify, fuse, passages, per_document
+from pipeline.query.fusion import Candidate, Fused, Passage, distinct, diversify, fuse, passages, per_document
 from pipeline.query.hits import Hit
 from pipeline.query.rerank import Reranker, load_reranker, rerank_or_keep
 from pipeline.query.statements import Leg, Reading, centroids, statement
@@ -259,7 +259,8 @@ class Searcher:
                 r = replace(r, per_term=r.per_term * 10) if deeper else replace(r, exhaustive=True)
                 continue
             whole = self._centroids(conn, plan, dense, r, gen) if plan.mode == "hybrid" else {}
-            ranked = _rank(plan, dense, keyword, whole, self.config)
+            one_dense, one_keyword = distinct(dense, keyword)  # identical pages: one copy of each text
+            ranked = _rank(plan, one_dense, one_keyword, whole, self.config)
             full = max(len(dense), len(keyword)) >= r.k
             if len(ranked) >= plan.n or not full or r.k >= _MAX_K:
                 return self._cite(conn, plan, ranked)
