@@ -130,4 +130,6 @@ def _print(query: str, hits, explain: bool) -> None:
             extra.append(f"dense #{h.dense_rank or '-'}, keyword #{h.keyword_rank or '-'}")
         head = render.heading(where(h.title, h.section), f"({'; '.join(extra)})" if extra else "")
         cite = render.citation(h.doc_key, h.source, h.url, h.page)
-        render.emit(console, render.block(f"{i:>2}", f"{h.score:.3f}", head, cite, render.excerpt(h.text, words)))
+        render.emit(
+            console, render.block(f"{i:>2}", f"{h.score:.3f}", head, cite, render.excerpt(h.text, words), console.width)
+        )

@@ -49,6 +49,7 @@ _HEADERISH = re.compile(r"^(page-?)?header$|^masthead$")
 LEADING_LINK_SHARE = 0.6
 STUB_WORDS = 30  # a redirect or script-only page says at most this much itself ("Redirecting to …")
 _WORD = re.compile(r"\w{3,}")
+_PERMALINK = re.compile(r"[#¶§\U0001f517]")
 _XML_DECL = re.compile(r"^\s*<\?xml[^>]*\?>")
 
 
@@ -138,6 +139,9 @@ def _strip_chrome(soup: BeautifulSoup) -> Tag:
     for tag in root.find_all(["div", "p"]):
         if not tag.decomposed and _back_to_top(tag):
             tag.decompose()
+    for a in root.find_all("a", href=re.compile("^#")):
+        if _PERMALINK.fullmatch(a.get_text().strip()):  # a heading's or item's own link mark: "§", "¶", "#"
+            a.decompose()
     return root
 
 
