@@ -369,3 +369,15 @@ def test_hostile_inputs_are_refused_or_read_in_linear_time(monkeypatch):
         )[-1].count("›")
         <= 9
     )
+
+
+def test_a_reference_page_named_by_its_first_heading_holds_its_sections():
+    parsed = parse_html(
+        "<html><head><title>pg_dump</title></head><body><h2>pg_dump</h2><p>pg_dump — extract a database.</p>"
+        "<h2>Synopsis</h2><pre>pg_dump [option...]</pre><h2>Options</h2><h3>-a</h3><p>Data only.</p></body></html>"
+    )
+    assert [s.heading_path for s in parsed.sections] == [
+        ("pg_dump",),
+        ("pg_dump", "Synopsis"),
+        ("pg_dump", "Options", "-a"),
+    ]

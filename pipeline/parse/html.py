@@ -25,13 +25,14 @@ of the page's headings (a site name on every page, "No Title"); then the first h
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 from bs4 import BeautifulSoup, Tag
 from lxml import etree, html
 
 from pipeline.errors import ParseError
 from pipeline.parse.confluence import MAX_DEPTH, _depth
-from pipeline.parse.html_blocks import HEADINGS, Walk, heading_text, sections
+from pipeline.parse.html_blocks import DERIVED, HEADINGS, Event, Walk, heading_text, sections
 from pipeline.parse.parsed import Parsed
 from pipeline.parse.text import scrub
 
@@ -70,11 +71,29 @@ def parse_html(text: str) -> Parsed:
     title = _title_tag(soup)
     body = _strip_chrome(soup)
     heads = [h for h in body.find_all(list(HEADINGS)) if heading_text(h)]
+    title = _title(title, texts := [heading_text(h) for h in heads])
+    events = Walk(derived=len(heads) <= 1).events(body)
+    if texts and _shares_word(title, texts[0]):
+        events = _under_first(events)
     try:
-        found = sections(Walk(derived=len(heads) <= 1).events(body))
+        found = sections(events)
     except RecursionError:
         raise ParseError(f"the HTML nests too deeply to read ({depth} elements)") from None
-    return Parsed(_title(title, [heading_text(h) for h in heads]), found)
+    return Parsed(title, found)
+
+
+def _under_first(events: Iterator[Event]) -> Iterator[Event]:
+    """Every later heading nested under the page's first when that one names the page: a manual's
+    reference page titles itself with an `<h2>` and has `<h2>` sections too; a reader reads them as
+    the page's sections (`pg_dump › Options`), not as siblings of its name."""
+    first = None
+    for ev in events:
+        if isinstance(ev, tuple):
+            if first is None:
+                first = ev[0]
+            else:
+                ev = (ev[0] + 1, ev[1]) if ev[0] < DERIVED else ev
+        yield ev
 
 
 def skip_reason(text: str) -> str | None:
@@ -114,12 +133,13 @@ def _title_tag(soup: BeautifulSoup) -> str:
 
 def _title(title: str, headings: list[str]) -> str:
     """The `<title>`, unless empty or sharing no word with any heading: then the first heading."""
-    if not headings:
-        return title
-    words = {w.casefold() for w in _WORD.findall(title)}
-    if words & {w.casefold() for h in headings for w in _WORD.findall(h)}:
+    if not headings or any(_shares_word(title, h) for h in headings):
         return title
     return headings[0]
+
+
+def _shares_word(a: str, b: str) -> bool:
+    return bool({w.casefold() for w in _WORD.findall(a)} & {w.casefold() for w in _WORD.findall(b)})
 
 
 def _strip_chrome(soup: BeautifulSoup) -> Tag:

@@ -27,7 +27,7 @@ from bs4.element import Comment, Declaration, Doctype, ProcessingInstruction
 from pipeline.records import Block, Section
 
 HEADINGS = {"h1", "h2", "h3", "h4", "h5", "h6"}
-DERIVED = 7  # a derived heading's level: below every real one, so it nests under the current section
+DERIVED = 8  # a derived heading's level: below every real one (a nested page's h6 reads 7), under the current section
 _INLINE_CODE = {"code", "tt", "kbd", "samp", "var"}
 _BLOCKS = HEADINGS | {
     "p", "div", "section", "article", "main", "header", "aside", "ul", "ol", "dl", "dt", "dd", "table",
