@@ -3,7 +3,8 @@
     python bench/html_manuals.py DIR_OR_GLOB [...] [--baseline path/to/old/html.py] [--limit N]
 
 Per manual: pages, pages skipped (stubs), chunks, and the share of chunks
-  menu      holding a boilerplate line: a line found on ≥ 20 % of the manual's pages (and ≥ 3);
+  menu      holding a boilerplate line: a prose line (outside code, ≥ 20 characters) found on ≥ 20 %
+            of the manual's pages (and ≥ 3);
   no path   with an empty heading path;
   # marks   with a markdown heading marker line (`#`…`######` + space) in their text;
   titled    pages whose title is not the same as ≥ 20 % of the manual's others (a generic title).
@@ -30,12 +31,26 @@ from pipeline.parse import html as html_parser  # noqa: E402
 
 MARK = re.compile(r"^#{1,6} ", re.M)
 SHARE = 0.2  # a line on a fifth of a manual's pages is the site's, not a page's
+MIN_LINE = 20  # characters: shorter common lines are words of the manual ("Note", "Default: off")
 
 
 def pages(spec: str, limit: int | None) -> list[Path]:
     p = Path(spec)
     found = sorted(p.rglob("*.htm*")) if p.is_dir() else sorted(Path(f) for f in glob.glob(spec))
     return found[:limit] if limit else found
+
+
+def prose(text: str) -> list[str]:
+    """A chunk's lines of prose: outside code fences, long enough to be a site's rather than a word
+    many pages use ("Note", "Default:")."""
+    out, fenced = [], False
+    for line in text.split("\n"):
+        line = line.strip()
+        if line.startswith("```"):
+            fenced = not fenced
+        elif not fenced and len(line) >= MIN_LINE and not MARK.match(line):
+            out.append(line)
+    return out
 
 
 def measure(files: list[Path], parse, chunker: Chunker) -> dict[str, float]:
@@ -51,8 +66,8 @@ def measure(files: list[Path], parse, chunker: Chunker) -> dict[str, float]:
             skipped += 1
             continue
         docs.append((parsed.title, chunker.chunk(parsed.title, parsed.sections)))
-    per_page = Counter(line for _, cs in docs for line in {ln.strip() for c in cs for ln in c.text.split("\n")} if line)
-    common = {ln for ln, n in per_page.items() if n >= max(3, SHARE * len(docs)) and len(ln) > 3}
+    per_page = Counter(line for _, cs in docs for line in {ln for c in cs for ln in prose(c.text)})
+    common = {ln for ln, n in per_page.items() if n >= max(3, SHARE * len(docs))}
     chunks = [c for _, cs in docs for c in cs]
     titles = Counter(t for t, _ in docs)
     n = max(1, len(chunks))
@@ -61,7 +76,7 @@ def measure(files: list[Path], parse, chunker: Chunker) -> dict[str, float]:
         "skipped": skipped,
         "failed": failed,
         "chunks": len(chunks),
-        "menu %": 100 * sum(any(ln.strip() in common for ln in c.text.split("\n")) for c in chunks) / n,
+        "menu %": 100 * sum(any(ln in common for ln in prose(c.text)) for c in chunks) / n,
         "no path %": 100 * sum(not c.heading_path for c in chunks) / n,
         "# marks %": 100 * sum(bool(MARK.search(c.text)) for c in chunks) / n,
         "generic titles": sum(k for t, k in titles.items() if k >= max(3, SHARE * len(docs)) or not t),
