@@ -226,7 +226,8 @@ def test_html_drops_the_sites_chrome():
         "<html><body><div class='navheader'><table><tr><td><a href=p>Prev</a></td><th>Chapter 5</th>"
         "<td><a href=n>Next</a></td></tr></table></div><div id='page-header'><p>Site name</p></div>"
         "<div><a href='/'>Home</a> - <a href='/m'>Menu</a> - <a href='/a'>About</a> - <a href='/d'>Download</a></div>"
-        "<div role='navigation'>Contents</div><header><h1>Backups</h1></header><p>Copy the <a href=d>data</a>"
+        "<div role='navigation'>Contents</div><header><h1>Backups</h1></header><div><p>Languages: <a>en</a> |"
+        " <a hreflang=fr href=f>fr</a> | <a hreflang=ja href=j>ja</a></p></div><p>Copy the <a href=d>data</a>"
         " directory while the server is stopped.<a href='#x'>§</a></p><div class='top'><a href='#top'>top</a></div>"
         "<div class='sphinxsidebar'>Quick search</div><footer>Copyright</footer></body></html>"
     )

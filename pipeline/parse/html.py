@@ -12,7 +12,8 @@ Before the walk, what a reader does not read as the page is removed (`_strip_chr
                   is its title block and stays);
   masthead links  a block before the page's first heading whose text is mostly link text
                   (LEADING_LINK_SHARE): a menu or a breadcrumb trail without a name;
-  back-to-top     a small block whose only text is links to places in the page.
+  back-to-top     a small block whose only text is links to places in the page;
+  language bar    a block of links to the page in other languages (`hreflang`).
 
 A redirect stub (`<meta http-equiv=refresh>` and next to no text) and a page that is
 only scripts (next to no text without them) are not documents: `skip_reason` says why,
@@ -156,8 +157,8 @@ def _strip_chrome(soup: BeautifulSoup) -> Tag:
     first = root.find(list(HEADINGS))
     if isinstance(first, Tag):
         _drop_leading_links(root, first)
-    for tag in root.find_all(["div", "p"]):
-        if not tag.decomposed and _back_to_top(tag):
+    for tag in root.find_all(["div", "p", "ul"]):
+        if not tag.decomposed and (_back_to_top(tag) or _translations(tag)):
             tag.decompose()
     for a in root.find_all("a", href=re.compile("^#")):
         if _PERMALINK.fullmatch(a.get_text().strip()):  # a heading's or item's own link mark: "§", "¶", "#"
@@ -189,6 +190,14 @@ def _drop_leading_links(root: Tag, first: Tag) -> None:
             continue
         if _link_share(tag) >= LEADING_LINK_SHARE:
             tag.decompose()
+
+
+def _translations(tag: Tag) -> bool:
+    """A language bar: links to the page in other languages (`hreflang`) after at most a label."""
+    if tag.find("a", hreflang=True) is None or tag.find(HEADINGS) is not None:
+        return False
+    text = len("".join(tag.get_text().split()))
+    return text - sum(len("".join(a.get_text().split())) for a in tag.find_all("a")) <= 40
 
 
 def _back_to_top(tag: Tag) -> bool:
