@@ -149,21 +149,26 @@ def _strip_chrome(soup: BeautifulSoup) -> Tag:
         tag.decompose()
     body = soup.find("body")
     root = body if isinstance(body, Tag) else soup
+    gone: set[int] = set()  # what was dropped, descendants included (bs4's `decomposed` searches the subtree)
     for tag in root.find_all(True):
-        if tag.decomposed or tag.attrs is None:
-            continue
-        if _is_chrome(tag):
-            tag.decompose()
+        if id(tag) not in gone and _is_chrome(tag):
+            _drop(tag, gone)
     first = root.find(list(HEADINGS))
     if isinstance(first, Tag):
-        _drop_leading_links(root, first)
+        _drop_leading_links(root, first, gone)
     for tag in root.find_all(["div", "p", "ul"]):
-        if not tag.decomposed and (_back_to_top(tag) or _translations(tag)):
-            tag.decompose()
+        if id(tag) not in gone and (_back_to_top(tag) or _translations(tag)):
+            _drop(tag, gone)
     for a in root.find_all("a", href=re.compile("^#")):
         if _PERMALINK.fullmatch(a.get_text().strip()):  # a heading's or item's own link mark: "§", "¶", "#"
             a.decompose()
     return root
+
+
+def _drop(tag: Tag, gone: set[int]) -> None:
+    gone.add(id(tag))
+    gone.update(id(d) for d in tag.descendants)
+    tag.decompose()
 
 
 def _is_chrome(tag: Tag) -> bool:
@@ -182,14 +187,16 @@ def _link_share(tag: Tag) -> float:
     return links / text if text else 0.0
 
 
-def _drop_leading_links(root: Tag, first: Tag) -> None:
-    """Blocks before the first heading that are mostly links: the site's menu, a trail."""
+def _drop_leading_links(root: Tag, first: Tag, gone: set[int]) -> None:
+    """Blocks before the first heading that are mostly links: the site's menu, a trail. Outermost first
+    (document order), so a dropped block's parts are not weighed again."""
     ancestors = {id(a) for a in first.parents}
-    for tag in list(first.find_all_previous(["div", "table", "ul", "ol", "p", "section"])):
-        if tag.decomposed or id(tag) in ancestors or not any(id(p) == id(root) for p in tag.parents):
+    inside = {id(d) for d in root.descendants}
+    for tag in reversed(list(first.find_all_previous(["div", "table", "ul", "ol", "p", "section"]))):
+        if id(tag) in gone or id(tag) in ancestors or id(tag) not in inside:
             continue
         if _link_share(tag) >= LEADING_LINK_SHARE:
-            tag.decompose()
+            _drop(tag, gone)
 
 
 def _translations(tag: Tag) -> bool:
