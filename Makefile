@@ -27,6 +27,10 @@ demo: install
 	$(VENV)/bin/docforge ingest
 	$(VENV)/bin/docforge search "$(QUERY)" --limit 3
 	@echo
+	@echo "An embedded Postgres is running, holding the index under $(DOCFORGE_HOME)/pg."
+	@echo "Stop it with: $(VENV)/bin/docforge db stop   (make clean: stop it and remove the index)"
+	@echo
+	@echo "For the README's commands (a bare docforge), first: source $(VENV)/bin/activate"
 	@echo "To search and ask in a browser: DOCFORGE_API_TOKENS=<a token> $(VENV)/bin/docforge serve --api"
 	@echo "then open http://127.0.0.1:8000/ and log in with that token (docs/web.md)."
 

@@ -241,7 +241,8 @@ def test_a_mixed_directory_is_ingested_searched_and_cited(config, tree, database
 
 
 def test_well_known_names_include_globs_and_extensionless_files(tmp_path, write_config):
-    """README, copyright, *.Debian read as text; `include:` reads the rest; the skip says which line would."""
+    """README, *.Debian read as text; `include:` reads the rest; the skip says which line would; packaging
+    metadata is no document."""
     root = tmp_path / "pkg"
     write_files(
         root,
@@ -271,13 +272,67 @@ def test_well_known_names_include_globs_and_extensionless_files(tmp_path, write_
         "README": "text",
         "README.Debian": "text",
         "Vagrantfile": "text",
-        "copyright": "text",
         "manual.adoc": "asciidoc",
         "run.log": "text",
     }
     skipped = {s.path: s.reason for s in src.skipped}
     assert 'include: ["*.xyz"]' in skipped["data.xyz"] and "binary file type (.gz)" in skipped["changelog.gz"]
+    assert skipped["copyright"].startswith("packaging metadata") and 'include: ["copyright"]' in skipped["copyright"]
     # `extensions: [""]` is files without an extension, not silently nothing.
     assert settings.source("bare").extensions == [""]
     bare = open_source(settings, settings.source("bare"))
-    assert {r.path for r in bare.list_refs()} == {"README", "Vagrantfile", "copyright"}
+    assert {r.path for r in bare.list_refs()} == {"README", "Vagrantfile"}
+
+
+def test_a_sites_assets_and_stubs_are_skipped_with_their_reason(tmp_path, write_config):
+    """A manual's stylesheets, scripts, robots.txt are no documents; a redirect stub is said skipped when read."""
+    root = tmp_path / "manual"
+    write_files(
+        root,
+        {
+            "index.html": "<html><body><h1>Manual</h1><p>Read the chapters in order.</p></body></html>",
+            "old.html": '<html><head><meta http-equiv="refresh" content="0; url=index.html"></head></html>',
+            "style/site.css": "body { color: red }\n",
+            "js/menu.js": "function open() {}\n",
+            "robots.txt": "User-agent: *\n",
+        },
+    )
+    cfg = write_config(
+        [
+            {"name": "site", "type": "directory", "path": str(root)},
+            {"name": "styled", "type": "directory", "path": str(root), "include": ["*.css"]},
+        ]
+    )
+    settings = load_settings(cfg)
+    src = open_source(settings, settings.source("site"))
+    refs = src.list_refs()
+    assert [r.path for r in refs] == ["index.html", "old.html"]
+    skipped = {s.path: s.reason for s in src.skipped}
+    assert skipped["style/site.css"].startswith("a stylesheet") and 'include: ["*.css"]' in skipped["style/site.css"]
+    assert skipped["js/menu.js"].startswith("a script of the source's HTML pages")
+    assert skipped["robots.txt"].startswith("a web crawler's file") and '["robots.txt"]' in skipped["robots.txt"]
+    docs = list(src.fetch(refs))
+    assert [d.ref.path for d in docs] == ["index.html", "old.html"]  # recorded: known unchanged next run
+    assert {s.path: s.reason for s in src.skipped}["old.html"] == "a redirect stub (to index.html): not indexed"
+    styled = open_source(settings, settings.source("styled"))
+    assert "style/site.css" in {r.path for r in styled.list_refs()}
+
+
+def test_identical_pages_take_one_place_in_results(tmp_path, write_config, database_url, embedder):
+    """Two byte-identical pages (two file names) are both recorded; a result list shows their text once."""
+    page = (
+        "<html><head><title>Vacuum</title></head><body><h1>Vacuum</h1><h2>Freezing</h2>"
+        "<p>Routine vacuuming freezes old row versions so that transaction ids can wrap around safely.</p>"
+        "</body></html>"
+    )
+    other = "<html><body><h1>Backups</h1><p>Dump the cluster nightly and keep a week of dumps.</p></body></html>"
+    root = tmp_path / "manual"
+    write_files(root, {"vacuum.html": page, "routine-vacuuming.html": page, "backup.html": other})
+    settings = load_settings(write_config([{"name": "m", "type": "directory", "path": str(root)}]))
+    stats = ingest_source(IngestContext(settings, url=database_url, embedder=embedder), "m")
+    assert stats.files_added == 3
+    with Searcher(settings, url=database_url, embedder=embedder, reranker=None) as s:
+        for mode in ("hybrid", "dense", "keyword"):
+            hits = s.search("how does vacuum freeze transaction ids", 5, mode)
+            assert [h.section for h in hits][:1] == ["Vacuum > Freezing"], mode
+            assert sum("freezes old row versions" in h.text for h in hits) == 1, mode

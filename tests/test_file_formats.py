@@ -1,5 +1,5 @@
 """Parsing by format: code by symbol (tree-sitter), data by top-level key, PDF by page, Word by heading,
-HTML through the Confluence walk, rst and text by paragraph; pages kept through the chunker."""
+HTML by its main content's headings and blocks, rst and text by paragraph; pages kept through the chunker."""
 
 from __future__ import annotations
 
@@ -178,19 +178,92 @@ def test_rst_titles_and_text_paragraphs():
     assert [s.text for s in parse_text("one\ntwo\n\n\nthree\n").sections] == ["one\ntwo", "three"]
 
 
-def test_html_goes_through_the_confluence_walk():
+def test_html_reads_its_main_content_in_typed_blocks():
     parsed = parse_html(
-        "<html><head><title>Ops</title><script>evil()</script></head><body><nav>menu</nav>"
-        "<main><h1>Runbook</h1><p>Start.</p><article><h2>Restart</h2><ul><li>stop</li>"
+        "<html><head><title>Ops runbook</title><script>evil()</script></head><body><nav>menu</nav>"
+        "<main><h1>Runbook</h1><p>Start <code>x = 1</code> now.</p><article><h2>Restart</h2><ul><li>stop</li>"
         "<li>start</li></ul></article></main></body></html>"
     )
-    assert parsed.title == "Ops"
+    assert parsed.title == "Ops runbook"
     assert [(s.heading_path, s.text) for s in parsed.sections] == [
-        (("Runbook",), "Start."),
+        (("Runbook",), "Start x = 1 now."),
         (("Runbook", "Restart"), "- stop\n- start"),
     ]
+    start = parsed.sections[0]
+    assert [(b.kind, start.text[b.start : b.end]) for b in start.blocks] == [("paragraph", "Start x = 1 now.")]
+    assert [start.text[a:b] for a, b in start.blocks[0].code] == ["x = 1"]  # no backticks, the span kept
+    assert [b.kind for b in parsed.sections[1].blocks] == ["list_item", "list_item"]
     with pytest.raises(ParseError, match="nests"):
         parse_html("<div>" * 300 + "x" + "</div>" * 300)
+
+
+def test_html_tables_code_notes_and_terms_are_blocks():
+    parsed = parse_html(
+        '<?xml version="1.0" encoding="UTF-8"?><html><body><h1>Ref</h1><h2>Types</h2>'
+        "<table><tr><th>Name</th><th>Size</th></tr><tr><td><code>int</code></td><td>4</td></tr></table>"
+        "<pre class='language-sql'>SELECT 1;\nSELECT 2;</pre><div class='note'><h3>Note</h3><p>Mind it.</p></div>"
+        "<dl><dt>work_mem</dt><dd><p>Memory per sort.</p></dd></dl><blockquote>Said.</blockquote></body></html>"
+    )
+    (types,) = parsed.sections  # an XML declaration is read; a note's heading opens no section
+    text = types.text
+    got = [(b.kind, text[b.start : b.end], b.header, b.lang) for b in types.blocks]
+    assert got == [
+        ("table_row", "Name | Size", (), None),
+        ("table_row", "int | 4", ("Name", "Size"), None),
+        ("code", "SELECT 1;\nSELECT 2;", (), "sql"),
+        ("note", "Note", (), None),
+        ("note", "Mind it.", (), None),
+        ("term", "work_mem", (), None),
+        ("definition", "Memory per sort.", (), None),
+        ("quote", "Said.", (), None),
+    ]
+    assert "```sql\nSELECT 1;\nSELECT 2;\n```" in text and types.blocks[1].cells == ("int", "4")
+    assert [text[a:b] for a, b in types.blocks[1].code] == ["int"]
+
+
+def test_html_drops_the_sites_chrome():
+    parsed = parse_html(
+        "<html><body><div class='navheader'><table><tr><td><a href=p>Prev</a></td><th>Chapter 5</th>"
+        "<td><a href=n>Next</a></td></tr></table></div><div id='page-header'><p>Site name</p></div>"
+        "<div><a href='/'>Home</a> - <a href='/m'>Menu</a> - <a href='/a'>About</a> - <a href='/d'>Download</a></div>"
+        "<div role='navigation'>Contents</div><header><h1>Backups</h1></header><div><p>Languages: <a>en</a> |"
+        " <a hreflang=fr href=f>fr</a> | <a hreflang=ja href=j>ja</a></p></div><p>Copy the <a href=d>data</a>"
+        " directory while the server is stopped.<a href='#x'>§</a></p><div class='top'><a href='#top'>top</a></div>"
+        "<div class='sphinxsidebar'>Quick search</div><footer>Copyright</footer></body></html>"
+    )
+    assert parsed.title == "Backups"
+    assert [(s.heading_path, s.text) for s in parsed.sections] == [
+        (("Backups",), "Copy the data directory while the server is stopped.")
+    ]
+
+
+def test_html_sections_from_visible_structure_when_it_has_no_headings():
+    faq = parse_html(
+        "<html><head><title>No Title</title></head><body><h1>Frequently Asked Questions</h1>"
+        "<dl><dt>How do I add a column?</dt><dd><p>Use ALTER TABLE.</p></dd><dt>Is it safe?</dt><dd>Yes.</dd></dl>"
+        "<p><b>Maximum length of a string:</b> one billion bytes.</p>"
+        "<ul><li><strong>Maximum columns</strong> 2000 by default.</li></ul>"
+        "<p>Syntax:</p><svg><text>ALTER</text><text>TABLE</text><text>table-name</text></svg></body></html>"
+    )
+    assert faq.title == "Frequently Asked Questions"  # "No Title" shares no word with the page's headings
+    assert [(s.heading_path[1:], s.text) for s in faq.sections] == [
+        (("How do I add a column?",), "Use ALTER TABLE."),
+        (("Is it safe?",), "Yes."),
+        (("Maximum length of a string",), "one billion bytes."),
+        (("Maximum columns",), "2000 by default.\n\nSyntax:\n\nALTER TABLE table-name"),
+    ]
+
+
+def test_html_stubs_are_no_documents():
+    from pipeline.parse.html import skip_reason
+
+    stub = '<html><head><meta http-equiv="refresh" content="0; url=./cli.html"></head><body>Redirect</body></html>'
+    assert skip_reason(stub) == "a redirect stub (to ./cli.html): not indexed"
+    assert parse_html(stub).sections == []
+    script = "<html><body><script src=app.js></script><h1>JavaScript Required</h1><p>Enable it.</p></body></html>"
+    assert skip_reason(script) and "JavaScript" in skip_reason(script)
+    page = "<html><body><script>track()</script><h1>Tiny</h1><p>Short but real.</p></body></html>"
+    assert skip_reason(page) is None and parse_html(page).sections
 
 
 GUIDE = [
@@ -297,3 +370,15 @@ def test_hostile_inputs_are_refused_or_read_in_linear_time(monkeypatch):
         )[-1].count("›")
         <= 9
     )
+
+
+def test_a_reference_page_named_by_its_first_heading_holds_its_sections():
+    parsed = parse_html(
+        "<html><head><title>pg_dump</title></head><body><h2>pg_dump</h2><p>pg_dump — extract a database.</p>"
+        "<h2>Synopsis</h2><pre>pg_dump [option...]</pre><h2>Options</h2><h3>-a</h3><p>Data only.</p></body></html>"
+    )
+    assert [s.heading_path for s in parsed.sections] == [
+        ("pg_dump",),
+        ("pg_dump", "Synopsis"),
+        ("pg_dump", "Options", "-a"),
+    ]

@@ -174,3 +174,17 @@ def test_keyword_confidence_leans_on_the_dense_leg_when_the_words_barely_match()
     assert [f.score for f in scaled] == pytest.approx([1 / 1.2, 0.2 / 1.2])
     strong = [Candidate("K#0", "K", 0, keyword_rank=1, keyword_score=0.6), cands[1]]
     assert [f.score for f in fuse(strong, keyword_confidence=0.5)] == pytest.approx([0.5, 0.5])  # full weight
+
+
+def test_distinct_lists_a_text_once_under_one_identity_in_both_legs():
+    from pipeline.query.fusion import distinct
+
+    def row(doc, chunk, h, score):
+        return {"chunk_id": chunk, "doc_key": doc, "ordinal": 0, "text_hash": h, "score": score}
+
+    dense = [row("s:b.html", "b0", "same", 0.9), row("s:a.html", "a0", "same", 0.9), row("s:c.html", "c0", "c", 0.5)]
+    keyword = [row("s:a.html", "a0", "same", 0.4), row("s:c.html", "c0", "c", 0.3), row("s:b.html", "b0", "same", 0.4)]
+    one_dense, one_keyword = distinct(dense, keyword)
+    assert [(r["chunk_id"], r["score"]) for r in one_dense] == [("a0", 0.9), ("c0", 0.5)]
+    assert [r["chunk_id"] for r in one_keyword] == ["a0", "c0"]  # the same identity: fused as one chunk
+    assert distinct([], []) == ([], [])

@@ -84,3 +84,18 @@ def test_brackets_in_the_query_are_echoed_intact(run):
 def test_bad_options(run, args, code, message):
     res = run("refund", *args)
     assert res.exit_code == code and message in res.output, res.output
+
+
+def test_every_line_fits_80_columns_and_paths_break_after_a_slash(corpus, monkeypatch):
+    from rich.text import Text
+
+    import docforge.cli.render as render
+
+    monkeypatch.setenv("DATABASE_URL", corpus.url)
+    for query in ("how do I configure the vault", "rotate credentials of a tenant", "the and of", "ci pipeline"):
+        out = CliRunner().invoke(main, ["search", query, "--config", str(corpus.config)], env={"COLUMNS": "80"})
+        assert out.exit_code == 0 and max(len(line) for line in out.output.splitlines()) <= 80, out.output
+    long = "docs/operations/a-rather-long-folder-name/another-long-folder-name/runbook-for-the-service.md"
+    broken = render.path_lines(Text(long), 40).plain.split("\n")
+    assert "".join(broken) == long and all(len(line) <= 40 for line in broken)
+    assert all(line.endswith("/") for line in broken[:-1])  # never mid-name

@@ -19,6 +19,7 @@ import httpx
 import pytest
 from pydantic import SecretStr
 
+import docforge.cli.render as render
 from docforge.servers import LocalSearch
 from docforge.servers.api import create_app
 from docforge.servers.ask import LocalAsk
@@ -51,6 +52,13 @@ def site(pg_server, embedder, tmp_path_factory):
         yield srv
     answerer.close()
     searcher.close()
+
+
+def test_the_page_and_the_cli_never_mark_the_same_stopwords_differently():
+    js = (Path(render.__file__).parents[1] / "servers" / "web" / "app.js").read_text()
+    listed = re.search(r'const STOP = new Set\(\s*"([^"]+)"', js)
+    assert listed is not None and frozenset(listed.group(1).split()) == render._STOP
+    assert render.terms("how is the vault sealed") == ["sealed", "vault"]
 
 
 def test_page_is_open_and_everything_it_reads_is_guarded(site):
@@ -202,6 +210,9 @@ def test_the_page_in_headless_chromium(site, browser, tmp_path):
     assert marks and set(marks) == {"vault"}
     # Whole words only: "do" is marked in "do it", never inside "documented".
     assert browser.execute_script("return [...'documented, do it'.matchAll(wordsRe(['do']))].map(m => m.index)") == [12]
+    # Stopwords are never marked: the page's terms are the CLI's (docforge.cli.render.terms).
+    query = "How do the vault keys rotate in the cluster?"
+    assert browser.execute_script("return terms(arguments[0])", query) == render.terms(query)
     first = find(By.CSS_SELECTOR, "#results .result")
     heading = first.find_element(By.CSS_SELECTOR, "h3").text
     assert heading and "score" in first.text

@@ -110,7 +110,7 @@ def _print(answer, trace: bool) -> None:
         for c in answer.citations:
             cite = render.citation(c.doc_key, c.source, c.url, c.page)
             head = render.heading(where(c.title, c.section))
-            render.emit(console, render.block(f"[{c.pointer}]", f"{c.score:.3f}", head, cite))
+            render.emit(console, render.block(f"[{c.pointer}]", f"{c.score:.3f}", head, cite, width=console.width))
     if trace and answer.trace:
         table = Table("step", "ms", "detail", title="Trace")
         for s in answer.trace:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from rich.cells import cell_len
 from rich.console import Console, Group, RenderableType
 from rich.padding import Padding
 from rich.style import Style
@@ -85,9 +86,29 @@ def _is_file(url: str) -> bool:
     return not url.startswith(("http://", "https://")) or "/blob/" in url or "/-/blob/" in url or "/src/" in url
 
 
-def block(rank: str, score: str, head: Text, cite: Text, body: Text | None = None) -> RenderableType:
+def path_lines(text: Text, width: int) -> Text:
+    """A path or URL too long for `width` columns broken after a `/` (rich would cut it mid-name);
+    a single name longer than the width is left to the column to fold."""
+    plain = text.plain
+    if cell_len(plain) <= width or width < 8:
+        return text
+    lines, line = [], ""
+    for part in re.findall(r"[^/]*/|[^/]+$", plain):
+        if line and cell_len(line + part) > width:
+            lines.append(line)
+            line = ""
+        line += part
+    lines.append(line)
+    return Text("\n".join(lines), style=text.style)
+
+
+def block(
+    rank: str, score: str, head: Text, cite: Text, body: Text | None = None, width: int | None = None
+) -> RenderableType:
     """One result: `rank score` in a column of its own; beside it, with a hanging indent however they
-    wrap, the heading, the citation and the excerpt."""
+    wrap, the heading, the citation (broken after a `/` to fit `width`, the console's) and the excerpt."""
+    if width is not None:
+        cite = path_lines(cite, width - cell_len(rank) - cell_len(score) - 2)
     grid = Table.grid(padding=(0, 1))
     grid.add_column(no_wrap=True)
     grid.add_column(overflow="fold")  # a long path folds onto the next line, never loses its end

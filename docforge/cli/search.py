@@ -27,16 +27,31 @@ EXPLAIN_KEYS = ("dense_rank", "keyword_rank")
 
 def require_indexed(searcher) -> None:
     """Exit 1, saying what to run, when the store holds no chunk at all."""
+    from docforge.cli.running import in_progress_line, ingesting
     from pipeline.store.schema import store_model
 
     with searcher.connection() as conn:
         empty = store_model(conn) is None or conn.execute("SELECT NOT EXISTS (SELECT 1 FROM chunks)").fetchone()[0]
+        running = ingesting(conn, [s.name for s in searcher.settings.sources]) if empty else []
+    if running:
+        raise click.ClickException(_fit(f"nothing is searchable yet: {in_progress_line(running)}"))
     if empty:
         where = searcher.settings.config_path
         raise click.ClickException(
-            f"nothing is indexed yet (sources from {where}): run `docforge ingest` for the configured sources, "
-            "or `docforge ingest PATH…` to index a folder"
+            _fit(
+                f"nothing is indexed yet (sources from {where}): run `docforge ingest` for the configured "
+                "sources, or `docforge ingest PATH…` to index a folder"
+            )
         )
+
+
+def _fit(message: str) -> str:
+    """A message wrapped to the terminal, after the "Error: " click puts before it."""
+    import shutil
+    import textwrap
+
+    width = shutil.get_terminal_size().columns - len("Error: ")
+    return "\n".join(textwrap.wrap(message, max(20, width), break_on_hyphens=False, break_long_words=False))
 
 
 @click.command("search")
@@ -115,4 +130,6 @@ def _print(query: str, hits, explain: bool) -> None:
             extra.append(f"dense #{h.dense_rank or '-'}, keyword #{h.keyword_rank or '-'}")
         head = render.heading(where(h.title, h.section), f"({'; '.join(extra)})" if extra else "")
         cite = render.citation(h.doc_key, h.source, h.url, h.page)
-        render.emit(console, render.block(f"{i:>2}", f"{h.score:.3f}", head, cite, render.excerpt(h.text, words)))
+        render.emit(
+            console, render.block(f"{i:>2}", f"{h.score:.3f}", head, cite, render.excerpt(h.text, words), console.width)
+        )

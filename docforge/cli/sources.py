@@ -31,6 +31,7 @@ def command(config: str | None, as_json: bool, no_counts: bool) -> None:
     from rich.table import Table
     from rich.text import Text
 
+    import docforge.cli.render as render
     from docforge.cli.when import ago
 
     console = Console(highlight=False)
@@ -38,22 +39,28 @@ def command(config: str | None, as_json: bool, no_counts: bool) -> None:
     if not settings.sources:
         console.print("No sources configured: add a `sources:` list, or run `docforge ingest PATH…` for a folder.")
         return
-    table = Table("name", "type", "location", "documents", "chunks", "last ingest")
-    table.columns[2].overflow = "fold"  # a path wraps, never loses its end
+    # Counts in a table; where each source reads from below it, a whole line each (a long path beside
+    # five columns would be cut into pieces at 80 columns), broken after a `/` when it must wrap.
+    table = Table("name", "type", "documents", "chunks", "last ingest")
+    places = Table.grid(padding=(0, 1))
+    places.add_column(no_wrap=True)
+    places.add_column(overflow="fold")
+    name_width = max(len(s.name) for s in settings.sources)
     for s in settings.sources:
         stored = counts.get(s.name)
         table.add_row(
             Text(s.name),
             s.type,
-            Text(
-                _location(s)
-                + (f"\nreadable by: {', '.join(s.access) or 'admins only'}" if s.access is not None else "")
-            ),
             str(stored["documents"]) if stored else "-",
             str(stored["chunks"]) if stored else "-",
             ago(stored["last_indexed"], exact=False) if stored else "-",
         )
+        where = render.path_lines(Text(_location(s)), console.width - name_width - 2)
+        if s.access is not None:
+            where.append(f"\nreadable by: {', '.join(s.access) or 'admins only'}")
+        places.add_row(Text(s.name + ":", style="bold"), where)
     console.print(table)
+    console.print(places)
     if problem:
         console.print(Text(f"counts unavailable: {problem}", style="yellow"))
 

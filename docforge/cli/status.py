@@ -14,6 +14,7 @@ from docforge.cli.options import config_option, json_option
 @json_option
 def command(config: str, as_json: bool) -> None:
     """Show sources, document and chunk counts, model and dimension."""
+    from docforge.cli.running import in_progress_line, ingesting
     from pipeline.config import load_settings
     from pipeline.store import generations
     from pipeline.store.admin import per_source
@@ -25,6 +26,7 @@ def command(config: str, as_json: bool) -> None:
         built = open_built(conn)
         sources = per_source(conn, [s.name for s in settings.sources], built=bool(built))
         gens = [_generation(conn, g) for g in generations.every(conn) if g.state != "dropped"] if built else []
+        running = ingesting(conn, [s.name for s in settings.sources])
     report = {
         "model": built[0] if built else None,
         "dimension": built[1] if built else None,
@@ -32,6 +34,7 @@ def command(config: str, as_json: bool) -> None:
         "chunks": sum(s["chunks"] for s in sources),
         "generations": gens,
         "sources": sources,
+        "ingesting": running,
     }
     if built and (configured := _configured(settings)) != built[0]:
         report["configured_model"] = configured  # sources.yml names another model than the store's
@@ -44,11 +47,14 @@ def command(config: str, as_json: bool) -> None:
 
     from docforge.cli.when import ago
 
-    heading = (
-        f"model {report['model']} · dim {report['dimension']}"
-        if built
-        else "nothing indexed yet: `docforge ingest` indexes the configured sources, `docforge ingest PATH…` a folder"
-    )
+    if built:
+        heading = f"model {report['model']} · dim {report['dimension']}"
+    elif running:
+        heading = f"nothing indexed yet: {in_progress_line(running)}"
+    else:
+        heading = (
+            "nothing indexed yet: `docforge ingest` indexes the configured sources, `docforge ingest PATH…` a folder"
+        )
     table = Table("source", "documents", "chunks", "failures", "last indexed", title=Text(heading))
     for s in sources:
         table.add_row(
@@ -56,7 +62,7 @@ def command(config: str, as_json: bool) -> None:
             str(s["documents"]),
             str(s["chunks"]),
             str(s["failures"]),
-            ago(s["last_indexed"]),
+            "ingesting now" if s["name"] in running else ago(s["last_indexed"]),
         )
     console = Console()
     console.print(Text(f"config: {settings.config_path} · store: {settings.home}", style="dim"))

@@ -94,7 +94,7 @@ _NAMES = {
 # (`README`, `INSTALL`, `NEWS.old`, `README.source`); `README.md` is still markdown.
 WELL_KNOWN_TEXT = frozenset(
     """
-readme install news changes changelog history copying copyright license licence authors contributors
+readme install news changes changelog history copying license licence authors contributors
 credits thanks contributing hacking maintainers notice todo bugs faq upgrading security support
 """.split()
 )
@@ -117,6 +117,27 @@ BINARY_EXTENSIONS = frozenset(
 .doc .xls .xlsx .ppt .pptx .odt .ods .odp .rtf .key .numbers .pages .epub .mobi
 """.split()
 )
+
+
+# Files that are never documents, though their format is known, with why: a site's styling and its crawler
+# file, a distribution's packaging metadata. Read only when a source's `include:` names them.
+_NOT_DOCUMENTS = {
+    ".css": "a stylesheet",
+    ".scss": "a stylesheet",
+    ".sass": "a stylesheet",
+    ".less": "a stylesheet",
+    "robots.txt": "a web crawler's file",
+    "sitemap.xml": "a web crawler's file",
+    "copyright": "packaging metadata (a distribution's copyright file)",
+}
+# A site's scripts: in a source that holds HTML pages, its JavaScript is the pages' machinery.
+SITE_SCRIPTS = frozenset({"javascript"})
+
+
+def not_a_document(path: str) -> str | None:
+    """Why a file of a known format is no document (a stylesheet, robots.txt, packaging metadata), or None."""
+    p = PurePosixPath(path)
+    return _NOT_DOCUMENTS.get(p.name.lower()) or _NOT_DOCUMENTS.get(p.suffix.lower())
 
 
 def detect(path: str) -> str | None:

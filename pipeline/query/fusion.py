@@ -15,7 +15,8 @@ and chunks of other documents that both legs rank lower outrank them. So:
    next to its document's best chunk (fused the same way, per chunk): the best
    chunk of a document carries the document's score, the others trail it.
 
-Then `diversify` halves (`discount`) the score of each further chunk of a
+Each leg's rows are `distinct` first: a chunk text that two documents hold (identical pages)
+is listed once. Then `diversify` halves (`discount`) the score of each further chunk of a
 document already listed and keeps at most N chunks of one document (dense and
 keyword results only get the cap, `per_document`), and `passages` joins a chunk
 to a listed neighbour of its document (position ± 1): one hit, led by the
@@ -140,6 +141,32 @@ def _convex(
         for d, v in best.items():
             doc[d] = doc.get(d, 0.0) + w * v
     return chunk, doc
+
+
+def distinct(dense: Sequence[dict], keyword: Sequence[dict], key: str = "text_hash") -> tuple[list[dict], list[dict]]:
+    """Each leg's rows, best first, with one chunk for each text: two byte-identical pages of a source
+    (two file names, a page and its copy) hold the same chunks, which would take two places of one
+    result list. Every leg keeps its best row of a text under one identity, the same in all legs (the
+    least document key holding it), so hybrid fusion sees one chunk found by both legs."""
+    ident = ("chunk_id", "doc_key", "ordinal")
+    first: dict = {}
+    legs = (dense, keyword)
+    for rows in legs:
+        for row in rows:
+            best = first.get(row[key])
+            if best is None or row["doc_key"] < best["doc_key"]:
+                first[row[key]] = row
+    out = []
+    for rows in legs:
+        seen: set = set()
+        kept = []
+        for row in rows:
+            if row[key] not in seen:
+                seen.add(row[key])
+                rep = first[row[key]]
+                kept.append(row if rep is row else {**row, **{k: rep[k] for k in ident}})
+        out.append(kept)
+    return out[0], out[1]
 
 
 def diversify(fused: Sequence[Fused], per_doc: int | None, discount: float = 0.5) -> list[Fused]:

@@ -50,7 +50,7 @@ from pipeline.config import SearchConfig, Settings
 from pipeline.embed import TextEmbedder
 from pipeline.errors import QueryError, StoreError
 from pipeline.query.filters import compile_filter
-from pipeline.query.fusion import Passage
+from pipeline.query.fusion import Passage, distinct
 from pipeline.query.hits import Hit, joined
 from pipeline.query.plan import MODES, Mode, Plan, check_text, tags_to_boost
 from pipeline.query.ranking import rank
@@ -255,7 +255,8 @@ class Searcher:
                 r = replace(r, per_term=r.per_term * 10) if deeper else replace(r, exhaustive=True)
                 continue
             whole = self._centroids(conn, plan, dense, r, gen) if plan.mode == "hybrid" else {}
-            ranked = rank(plan, dense, keyword, whole, self.config)
+            one_dense, one_keyword = distinct(dense, keyword)  # identical pages: one copy of each text
+            ranked = rank(plan, one_dense, one_keyword, whole, self.config)
             full = max(len(dense), len(keyword)) >= r.k
             if len(ranked) >= plan.n or not full or r.k >= _MAX_K:
                 return self._cite(conn, plan, ranked)

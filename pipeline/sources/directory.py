@@ -10,7 +10,11 @@ way out of the root) and decides, from names and `lstat` alone, what is read:
                 `ignore_dirs` (.git, node_modules, virtualenvs, build outputs ...)
                 or holding `pyvenv.cfg`, what the root `.gitignore` or `ignore`
                 excludes, binary file types, files of no known format, special
-                files, and symlinks that lead out of the root or to a directory.
+                files, and symlinks that lead out of the root or to a directory;
+                files that are no documents though their format is known
+                (stylesheets, robots.txt, packaging metadata; the scripts of a
+                source holding HTML pages) unless `include` names them; and, as
+                they are read, HTML redirect stubs and script-only pages.
 
 An ignored directory is reported once, never entered. The format of each file
 comes from its name (pipeline.parse.formats), so the listing's `languages`
@@ -124,7 +128,20 @@ class DirectorySource:
                 if ref is not None:
                     refs.append(ref)
             todo += reversed(subdirs)  # depth first, in name order
-        return sorted(refs, key=lambda r: r.path)
+        return sorted(self._without_site_scripts(refs), key=lambda r: r.path)
+
+    def _without_site_scripts(self, refs: list[DocRef]) -> list[DocRef]:
+        """Where the source holds HTML pages, its scripts are theirs (menus, search boxes): not documents."""
+        if not any(r.meta["format"] == "html" for r in refs):
+            return refs
+        kept = []
+        for r in refs:
+            if r.meta["format"] in formats.SITE_SCRIPTS and not self._included(r.path):
+                why = "a script of the source's HTML pages, not a document: not read"
+                self._skip(r.path, f"{why} ({_include_hint(r.path)} on the source reads it)")
+            else:
+                kept.append(r)
+        return kept
 
     def _link(self, rel: str) -> str | None:
         """Why a symlink is not followed, or None for a link to a file inside the root."""
@@ -157,6 +174,9 @@ class DirectorySource:
         if formats.is_binary_name(rel):
             self._skip(rel, f"binary file type ({suffix}): not read")
             return None
+        if (what := formats.not_a_document(rel)) is not None and not self._included(rel):
+            self._skip(rel, f"{what}, not a document: not read ({_include_hint(rel)} on the source reads it)")
+            return None
         fmt = formats.detect(rel)
         if fmt is None:
             # A file named on its own, listed by `extensions:` or matched by `include:` is read as text.
@@ -174,6 +194,8 @@ class DirectorySource:
         return any(fnmatch.fnmatchcase(rel if "/" in g else name, g) for g in self.cfg.include)
 
     def fetch(self, refs: Sequence[DocRef]) -> Iterator[Document | Failure]:
+        from pipeline.parse.html import skip_reason  # here: a listing (a no-op run) never needs the parser
+
         for ref in refs:
             if shown_path(ref.path) != ref.path:
                 yield Failure(
@@ -188,14 +210,25 @@ class DirectorySource:
                 yield Failure(ref.key, "fetch", f"{ref.path}: {e}")
                 continue
             try:
-                yield file_document(ref, data, ref.meta["format"], Path(ref.path).name, ref.meta["url"])
+                doc = file_document(ref, data, ref.meta["format"], Path(ref.path).name, ref.meta["url"])
             except Exception as e:  # this file alone: the rest of the source goes on
                 yield Failure(ref.key, "fetch", f"{ref.path}: {type(e).__name__}: {e}")
+                continue
+            if isinstance(doc, Document) and doc.kind == "html" and (why := skip_reason(doc.content)):
+                # Said once, when it is read; it is still recorded (the ledger knows it unchanged after)
+                # and parses to no sections, so nothing of it is indexed.
+                self._skip(ref.path, why)
+            yield doc
+
+
+def _include_hint(rel: str) -> str:
+    """The `include:` line that would read a file: its extension's glob, else (robots.txt) its name."""
+    name = rel.rsplit("/", 1)[-1]
+    suffix = os.path.splitext(name)[1]
+    by_suffix = suffix and (formats.not_a_document(name) is None or formats.not_a_document("x" + suffix))
+    return f'`include: ["{f"*{suffix}" if by_suffix else name}"]`'
 
 
 def _no_format_reason(rel: str) -> str:
     """Why a file was not read, naming the setting that would read it."""
-    name = rel.rsplit("/", 1)[-1]
-    suffix = os.path.splitext(name)[1]
-    glob = f"*{suffix}" if suffix else name
-    return f'no known text or document format: not read (`include: ["{glob}"]` on the source reads it as text)'
+    return f"no known text or document format: not read ({_include_hint(rel)} on the source reads it as text)"

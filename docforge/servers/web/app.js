@@ -105,9 +105,13 @@ function heading(title, section) {
   return (title ? [title, ...path] : path).join(" › ");
 }
 
+// Words never marked (the CLI's list, docforge/cli/render.py _STOP; tests/test_web.py keeps them one list).
+const STOP = new Set(
+  "the and for are was how what who why with from that this not you can does do is in of to on a an".split(" "));
+
 function terms(query) {
   const words = String(query).toLowerCase().match(/[\p{L}\p{N}_]{2,}/gu) || [];
-  return [...new Set(words)].sort((a, b) => b.length - a.length);
+  return [...new Set(words)].filter((w) => !STOP.has(w)).sort((a, b) => b.length - a.length);
 }
 
 function escapeRegExp(s) { return s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"); }

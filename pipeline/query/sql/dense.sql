@@ -7,6 +7,7 @@
 SELECT c.id AS chunk_id,
        c.doc_key,
        c.ordinal,
+       c.text_hash,  -- the same text in two documents (a page and its copy) is listed once (fusion.distinct)
        doc.tags,
        1 - (v.embedding <=> %(vec)s::{vtype}) / 2 AS score,
        (SELECT id FROM generations WHERE state = 'live') AS live_generation

@@ -75,6 +75,7 @@ scored AS (  -- exact BM25 over every query term, from each candidate's own term
 SELECT c.id AS chunk_id,
        c.doc_key,
        c.ordinal,
+       c.text_hash,  -- the same text in two documents (a page and its copy) is listed once (fusion.distinct)
        doc.tags,
        x.bm25 / (SELECT sum(idf) * (%(k1)s + 1) FROM terms) AS score,
        (SELECT count(*) FROM candidates) AS found,
