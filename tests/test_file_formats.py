@@ -186,12 +186,12 @@ def test_html_reads_its_main_content_in_typed_blocks():
     )
     assert parsed.title == "Ops runbook"
     assert [(s.heading_path, s.text) for s in parsed.sections] == [
-        (("Runbook",), "Start x = 1 now."),
+        (("Runbook",), "Start `x = 1` now."),
         (("Runbook", "Restart"), "- stop\n- start"),
     ]
     start = parsed.sections[0]
-    assert [(b.kind, start.text[b.start : b.end]) for b in start.blocks] == [("paragraph", "Start x = 1 now.")]
-    assert [start.text[a:b] for a, b in start.blocks[0].code] == ["x = 1"]  # no backticks, the span kept
+    assert [(b.kind, start.text[b.start : b.end]) for b in start.blocks] == [("paragraph", "Start `x = 1` now.")]
+    assert [start.text[a:b] for a, b in start.blocks[0].code] == ["x = 1"]  # the span inside the backticks
     assert [b.kind for b in parsed.sections[1].blocks] == ["list_item", "list_item"]
     with pytest.raises(ParseError, match="nests"):
         parse_html("<div>" * 300 + "x" + "</div>" * 300)
@@ -209,7 +209,7 @@ def test_html_tables_code_notes_and_terms_are_blocks():
     got = [(b.kind, text[b.start : b.end], b.header, b.lang) for b in types.blocks]
     assert got == [
         ("table_row", "Name | Size", (), None),
-        ("table_row", "int | 4", ("Name", "Size"), None),
+        ("table_row", "Name: `int` | Size: 4", ("Name", "Size"), None),
         ("code", "SELECT 1;\nSELECT 2;", (), "sql"),
         ("note", "Note", (), None),
         ("note", "Mind it.", (), None),
@@ -217,7 +217,7 @@ def test_html_tables_code_notes_and_terms_are_blocks():
         ("definition", "Memory per sort.", (), None),
         ("quote", "Said.", (), None),
     ]
-    assert "```sql\nSELECT 1;\nSELECT 2;\n```" in text and types.blocks[1].cells == ("int", "4")
+    assert "```sql\nSELECT 1;\nSELECT 2;\n```" in text and types.blocks[1].cells == ("`int`", "4")
     assert [text[a:b] for a, b in types.blocks[1].code] == ["int"]
 
 

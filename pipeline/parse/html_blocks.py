@@ -5,13 +5,13 @@ paragraph, each list item, each table row, a `<pre>`, a `<dt>` term and its
 `<dd>` definition, a note (`<aside>`, a `class` note/warning/tip ...) and a
 blockquote are one block each. Where a page has no heading below its title, its
 visible structure makes the sections instead: definition terms, the bold lead-in
-of a paragraph or list item, a table's caption (`derived`). Inline `<code>` keeps
-no backticks in the text; its span is recorded in `Block.code`. An inline SVG's
+of a paragraph or list item, a table's caption (`derived`). Inline `<code>` reads
+`in backticks`; its span (inside them) is recorded in `Block.code`. An inline SVG's
 `<text>` elements (a syntax diagram's words) are read in document order.
 
 How blocks read in the section text: paragraphs, notes and quotes are separated
-by a blank line; list items are `- item` lines and table rows `a | b` lines (the
-header row first), each block spanning the item or row without its marker; a
+by a blank line; list items are `- item` lines and table rows `A: a | B: b` lines
+under their header row (`A | B`), each block spanning the item or row without its marker; a
 code block is fenced (```lang), its block spanning the code inside the fence.
 """
 
@@ -104,8 +104,10 @@ class _Line:
             return self.add(raw)
         if raw.startswith(" "):
             self.add(" ")
+        self.add("`")  # the text reads as Markdown and Confluence pages do; the span is the code inside
         self.code.append((self.n, self.n + len(inner)))
         self.add(inner)
+        self.add("`")
         if raw.endswith(" "):
             self.add(" ")
 
@@ -286,7 +288,8 @@ class Walk:
                 continue
             plain = tuple(t.text for t in texts)
             is_header = all(c.name == "th" for c in cells) or tr.find_parent("thead") is not None
-            row = join([Rich(t.text.replace("\n", " "), t.code) for t in texts], " | ")
+            named = header if not is_header else ()
+            row = join([_headed(named[i] if i < len(named) else "", t) for i, t in enumerate(texts)], " | ")
             yield _Piece("table_row", row, "\n\n" if first else "\n", header=() if is_header else header, cells=plain)
             header = plain if is_header and not header else header
             first = False
@@ -294,6 +297,12 @@ class Walk:
     def _cell(self, cell: Tag) -> Rich:
         parts = [ev.rich for ev in self.events(cell, "table_row", False) if isinstance(ev, _Piece)]
         return join(parts, " ")
+
+
+def _headed(name: str, cell: Rich) -> Rich:
+    """A cell as its row reads: `Header: value` under a header row (as Confluence rows read), else the value."""
+    lead = f"{name}: " if name and cell.text else ""
+    return Rich(lead + cell.text.replace("\n", " "), [(a + len(lead), b + len(lead)) for a, b in cell.code])
 
 
 def _first_child(tag: Tag) -> object:
@@ -319,9 +328,11 @@ def _is_note(tag: Tag) -> bool:
 
 
 def _lang(pre: Tag) -> str | None:
-    """A code block's language, from a `language-x` (`lang-x`, `highlight-x`) class on it, its code or parent."""
+    """A code block's language, from a `language-x` (`lang-x`, `highlight-x`) class on it, its code, its parent
+    or the parent's parent (Sphinx: `<div class="highlight-python"><div class="highlight"><pre>`)."""
     code = pre.find("code")
-    for node in (pre, code, pre.parent):
+    parent = pre.parent
+    for node in (pre, code, parent, parent.parent if parent is not None else None):
         for c in (node.get("class") or ()) if isinstance(node, Tag) else ():
             if (m := _LANG.match(c.lower())) and m.group(1) not in ("none", "text", "default"):
                 return m.group(1)
