@@ -66,7 +66,7 @@ def score(rows: list[dict], verbose: bool = False) -> dict:
             uns += 1
             uns_ok += ok
         if verbose and not ok:
-            why = "; ".join(v for c in out["claims"] for v in c.get("violations", ())) or out["mode"]
+            why = "; ".join(v for c in out["claims"] for v in c.get("violations", ())) or out["audit_mode"]
             print(f"  MISS {r['id']} [{r['label']}/{r['type']}] {r['claim'][:90]}\n       {why[:150]}")
     return {
         "n": n,
@@ -115,7 +115,7 @@ def main() -> None:
     ap.add_argument("--smoke", action="store_true", help="a few claims per split, no throughput run")
     ap.add_argument("--n", type=int, default=5000, help="answers in the throughput run")
     args = ap.parse_args()
-    from pipeline.answers.verify.lexicon import wordnet_status
+    from pipeline.answers.lexicon import wordnet_status
 
     print(wordnet_status())
     splits = ("fit", "report") if args.split == "all" else (args.split,)
