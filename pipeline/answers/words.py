@@ -156,7 +156,12 @@ def _norm_word(w: str) -> str:
 
 def words(text: str) -> list[str]:
     """Folded word tokens, apostrophes kept inside words ("doesn't")."""
-    return _WORD.findall(fold(text))
+    return list(_words(text))
+
+
+@lru_cache(maxsize=16384)
+def _words(text: str) -> tuple[str, ...]:  # a claim's sentence is read by several checks
+    return tuple(_WORD.findall(fold(text)))
 
 
 _SNOWBALL = snowballstemmer.stemmer("english")
@@ -235,22 +240,27 @@ _COMPOSABLE = {
 
 
 def keys(tokens: list[str]) -> list[str]:
+    return list(_keys(tuple(tokens)))
+
+
+@lru_cache(maxsize=16384)
+def _keys(tokens: tuple[str, ...]) -> tuple[str, ...]:
     """The matching key of each token (see `key`), read in context: a run of number words is one number
     ("two hundred fifty-six" → #256 on each of its tokens, "nine point five" → #9.5), and a unit right
     after a number is its unit key ("64 kibibytes" and "64KiB" → #64 kib)."""
     out = [key(w) for w in tokens]
     i, n = 0, len(tokens)
     while i < n:
-        j, value = _number_run(tokens, i)
+        j, value = _number_run(tokens, i) if tokens[i] in _COMPOSABLE else (i + 1, 0.0)
         if j > i + 1:
             out[i:j] = [f"#{value:g}"] * (j - i)
         if out[i].startswith("#") and j < n and tokens[j] in UNITS:
             out[j] = UNITS[tokens[j]]
         i = max(j, i + 1)
-    return out
+    return tuple(out)
 
 
-def _number_run(tokens: list[str], i: int) -> tuple[int, float]:
+def _number_run(tokens: tuple[str, ...], i: int) -> tuple[int, float]:
     """The end of the run of number words starting at i, and its value (a well-formed English number:
     "twenty four" but not "four twenty"); (i + 1, 0) when no run of two or more starts there."""
     total: float = 0
@@ -285,7 +295,7 @@ def _number_run(tokens: list[str], i: int) -> tuple[int, float]:
 # An identifier: what a claim must carry exactly (a different flag, option, path, variable or format
 # string is a different claim): a code span, a flag (-x, --name[=value]), an environment variable, a path,
 # a qualified name (a.b, a::b, a->b), a call or manual reference (name(), name(3)), snake/SCREAMING case,
-# camelCase, a word with digits, a format string (HH:MM:SS).
+# camelCase or PascalCase with an inner capital, a word with digits, a format string (HH:MM:SS).
 IDENT = re.compile(
     r"`([^`\n]{1,80})`"
     r"|(?<![\w-])--?[A-Za-z][\w-]*(?:=[^\s,;)]+)?"
@@ -294,7 +304,7 @@ IDENT = re.compile(
     r"|\b[A-Za-z_]\w*(?:(?:::|\.|->)[A-Za-z_*]\w*)+(?:\(\))?"
     r"|\b[A-Za-z_][\w-]*\((?:\d\w*)?\)"
     r"|\b[A-Za-z][A-Za-z0-9]*_\w+"
-    r"|\b[a-z]+[A-Z]\w*\b"
+    r"|\b[A-Za-z][a-z]+[A-Z]\w*\b"
     r"|\b[A-Za-z]+\d+[A-Za-z\d]*\b"
     r"|\b[A-Za-z]{1,4}(?::[A-Za-z]{1,4})+\b"
     r"|(?<![\w'])'([^'\s]{1,40})'(?![\w'])"
@@ -307,12 +317,26 @@ NAME_CONNECTORS = frozenset({"of", "for", "the", "and", "&", "de", "von", "van",
 
 def identifiers(text: str) -> list[str]:
     """The identifiers of a text, folded, as written (punctuation kept), trailing sentence marks dropped."""
-    out = []
-    for m in IDENT.finditer(fold(text).replace("\u2013", "-")):
-        ident = (m.group(1) or m.group(2) or m.group(0)).rstrip(".,:;") or m.group(2)
-        if ident and not ident.isdigit() and ident not in out:
-            out.append(ident)
-    return out
+    return list(_identifiers(text))
+
+
+_CODE_SPAN = re.compile(r"`([^`\n]{1,80})`")
+_MARKED = re.compile(r"[-$/.:_('\d]|[a-z][A-Z]")  # a token without one of these is a plain word
+
+
+@lru_cache(maxsize=16384)
+def _identifiers(text: str) -> tuple[str, ...]:
+    # token by token, and only tokens that could be one: the whole pattern over every position of a
+    # sentence costs more than the rest of a claim's checks
+    raw = text if text.isascii() else unicodedata.normalize("NFKC", text).translate(_QUOTES)
+    found = _CODE_SPAN.findall(raw)
+    for tok in _CODE_SPAN.sub(" ", raw).split():
+        tok = tok.rstrip(".,;:!?")
+        if _MARKED.search(tok):
+            found += [
+                (m.group(1) or m.group(2) or m.group(0)).rstrip(".,:;") or m.group(2) for m in IDENT.finditer(tok)
+            ]
+    return tuple(dict.fromkeys(f for i in found if (f := fold(i)) and not f.isdigit()))
 
 
 @lru_cache(maxsize=65536)
