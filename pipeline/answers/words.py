@@ -379,17 +379,24 @@ def negations(text: str) -> int:
 
 def negation_scopes(text: str, reach: int = 4) -> list[frozenset[str]]:
     """For each negation cue, the keys of the content words it governs (the next `reach` words)."""
-    tokens = re.findall(r"[\w'-]+", _CODE.sub(" ", fold(text)))
+    return [frozenset(scope) for scope in negated_words(text, reach)]
+
+
+def negated_words(text: str, reach: int = 4) -> list[tuple[str, ...]]:
+    """For each negation cue, the keys of the content words it governs, in order (the next `reach`,
+    within its clause: a comma, semicolon or colon ends what "not" turns around)."""
     out = []
-    for i, t in enumerate(tokens):
-        if t in NEGATIONS or t.endswith("n't"):
-            governed = [
-                w
-                for tok in tokens[i + 1 : i + 1 + 2 * reach]
-                for w in _WORD.findall(tok)
-                if is_content(w) and w not in NEGATIONS
-            ]
-            out.append(frozenset(key(w) for w in governed[:reach]))
+    for clause in re.split(r"[,;:]\s", _CODE.sub(" ", fold(text))):
+        tokens = re.findall(r"[\w'-]+", clause)
+        for i, t in enumerate(tokens):
+            if t in NEGATIONS or t.endswith("n't"):
+                governed = [
+                    w
+                    for tok in tokens[i + 1 : i + 1 + 2 * reach]
+                    for w in _WORD.findall(tok)
+                    if is_content(w) and w not in NEGATIONS
+                ]
+                out.append(tuple(key(w) for w in governed[:reach]))
     return out
 
 

@@ -8,7 +8,7 @@ from collections import Counter
 from pipeline.answers import words as tx
 from pipeline.answers.verify.anchors import Anchors, name_in, positions_of, together
 from pipeline.answers.verify.blocks import Block, roles
-from pipeline.answers.verify.policy import CROSS_MARGIN, CROSS_REACH, MAX_RELATION, NAME_GAP, WINDOW
+from pipeline.answers.verify.policy import CROSS_MARGIN, CROSS_REACH, MAX_RELATION, NAME_GAP, NEGATION_HEAD, WINDOW
 
 # Words a rewording may add without changing what is claimed.
 LIGHT = frozenset(
@@ -135,7 +135,11 @@ def _windows(b: Block) -> list[frozenset[str]]:
 
 def _negated(text: str, claim_keys: set[str]) -> int:
     """Negations that govern what the claim talks about (one in an aside of the evidence does not count)."""
-    return sum(1 for scope in tx.negation_scopes(text) if scope & claim_keys or not scope)
+    # a negation counts when the first word it governs that carries meaning is one the claim says
+    # ("switching branches will not update paths" for a claim about updating paths; not a later "and
+    # `git commit -a` will not record paths", nor "if the former is not used")
+    heads = [[k for k in scope if k not in LIGHT][:NEGATION_HEAD] for scope in tx.negated_words(text)]
+    return sum(1 for h in heads if not h or claim_keys.intersection(h))
 
 
 def _swapped(s: str, named: list[str], anc: Anchors, b: Block, lo: int, hi: int) -> bool:
