@@ -125,12 +125,16 @@ def irregular_base(word: str) -> str | None:
 
 
 @lru_cache(maxsize=65536)
-def synonyms(word: str) -> frozenset[str]:
-    """Every word sharing a synset with `word` in any of its senses (itself left out), multi-word lemmas
-    as words joined by spaces."""
+def synonyms(word: str, senses: int = 0) -> frozenset[str]:
+    """Every word sharing a synset with `word` (itself left out), multi-word lemmas as words joined by
+    spaces. With `senses`, only synsets among the first `senses` of both words (WordNet lists a word's
+    senses most frequent first): "realize" and "make" share a rare sense, not a common one."""
     out: set[str] = set()
     for pos, base in base_forms(word):
-        for off in synsets(base, pos):
-            out.update(w.replace("_", " ") for w in _words(pos, off))
+        offsets = synsets(base, pos)
+        for off in offsets[:senses] if senses else offsets:
+            for w in _words(pos, off):
+                if not senses or off in synsets(w, pos)[:senses]:
+                    out.add(w.replace("_", " "))
     out.discard(word)
     return frozenset(out)

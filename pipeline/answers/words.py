@@ -324,6 +324,21 @@ _CODE_SPAN = re.compile(r"`([^`\n]{1,80})`")
 _MARKED = re.compile(r"[-$/.:_('\d]|[a-z][A-Z]")  # a token without one of these is a plain word
 
 
+_OPENS = {")": "(", "]": "[", "}": "{"}
+_JOINED = re.compile(r"[\w$]+(?:[-.:/][\w$]+)+")
+
+
+def _whole(tok: str) -> str:
+    """A token without the brackets and quotes around it (a closing bracket kept when it closes inside)."""
+    tok = tok.lstrip("([{\"'")
+    while tok and tok[-1] in ")]}\"'":
+        opener = _OPENS.get(tok[-1])
+        if opener and tok.count(opener) >= tok.count(tok[-1]):
+            break
+        tok = tok[:-1]
+    return tok
+
+
 @lru_cache(maxsize=16384)
 def _identifiers(text: str) -> tuple[str, ...]:
     # token by token, and only tokens that could be one: the whole pattern over every position of a
@@ -333,9 +348,11 @@ def _identifiers(text: str) -> tuple[str, ...]:
     for tok in _CODE_SPAN.sub(" ", raw).split():
         tok = tok.rstrip(".,;:!?")
         if _MARKED.search(tok):
-            found += [
-                (m.group(1) or m.group(2) or m.group(0)).rstrip(".,:;") or m.group(2) for m in IDENT.finditer(tok)
-            ]
+            parts = [(m.group(1) or m.group(2) or m.group(0)).rstrip(".,:;") or m.group(2) for m in IDENT.finditer(tok)]
+            whole = _whole(tok)
+            # a part of a longer hyphenated or dotted name stands for the whole ("aarch64" of
+            # "aarch64-unknown-linux-gnu"): the evidence must hold that, not the part alone
+            found += [whole if p in whole and _JOINED.fullmatch(whole) else p for p in parts if p]
     return tuple(dict.fromkeys(f for i in found if (f := fold(i)) and not f.isdigit()))
 
 

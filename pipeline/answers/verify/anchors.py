@@ -136,7 +136,7 @@ def anchor_problems(anc: Anchors, cited: list[Block]) -> list[str]:
         if not any(n in b.keyset for b in cited):
             problems.append(f"number {n[1:]} is not in the cited evidence")
     for ident in anc.exact:
-        if not any(tx.ident_in(ident, b.folded_plain) for b in cited):
+        if not any(tx.ident_in(ident, b.folded_plain) or tx.ident_in(ident, b.folded) for b in cited):
             problems.append(f"identifier {ident!r} is not in the cited evidence")
     if anc.proper and not any(name_in(p, b) for p in anc.proper for b in cited):
         problems.append(f"none of its names ({', '.join(anc.proper)}) is in the cited evidence")

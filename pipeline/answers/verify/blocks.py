@@ -45,6 +45,10 @@ class Block:
         return self.words[self.positions[key][0]]
 
     @cached_property
+    def key_prefixes(self) -> frozenset[str]:
+        return frozenset(k[:3] for k in self.keyset)
+
+    @cached_property
     def keyset(self) -> frozenset[str]:
         return frozenset(self.keys)
 

@@ -86,9 +86,10 @@ def _check_sentence(s: str, cited: list[Block], whole: bool = False) -> _Result:
     if strategy == "quote":  # "The RFC says …": the attribution is no claim about the evidence
         anc.proper = [p for p in anc.proper if not set(tx.key(w) for w in p.split()) <= _ATTRIBUTION]
     if strategy is None:
-        if (reworded := synonyms.in_evidence_words(s, cited)) != s:  # checked as if written in the evidence's words
-            s, anc = reworded, anchors(reworded)
         strategy = _entity(s, anc, cited) or _paraphrase(s, anc, cited)
+        if strategy is None and (reworded := synonyms.in_evidence_words(s, cited, _light)):
+            s, anc = reworded, anchors(reworded)  # checked as if written in the evidence's words
+            strategy = _entity(s, anc, cited) or _paraphrase(s, anc, cited)
         if strategy is None:
             return _Result(None, anchor_problems(anc, cited) + [_why_not(s, cited)])
     problems = anchor_problems(anc, cited)

@@ -10,38 +10,50 @@ Without WordNet (pipeline.answers.lexicon.available() false) the claim is return
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from functools import lru_cache
 
 from pipeline.answers import lexicon
 from pipeline.answers import words as tx
 from pipeline.answers.verify.blocks import Block
+from pipeline.answers.verify.policy import SYNONYM_SENSES
 
 _TOKEN = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)*")
 
 
 @lru_cache(maxsize=65536)
-def synonym_keys(word: str) -> frozenset[str]:
-    """Stems of the one-word lemmas sharing a synset with `word`."""
-    return frozenset(tx.stem(s) for s in lexicon.synonyms(word) if s.isalpha())
+def synonym_words(word: str) -> tuple[str, ...]:
+    """The one-word lemmas sharing a synset with `word`."""
+    return tuple(s for s in lexicon.synonyms(word, SYNONYM_SENSES) if s.isalpha())
 
 
-def in_evidence_words(s: str, cited: list[Block]) -> str:
+def _in_block(word: str, b: Block) -> str | None:
+    """A key of the block that a synonym of `word` has (only synonyms that begin as one of the block's
+    keys are stemmed: a stem keeps a word's first letters)."""
+    for s in synonym_words(word):
+        if s[:3] in b.key_prefixes and (k := tx.key(s)) in b.keyset:
+            return k
+    return None
+
+
+def in_evidence_words(s: str, cited: list[Block], allowed: Callable[[str, Block], bool]) -> str | None:
+    """The claim with each word the cited blocks lack (and `allowed` does not let through) replaced by a
+    block word of one of its synsets; None when one such word has none (the claim cannot pass so: the
+    checks want every word accounted for) or nothing was replaced."""
     if not lexicon.available():
-        return s
+        return None
     idents = " ".join(tx.identifiers(s))
-
-    def swap(m: re.Match) -> str:
-        w = m.group(0)
-        folded = tx.fold(w)
+    out, last, replaced = [], 0, False
+    for m in _TOKEN.finditer(s):
+        folded = tx.fold(m.group(0))
         if not tx.is_content(folded) or folded in tx.NEGATIONS or folded in tx.NUMBER_WORDS or folded in idents:
-            return w
+            continue
         k = tx.key(folded)
-        if any(k in b.keyset for b in cited):
-            return w
-        for b in cited:
-            hit = synonym_keys(folded) & b.keyset
-            if hit:
-                return b.word_of(min(hit))
-        return w
-
-    return _TOKEN.sub(swap, s)
+        if any(k in b.keyset or allowed(k, b) for b in cited):
+            continue
+        hit = next(((b, h) for b in cited if (h := _in_block(folded, b))), None)
+        if hit is None:
+            return None
+        out += [s[last : m.start()], hit[0].word_of(hit[1])]
+        last, replaced = m.end(), True
+    return "".join(out) + s[last:] if replaced else None
