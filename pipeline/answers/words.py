@@ -325,6 +325,7 @@ _MARKED = re.compile(r"[-$/.:_('\d]|[a-z][A-Z]")  # a token without one of these
 
 
 _OPENS = {")": "(", "]": "[", "}": "{"}
+_URL = re.compile(r"\]\([^)\s]*\)|<?\b(?:https?|ftp)://[^\s<>)\]]+>?")
 _JOINED = re.compile(r"[\w$]+(?:[-.:/][\w$]+)+")
 
 
@@ -345,7 +346,7 @@ def _identifiers(text: str) -> tuple[str, ...]:
     # sentence costs more than the rest of a claim's checks
     raw = text if text.isascii() else unicodedata.normalize("NFKC", text).translate(_QUOTES)
     found = _CODE_SPAN.findall(raw)
-    for tok in _CODE_SPAN.sub(" ", raw).split():
+    for tok in _URL.sub(" ", _CODE_SPAN.sub(" ", raw)).split():  # a link's target is not what it claims
         tok = tok.rstrip(".,;:!?")
         if _MARKED.search(tok):
             parts = [(m.group(1) or m.group(2) or m.group(0)).rstrip(".,:;") or m.group(2) for m in IDENT.finditer(tok)]
