@@ -109,7 +109,6 @@ def test_true_rewordings_keep_their_roles(line):
         ("Harbour Lights was directed by Ines Ferro. [E1]", "someone else directed"),
         ("Ada Lindqvist founded the Kestrel Review in 1990. [E1]", "together"),  # names the evidence holds apart
         ("Harbour Lights was founded in 1990. [E1]", "founded"),  # the year belongs to the review
-        ("Berg Tomas is a Danish novelist. [E1]", "not written so"),  # a name's words swapped
         ("Mara Quist praised Jon Ellis. [E3]", "someone else praised"),
         ("Harbour Lights is a Danish novelist. [E1]", "together"),  # words of the next text
     ],

@@ -10,14 +10,14 @@ POLICY_VERSION = "5"  # 2: the question-aware layer (addresses_question, deflect
 # 3: roles — a name's words in order, who did what ("directed by X"), a relation said of both names in one sentence
 # 4: framing — an answer to a question framed by a name ("in Haskell") is a deflection unless a claim speaks of both
 # 5: documentation — numbers and units however written, exact identifiers, WordNet synonyms, a word's company
-#    (swapped roles), negation by clause, degenerate claims refused
+#    (swapped roles), negation by clause, degenerate claims refused; the trivia rule on the order of a
+#    person's names is gone
 PARAPHRASE_MIN = 0.85
 ENTITY_OTHER_MIN = 0.8
 ENTITY_SINGLE_MIN = 0.85  # an entity claim with a single anchor needs this much of its other words
 WINDOW = 40  # "near each other", in tokens
 TIGHT = 12  # names outside one sentence must be this close
 MAX_RELATION = 4  # content words between two names that still read as one relation ("was founded in")
-NAME_GAP = 2  # words a name may skip ("George E. Marshall" for "George Marshall")
 # A claim whose distinct content words are at most this share of its content words repeats instead of
 # saying something ("word word word word" against "word"): measured, the lowest share among the 216
 # labelled claims of the fit corpora is 0.625 ("… NULL is not equal to NULL").
@@ -43,7 +43,6 @@ POLICY = {
     "window": WINDOW,
     "tight": TIGHT,
     "max_relation": MAX_RELATION,
-    "name_gap": NAME_GAP,
     "repeat_max": REPEAT_MAX,
     "negation_head": NEGATION_HEAD,
     "cross_reach": CROSS_REACH,

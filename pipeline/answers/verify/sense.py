@@ -8,7 +8,7 @@ from collections import Counter
 from pipeline.answers import words as tx
 from pipeline.answers.verify.anchors import Anchors, name_in, positions_of, together
 from pipeline.answers.verify.blocks import Block, roles
-from pipeline.answers.verify.policy import CROSS_MARGIN, CROSS_REACH, MAX_RELATION, NAME_GAP, NEGATION_HEAD, WINDOW
+from pipeline.answers.verify.policy import CROSS_MARGIN, CROSS_REACH, MAX_RELATION, NEGATION_HEAD, WINDOW
 
 # Words a rewording may add without changing what is claimed.
 LIGHT = frozenset(
@@ -59,38 +59,11 @@ def sense_problems(s: str, anc: Anchors, cited: list[Block]) -> list[str]:
         return [f"{pair[0]!r} and {pair[1]!r} trade places against the evidence"]
     if len(named) >= 2 and _swapped(s, named, anc, best_b, lo, hi):
         return ["names appear in swapped roles in the evidence"]
-    if bad := _misordered_name(anc, cited):
-        return [f"name {bad!r} is not written so in the cited evidence"]
     if bad := _other_agent(s, cited):
         return [f"the evidence says someone else {bad}"]
     if bad := _relation_apart(s, named, anc, cited):
         return [f"the evidence never says {bad!r} of them in one sentence"]
     return []
-
-
-def _misordered_name(anc: Anchors, cited: list[Block]) -> str | None:
-    """A name of several words must occur with its words in order ("Brooks Garth" is not "Garth Brooks"),
-    a middle name or initial skipped at most."""
-    for name in anc.proper:
-        ks = [tx.key(w) for w in name.split() if tx.is_content(w)]
-        if len(ks) < 2:
-            continue
-        if not any(name_in(name, b) or _in_order(ks, b) for b in cited):
-            return name
-    return None
-
-
-def _in_order(ks: list[str], b: Block) -> bool:
-    for p in b.positions.get(ks[0], ()):
-        at = p
-        for k in ks[1:]:
-            nxt = [q for q in b.positions.get(k, ()) if at < q <= at + 1 + NAME_GAP]
-            if not nxt:
-                break
-            at = nxt[0]
-        else:
-            return True
-    return False
 
 
 def _other_agent(s: str, cited: list[Block]) -> str | None:
