@@ -17,6 +17,8 @@ from functools import lru_cache
 import snowballstemmer
 
 from pipeline.answers import lexicon
+from pipeline.answers.numbers import NUMBER_WORDS, ORDINALS, UNITS  # noqa: F401 (part of this module's API)
+from pipeline.answers.sentences import prose_blocks, split_sentences  # noqa: F401 (part of this module's API)
 
 # Function words that carry no claim of their own. Negations, numbers and
 # question words are deliberately absent: they change what a sentence says.
@@ -37,60 +39,6 @@ NEGATIONS = frozenset(
 weren't don't doesn't didn't won't wouldn't can't couldn't shouldn't mustn't hasn't haven't hadn't
 unable fails fail failed lacks lack""".split()
 )
-NUMBER_WORDS = {
-    "zero": 0,
-    "one": 1,
-    "two": 2,
-    "three": 3,
-    "four": 4,
-    "five": 5,
-    "six": 6,
-    "seven": 7,
-    "eight": 8,
-    "nine": 9,
-    "ten": 10,
-    "eleven": 11,
-    "twelve": 12,
-    "thirteen": 13,
-    "fourteen": 14,
-    "fifteen": 15,
-    "sixteen": 16,
-    "seventeen": 17,
-    "eighteen": 18,
-    "nineteen": 19,
-    "twenty": 20,
-    "thirty": 30,
-    "forty": 40,
-    "fifty": 50,
-    "sixty": 60,
-    "seventy": 70,
-    "eighty": 80,
-    "ninety": 90,
-    "hundred": 100,
-    "thousand": 1000,
-    "million": 1_000_000,
-    "billion": 1_000_000_000,
-    "dozen": 12,
-    "single": 1,
-    "twice": 2,
-    "double": 2,
-    "triple": 3,
-    "half": 0.5,
-}
-ORDINALS = {
-    "first": 1,
-    "second": 2,
-    "third": 3,
-    "fourth": 4,
-    "fifth": 5,
-    "sixth": 6,
-    "seventh": 7,
-    "eighth": 8,
-    "ninth": 9,
-    "tenth": 10,
-    "eleventh": 11,
-    "twelfth": 12,
-}
 MONTHS = {
     m: i
     for i, m in enumerate(
@@ -204,31 +152,6 @@ def key(word: str) -> str:
     return stem(word)
 
 
-# Units, spelt out or abbreviated, to one key; read only right after a number ("2 seconds", "64 KiB").
-UNITS = {
-    form: unit
-    for unit, forms in {
-        "byte": "b byte bytes",
-        "kb": "kb kilobyte kilobytes",
-        "kib": "kib kibibyte kibibytes",
-        "mb": "mb megabyte megabytes",
-        "mib": "mib mebibyte mebibytes",
-        "gb": "gb gigabyte gigabytes",
-        "gib": "gib gibibyte gibibytes",
-        "tb": "tb terabyte terabytes",
-        "tib": "tib tebibyte tebibytes",
-        "bit": "bit bits",
-        "ns": "ns nanosecond nanoseconds",
-        "us": "us µs microsecond microseconds",
-        "ms": "ms msec millisecond milliseconds",
-        "s": "s sec secs second seconds",
-        "min": "min mins minute minutes",
-        "h": "h hr hrs hour hours",
-        "day": "d day days",
-        "percent": "percent pct",
-    }.items()
-    for form in forms.split()
-}
 _DIGIT_WORDS = {w: v for w, v in NUMBER_WORDS.items() if isinstance(v, int) and v < 10}
 _COMPOSABLE = {
     w: v
@@ -416,53 +339,3 @@ def negated_words(text: str, reach: int = 4) -> list[tuple[str, ...]]:
                 ]
                 out.append(tuple(key(w) for w in governed[:reach]))
     return out
-
-
-# --- sentences ---------------------------------------------------------------------------------------------
-
-_ABBREV = re.compile(r"\b(?:e\.g|i\.e|etc|vs|cf|approx|fig|no|mr|mrs|ms|dr|st|jr|sr|inc|ltd|co|v)\.$", re.I)
-_SENT_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[`*_]*[A-Z0-9])")
-
-
-def split_sentences(text: str) -> list[str]:
-    """Sentences of one paragraph of prose, verbatim (whitespace inside kept)."""
-    out, start = [], 0
-    for m in _SENT_END.finditer(text):
-        piece = text[start : m.start()]
-        if _ABBREV.search(piece.rstrip("\"')]")) or re.search(r"\b[A-Z]\.$", piece):
-            continue  # "e.g. Foo", "J. Smith": not a sentence end
-        out.append(text[start : m.end()].strip())
-        start = m.end()
-    tail = text[start:].strip()
-    if tail:
-        out.append(tail)
-    return [s for s in out if s]
-
-
-def prose_blocks(markdown: str) -> list[str]:
-    """Paragraphs and list items of a markdown text: code fences, tables, headings and HTML left out."""
-    blocks: list[str] = []
-    cur: list[str] = []
-    fenced = False
-
-    def flush():
-        if cur:
-            blocks.append(" ".join(cur))
-            cur.clear()
-
-    for line in markdown.splitlines():
-        s = line.strip()
-        if s.startswith(("```", "~~~")):
-            fenced = not fenced
-            flush()
-            continue
-        if fenced or line.startswith(("    ", "\t")) and not cur:
-            continue
-        if not s or s.startswith(("#", "|", "<", ">", "[^")) or re.fullmatch(r"[-=*_ ]{3,}", s):
-            flush()
-            continue
-        if re.match(r"([-*+]|\d+[.)])\s+", s):  # a list item starts a block of its own
-            flush()
-        cur.append(s)
-    flush()
-    return blocks
