@@ -21,6 +21,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import textwrap
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -67,7 +68,7 @@ def score(rows: list[dict], verbose: bool = False) -> dict:
             uns_ok += ok
         if verbose and not ok:
             why = "; ".join(v for c in out["claims"] for v in c.get("violations", ())) or out["audit_mode"]
-            print(f"  MISS {r['id']} [{r['label']}/{r['type']}] {r['claim'][:90]}\n       {why[:150]}")
+            print(f"  MISS {r['id']} [{r['label']}/{r['type']}]\n    {r['claim'][:76]}\n    {why[:76]}")
     return {
         "n": n,
         "accuracy": right / (n or 1),
@@ -78,10 +79,15 @@ def score(rows: list[dict], verbose: bool = False) -> dict:
 
 
 def show(label: str, s: dict) -> None:
+    """One line of at most 80 columns: accuracy, supported accepted, unsupported rejected."""
     print(
-        f"{label:<18} {s['n']:>4} claims: accuracy {s['accuracy']:6.1%}, supported accepted "
-        f"{s['supported_accepted']:6.1%}, unsupported rejected {s['unsupported_rejected']:6.1%}"
+        f"{label:<19}{s['n']:>4}  accuracy {s['accuracy']:5.1%}  supported {s['supported_accepted']:5.1%}"
+        f"  unsupported {s['unsupported_rejected']:5.1%}"
     )
+
+
+def wrapped(text: str) -> None:
+    print(textwrap.fill(text, 80, subsequent_indent="    "))
 
 
 def throughput(rows: list[dict], n: int) -> None:
@@ -101,7 +107,7 @@ def throughput(rows: list[dict], n: int) -> None:
                 print(f"  `docforge verify` failed (exit {res.returncode}): {res.stderr.strip()[-300:]}")
                 return
     start, total = times["one answer"], times[f"{n:,} answers"]
-    print(
+    wrapped(
         f"throughput: `docforge verify` {n:,} answers in {total:.2f} s = {n / total:,.0f} answers/s with the "
         f"process start ({start:.2f} s for one answer: {total / start:.1f}x it); "
         f"{n / max(total - start, 1e-9):,.0f} answers/s after it"
@@ -117,7 +123,7 @@ def main() -> None:
     args = ap.parse_args()
     from pipeline.answers.lexicon import wordnet_status
 
-    print(wordnet_status())
+    wrapped(wordnet_status())
     splits = ("fit", "report") if args.split == "all" else (args.split,)
     everything = []
     for split in splits:
@@ -133,7 +139,7 @@ def main() -> None:
         show(f"[{split}] all", whole)
         for corpus, rs in sets.items():
             show(f"  {corpus}", score(rs))
-        print("  by type: " + ", ".join(f"{t} {a}/{b}" for t, (a, b) in whole["types"].items()))
+        wrapped("  by type: " + ", ".join(f"{t} {a}/{b}" for t, (a, b) in whole["types"].items()))
     if everything and not args.smoke:
         throughput(everything, args.n)
 
