@@ -109,7 +109,6 @@ def test_true_rewordings_keep_their_roles(line):
         ("Harbour Lights was directed by Ines Ferro. [E1]", "someone else directed"),
         ("Ada Lindqvist founded the Kestrel Review in 1990. [E1]", "together"),  # names the evidence holds apart
         ("Harbour Lights was founded in 1990. [E1]", "founded"),  # the year belongs to the review
-        ("Berg Tomas is a Danish novelist. [E1]", "not written so"),  # a name's words swapped
         ("Mara Quist praised Jon Ellis. [E3]", "someone else praised"),
         ("Harbour Lights is a Danish novelist. [E1]", "together"),  # words of the next text
     ],
@@ -481,7 +480,7 @@ def test_the_document_whose_opening_is_about_the_question_is_cited():
     # best line (it leads with what it is about: an RFC's summary, a page's first paragraph).
     ev = [
         _evidence("E1", "If you want to keep a value within an exclusive range, these functions help.", doc="floats"),
-        _evidence("E2", "The value is kept within the range: max when greater, min when less.", doc="clamp"),
+        _evidence("E2", "The value is limited to the range: max when greater, min when less.", doc="clamp"),
     ]
     q = "Is there a function to keep a value within a range?"
     leads = {
@@ -511,12 +510,12 @@ def test_an_answer_that_carries_a_sliver_of_the_question_abstains():
     q = "How do I configure nginx as a reverse proxy with TLS?"
     # the index's word rarities: nginx is a word it lacks (weighs most); "TLS" is all the evidence carries
     rare = sj.CorpusStats(
-        {"configur": 3.0, "nginx": 9.0, "revers": 4.0, "proxy": 5.0, "tls": 4.0}, frozenset({"nginx"})
+        {"configur": 3.0, "nginx": 9.0, "revers": 4.0, "proxi": 5.0, "tls": 4.0}, frozenset({"nginx"})
     )
     ex = extractive.extract(q, ev, stats=rare)
     assert ex.lines == [] and ex.reason == "the passages found carry 16% of what the question asks about"
     # the same lines where TLS is most of what the question asks about are an answer
-    common = sj.CorpusStats({"configur": 3.0, "nginx": 3.0, "revers": 2.0, "proxy": 2.0, "tls": 4.0})
+    common = sj.CorpusStats({"configur": 3.0, "nginx": 3.0, "revers": 2.0, "proxi": 2.0, "tls": 4.0})
     assert extractive.extract(q, ev, stats=common).lines
 
 

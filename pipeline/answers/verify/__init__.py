@@ -17,7 +17,7 @@
               cited block; every number and code identifier must occur. For entity and paraphrase also:
               the claim's negation must agree with the evidence sentence it matches best, and two anchors
               found in that sentence must not appear in swapped order.
-    roles     (entity and paraphrase, policy 3) a name's words in order; when the evidence says who did
+    roles     (entity and paraphrase, policy 3) when the evidence says who did
               something ("directed by X"), the claim names X; what joins two of the claim's names is said
               of both in one evidence sentence (one opening with a pronoun counts the sentence it refers to).
     audit     STRICT: every claim passed by quote or span; HYBRID: every claim passed, some only by entity
@@ -25,7 +25,10 @@
 
 Long claims are checked sentence by sentence (each must pass; the weakest strategy counts).
 
-Modules: claims (parse), blocks (evidence), anchors, strategies (one claim), sense (reworded claims),
+Words are read by pipeline.answers.words (Snowball stems, number runs and units, exact identifiers); a claim
+that fails as written is tried once more in the evidence's words (synonyms: WordNet, pipeline.answers.lexicon).
+
+Modules: claims (parse), blocks (evidence), anchors, strategies (one claim), synonyms, sense (reworded claims),
 audit (whole answers, the question-aware layer, `docforge verify`), policy (thresholds).
 """
 
