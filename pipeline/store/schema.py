@@ -105,6 +105,7 @@ def drop_all(conn: psycopg.Connection) -> None:
             "bm25_stats",
             "answers",
             "deliveries",
+            "usage_events",
             "schema_migrations",
             "docforge_meta",
         ):

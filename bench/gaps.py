@@ -1,0 +1,68 @@
+"""How well `docforge gaps` groups paraphrases, per threshold: the fit for `usage.same_meaning`.
+
+    python bench/gaps.py            # the sweep on both halves of bench/paraphrases.jsonl
+    python bench/gaps.py --json
+
+bench/paraphrases.jsonl holds 16 meanings, 4 wordings each, in two halves of 8: `fit` (the threshold is
+chosen on it) and `held` (reported, never fitted on). Questions arrive in a fixed shuffled order (the
+clustering is greedy, so order matters; the report orders by first asked). Per threshold: purity (the
+share of questions whose group's main meaning is their own), completeness (the share in their meaning's
+biggest group) and groups found; the chosen threshold maximises their harmonic mean on `fit`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+from pathlib import Path
+
+from pipeline.config import EmbeddingConfig
+from pipeline.embed import Embedder
+from pipeline.usage import completeness, groups, purity
+
+SET = Path(__file__).with_name("paraphrases.jsonl")
+THRESHOLDS = [round(0.30 + 0.05 * i, 2) for i in range(12)]  # 0.30 … 0.85
+
+
+def load(split: str) -> tuple[list[str], list[str]]:
+    rows = [json.loads(line) for line in SET.read_text().splitlines() if line.strip()]
+    rows = [r for r in rows if r["split"] == split]
+    random.Random(37).shuffle(rows)  # a fixed arrival order
+    return [r["question"] for r in rows], [r["label"] for r in rows]
+
+
+def sweep(embedder, split: str) -> list[dict]:
+    questions, labels = load(split)
+    vectors = embedder.encode(questions, kind="query")
+    out = []
+    for t in THRESHOLDS:
+        found = groups(vectors, t)
+        p, c = purity(found, labels), completeness(found, labels)
+        out.append({"threshold": t, "purity": p, "completeness": c, "f": 2 * p * c / (p + c), "groups": len(found)})
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    embedder = Embedder(EmbeddingConfig())
+    result = {split: sweep(embedder, split) for split in ("fit", "held")}
+    best = max(result["fit"], key=lambda r: (r["f"], r["threshold"]))["threshold"]
+    result["chosen"] = best
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return
+    print(f"model {embedder.model_id}; 8 meanings x 4 wordings per half; chosen on fit: {best}")
+    print(f"{'threshold':>9}  {'fit: purity compl. groups':>26}  {'held: purity compl. groups':>27}")
+    for f, h in zip(result["fit"], result["held"], strict=True):
+        mark = " <" if f["threshold"] == best else ""
+        print(
+            f"{f['threshold']:>9.2f}  {f['purity']:>12.2f} {f['completeness']:>6.2f} {f['groups']:>6}"
+            f"  {h['purity']:>13.2f} {h['completeness']:>6.2f} {h['groups']:>6}{mark}"
+        )
+
+
+if __name__ == "__main__":
+    main()
