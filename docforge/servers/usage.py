@@ -24,6 +24,8 @@ log = logging.getLogger("docforge.usage")
 
 
 def _keep(recorder: Recorder, make: Callable[[], Event]) -> None:
+    if not recorder.cfg.enabled:
+        return
     try:
         recorder.record(make())
     except Exception as e:  # noqa: BLE001 (a record must never fail the request it describes)
