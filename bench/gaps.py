@@ -2,12 +2,18 @@
 
     python bench/gaps.py            # the sweep on both halves of bench/paraphrases.jsonl
     python bench/gaps.py --json
+    python bench/gaps.py --weak-hit STORE/sources.yml   # also: the fit for `usage.weak_hit` on a built store
 
 bench/paraphrases.jsonl holds 16 meanings, 4 wordings each, in two halves of 8: `fit` (the threshold is
 chosen on it) and `held` (reported, never fitted on). Questions arrive in a fixed shuffled order (the
 clustering is greedy, so order matters; the report orders by first asked). Per threshold: purity (the
 share of questions whose group's main meaning is their own), completeness (the share in their meaning's
 biggest group) and groups found; the chosen threshold maximises their harmonic mean on `fit`.
+
+--weak-hit: the best dense hit's score ((1 + cosine) / 2) on a store of this repository's docs (the
+one `bench/load.py --work DIR` builds) for questions those docs answer (bench/hosted.py's and
+bench/load.py's) and for paraphrase-set meanings they cannot (HR, office, accounts), and the score that
+best separates the two (balanced accuracy).
 """
 
 from __future__ import annotations
@@ -43,14 +49,47 @@ def sweep(embedder, split: str) -> list[dict]:
     return out
 
 
+OUT_OF_SCOPE = {
+    "parental-leave",
+    "office-wifi",
+    "onboarding-laptop",
+    "expense-report",
+    "change-username",
+    "oncall-rota",
+    "delete-account",
+    "reset-password",
+}  # meanings docforge's docs never answer
+
+
+def weak_hit(config: str) -> dict:
+    from bench.load import QUESTIONS
+    from pipeline.config import load_settings
+    from pipeline.query import Searcher
+
+    rows = [json.loads(line) for line in SET.read_text().splitlines() if line.strip()]
+    unanswerable = [r["question"] for r in rows if r["label"] in OUT_OF_SCOPE]
+    with Searcher(load_settings(config)) as searcher:
+        best = lambda qs: [searcher.search(q, 1, "dense", rerank=False)[0].score for q in qs]  # noqa: E731
+        yes, no = best(QUESTIONS), best(unanswerable)
+
+    def accuracy(t: float) -> float:
+        return (sum(s >= t for s in yes) / len(yes) + sum(s < t for s in no) / len(no)) / 2
+
+    cut = max((round(0.5 + 0.01 * i, 2) for i in range(50)), key=lambda t: (accuracy(t), -abs(t - 0.7)))
+    return {"answerable": sorted(yes), "unanswerable": sorted(no), "chosen": cut, "balanced_accuracy": accuracy(cut)}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--weak-hit", metavar="SOURCES_YML", help="a built store of this repository's docs")
     args = ap.parse_args()
     embedder = Embedder(EmbeddingConfig())
-    result = {split: sweep(embedder, split) for split in ("fit", "held")}
+    result: dict = {split: sweep(embedder, split) for split in ("fit", "held")}
     best = max(result["fit"], key=lambda r: (r["f"], r["threshold"]))["threshold"]
     result["chosen"] = best
+    if args.weak_hit:
+        result["weak_hit"] = weak_hit(args.weak_hit)
     if args.json:
         print(json.dumps(result, indent=2))
         return
@@ -62,6 +101,11 @@ def main() -> None:
             f"{f['threshold']:>9.2f}  {f['purity']:>12.2f} {f['completeness']:>6.2f} {f['groups']:>6}"
             f"  {h['purity']:>13.2f} {h['completeness']:>6.2f} {h['groups']:>6}{mark}"
         )
+    if w := result.get("weak_hit"):
+        show = lambda xs: " ".join(f"{x:.2f}" for x in xs)  # noqa: E731
+        print(f"\nbest dense hit, answerable ({len(w['answerable'])}): {show(w['answerable'])}")
+        print(f"best dense hit, unanswerable ({len(w['unanswerable'])}): {show(w['unanswerable'])}")
+        print(f"weak_hit chosen: {w['chosen']} (balanced accuracy {w['balanced_accuracy']:.2f})")
 
 
 if __name__ == "__main__":

@@ -340,3 +340,32 @@ def test_paraphrases_are_grouped_by_meaning_on_the_held_out_half(embedder):
     found = groups(vectors, UsageConfig().same_meaning)
     assert purity(found, labels) >= 0.95 and completeness(found, labels) >= 0.9
     assert groups(vectors, UsageConfig().same_meaning) == found  # the same groups, run after run
+
+
+def test_the_mcp_server_records_its_tool_calls(site, tmp_path):
+    from pathlib import Path
+
+    from mcp import StdioServerParameters
+
+    from tests.test_mcp import DOCFORGE, session_calls
+
+    root = str(Path(__file__).resolve().parents[1])  # this checkout's code, whatever the venv points at
+    env = {
+        "DATABASE_URL": site.db,
+        "DOCFORGE_CONFIG": str(site.config),
+        "DOCFORGE_HOME": str(tmp_path),
+        "PYTHONPATH": root,
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "TOKENIZERS_PARALLELISM": "false",
+    }
+    params = StdioServerParameters(command=DOCFORGE, args=["serve"], env=env)
+    with open(tmp_path / "stderr.log", "w") as errlog:
+        call = {"query": "vpn profile portal", "user_name": "ada", "team_name": "ops"}
+        _, (result,) = session_calls(params, errlog, [call])
+    assert not result.is_error
+    with psycopg.connect(site.db) as conn:
+        got = conn.execute(
+            "SELECT surface, principal, doc_keys FROM usage_events WHERE question = 'vpn profile portal'"
+        ).fetchall()
+    assert got == [("mcp", "local", got[0][2])] and "open:vpn.md" in got[0][2]

@@ -21,6 +21,7 @@ from pipeline.usage.record import COLUMNS, Event
 
 log = logging.getLogger("docforge.usage")
 BATCH = 256  # records per INSERT at most: one round trip for a burst
+WARN_EVERY_S = 60.0  # a store that stays down is said once a minute, not once per batch
 _INSERT = f"INSERT INTO usage_events ({COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
 
 
@@ -31,6 +32,7 @@ class Recorder:
         self._queue: queue.Queue[Event | None] = queue.Queue(maxsize=cfg.queue_size)
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
+        self._warned = -WARN_EVERY_S  # when the last failure was logged (time.monotonic)
 
     def record(self, event: Event) -> None:
         """Queue `event` for the writer (started on first use); drop it when the queue is full."""
@@ -83,14 +85,20 @@ class Recorder:
                     break
                 batch.append(nxt)
             try:
-                conn = conn or connect(self.url, vector=False)
-                with conn.cursor() as cur:
+                if conn is None:
+                    conn = connect(self.url, vector=False)
+                    # Best effort by design: no fsync wait per batch (a crash may lose the last few records).
+                    conn.execute("SET synchronous_commit = off")
+                with conn.transaction(), conn.cursor() as cur:  # one commit per batch, not per record
                     cur.executemany(_INSERT, [e.row() for e in batch])
                 self.written += len(batch)
             except Exception as e:  # noqa: BLE001 (the store down, a store before migration 0016)
                 self.failed += len(batch)
                 metrics.count(metrics.STORE_ERRORS)
-                log.warning("usage: %d record(s) not written: %s", len(batch), redact(str(e).strip()))
+                if time.monotonic() - self._warned >= WARN_EVERY_S:
+                    self._warned = time.monotonic()
+                    why = redact(str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__)
+                    log.warning("usage: %d record(s) not written so far: %s", self.failed, why)
                 if conn is not None:
                     conn.close()
                 conn = None
