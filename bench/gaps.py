@@ -75,7 +75,10 @@ def weak_hit(config: str) -> dict:
     def accuracy(t: float) -> float:
         return (sum(s >= t for s in yes) / len(yes) + sum(s < t for s in no) / len(no)) / 2
 
-    cut = max((round(0.5 + 0.01 * i, 2) for i in range(50)), key=lambda t: (accuracy(t), -abs(t - 0.7)))
+    cuts = [round(0.5 + 0.005 * i, 3) for i in range(100)]
+    top = max(accuracy(t) for t in cuts)
+    best = [t for t in cuts if accuracy(t) == top]
+    cut = best[len(best) // 2]  # the middle of the best cuts: as far from both sets as they allow
     return {"answerable": sorted(yes), "unanswerable": sorted(no), "chosen": cut, "balanced_accuracy": accuracy(cut)}
 
 

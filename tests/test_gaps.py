@@ -107,7 +107,7 @@ def script(site) -> dict[str, dict]:
         out[q] = ask(site, (ANN, BOB)[i % 2], q)
     out[LEAVE[0] + "#again"] = ask(site, BOB, LEAVE[0])  # the same wording twice: one wording, two asks
     out[ANSWERED] = ask(site, ANN, ANSWERED)
-    for q in ("deploy to production", "quarterly dentistry reimbursement forms"):
+    for q in ("deploy to production", "migratory routes of arctic terns"):
         assert call(site, "POST", "search", BOB, {"query": q}).status_code == 200
     assert site.usage.recorder.flush(10)
     return out
@@ -130,7 +130,7 @@ def test_each_ask_and_search_is_recorded_with_what_the_caller_saw(site):
     assert answered[6] in ("STRICT", "HYBRID") and answered[7] == ["open:backups.md"], answered
     assert site.answers[ANSWERED]["confidence"] == pytest.approx(answered[5], abs=1e-4)
     searches = [r for r in got if r[0] == "search"]
-    assert [r[2] for r in searches] == ["deploy to production", "quarterly dentistry reimbursement forms"]
+    assert [r[2] for r in searches] == ["deploy to production", "migratory routes of arctic terns"]
     assert all(len(r[7]) == len(r[8]) > 0 for r in searches)
     assert not any(k.startswith("hr:") for r in got for k in r[7])  # bob and the open asks: never hr's page
 
@@ -153,7 +153,7 @@ def test_gaps_groups_the_paraphrases_with_their_counts(site):
     assert cited.get("open:backups.md", 0) >= 1
     assert "open:glossary.md" in report["never_retrieved"] or report["never_retrieved_total"] >= 1
     weak = {w["query"] for w in report["weak_searches"]}
-    assert "quarterly dentistry reimbursement forms" in weak and "deploy to production" not in weak
+    assert "migratory routes of arctic terns" in weak and "deploy to production" not in weak
     again = call(site, "GET", "gaps", ADMIN).json()  # stable: the same groups, ids and members
     assert [(g["id"], sorted(g["wordings"])) for g in again["groups"]] == [
         (g["id"], sorted(g["wordings"])) for g in report["groups"]
@@ -320,7 +320,7 @@ def test_the_gaps_tab_in_headless_chromium(site, browser):
     rows = browser.find_elements(By.CSS_SELECTOR, "#gaps-groups tbody tr")
     leave = next(r for r in rows if "parental leave" in r.text)
     assert f"{len(LEAVE) + 1} (" in leave.text and "open:" in leave.text
-    assert "quarterly dentistry" in find(By.ID, "gaps-weak").text
+    assert "arctic terns" in find(By.ID, "gaps-weak").text
     assert "open:backups.md" in find(By.ID, "gaps-cited").text
     find(By.ID, "logout").click()
     log_in(BOB)  # a restricted caller: the reason, and nothing of anyone's questions
