@@ -6,6 +6,7 @@
     python bench/load.py --polite              # clients that wait Retry-After after a 503
     python bench/load.py --json
     python bench/load.py --work /tmp/load-store  # keep the store (and reuse it next time)
+    python bench/load.py --usage-cost          # /search and /ask p50 with usage records on vs off
 
 Builds a small real store (this repository's docs, as bench/hosted.py does),
 starts `docforge serve --api` on 127.0.0.1 (model in process, the defaults of
@@ -186,6 +187,43 @@ def run(config: Path, env: dict, levels: list[int], seconds: float, routes: list
     }
 
 
+def usage_cost(config: Path, env: dict, clients: int, seconds: float, routes: list[str], rounds: int = 4) -> dict:
+    """What usage records (pipeline.usage, docs/gaps.md) cost: the same store and clients with
+    DOCFORGE_USAGE__ENABLED on and off, alternated on, off, off, on … (ABBA) in one run so the machine's
+    drift and the order fall on both; per route the median of the rounds' p50s and their ratio (target: at
+    most 1.05)."""
+    import statistics
+
+    import psycopg
+
+    from pipeline.config import load_settings
+    from pipeline.store.db import store_url
+
+    p50: dict[tuple[str, str], list[float]] = {}
+    for i in range(rounds):
+        for state in ("on", "off") if i % 2 == 0 else ("off", "on"):
+            out = run(
+                config, {**env, "DOCFORGE_USAGE__ENABLED": str(state == "on").lower()}, [clients], seconds, routes
+            )
+            for r in out["levels"]:
+                p50.setdefault((state, r["route"]), []).append(r["p50_ms"])
+    with psycopg.connect(store_url(load_settings(config))) as conn:
+        recorded = conn.execute("SELECT count(*) FROM usage_events").fetchone()[0]
+    result = {"clients": clients, "rounds": rounds, "records_in_store": recorded, "routes": {}}
+    for route in routes:
+        on, off = statistics.median(p50[("on", route)]), statistics.median(p50[("off", route)])
+        result["routes"][route] = {"p50_on_ms": on, "p50_off_ms": off, "ratio": on / off if off else float("nan")}
+    return result
+
+
+def show_usage_cost(out: dict) -> None:
+    print(f"\nusage records on vs off: {out['clients']} clients, {out['rounds']} rounds each, alternated")
+    print(f"{'route':<7}{'p50 on ms':>11}{'p50 off ms':>12}{'ratio':>7}")
+    for route, r in out["routes"].items():
+        print(f"{route:<7}{r['p50_on_ms']:>11.1f}{r['p50_off_ms']:>12.1f}{r['ratio']:>7.3f}")
+    print(f"usage records in the store after the run: {out['records_in_store']}")
+
+
 def show(title: str, out: dict) -> None:
     print(f"\n{title}")
     adm = out["admission"] or {}
@@ -216,6 +254,9 @@ def main() -> None:
         "--polite", action="store_true", help="clients wait Retry-After after a 503 (default: retry at once)"
     )
     ap.add_argument("--work", help="keep the store in this folder and reuse it on the next run")
+    ap.add_argument(
+        "--usage-cost", action="store_true", help="only: p50 with usage records on vs off, at the first level"
+    )
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     levels = [int(x) for x in args.levels.split(",")]
@@ -227,6 +268,17 @@ def main() -> None:
         os.environ.update(DOCFORGE_HOME=env["DOCFORGE_HOME"])
         os.environ.pop("DATABASE_URL", None)
         config = work / "sources.yml" if (work / "sources.yml").exists() else build_store(work)
+        if args.usage_cost:
+            cost = usage_cost(config, env, levels[0], args.seconds, routes)
+            if not args.work:
+                from pipeline.store.db import stop_embedded
+
+                stop_embedded(work / "home")
+            if args.json:
+                print(json.dumps(cost, indent=2))
+            else:
+                show_usage_cost(cost)
+            return
         runs = {"admission control on": run(config, env, levels, args.seconds, routes, args.polite)}
         if args.compare:
             off = {**env, "DOCFORGE_API_MAX_IN_FLIGHT": "1000", "DOCFORGE_API_MAX_ASKS_IN_FLIGHT": "1000"}

@@ -4,7 +4,8 @@ Cron and timezone come from sources.yml `schedule:` (or DOCFORGE_SCHEDULE__CRON
 / DOCFORGE_SCHEDULE__TIMEZONE), read once when the code location loads.
 One run per partition rather than one run for all: a failing source fails
 alone, each run shows in the UI under its source, and the `gpu` pool still
-bounds how many embedding steps run at once.
+bounds how many embedding steps run at once. Each tick also prunes the usage
+records past `usage.retention_days` (pipeline.usage, docs/gaps.md).
 """
 
 from __future__ import annotations
@@ -25,6 +26,9 @@ from pydantic import ValidationError
 from assets.ingest import source_partitions
 from pipeline.config import ScheduleConfig, Settings, load_settings
 from pipeline.errors import ConfigError
+from pipeline.redact import redact
+from pipeline.store.db import connect, running_store_url
+from pipeline.usage import prune
 from resources import SourcesResource
 
 if TYPE_CHECKING:
@@ -69,6 +73,7 @@ def _nightly(job: UnresolvedAssetJobDefinition, cfg: ScheduleConfig):
             settings = sources.settings()
         except ConfigError as e:
             return SkipReason(f"sources.yml is invalid, nothing ingested: {e}")
+        prune_usage(context, settings)
         registered = set(context.instance.get_dynamic_partitions(source_partitions.name))
         names = [s.name for s in settings.sources if s.name in registered]
         unregistered = [s.name for s in settings.sources if s.name not in registered]
@@ -82,3 +87,20 @@ def _nightly(job: UnresolvedAssetJobDefinition, cfg: ScheduleConfig):
         ]
 
     return nightly
+
+
+def prune_usage(context: ScheduleEvaluationContext, settings: Settings) -> int:
+    """Delete usage records past the retention; how many. Only on a store that is up (an embedded one
+    that is not up holds nothing recent: the next tick prunes), and a failure only logs: the ingest runs."""
+    url = running_store_url(settings)
+    if url is None:
+        return 0
+    try:
+        with connect(url, vector=False) as conn:
+            n = prune(conn, settings.usage.retention_days)
+    except Exception as e:  # noqa: BLE001 (pruning must never stop the night's ingest)
+        context.log.warning(f"usage records not pruned: {redact(str(e).strip())}")
+        return 0
+    if n:
+        context.log.info(f"pruned {n} usage record(s) older than {settings.usage.retention_days} days")
+    return n

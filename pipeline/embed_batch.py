@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from pipeline import metrics
 from pipeline.embed import Kind, TextEmbedder
 
 WAIT_S = 0.002  # the collection window: long enough for requests that arrive together, short next to a search
@@ -41,6 +42,7 @@ class _Job:
     texts: list[str]
     kind: Kind
     future: Future = field(default_factory=Future)
+    queued_at: float = field(default_factory=time.monotonic)
 
 
 class Batcher:
@@ -75,6 +77,7 @@ class Batcher:
                     break
                 jobs.append(job)
                 n += len(job.texts)
+            metrics.embed_batch(n, [j.queued_at for j in jobs])
             for kind in ("query", "document"):
                 self._encode([j for j in jobs if j.kind == kind], kind)
 

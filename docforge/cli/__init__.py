@@ -24,6 +24,7 @@ COMMANDS = {
     "ask": "ask",
     "verify": "verify",
     "answers": "answers",
+    "gaps": "gaps",
     "status": "status",
     "sources": "sources",
     "reindex": "reindex",

@@ -53,7 +53,8 @@ def command(
     from pipeline.config import load_settings
     from pipeline.query.filters import with_repo
 
-    with Answerer(load_settings(config)) as answerer:
+    settings = load_settings(config)
+    with Answerer(settings) as answerer:
         answer = answerer.ask(
             question,
             filters=with_repo(filters, filter_repo),
@@ -66,6 +67,12 @@ def command(
             from docforge.cli.search import require_indexed
 
             require_indexed(answerer.searcher)  # an empty store: say what to run
+        from pipeline.usage import for_ask, record_once
+
+        ms = answer.latency_ms
+        record_once(
+            answerer.searcher.url, settings.usage, lambda c: for_ask(c, "cli", "local", question, mode, answer, ms)
+        )
     if as_json:
         click.echo(json.dumps(answer.model_dump(mode="json", exclude_none=False), indent=2, ensure_ascii=False))
         return

@@ -96,13 +96,20 @@ def command(
       docforge search "borrow checker" --per-doc 1      # one chunk per document
       docforge search "deploy" --filter '{"tags": {"$in": ["ops"]}}' --explain
     """
+    import time
+
     from pipeline.config import load_settings
     from pipeline.query import Searcher
+    from pipeline.usage import for_search, record_once
 
-    with Searcher(load_settings(config)) as searcher:
+    settings = load_settings(config)
+    with Searcher(settings) as searcher:
+        t = time.perf_counter()
         hits = searcher.search(query, limit=limit, mode=mode, filters=filters, rerank=rerank, per_doc=per_doc)
+        ms = (time.perf_counter() - t) * 1000
         if not hits:
             require_indexed(searcher)  # an empty store is an error that says what to run, not "no results"
+        record_once(searcher.url, settings.usage, lambda c: for_search(c, "cli", "local", query, mode, hits, ms))
     if as_json:
         keys = JSON_KEYS + (EXPLAIN_KEYS if explain else ())
         click.echo(json.dumps([{k: h.as_dict()[k] for k in keys} for h in hits], indent=2, ensure_ascii=False))

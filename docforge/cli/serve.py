@@ -127,9 +127,13 @@ def command(
         _serve_api(_local(settings), auth, host, port, settings)
     else:
         from docforge.servers.mcp import build_mcp, run_stdio
+        from docforge.servers.usage import RecordedAsk, RecordedSearch, Usage
 
         search = _local(settings)
-        run_stdio(build_mcp(search, _local_ask(search), mcp_reader(settings.auth)))
+        recorder = Usage(search.searcher).recorder  # each tool call recorded (docs/gaps.md)
+        ask = RecordedAsk(_local_ask(search), recorder, "mcp")
+        run_stdio(build_mcp(RecordedSearch(search, recorder, "mcp"), ask, mcp_reader(settings.auth)))
+        recorder.close()
 
 
 def mcp_reader(auth):
@@ -162,6 +166,7 @@ def _serve_api(search, auth, host: str, port: int, settings) -> None:
 
     from docforge.servers.api import create_app, server_config
     from docforge.servers.hooks import Receiver
+    from docforge.servers.usage import Usage
     from docforge.servers.web import LocalStore
 
     sock = listen(host, port)  # before the URL is printed: a taken port fails here, saying so
@@ -175,7 +180,14 @@ def _serve_api(search, auth, host: str, port: int, settings) -> None:
         limits=limits,
         store=LocalStore(search.searcher),
         hooks=Receiver(settings),
+        usage=Usage(search.searcher),
+        metrics=settings.metrics,
     )
+    if settings.metrics.enabled and settings.metrics.bind:
+        from docforge.servers.metrics import serve_bound
+
+        serve_bound(app.state.meter, settings.metrics.bind)
+        click.echo(f"metrics on http://{settings.metrics.bind}/metrics", err=True)
     search.warm()
     shown = f"[{host}]" if ":" in host else ("127.0.0.1" if host in ("0.0.0.0", "") else host)
     click.echo(f"docforge API on http://{host}:{port} (docs: /docs, needs a token)", err=True)

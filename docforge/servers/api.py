@@ -32,10 +32,13 @@ from docforge.servers.ask import AskFn, AskRequest, log_ask
 from docforge.servers.auth import Authenticator, Principal
 from docforge.servers.gate import PRINCIPAL, RETRY, Admissions, RequestGate, unavailable
 from docforge.servers.hooks import Receiver, hooks_router, is_hook
+from docforge.servers.metrics import PATH as METRICS_PATH
+from docforge.servers.metrics import AppMetrics, add_metrics
+from docforge.servers.usage import RecordedAsk, RecordedSearch, Usage, add_gaps
 from docforge.servers.web import PageStore, add_page, is_page
 from pipeline import __version__
 from pipeline.answers import Answer
-from pipeline.config import ApiConfig
+from pipeline.config import ApiConfig, MetricsConfig
 from pipeline.errors import AnswerError, DocforgeError, LLMError, QueryError, StoreDown
 
 log = logging.getLogger("docforge.servers.api")
@@ -51,7 +54,8 @@ _SWAGGER = """<!doctype html><html><head><title>docforge API</title>
 def is_open(path: str) -> bool:
     """The routes served without a token: the health probe, Swagger UI's vendor files, and the page's
     shell and assets (docforge.servers.web: the login view until a token authenticates)."""
-    return path == "/health" or path.startswith(DOCS_ASSETS + "/") or is_page(path) or is_hook(path)
+    # /metrics checks its own token (docforge.servers.metrics), and never waits for an admission slot.
+    return path in ("/health", METRICS_PATH) or path.startswith(DOCS_ASSETS + "/") or is_page(path) or is_hook(path)
 
 
 def create_app(
@@ -62,9 +66,12 @@ def create_app(
     limits: ApiConfig | None = None,
     store: PageStore | None = None,
     hooks: Receiver | None = None,
+    usage: Usage | None = None,
+    metrics: MetricsConfig | None = None,
 ) -> FastAPI:
     """The API over `search` (and `ask`: POST /ask); `health()` (optional) reports whether the store answers;
-    the page at `/`, with GET /sources and GET /chunks/{id} when given a `store`."""
+    the page at `/`, with GET /sources and GET /chunks/{id} when given a `store`; with `usage`, each search
+    and ask recorded and GET /gaps; GET /metrics unless `metrics.enabled` is off."""
     limits = limits or ApiConfig()
     app = FastAPI(
         title="docforge",
@@ -84,6 +91,17 @@ def create_app(
         admissions=admissions,
         is_counted=is_hook,
     )
+    # Usage records, /gaps and /metrics (docforge.servers.usage, .metrics): the metrics middleware goes
+    # outside the gate, so the gate's refusals are counted too.
+    metrics = metrics or MetricsConfig()
+    meter = AppMetrics(admissions, lambda: [s.pool] if (s := getattr(search, "searcher", None)) else [])
+    app.state.meter = meter  # `serve --api` serves it on metrics.bind too
+    if metrics.enabled:
+        add_metrics(app, meter, auth, metrics)
+    if usage is not None:
+        search = RecordedSearch(search, usage.recorder, "api")
+    if ask is not None:
+        ask = RecordedAsk(ask, usage.recorder if usage else None, "api", meter.answered)
 
     @app.exception_handler(psycopg.OperationalError)
     async def store_lost(request: Request, exc: psycopg.OperationalError) -> JSONResponse:
@@ -155,6 +173,8 @@ def create_app(
 
     app.mount(DOCS_ASSETS, StaticFiles(directory=str(files("fastapi_offline") / "static")), name="docs-assets")
     add_page(app, principal, store, limits.dagster_url)
+    if usage is not None:
+        add_gaps(app, principal, usage)
     if hooks is not None:  # POST /hooks/git, /hooks/confluence: verified by signature (docforge.servers.hooks)
         app.include_router(hooks_router(hooks))
 

@@ -271,6 +271,46 @@ class AnswersConfig(Section):
     extractive_sentences: int = Field(default=4, ge=1, le=10)
 
 
+class UsageConfig(Section):
+    """What each ask and search leaves behind for `docforge gaps` (pipeline.usage, docs/gaps.md). Its one
+    environment spelling is the generic DOCFORGE_USAGE__<KEY>."""
+
+    enabled: bool = True
+    retention_days: int = Field(default=90, ge=1, le=3650)  # older records are pruned by the nightly job
+    store_question: bool = True  # False: only the question's SHA-256 is kept (groups then match exact repeats)
+    store_principal: bool = True  # False: only the SHA-256 of the caller's name is kept
+    queue_size: int = Field(default=1024, ge=1, le=1_000_000)  # records waiting for the writer; past it: dropped
+    # An answer below this confidence is a gap: the extractive bands measured in docs/answers.md ("confidence
+    # bands") hold the expected phrase 50 % of the time below 0.5 and 80-100 % above it.
+    low_confidence: float = Field(default=0.5, ge=0, le=1)
+    # Two questions mean the same when their mean cosine to a group reaches this: fitted on the `fit` half of
+    # bench/paraphrases.jsonl with all-MiniLM-L6-v2 (bench/gaps.py: purity 0.97, completeness 0.91 there;
+    # on the held half 1.00 and 0.97). Higher splits paraphrases, lower merges distinct questions.
+    same_meaning: float = Field(default=0.4, gt=0, le=1)
+    # A search's best dense hit below this score ((1 + cosine) / 2) found nothing good: bench/gaps.py
+    # --weak-hit on this repository's docs (all-MiniLM-L6-v2): 32 questions they cannot answer scored
+    # 0.56-0.63, 12 they answer 0.65-0.84; the middle of the gap.
+    weak_hit: float = Field(default=0.64, ge=0, le=1)
+    stale_days: int = Field(default=365, ge=1)  # a document cited often, unchanged this long: a staleness hint
+
+
+class MetricsConfig(Section):
+    """`GET /metrics` (docforge.servers.metrics, docs/metrics.md); spelled DOCFORGE_METRICS__<KEY>. With
+    `token` set, a scrape needs it; without, an API token with full access. `bind` (host:port) serves the
+    metrics on a listener of their own as well (no token: bind it where only Prometheus reaches)."""
+
+    enabled: bool = True
+    token: SecretStr | None = None
+    bind: str | None = None
+
+    @field_validator("bind")
+    @classmethod
+    def _host_port(cls, v: str | None) -> str | None:
+        if v and not v.rpartition(":")[2].isdigit():
+            raise ValueError(f"{v!r} is not host:port (e.g. 127.0.0.1:9464)")
+        return v
+
+
 # --- sources' credentials ---------------------------------------------------------------------------
 
 

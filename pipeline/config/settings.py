@@ -20,11 +20,13 @@ from pipeline.config.sections import (
     ConfluenceCredentials,
     EmbeddingConfig,
     LLMConfig,
+    MetricsConfig,
     OrchestrationConfig,
     RerankConfig,
     ScheduleConfig,
     SearchConfig,
     ServiceConfig,
+    UsageConfig,
     WebhookConfig,
 )
 from pipeline.config.sources import SourceConfig
@@ -65,6 +67,8 @@ class Settings(BaseSettings):
     orchestration: OrchestrationConfig = OrchestrationConfig()
     llm: LLMConfig = LLMConfig()
     answers: AnswersConfig = AnswersConfig()
+    usage: UsageConfig = UsageConfig()
+    metrics: MetricsConfig = MetricsConfig()
     home: Path = Path(".docforge")
     database_url: SecretStr | None = Field(default=None, validation_alias=AliasChoices("database_url", "DATABASE_URL"))
     config_path: Path | None = None  # where sources.yml was read from

@@ -20,6 +20,7 @@ from contextlib import contextmanager
 import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
 
+from pipeline import metrics
 from pipeline.errors import StoreDown
 from pipeline.redact import redact
 
@@ -58,14 +59,17 @@ def checkout(pool: ConnectionPool, timeout_s: float | None = None) -> Iterator[p
     try:
         conn = _checked(pool, waited)
     except PoolTimeout:
+        metrics.count(metrics.STORE_ERRORS)
         raise StoreDown(f"the store is unavailable: no connection within {waited:g} s ({_why(pool)})") from None
     except (psycopg.OperationalError, psycopg.InterfaceError) as e:
+        metrics.count(metrics.STORE_ERRORS)
         raise StoreDown(f"the store is unavailable: {redact(_first_line(e))}") from None
     try:
         yield conn
     except psycopg.errors.QueryCanceled:
         raise  # a statement time limit, not a lost store: the caller says which limit
     except (psycopg.OperationalError, psycopg.InterfaceError) as e:
+        metrics.count(metrics.STORE_ERRORS)
         raise StoreDown(f"the store is unavailable: {redact(_first_line(e))}") from None
     finally:
         pool.putconn(conn)  # a broken one is closed and replaced

@@ -83,7 +83,7 @@ function failed(err, statusId) {
 
 // --- tabs (arrow keys move between them, as in the ARIA tabs pattern) -----------------------------------
 
-const TABS = ["tab-search", "tab-ask", "tab-sources"];
+const TABS = ["tab-search", "tab-ask", "tab-sources", "tab-gaps"];
 
 function selectTab(id) {
   for (const t of TABS) {
@@ -93,6 +93,7 @@ function selectTab(id) {
     $($(t).getAttribute("aria-controls")).hidden = !on;
   }
   if (id === "tab-sources") loadSources();
+  if (id === "tab-gaps") loadGaps();
 }
 
 // --- search --------------------------------------------------------------------------------------------
@@ -290,6 +291,42 @@ async function loadSources() {
   $("sources").tBodies[0].replaceChildren();  // no stale rows while the fresh ones load
   $("sources-status").textContent = "Loading…";
   try { renderSources((await api("sources")).sources); } catch (err) { failed(err, "sources-status"); }
+}
+
+// --- gaps (GET /gaps: full-access tokens only; docs/gaps.md) -----------------------------------------------
+
+function when(iso) {
+  return iso ? el("time", { datetime: iso, text: new Date(iso).toLocaleString() }) : "never";
+}
+
+function items(id, rows, render, none) {
+  $(id).replaceChildren(...(rows.length ? rows.map((r) => el("li", {}, ...render(r))) : [el("li", { text: none })]));
+}
+
+function renderGaps(g) {
+  $("gaps-groups").tBodies[0].replaceChildren(...g.groups.map((grp) => el("tr", { "data-group": grp.id },
+    el("th", { scope: "row", text: grp.representative }),
+    el("td", { "data-label": "Asks", text: `${grp.count} (${grp.abstained} abstained)` }),
+    el("td", { "data-label": "Wordings", text: grp.wordings.join(" · ") }),
+    el("td", { "data-label": "Last asked" }, when(grp.last_asked)),
+    el("td", { "data-label": "Closest documents", text: grp.closest.map((d) => d.doc_key).join(", ") || "none" }))));
+  items("gaps-weak", g.weak_searches, (w) => [`${w.count}× ${w.query} `,
+    el("span", { class: "muted", text: w.best === null ? "(no hit)" : `(best ${w.best.toFixed(2)})` })], "none");
+  items("gaps-cited", g.most_cited, (c) => [`${c.citations}× ${c.doc_key}`], "none yet");
+  $("gaps-never-title").textContent = `Never retrieved (${g.never_retrieved_total})`;
+  items("gaps-never", g.never_retrieved, (k) => [k], "none: every document was retrieved");
+  items("gaps-stale", g.stale, (c) => [`${c.citations}× ${c.doc_key}, changed `, when(c.last_changed)], "none");
+  $("gaps-status").textContent = `Last ${g.days} days: ${g.asks} asks (${g.gap_asks} unanswered or unsure), ` +
+    `${g.searches} searches; ${g.groups.length} group${g.groups.length === 1 ? "" : "s"} of questions`;
+  $("gaps").hidden = false;
+}
+
+async function loadGaps() {
+  $("gaps").hidden = true;  // and emptied: nothing of the last caller's report stays in the page
+  for (const id of ["gaps-weak", "gaps-cited", "gaps-never", "gaps-stale"]) $(id).replaceChildren();
+  $("gaps-groups").tBodies[0].replaceChildren();
+  $("gaps-status").textContent = "Loading…";
+  try { renderGaps(await api("gaps")); } catch (err) { failed(err, "gaps-status"); }
 }
 
 // --- wiring --------------------------------------------------------------------------------------------
