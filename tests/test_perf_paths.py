@@ -60,8 +60,7 @@ def test_onnx_backends_track_torch_and_are_cached(backend, min_cos, embedder, tm
 
 def test_queries_embed_with_onnx_on_a_cpu_or_fall_back_to_torch(embedder, monkeypatch, tmp_path):
     pytest.importorskip("onnxruntime")
-    from pipeline import onnx
-    from pipeline.embed import query_embedder
+    from pipeline.embed import onnx, query_embedder
 
     monkeypatch.setenv("DOCFORGE_MODEL_CACHE", str(tmp_path))
     emb = query_embedder(EmbeddingConfig(device="cpu"))

@@ -31,7 +31,7 @@ def _user_model_cache() -> Path:
 class EmbeddingConfig(Section):
     """Which model embeds: `model`, else the first of `fallbacks` that loads (tried in order, each
     failure logged with its reason). With `url` set (EMBEDDER_URL), an embedder service embeds instead
-    (pipeline.embed_remote): always for search, for ingest too with `remote_ingest`."""
+    (pipeline.embed.remote): always for search, for ingest too with `remote_ingest`."""
 
     env_aliases: ClassVar[dict[str, tuple[str, ...]]] = {
         "cache_dir": ("DOCFORGE_MODEL_CACHE",),

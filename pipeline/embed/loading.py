@@ -76,7 +76,7 @@ def query_embedder_loading(cfg: EmbeddingConfig) -> Embedder:
     onnx_auto = cfg.query_backend == "auto" and cfg.backend == "torch" and importlib.util.find_spec("onnxruntime")
     if not onnx_auto or emb.path is None or not on_cpu(cfg.device):
         return query_embedder(cfg)
-    from pipeline.onnx import cache_dir
+    from pipeline.embed.onnx import cache_dir
 
     if not (cache_dir(emb.onnx_model()) / "model.onnx").exists():
         return query_embedder(cfg)

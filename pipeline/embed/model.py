@@ -10,7 +10,7 @@ Encoding tokenises once with the fast tokenizer, sorts by exact token count
 (sentence-transformers sorts by characters, which pads more) and feeds padded
 id arrays straight to the network: torch (pinned-memory copies on CUDA,
 pipeline.embed.backends) or ONNX Runtime (`backend: onnx | onnx-int8`, see
-pipeline/onnx.py).
+pipeline/embed/onnx.py).
 """
 
 from __future__ import annotations
@@ -33,14 +33,14 @@ if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
     from tokenizers import Tokenizer
 
-    from pipeline.onnx import OnnxModel
+    from pipeline.embed.onnx import OnnxModel
 
 log = logging.getLogger(__name__)
 
 
 class TextEmbedder(Protocol):
     """What ingest and search need of a model: in this process (`Embedder`) or a service's
-    (`pipeline.embed_remote.RemoteEmbedder`)."""
+    (`pipeline.embed.remote.RemoteEmbedder`)."""
 
     @property
     def model_id(self) -> str: ...
@@ -194,7 +194,7 @@ class Embedder:
 
     def _make_runner(self) -> Runner | None:
         if self.cfg.backend != "torch":
-            from pipeline.onnx import OnnxRunner, model_file
+            from pipeline.embed.onnx import OnnxRunner, model_file
 
             if (
                 extra := self.files.beyond_encoder
@@ -210,7 +210,7 @@ class Embedder:
 
     def onnx_model(self) -> OnnxModel:
         """This model as the ONNX backend sees it: files, cache, pooling, and the torch baseline for its check."""
-        from pipeline.onnx import OnnxModel
+        from pipeline.embed.onnx import OnnxModel
 
         if self.path is None:
             raise EmbedError(f"the ONNX backend exports from local model files; {self.name!r} has none")

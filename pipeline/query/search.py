@@ -47,9 +47,9 @@ from pgvector.psycopg import register_vector
 from psycopg import sql
 from psycopg.rows import dict_row
 
-from pipeline import access, embedders
+from pipeline import access
 from pipeline.config import SearchConfig, Settings
-from pipeline.embed import TextEmbedder
+from pipeline.embed import TextEmbedder, for_config, for_generation
 from pipeline.errors import QueryError, StoreError
 from pipeline.parse.text import first_surrogate
 from pipeline.query.filters import compile_filter
@@ -116,13 +116,13 @@ class Searcher:
         if gen is None:
             return self._load(
                 "embedder:configured",  # type: ignore[return-value]
-                lambda: self._embedder or embedders.for_config(self.settings.embedding, "query"),
+                lambda: self._embedder or for_config(self.settings.embedding, "query"),
             )
         return self._embedder_for(gen)
 
     def _embedder_for(self, gen: Generation) -> TextEmbedder:
         def load() -> TextEmbedder:
-            return embedders.for_generation(self.settings.embedding, gen, "query", self._embedder)
+            return for_generation(self.settings.embedding, gen, "query", self._embedder)
 
         return self._load(f"embedder:{gen.id}", load)  # type: ignore[return-value]
 
