@@ -10,7 +10,7 @@ import time
 from collections.abc import Sequence
 from typing import Protocol
 
-EMBED_BATCH_TEXTS = "embed_batch_texts"  # texts in one shared forward pass (pipeline.embed_batch)
+EMBED_BATCH_TEXTS = "embed_batch_texts"  # texts in one shared forward pass (pipeline.embed.batching)
 EMBED_QUEUE_WAIT_S = "embed_queue_wait_seconds"  # a job's wait from submit to its forward pass
 STORE_ERRORS = "store_errors"  # "the store is unavailable" (pipeline.store.pool), usage writes that failed
 USAGE_DROPPED = "usage_dropped"  # usage records dropped: the writer's queue was full (pipeline.usage)

@@ -1,4 +1,4 @@
-"""Holding up under load: concurrent query embeddings share forward passes (pipeline.embed_batch), and
+"""Holding up under load: concurrent query embeddings share forward passes (pipeline.embed.batching), and
 the API admits a bounded number of requests, lets a bounded number wait a bounded time, and answers
 503 with Retry-After to the rest at once (docforge.servers.gate). The API is a real uvicorn server on
 127.0.0.1; its search function waits on an event the test sets, so who is in flight is certain."""
@@ -15,7 +15,7 @@ import numpy as np
 from docforge.servers.api import create_app
 from docforge.servers.auth import Authenticator
 from pipeline.config import ApiConfig, AuthConfig
-from pipeline.embed_batch import SharedEncoder
+from pipeline.embed import SharedEncoder
 from tests.helpers import ServerThread
 from tests.test_services import _Gated
 

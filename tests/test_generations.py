@@ -19,8 +19,7 @@ from docforge.servers import embedder as embedder_service
 from docforge.servers.api import create_app
 from docforge.servers.auth import AuthConfig, Authenticator
 from pipeline.config import EmbeddingConfig, ServiceConfig, load_settings
-from pipeline.embed import Embedder
-from pipeline.embed_remote import RemoteEmbedder
+from pipeline.embed import Embedder, RemoteEmbedder
 from pipeline.errors import StoreError
 from pipeline.ingest import IngestContext, ingest_source, reindex
 from pipeline.query import Searcher

@@ -15,7 +15,7 @@ from pydantic import SecretStr
 from pipeline import http
 from pipeline.answers.llm import ChatClient
 from pipeline.config import ConfluenceCredentials, ConfluenceSourceConfig, LLMConfig
-from pipeline.embed_remote import RemoteEmbedder
+from pipeline.embed import RemoteEmbedder
 from pipeline.errors import ConfluenceError, EmbedError, LLMError, RerankError
 from pipeline.query.hits import Hit
 from pipeline.query.rerank import RemoteReranker, rerank_or_keep

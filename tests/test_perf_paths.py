@@ -49,7 +49,8 @@ def test_encode_ids_keeps_input_order(embedder):
 def test_onnx_backends_track_torch_and_are_cached(backend, min_cos, embedder, tmp_path):
     pytest.importorskip("onnxruntime")
     emb = Embedder(EmbeddingConfig(backend=backend), cache_dir=tmp_path)
-    cos = np.sum(emb.encode(TEXTS) * embedder.encode(TEXTS), axis=1)
+    torch = Embedder(EmbeddingConfig(backend="torch"))
+    cos = np.sum(emb.encode(TEXTS) * torch.encode(TEXTS), axis=1)
     assert cos.min() >= min_cos
     files = {p.name: p.stat().st_mtime_ns for p in tmp_path.rglob("*.onnx")}
     assert "model.onnx" in files and ("model_int8.onnx" in files) == (backend == "onnx-int8")
@@ -60,22 +61,21 @@ def test_onnx_backends_track_torch_and_are_cached(backend, min_cos, embedder, tm
 
 def test_queries_embed_with_onnx_on_a_cpu_or_fall_back_to_torch(embedder, monkeypatch, tmp_path):
     pytest.importorskip("onnxruntime")
-    from pipeline import onnx
-    from pipeline.embed import query_embedder
+    from pipeline.embed import onnx, query_embedder
 
     monkeypatch.setenv("DOCFORGE_MODEL_CACHE", str(tmp_path))
     emb = query_embedder(EmbeddingConfig(device="cpu"))
-    assert emb.cfg.backend == "onnx" and emb.model_id == embedder.model_id  # same model for the store's guard
+    assert emb.backend == "onnx" and emb.model_id == embedder.model_id  # same model for the store's guard
     assert np.sum(emb.encode(TEXTS) * embedder.encode(TEXTS), axis=1).min() >= 0.99999
-    assert query_embedder(EmbeddingConfig(device="cpu", query_backend="torch")).cfg.backend == "torch"
-    assert query_embedder(EmbeddingConfig(backend="onnx-int8")).cfg.backend == "onnx-int8"
+    assert query_embedder(EmbeddingConfig(device="cpu", query_backend="torch")).backend == "torch"
+    assert query_embedder(EmbeddingConfig(backend="onnx-int8")).backend == "onnx-int8"
 
     def broken(*_):
         raise RuntimeError("export failed")
 
     monkeypatch.setenv("DOCFORGE_MODEL_CACHE", str(tmp_path / "empty"))
     monkeypatch.setattr(onnx, "model_file", broken)
-    assert query_embedder(EmbeddingConfig(device="cpu")).cfg.backend == "torch"
+    assert query_embedder(EmbeddingConfig(device="cpu")).backend == "torch"
 
 
 def _index_defs(url: str) -> set[str]:

@@ -1,5 +1,5 @@
 """The model sidecars on real HTTP servers (127.0.0.1): the embedder service and its client
-(pipeline.embed_remote), and the reranker sidecar behind the existing rerank client."""
+(pipeline.embed.remote), and the reranker sidecar behind the existing rerank client."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from docforge.servers import embedder as embedder_service
 from docforge.servers import reranker as reranker_service
 from docforge.servers.sidecar import require_token
 from pipeline.config import EmbeddingConfig, ServiceConfig, load_settings
-from pipeline.embed_remote import RemoteEmbedder, connect
+from pipeline.embed import RemoteEmbedder, connect
 from pipeline.errors import ConfigError, EmbedError
 from pipeline.query import Searcher
 from pipeline.query.rerank import CrossEncoderReranker, RemoteReranker, passage

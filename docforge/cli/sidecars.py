@@ -40,7 +40,7 @@ def serve_embedder(
 
     click.echo(
         f"docforge embedder on http://{host}:{port}: {embedder.model_id} ({embedder.dimension} dimensions, "
-        f"{embedder.device})",
+        f"{embedder.backend} on {embedder.device})",
         err=True,
     )
     _run(create_app(embedder, token, settings.service), host, port)

@@ -13,7 +13,7 @@ Every route but /health needs `Authorization: Bearer $EMBEDDER_TOKEN`
 one worker thread owns the model and takes whatever is queued (waiting
 `batch_wait_ms` for company, up to `max_batch` texts), encodes each kind in one
 call and hands every request its rows, so N small requests cost about one
-forward pass, not N. The client is pipeline.embed_remote.
+forward pass, not N. The client is pipeline.embed.remote.
 """
 
 from __future__ import annotations
@@ -35,8 +35,7 @@ from docforge.servers import strict_json
 from docforge.servers.sidecar import SidecarGate, check_items, limits_info
 from pipeline import __version__
 from pipeline.config import ServiceConfig
-from pipeline.embed import Embedder
-from pipeline.embed_batch import Batcher
+from pipeline.embed import Batcher, Embedder
 
 log = logging.getLogger("docforge.servers.embedder")
 

@@ -35,7 +35,7 @@ from pipeline.config import MetricsConfig
 PATH = "/metrics"
 # Seconds: a cached search (a few ms) to an LLM answer (tens of s).
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
-BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)  # texts per pass: pipeline.embed_batch caps at 64
+BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)  # texts per pass: pipeline.embed.batching caps at 64
 WAIT_BUCKETS = (0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0)  # its window is 2 ms
 
 prometheus_client.disable_created_metrics()  # no `_created` series beside every counter

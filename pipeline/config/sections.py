@@ -31,7 +31,7 @@ def _user_model_cache() -> Path:
 class EmbeddingConfig(Section):
     """Which model embeds: `model`, else the first of `fallbacks` that loads (tried in order, each
     failure logged with its reason). With `url` set (EMBEDDER_URL), an embedder service embeds instead
-    (pipeline.embed_remote): always for search, for ingest too with `remote_ingest`."""
+    (pipeline.embed.remote): always for search, for ingest too with `remote_ingest`."""
 
     env_aliases: ClassVar[dict[str, tuple[str, ...]]] = {
         "cache_dir": ("DOCFORGE_MODEL_CACHE",),
@@ -47,10 +47,14 @@ class EmbeddingConfig(Section):
     dimensions: int | None = Field(default=None, ge=1, le=MAX_DIMENSIONS)
     device: Literal["auto", "cpu", "cuda", "mps"] = "auto"
     batch_size: int | None = Field(default=None, ge=1)  # None: chosen for the device
-    backend: Literal["torch", "onnx", "onnx-int8"] = "torch"
+    # auto: ONNX Runtime fp32 on a CPU when onnxruntime is installed and the model exports (the same
+    # vectors as torch, cosine >= 0.9999, about 3x faster on 2 cores: docs/performance.md), else torch
+    # (fp16 on CUDA), with one log line saying why. onnx-int8 is faster still but drifts (~0.01 cosine):
+    # only on request.
+    backend: Literal["auto", "torch", "onnx", "onnx-int8"] = "auto"
     # Search queries are one short text each, where torch's per-call overhead dominates
     # (MiniLM on CPU: 10.6 ms torch vs 3.6 ms ONNX fp32, same weights). auto: `backend`,
-    # except torch on a CPU becomes onnx when onnxruntime is installed.
+    # except torch becomes auto (ONNX Runtime on a CPU).
     query_backend: Literal["auto", "torch", "onnx", "onnx-int8"] = "auto"
     # Exported ONNX models depend on the model files only: one cache per user, shared by stores.
     cache_dir: Path = Field(default_factory=_user_model_cache)

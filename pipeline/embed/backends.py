@@ -1,5 +1,5 @@
 """Where and how a network runs: the device choice (cuda > mps > cpu), and the torch runner that feeds
-padded id arrays straight to a SentenceTransformer's modules. ONNX Runtime's runner is pipeline/onnx.py."""
+padded id arrays straight to a SentenceTransformer's modules. ONNX Runtime's runner is pipeline/embed/onnx.py."""
 
 from __future__ import annotations
 

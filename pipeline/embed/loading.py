@@ -3,13 +3,11 @@ reason), and the embedder for search queries (ONNX on a CPU when it can be)."""
 
 from __future__ import annotations
 
-import importlib.util
 import logging
 import threading
 from collections.abc import Iterator
 
 from pipeline.config import EmbeddingConfig
-from pipeline.embed.backends import on_cpu
 from pipeline.embed.model import Embedder
 from pipeline.errors import EmbedError
 
@@ -47,39 +45,34 @@ def load_embedder(cfg: EmbeddingConfig, first: Embedder | None = None) -> Embedd
     raise EmbedError("no embedding model could be loaded: " + "; ".join(reasons or ["none configured"]))
 
 
-def query_embedder(cfg: EmbeddingConfig) -> Embedder:
-    """The embedder for search queries (see `EmbeddingConfig.query_backend`), ready to use.
-
-    An automatic ONNX choice that cannot be made (export fails, say for a very large
-    model) falls back to torch with a warning; an explicit one raises.
-    """
-    backend, update = cfg.query_backend, {}
+def query_config(cfg: EmbeddingConfig) -> EmbeddingConfig:
+    """`cfg` with the backend queries run on: `query_backend`, or for `auto` the ingest backend, except
+    that torch becomes `auto` (ONNX Runtime on a CPU: one short text is where torch's per-call overhead
+    weighs most, and the vectors are the same)."""
+    backend = cfg.query_backend
     if backend == "auto":
-        backend = cfg.backend
-        if backend == "torch" and importlib.util.find_spec("onnxruntime") and on_cpu(cfg.device):
-            backend, update = "onnx", {"device": "cpu"}  # and so torch is never imported
-    emb = Embedder(cfg.model_copy(update={"backend": backend, **update}))
-    if backend != cfg.backend and cfg.query_backend == "auto":
-        try:
-            _ = emb.runner  # export (once) and load now, so a failure can fall back
-        except Exception as e:  # noqa: BLE001 (any export failure: torch still works)
-            log.warning("query embedding stays on torch: the ONNX export failed (%s)", e)
-            return Embedder(cfg)
-    return emb
+        backend = "auto" if cfg.backend == "torch" else cfg.backend
+    return cfg.model_copy(update={"backend": backend})
+
+
+def query_embedder(cfg: EmbeddingConfig) -> Embedder:
+    """The embedder for search queries (see `query_config`), loaded: an automatic ONNX choice that cannot
+    be made (export fails, say for a very large model) falls back to torch with a warning; an explicit one
+    raises."""
+    return Embedder(query_config(cfg)).load()
 
 
 def query_embedder_loading(cfg: EmbeddingConfig) -> Embedder:
     """`query_embedder`, returned at once when its ONNX export is already cached: the model loads in a
     background thread (the first encode waits for it), so a run lists and chunks meanwhile. Otherwise
     `query_embedder` itself (it exports, or falls back to torch)."""
-    emb = Embedder(cfg.model_copy(update={"backend": "onnx", "device": "cpu"}))
-    onnx_auto = cfg.query_backend == "auto" and cfg.backend == "torch" and importlib.util.find_spec("onnxruntime")
-    if not onnx_auto or emb.path is None or not on_cpu(cfg.device):
-        return query_embedder(cfg)
-    from pipeline.onnx import cache_dir
+    emb = Embedder(query_config(cfg))
+    if emb.cfg.backend != "auto" or emb.onnx_obstacle() is not None:
+        return emb.load()
+    from pipeline.embed.onnx import cache_dir
 
     if not (cache_dir(emb.onnx_model()) / "model.onnx").exists():
-        return query_embedder(cfg)
+        return emb.load()
     threading.Thread(target=_load_runner, args=(emb,), daemon=True, name="docforge-model-load").start()
     return emb
 

@@ -8,13 +8,15 @@ N components, renormalised.
 
 Encoding tokenises once with the fast tokenizer, sorts by exact token count
 (sentence-transformers sorts by characters, which pads more) and feeds padded
-id arrays straight to the network: torch (pinned-memory copies on CUDA,
-pipeline.embed.backends) or ONNX Runtime (`backend: onnx | onnx-int8`, see
-pipeline/onnx.py).
+id arrays straight to the network: ONNX Runtime fp32 on a CPU by default
+(`backend: auto`; pipeline.embed.onnx), else torch (fp16 on CUDA, pinned-memory
+copies; pipeline.embed.backends). Both give the same vectors (cosine ≥ 0.9999),
+so a store built with one is searched with the other.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import os
 import threading
@@ -24,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from pipeline.config import EmbeddingConfig
-from pipeline.embed.backends import Runner, batches, choose_device, torch_runner
+from pipeline.embed.backends import Runner, batches, choose_device, on_cpu, torch_runner
 from pipeline.embed.files import Kind, ModelFiles, locate
 from pipeline.errors import EmbedError
 
@@ -33,14 +35,15 @@ if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
     from tokenizers import Tokenizer
 
-    from pipeline.onnx import OnnxModel
+    from pipeline.embed.onnx import OnnxModel
 
 log = logging.getLogger(__name__)
+NOT_ON_CPU = "not on a CPU"
 
 
 class TextEmbedder(Protocol):
     """What ingest and search need of a model: in this process (`Embedder`) or a service's
-    (`pipeline.embed_remote.RemoteEmbedder`)."""
+    (`pipeline.embed.remote.RemoteEmbedder`)."""
 
     @property
     def model_id(self) -> str: ...
@@ -73,10 +76,12 @@ class Embedder:
         self._offline = self.path is None and os.environ.get("HF_HUB_OFFLINE") == "1"
         self.cache_dir = cache_dir or cfg.cache_dir  # ONNX exports (embedding.cache_dir, DOCFORGE_MODEL_CACHE)
         self._lock = threading.RLock()  # one load, whichever thread asks first (servers share an Embedder)
+        self.backend: str = cfg.backend  # what runs: `auto` becomes onnx or torch when the network loads
 
     @cached_property
     def device(self) -> str:
-        return choose_device(self.cfg.device)
+        """Where torch would run; "cpu" without importing torch when no GPU can be there."""
+        return "cpu" if on_cpu(self.cfg.device) else choose_device(self.cfg.device)
 
     @cached_property
     def batch_size(self) -> int:
@@ -136,7 +141,7 @@ class Embedder:
             "normalized": True,
             "prompts": dict(self.prompts),
             "pooling": self.pooling,
-            "backend": self.cfg.backend,
+            "backend": self.backend,
         }
 
     @cached_property
@@ -193,24 +198,56 @@ class Embedder:
         return self._runner
 
     def _make_runner(self) -> Runner | None:
+        if self.cfg.backend == "auto":
+            return self._auto_runner()
         if self.cfg.backend != "torch":
-            from pipeline.onnx import OnnxRunner, model_file
+            return self._onnx_runner(int8=self.cfg.backend == "onnx-int8")
+        return self._torch_runner()
 
-            if (
-                extra := self.files.beyond_encoder
-            ):  # the export is the bare encoder + pooling: a Dense head (any other module) is not in it
-                raise EmbedError(
-                    f"the ONNX backend runs encoder + pooling only; {self.model_id} also has "
-                    f"{', '.join(extra)}: use embedding.backend torch"
-                )
+    def _auto_runner(self) -> Runner | None:
+        """ONNX Runtime fp32 on a CPU when it can run this model, else torch (one log line says why)."""
+        reason = self.onnx_obstacle()
+        if reason is None:
+            try:
+                return self._onnx_runner(int8=False)
+            except Exception as e:  # noqa: BLE001 (any export or load failure: torch computes the same vectors)
+                reason = f"its ONNX export failed ({e})"
+        if reason != NOT_ON_CPU:  # on a GPU torch fp16 is the intended backend, not a fallback
+            log.warning("embedding %s with torch: %s", self.model_id, reason)
+        return self._torch_runner()
 
-            return OnnxRunner(model_file(self.onnx_model(), self.cfg.backend == "onnx-int8"), self.pooling)
+    def onnx_obstacle(self) -> str | None:
+        """Why `backend: auto` cannot run this model on ONNX Runtime here; None when it can."""
+        if not on_cpu(self.cfg.device):
+            return NOT_ON_CPU
+        if importlib.util.find_spec("onnxruntime") is None or importlib.util.find_spec("onnx") is None:
+            return "onnxruntime is not installed (pip install 'docforge[onnx]' for the faster CPU backend)"
+        if self.path is None:
+            return f"the ONNX backend exports from local model files; {self.name!r} has none"
+        if extra := self.files.beyond_encoder:
+            return f"the ONNX export has encoder + pooling only, and {self.model_id} also has {', '.join(extra)}"
+        return None
+
+    def _onnx_runner(self, int8: bool) -> Runner:
+        from pipeline.embed.onnx import OnnxRunner, model_file
+
+        if extra := self.files.beyond_encoder:  # the export is the bare encoder + pooling: not a Dense head
+            raise EmbedError(
+                f"the ONNX backend runs encoder + pooling only; {self.model_id} also has "
+                f"{', '.join(extra)}: use embedding.backend torch"
+            )
+        runner = OnnxRunner(model_file(self.onnx_model(), int8), self.pooling)
+        self.backend = "onnx-int8" if int8 else "onnx"
+        return runner
+
+    def _torch_runner(self) -> Runner | None:
+        self.backend = "torch"
         names = self._pretokenised_inputs()
         return torch_runner(self.model, self.device, names) if names else None
 
     def onnx_model(self) -> OnnxModel:
         """This model as the ONNX backend sees it: files, cache, pooling, and the torch baseline for its check."""
-        from pipeline.onnx import OnnxModel
+        from pipeline.embed.onnx import OnnxModel
 
         if self.path is None:
             raise EmbedError(f"the ONNX backend exports from local model files; {self.name!r} has none")

@@ -12,9 +12,8 @@ from dataclasses import dataclass
 
 import psycopg
 
-from pipeline import embedders
 from pipeline.config import Settings
-from pipeline.embed import TextEmbedder
+from pipeline.embed import TextEmbedder, for_generation
 from pipeline.store import admin, generations
 
 
@@ -76,4 +75,4 @@ def window(conn: psycopg.Connection, settings: Settings, emb: TextEmbedder) -> i
     """The window of the model the store's vectors come from: the live generation's (the embedder
     service's, with EMBEDDER_INGEST), not necessarily sources.yml's (docs/generations.md)."""
     gen = generations.live(conn)
-    return (embedders.for_generation(settings.embedding, gen, "ingest", emb) if gen else emb).max_seq_length
+    return (for_generation(settings.embedding, gen, "ingest", emb) if gen else emb).max_seq_length

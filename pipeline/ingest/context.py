@@ -10,10 +10,9 @@ from functools import cached_property
 
 import psycopg
 
-from pipeline import embedders
 from pipeline.chunk import Chunker, fingerprint
 from pipeline.config import ChunkingConfig, Settings
-from pipeline.embed import Embedder, TextEmbedder
+from pipeline.embed import Embedder, TextEmbedder, for_generation, for_new_store
 from pipeline.ingest.faults import storable
 from pipeline.ingest.ledger import Fingerprint
 from pipeline.progress import Progress
@@ -81,7 +80,7 @@ NOT_COUNTS = ("failures", "seconds", "languages", "skipped_files")  # IngestStat
 class IngestContext:
     """Settings plus the lazily built store URL, embedder and chunker of one run.
 
-    The embedder is the store's live generation's (pipeline.embedders): `embedder`,
+    The embedder is the store's live generation's (pipeline.embed.selection): `embedder`,
     when given, is used if it is that model, and builds a new store's first generation
     (or, failing to load, the first of the configured fallbacks that loads)."""
 
@@ -111,12 +110,12 @@ class IngestContext:
             built = upgrade_built(conn)
             gen = generations.live(conn) if built else None
             if gen is None:  # a new store: its first generation is the model that loads
-                emb = embedders.for_new_store(cfg, self._given or Embedder(cfg))
+                emb = for_new_store(cfg, self._given or Embedder(cfg))
                 ensure_schema(conn, emb.model_id, emb.dimension, getattr(emb, "name", emb.model_id))
                 gen = generations.live(conn)
                 assert gen is not None
                 return gen, emb
-        return gen, embedders.for_generation(cfg, gen, "ingest", self._given)
+        return gen, for_generation(cfg, gen, "ingest", self._given)
 
     @property
     def generation(self) -> Generation:

@@ -32,11 +32,9 @@ import psycopg
 from psycopg import sql
 from psycopg.rows import class_row
 
-from pipeline import embedders
 from pipeline.chunk import make_header
 from pipeline.config import Settings
-from pipeline.embed import Embedder, TextEmbedder
-from pipeline.embed_remote import RemoteEmbedder
+from pipeline.embed import Embedder, RemoteEmbedder, TextEmbedder, for_generation, uses_service
 from pipeline.errors import EmbedError, StoreError
 from pipeline.ingest.chunks import text_hash
 from pipeline.ingest.context import fingerprint_of
@@ -119,7 +117,7 @@ WHERE chunker = %(old_chunker)s AND model = %(old_model)s
 def target_embedder(settings: Settings, model: str, dimensions: int | None) -> TextEmbedder:
     """The new generation's embedder: the embedder service's (remote ingest) or one loaded here."""
     cfg = settings.embedding.model_copy(update={"model": model, "fallbacks": [], "dimensions": dimensions})
-    if not embedders.remote(cfg, "ingest"):
+    if not uses_service(cfg, "ingest"):
         return Embedder(cfg).load()
     token = cfg.token.get_secret_value() if cfg.token else None
     served = []
@@ -338,7 +336,7 @@ def _ledger_params(settings: Settings, live: Generation, new: Generation, emb: T
     """The ledger rewrite's parameters: the old and new fingerprints (the old model's window is read
     from its files or service; when it cannot be, no fingerprint matches and ingest re-chunks)."""
     try:
-        old_emb = embedders.for_generation(settings.embedding, live, "ingest")
+        old_emb = for_generation(settings.embedding, live, "ingest")
         old = fingerprint_of(old_emb, settings.chunking)
     except Exception as e:  # noqa: BLE001 (the old model is gone: its documents are re-chunked later)
         log.warning("the live model %s cannot be read (%s): the next ingest re-chunks every document", live.model, e)

@@ -45,9 +45,9 @@ from pgvector.psycopg import register_vector
 from psycopg import sql
 from psycopg.rows import dict_row
 
-from pipeline import access, embedders
+from pipeline import access
 from pipeline.config import SearchConfig, Settings
-from pipeline.embed import TextEmbedder
+from pipeline.embed import TextEmbedder, for_config, for_generation
 from pipeline.errors import QueryError, StoreError
 from pipeline.query.filters import compile_filter
 from pipeline.query.fusion import Passage, distinct
@@ -111,13 +111,13 @@ class Searcher:
         if gen is None:
             return self._load(
                 "embedder:configured",  # type: ignore[return-value]
-                lambda: self._embedder or embedders.for_config(self.settings.embedding, "query"),
+                lambda: self._embedder or for_config(self.settings.embedding, "query"),
             )
         return self._embedder_for(gen)
 
     def _embedder_for(self, gen: Generation) -> TextEmbedder:
         def load() -> TextEmbedder:
-            return embedders.for_generation(self.settings.embedding, gen, "query", self._embedder)
+            return for_generation(self.settings.embedding, gen, "query", self._embedder)
 
         return self._load(f"embedder:{gen.id}", load)  # type: ignore[return-value]
 
@@ -219,7 +219,7 @@ class Searcher:
         k = max(fetch_k or cfg.fetch_k, n) if mode == "hybrid" else (2 * n if cap else n)
         for _ in range(_SWITCHES):  # a reindex switching generations mid-search: embed again, search again
             gen = None if mode == "keyword" else self._generation()
-            # One cache of query vectors: the query embedder's own (pipeline.embed_batch), none here.
+            # One cache of query vectors: the query embedder's own (pipeline.embed.batching), none here.
             vec = self._embedder_for(gen).encode([query], kind="query")[0] if gen is not None else None
             try:
                 with self.connection() as conn:

@@ -8,18 +8,23 @@ Later runs load the cached file and never import torch.
 int8 is dynamic quantisation of the weight MatMuls, one scale per output
 channel: per-tensor scales cost MiniLM ~0.06 mean cosine to fp32, per-channel
 ~0.006. Each export is checked against torch on probe texts of several lengths
-(a traced shape constant would break other lengths) before it is cached,
-atomically, under `<cache>/<model>-<digest>/`.
+(a traced shape constant would break other lengths) before it is cached under
+`<cache>/<model>-<digest>/`: once per model and machine. It is written in a
+temporary folder beside that one and renamed into place (a reader never sees
+half an export), under a lock file, so concurrent processes wait for the one
+exporting and then load its file rather than export again.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import os
+import shutil
 import tempfile
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -77,19 +82,54 @@ def cache_dir(model: OnnxModel) -> Path:
 
 
 def model_file(model: OnnxModel, int8: bool) -> Path:
-    """The cached ONNX file for this model, exported (and checked) on first use."""
+    """The cached ONNX file for this model, exported (and checked) on first use by one process."""
     _require()
     folder = cache_dir(model)
-    target = folder / ("model_int8.onnx" if int8 else "model.onnx")
-    if not target.exists():
-        folder.mkdir(parents=True, exist_ok=True)
-        fp32 = folder / "model.onnx"
-        if not fp32.exists():
-            _atomic(fp32, lambda tmp: _export(model, tmp))
-        if int8:
+    fp32 = folder / "model.onnx"
+    target = folder / "model_int8.onnx" if int8 else fp32
+    if target.exists():
+        return target
+    model.cache_dir.mkdir(parents=True, exist_ok=True)
+    with _exclusive(folder.parent / f"{folder.name}.lock"):
+        if not fp32.exists():  # another process may have made it while this one waited
+            _export_folder(model, folder)
+        if int8 and not target.exists():
             _atomic(target, lambda tmp: _quantise(fp32, tmp))
-        _check(model, target, tolerance=0.05 if int8 else 1e-4)  # int8: ~0.01 on MiniLM; broken: ~0.3
+            _check(model, target, tolerance=0.05)  # int8: ~0.01 on MiniLM; a broken export: ~0.3
     return target
+
+
+@contextlib.contextmanager
+def _exclusive(lock: Path) -> Iterator[None]:
+    """Hold an advisory lock on `lock` (created if missing); released when the process dies too."""
+    try:
+        import fcntl
+    except ImportError:  # no POSIX locks (Windows): the rename below still keeps exports whole
+        yield
+        return
+    with open(lock, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def _export_folder(model: OnnxModel, folder: Path) -> None:
+    """Export and check in a temporary folder beside `folder`, then rename it into place; into a folder
+    that exists already (an int8 file, say), file by file with model.onnx last, so that its presence
+    always means a whole export (a large model's weights are files beside it)."""
+    tmp = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f"{folder.name}.part-"))
+    try:
+        _export(model, tmp / "model.onnx")
+        _check(model, tmp / "model.onnx", tolerance=1e-4)  # fp32: ~1e-7 on MiniLM
+        try:
+            os.rename(tmp, folder)
+        except OSError:  # the folder exists
+            for f in sorted(tmp.iterdir(), key=lambda f: f.name == "model.onnx"):
+                os.replace(f, folder / f.name)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _atomic(target: Path, write: Callable[[Path], None]) -> None:

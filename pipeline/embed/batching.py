@@ -11,7 +11,7 @@ jobs pile up while a pass runs and the next pass takes them all.
 `SharedEncoder` puts a Batcher (and an LRU of recent vectors: people repeat questions,
 a page asks what its search just asked, and answers embed the same evidence sentences
 again) in front of any
-TextEmbedder; `pipeline.embedders` gives one to every process that embeds
+TextEmbedder; `pipeline.embed.selection` gives one to every process that embeds
 queries. The embedder service (docforge.servers.embedder) uses the Batcher
 directly.
 """
@@ -30,7 +30,8 @@ from typing import Any
 import numpy as np
 
 from pipeline import metrics
-from pipeline.embed import Kind, TextEmbedder
+from pipeline.embed.files import Kind
+from pipeline.embed.model import TextEmbedder
 
 WAIT_S = 0.002  # the collection window: long enough for requests that arrive together, short next to a search
 MAX_BATCH = 64  # the cap: texts per forward pass (a query is short; 64 of them are one small batch)

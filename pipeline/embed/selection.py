@@ -8,7 +8,7 @@ generation's model id here, else the name it was built from.
 
 With `EMBEDDER_URL` set, search always embeds through the service (an API
 replica loads no model), and ingest does with `remote_ingest`; the service must
-serve the generation's model at its dimension (pipeline.embed_remote.connect).
+serve the generation's model at its dimension (pipeline.embed.remote.connect).
 """
 
 from __future__ import annotations
@@ -17,9 +17,11 @@ import logging
 from typing import Literal
 
 from pipeline.config import EmbeddingConfig
-from pipeline.embed import Embedder, TextEmbedder, candidates, load_embedder, locate, query_embedder
-from pipeline.embed_batch import shared
-from pipeline.embed_remote import connect
+from pipeline.embed.batching import shared
+from pipeline.embed.files import locate
+from pipeline.embed.loading import candidates, load_embedder, query_embedder
+from pipeline.embed.model import Embedder, TextEmbedder
+from pipeline.embed.remote import connect
 from pipeline.errors import EmbedError
 from pipeline.store.generations import Generation
 
@@ -27,7 +29,7 @@ log = logging.getLogger(__name__)
 Purpose = Literal["query", "ingest"]
 
 
-def remote(cfg: EmbeddingConfig, purpose: Purpose) -> bool:
+def uses_service(cfg: EmbeddingConfig, purpose: Purpose) -> bool:
     """Whether `purpose` embeds through the embedder service."""
     return bool(cfg.urls) and (purpose == "query" or cfg.remote_ingest)
 
@@ -58,7 +60,7 @@ def for_generation(
     """The embedder of `gen`'s vectors: `given` when it is that model, else the service's or a local one."""
     if given is not None and matches(given, gen):
         return given
-    if remote(cfg, purpose):
+    if uses_service(cfg, purpose):
         return _for(purpose, connect(cfg, gen.model, gen.dimension))
     local = config_for(cfg, gen)
     emb = query_embedder(local) if purpose == "query" else Embedder(local)
@@ -73,19 +75,19 @@ def for_generation(
 
 def for_config(cfg: EmbeddingConfig, purpose: Purpose) -> TextEmbedder:
     """The configured model's embedder, before any generation exists (an empty store)."""
-    if remote(cfg, purpose):
+    if uses_service(cfg, purpose):
         return _for(purpose, connect(cfg))
     return _for(purpose, query_embedder(cfg) if purpose == "query" else Embedder(cfg))
 
 
 def _for(purpose: Purpose, emb: TextEmbedder) -> TextEmbedder:
-    """Query embedders share forward passes between concurrent searches (pipeline.embed_batch)."""
+    """Query embedders share forward passes between concurrent searches (pipeline.embed.batching)."""
     return shared(emb) if purpose == "query" else emb
 
 
 def for_new_store(cfg: EmbeddingConfig, given: Embedder | None = None) -> TextEmbedder:
     """The embedder a store without generations is built with: the service's (remote ingest), `given`
     if it loads, else the first of model + fallbacks that loads."""
-    if remote(cfg, "ingest"):
+    if uses_service(cfg, "ingest"):
         return connect(cfg)
     return load_embedder(cfg, first=given)
