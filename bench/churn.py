@@ -2,6 +2,7 @@
 
     DATABASE_URL=postgresql://...  python bench/query.py --chunks 100000 --keep --filters none
     python bench/churn.py postgresql://.../docforge_query_100000 --share 0.1
+    python bench/churn.py --smoke   # on the tiny store bench/query.py --smoke leaves, in seconds
 
 Takes a store `bench/query.py --keep` left and re-writes `--share` of its documents
 the way an ingest of changed files does: their chunks deleted, then inserted again
@@ -24,9 +25,21 @@ TABLES = ("chunks", "bm25_docs", "bm25_blocks")
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("url", help="a store built by bench/query.py --keep")
+    ap.add_argument("url", nargs="?", help="a store built by bench/query.py --keep")
+    ap.add_argument("--smoke", action="store_true", help="on the tiny store bench/query.py --smoke leaves")
     ap.add_argument("--share", type=float, default=0.1, help="share of documents re-written (default 0.1)")
     args = ap.parse_args()
+    if not args.url and not args.smoke:
+        ap.error("give the URL of a store bench/query.py --keep left, or --smoke")
+    if args.url:
+        run(args)
+    else:
+        from smoke import on_kept_store
+
+        on_kept_store(run, args)
+
+
+def run(args: argparse.Namespace) -> None:
     with psycopg.connect(args.url, autocommit=True) as conn:
         vectors = conn.execute("SELECT format('vectors_%s', id) FROM generations WHERE state = 'live'").fetchone()[0]
         tables = (*TABLES, vectors)

@@ -2,6 +2,7 @@
 
     python bench/confluence_permissions.py                  # 2,000 pages, a tree 5 wide
     python bench/confluence_permissions.py --pages 500 --restricted-every 20 --latency-ms 100
+    python bench/confluence_permissions.py --smoke          # 40 pages, in seconds
 
 The API double (tests/confluence_double.py, real HTTP on 127.0.0.1) serves one space readable by a
 group and a user; every `--restricted-every`-th page has a read restriction (its subtree inherits it).
@@ -33,7 +34,10 @@ def main() -> None:
     ap.add_argument("--pages", type=int, default=2000)
     ap.add_argument("--restricted-every", type=int, default=50)
     ap.add_argument("--latency-ms", type=float, default=0.0, help="each answer's delay (default 0)")
+    ap.add_argument("--smoke", action="store_true", help="the whole path on a tiny input, in seconds (bench/smoke.py)")
     args = ap.parse_args()
+    if args.smoke:
+        args.pages, args.restricted_every = 40, 5
     os.environ.update(CONFLUENCE_EMAIL=EMAIL, CONFLUENCE_API_TOKEN=TOKEN)
     for var in ("CONFLUENCE_BEARER_TOKEN", "CONFLUENCE_PAT"):
         os.environ.pop(var, None)

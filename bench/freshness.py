@@ -2,6 +2,7 @@
 
     python bench/freshness.py                # 10 pushes with a webhook each, then 10 with polling only
     python bench/freshness.py --pushes 3 --json
+    python bench/freshness.py --smoke        # one push, webhook only
 
 Starts, on 127.0.0.1 (tests/live_stack.py): a git repository served over smart HTTP with Basic
 auth, `dagster dev` with the repository's dagster.yaml (its push sensor, the run queue), and
@@ -67,7 +68,10 @@ def main() -> None:
     ap.add_argument("--pushes", type=int, default=10, help="pushes per mode (default 10)")
     ap.add_argument("--modes", default="webhook,polling", help="which, in order (default webhook,polling)")
     ap.add_argument("--json", action="store_true", help="print every push as JSON too")
+    ap.add_argument("--smoke", action="store_true", help="the whole path on a tiny input, in seconds (bench/smoke.py)")
     args = ap.parse_args()
+    if args.smoke:  # one push, webhook only: polling waits for the sensor's interval
+        args.pushes, args.modes = 1, "webhook"
     modes = [m.strip() for m in args.modes.split(",") if m.strip() in ("webhook", "polling")]
     tmp = Path(tempfile.mkdtemp(prefix="docforge-freshness-"))
     print(f"starting dagster dev, the API and a git server under {tmp} ...", file=sys.stderr)

@@ -3,6 +3,7 @@
     python bench/hosted.py                 # embedder service + API (EMBEDDER_URL), real processes
     python bench/hosted.py --compare       # and the API with the model in process, for comparison
     python bench/hosted.py --json
+    python bench/hosted.py --smoke         # a store of one page, three searches
 
 Builds a small real store first (this repository's docs, chunked and embedded by
 the packaged all-MiniLM-L6-v2 into an embedded Postgres under a temp folder),
@@ -55,13 +56,21 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def build_store(work: Path) -> Path:
+SMOKE_DOCS = ("docs/architecture.md",)  # a smoke run's store: the README and this one page
+
+
+def build_store(work: Path, smoke: bool = False) -> Path:
     """A git repository of this project's docs, indexed: returns its sources.yml."""
     from pipeline.config import load_settings
     from pipeline.ingest import IngestContext, ingest_source
 
     repo = work / "docs-repo"
-    shutil.copytree(ROOT / "docs", repo / "docs", ignore=shutil.ignore_patterns("*.py"))
+    if smoke:
+        for name in SMOKE_DOCS:
+            (repo / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(ROOT / name, repo / name)
+    else:
+        shutil.copytree(ROOT / "docs", repo / "docs", ignore=shutil.ignore_patterns("*.py"))
     shutil.copy(ROOT / "README.md", repo / "README.md")
     env = {
         **os.environ,
@@ -174,19 +183,19 @@ def measure_api(config: Path, env: dict, searches: int = 50) -> dict:
         api.wait(30)
 
 
-def measure(config: Path, env: dict, compare: bool) -> dict:
+def measure(config: Path, env: dict, compare: bool, searches: int = 50) -> dict:
     """The API with EMBEDDER_URL (and, with `compare`, with its model in process)."""
     port = free_port()
     service = start(["serve", "--embedder", "--port", str(port), "-c", str(config)], env)
     try:
         wait_health(f"http://127.0.0.1:{port}", service)
-        out = {"hosted": measure_api(config, {**env, "EMBEDDER_URL": f"http://127.0.0.1:{port}"})}
+        out = {"hosted": measure_api(config, {**env, "EMBEDDER_URL": f"http://127.0.0.1:{port}"}, searches)}
         out["embedder_service_peak_rss_mb"] = round(status_kb(service.pid, "VmHWM") / 1024, 1)
     finally:
         service.terminate()
         service.wait(30)
     if compare:
-        out["in_process"] = measure_api(config, env)
+        out["in_process"] = measure_api(config, env, searches)
     return out
 
 
@@ -194,6 +203,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--compare", action="store_true", help="also measure the API with the model in process")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--smoke", action="store_true", help="the whole path on a tiny input, in seconds (bench/smoke.py)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="docforge-hosted-") as tmp:
         work = Path(tmp)
@@ -206,9 +216,9 @@ def main() -> None:
         }
         env.pop("DATABASE_URL", None)
         os.environ.update({k: env[k] for k in ("DOCFORGE_HOME", "TOKENIZERS_PARALLELISM")})
-        config = build_store(work)
+        config = build_store(work, smoke=args.smoke)
         try:
-            out = measure(config, env, args.compare)
+            out = measure(config, env, args.compare, searches=3 if args.smoke else 50)
         finally:
             from pipeline.store.db import stop_embedded
 

@@ -1,6 +1,7 @@
 """Incremental ingest on the real rust-rfcs history: cold vs no-op, and what each snapshot step embeds.
 
     python bench/incremental.py [--globs 'text/000[1-3]*.md' ...] [--data ../shared/data]
+    python bench/incremental.py --smoke     # a tiny made-up history of five snapshots (bench/smoke.py)
 
 Prints the cold ingest wall time, the no-op re-run's wall time and its ratio to
 the cold run (same process, same store), then per snapshot step the files and
@@ -34,7 +35,12 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--globs", nargs="+", default=SUBSET, help="file globs (default: the CI subset)")
     ap.add_argument("--data", type=Path, default=DATA, help="the shared data folder")
+    ap.add_argument("--smoke", action="store_true", help="the whole path on a tiny input, in seconds (bench/smoke.py)")
     args = ap.parse_args()
+    if args.smoke:
+        from smoke import scratch, tiny_data
+
+        args.data, args.globs = tiny_data(scratch()), ["text/*.md"]
     bundle = args.data / "corpus" / "rust-rfcs-md.bundle"
     if not bundle.exists():
         sys.exit(f"needs {bundle}")

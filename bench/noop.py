@@ -1,6 +1,7 @@
 """A no-op `docforge ingest` against `docforge --help`: what every unchanged source costs per run.
 
     python bench/noop.py [--files 50] [--runs 3]
+    python bench/noop.py --smoke      # 5 files, one run each
 
 Makes a folder of markdown, AsciiDoc and text files in a temporary
 DOCFORGE_HOME, ingests it once (cold, not timed in the ratio), then times, in
@@ -50,7 +51,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--files", type=int, default=50, help="files in the folder (default 50)")
     ap.add_argument("--runs", type=int, default=3, help="timed runs of each command (default 3)")
+    ap.add_argument("--smoke", action="store_true", help="the whole path on a tiny input, in seconds (bench/smoke.py)")
     args = ap.parse_args()
+    if args.smoke:
+        args.files, args.runs = 5, 1
     with tempfile.TemporaryDirectory(prefix="docforge-noop-") as tmp:
         tmp = Path(tmp)
         folder, cwd = tmp / "folder", tmp / "cwd"

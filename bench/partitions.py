@@ -2,6 +2,7 @@
 
     DATABASE_URL=postgresql://...  python bench/query.py --chunks 100000 --keep --filters none
     python bench/partitions.py postgresql://.../docforge_query_100000 --partitions 1 8 32 100
+    python bench/partitions.py --smoke   # on the tiny store bench/query.py --smoke leaves, in seconds
 
 Reads the live generation's vectors from a store `bench/query.py --keep` left (real
 embeddings and their corpus-shaped variants), copies them into a table LIST-
@@ -25,11 +26,25 @@ from pgvector.psycopg import register_vector
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("url", help="a store built by bench/query.py --keep")
+    ap.add_argument("url", nargs="?", help="a store built by bench/query.py --keep")
+    ap.add_argument("--smoke", action="store_true", help="on the tiny store bench/query.py --smoke leaves")
     ap.add_argument("--partitions", type=int, nargs="+", default=[1, 8, 32, 100])
     ap.add_argument("--queries", type=int, default=100)
     ap.add_argument("--ef-search", type=int, default=100)
     args = ap.parse_args()
+    if not args.url and not args.smoke:
+        ap.error("give the URL of a store bench/query.py --keep left, or --smoke")
+    if args.smoke:
+        args.partitions, args.queries = [1, 3], 5
+    if args.url:
+        run(args)
+    else:
+        from smoke import on_kept_store
+
+        on_kept_store(run, args)
+
+
+def run(args: argparse.Namespace) -> None:
     with psycopg.connect(args.url, autocommit=True) as conn:
         register_vector(conn)
         table, vtype = conn.execute(

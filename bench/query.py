@@ -7,6 +7,7 @@
     python bench/query.py --compare-float32         # also an HNSW index of float32 vectors: recall of both
     python bench/query.py --compare-tree /tmp/base  # also another checkout's code, same store, in turns
     python bench/query.py --access 1 50 100         # also callers who may read 1 %, 50 %, 100 % of it
+    python bench/query.py --smoke                   # the whole path on a tiny made-up corpus, in seconds
 
 Texts are real: the rust-rfcs corpus and SciFact, chunked by the pipeline's own
 chunker, then repeated with variation (paragraphs shuffled, one dropped) up to
@@ -175,7 +176,14 @@ def _parse() -> argparse.Namespace:
     ap.add_argument("--latency-of", default=None, help=argparse.SUPPRESS)  # a --compare-tree child: this URL
     ap.add_argument("--keep", action="store_true", help="keep each size's database (docforge_query_<n>)")
     ap.add_argument("--json", action="store_true", help="also print the figures as one JSON line")
-    return ap.parse_args()
+    ap.add_argument("--smoke", action="store_true", help="the whole path on a tiny input, in seconds (bench/smoke.py)")
+    args = ap.parse_args()
+    if args.smoke:  # 150 chunks of made-up RFCs, Gaussian vectors, one timed search per mode
+        from smoke import scratch, tiny_data
+
+        args.chunks, args.baseline, args.vectors, args.real_sample, args.queries = [150], 0, "gaussian", 20, 1
+        args.recall_queries, args.ef_search, args.filters, args.data = 5, [10], ["none"], tiny_data(scratch())
+    return args
 
 
 def _texts(args: argparse.Namespace, emb, tmp: Path, n: int) -> list[tuple[str, str, str]]:

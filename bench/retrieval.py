@@ -25,6 +25,7 @@ skipped), so an existing store is picked up as it is.
     python bench/retrieval.py --no-beir --questions bench/uv_holdout.jsonl --corpus ../shared/data/corpus/uv-docs.bundle
     python bench/retrieval.py --limit-docs 500 --queries 50 --questions ''  # a quick SciFact-only run
     RERANK_ENABLED=true RERANKER_MODEL=/models/ms-marco-MiniLM-L-6-v2 python bench/retrieval.py
+    python bench/retrieval.py --smoke                           # the whole path on tiny made-up data
 """
 
 from __future__ import annotations
@@ -260,6 +261,7 @@ def evaluate(searcher, queries: dict, qrels: Qrels, mode: str, depth: int, reran
     help="Chunks of one document per result list for the questions (0: no limit) [default: configured].",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
+@click.option("--smoke", is_flag=True, help="The whole path on tiny made-up data, in seconds (bench/smoke.py).")
 def main(
     data: Path,
     beir: bool,
@@ -276,10 +278,22 @@ def main(
     questions_database_url: str | None,
     per_doc: int | None,
     as_json: bool,
+    smoke: bool,
 ) -> None:
     """Print nDCG@10 and recall@100 per search mode on a BEIR dataset, and hit@k and MRR on each question set."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    if smoke:
+        from smoke import scratch, tiny_data
+
+        tmp = scratch()
+        tiny = tiny_data(tmp / "data")
+        data, n_queries, workdir, questions_workdir = tiny / "beir" / "scifact", 3, tmp / "beir", tmp / "questions"
+        questions = tmp / "questions.jsonl"
+        questions.write_text(
+            json.dumps({"question": "how does the compiler treat lifetimes?", "expected": "text/0001-rfc-1.md"}) + "\n"
+        )
+        questions_files, corpora = (str(questions),), (tiny / "corpus" / "rust-rfcs-md.bundle",)
     mode_list = modes.split(",")
     sets = question_sets(questions_files, corpora)
     if questions_database_url and len(sets) > 1:

@@ -1,0 +1,106 @@
+"""What every bench's `--smoke` mode runs on: tiny data shaped like ../shared/data, made on the spot.
+
+A smoke run takes a bench's whole path (store, model, servers, report) on a handful of documents, in
+seconds, so the test suite can run every bench and a refactor that breaks one breaks a test
+(tests/test_bench_smoke.py). The figures a smoke run prints mean nothing; the run exiting 0 does.
+
+`tiny_data(root)` writes `corpus/rust-rfcs-md.bundle` (a git bundle of markdown RFCs with tags
+snapshot-1..5, each a change) and `beir/scifact/` (corpus, queries, qrels) under `root`, and returns it:
+pass it where a bench takes `--data`.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+_GIT = {"GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@example.com", "GIT_COMMITTER_NAME": "bench"}
+_GIT |= {"GIT_COMMITTER_EMAIL": "bench@example.com", "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
+TOPICS = ("borrow checker", "lifetimes", "trait objects", "closures", "macros", "async functions")
+
+
+def scratch() -> Path:
+    """A temporary folder for this smoke run, removed when the process exits."""
+    path = Path(tempfile.mkdtemp(prefix="docforge-smoke-"))
+    atexit.register(shutil.rmtree, path, ignore_errors=True)
+    return path
+
+
+def _git(repo: Path, *args: str) -> None:
+    subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, env={**os.environ, **_GIT})
+
+
+def _rfc(i: int, version: int) -> str:
+    topic = TOPICS[i % len(TOPICS)]
+    paras = [f"Paragraph {j} of RFC {i} on {topic}: how the compiler treats case {i * j + version}." for j in range(6)]
+    return f"# RFC {i}: {topic}\n\n## Summary\n\n" + "\n\n".join(paras) + "\n"
+
+
+def tiny_data(root: Path, rfcs: int = 6) -> Path:
+    """A data folder shaped like ../shared/data, small: see the module docstring."""
+    repo = root / "rfcs"
+    (repo / "text").mkdir(parents=True)
+    _git(root, "init", "-q", "-b", "main", str(repo))
+    for snapshot in range(1, 6):  # each snapshot adds one RFC, edits one and (from 3 on) deletes one
+        for i in range(rfcs + snapshot - 1):
+            (repo / "text" / f"{i:04d}-rfc-{i}.md").write_text(_rfc(i, snapshot if i == snapshot else 0))
+        if snapshot >= 3:
+            (repo / "text" / f"{snapshot - 3:04d}-rfc-{snapshot - 3}.md").unlink(missing_ok=True)
+        _git(repo, "add", "-A")
+        _git(repo, "commit", "-qm", f"snapshot {snapshot}")
+        _git(repo, "tag", f"snapshot-{snapshot}")
+    (root / "corpus").mkdir()
+    _git(repo, "bundle", "create", "-q", str(root / "corpus" / "rust-rfcs-md.bundle"), "--all")
+    beir = root / "beir" / "scifact"
+    (beir / "qrels").mkdir(parents=True)
+    docs = [
+        {"_id": str(i), "title": f"Study {i}", "text": f"Vitamin {i} changes bone density in mice."} for i in range(12)
+    ]
+    (beir / "corpus.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs))
+    queries = [{"_id": str(i), "text": f"does vitamin {i} change bone density?"} for i in range(12)]
+    (beir / "queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in queries))
+    (beir / "qrels" / "test.tsv").write_text(
+        "query-id\tcorpus-id\tscore\n" + "".join(f"{i}\t{i}\t1\n" for i in range(12))
+    )
+    return root
+
+
+def kept_store(home: Path) -> str:
+    """The store `bench/query.py --smoke --keep` leaves, on an embedded server under `home` (stop it with
+    `pipeline.store.db.stop_embedded(home)`): the input of bench/churn.py and bench/partitions.py."""
+    import sys
+
+    import psycopg
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    import query
+
+    from pipeline.store.db import database_url
+
+    server = database_url(home)
+    argv, sys.argv = sys.argv, ["query.py", "--smoke", "--keep"]
+    env = os.environ.get("DATABASE_URL")
+    os.environ["DATABASE_URL"] = server
+    try:
+        query.main()
+    finally:
+        sys.argv = argv
+        os.environ.pop("DATABASE_URL") if env is None else os.environ.update(DATABASE_URL=env)
+    return psycopg.conninfo.make_conninfo(server, dbname="docforge_query_150")
+
+
+def on_kept_store(run, args) -> None:
+    """`run(args)` with `args.url` the store kept_store makes; its server stopped afterwards."""
+    from pipeline.store.db import stop_embedded
+
+    home = scratch() / "home"
+    try:
+        args.url = kept_store(home)
+        run(args)
+    finally:
+        stop_embedded(home)
