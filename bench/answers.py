@@ -5,6 +5,7 @@
     python bench/answers.py --home /tmp/rfcs-idx --repo /tmp/rfcs-idx/rfcs   # keep the index between runs
     python bench/answers.py --dev uv --store DIR [--split held]   # the labelled answer set (3. below)
     python bench/answers.py --halueval [--halueval-n 2000]        # HaluEval, verifier vs the bare rule (4.)
+    python bench/answers.py --smoke                               # 1. and 2. on a tiny made-up corpus
 
 1. Verifier accuracy. A labelled claim set is built from the rust-rfcs corpus
    (snapshot-5): evidence blocks are paragraphs of real RFCs; claims are
@@ -562,7 +563,12 @@ def main() -> None:
     ap.add_argument(
         "--halueval-cache", type=Path, default=Path(tempfile.gettempdir()) / "docforge-halueval", help="wheel cache"
     )
+    ap.add_argument("--smoke", action="store_true", help="the whole path on a tiny input, in seconds (bench/smoke.py)")
     args = ap.parse_args()
+    if args.smoke:  # claims and asks over a tiny made-up corpus (bench/smoke.py)
+        from smoke import scratch, tiny_data
+
+        args.data = tiny_data(scratch())
     if args.halueval:
         bench_halueval(args)
         return

@@ -1,6 +1,7 @@
 """What typed blocks cost at parse and chunk time, against the same work without them, in one run.
 
     python bench/blocks.py [DIR ...] [--runs 3]
+    python bench/blocks.py --smoke     # a tiny made-up corpus (bench/smoke.py)
 
 DIR: folders of Markdown (default: the uv docs and rust-rfcs bundles of ../shared/data/corpus,
 cloned to a temporary folder). Times, as the median of `--runs` (a pair run in turn): markdown-it's heading-only parse
@@ -55,7 +56,12 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("dirs", nargs="*")
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--smoke", action="store_true", help="the whole path on a tiny input, in seconds (bench/smoke.py)")
     args = ap.parse_args()
+    if args.smoke:
+        from smoke import scratch, tiny_data
+
+        args.dirs, args.runs = [str(tiny_data(scratch()) / "rfcs")], 1
     with tempfile.TemporaryDirectory() as tmp:
         files = [p for d in _folders(args.dirs, Path(tmp)) for p in sorted(d.rglob("*.md"))]
         texts = [p.read_text(encoding="utf-8", errors="replace") for p in files]

@@ -2,6 +2,7 @@
 
     python bench/gaps.py            # the sweep on both halves of bench/paraphrases.jsonl
     python bench/gaps.py --json
+    python bench/gaps.py --smoke    # the sweep alone
     python bench/gaps.py --weak-hit STORE/sources.yml   # also: the fit for `usage.weak_hit` on a built store
 
 bench/paraphrases.jsonl holds 16 meanings, 4 wordings each, in two halves of 8: `fit` (the threshold is
@@ -86,6 +87,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--weak-hit", metavar="SOURCES_YML", help="a built store of this repository's docs")
+    ap.add_argument("--smoke", action="store_true", help="the sweep alone (it takes seconds as it is)")
     args = ap.parse_args()
     embedder = Embedder(EmbeddingConfig())
     result: dict = {split: sweep(embedder, split) for split in ("fit", "held")}

@@ -1,6 +1,7 @@
 """What an HTML manual's chunks hold, parsed and chunked as ingest does (no store, no embedding).
 
     python bench/html_manuals.py DIR_OR_GLOB [...] [--baseline path/to/old/html.py] [--limit N]
+    python bench/html_manuals.py --smoke    # three made-up pages with a site menu (bench/smoke.py)
 
 Per manual: pages, pages skipped (stubs), chunks, and the share of chunks
   menu      holding a boilerplate line: a prose line (outside code, ≥ 20 characters) found on ≥ 20 %
@@ -85,10 +86,17 @@ def measure(files: list[Path], parse, chunker: Chunker) -> dict[str, float]:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("manuals", nargs="+")
+    ap.add_argument("manuals", nargs="*")
     ap.add_argument("--baseline")
     ap.add_argument("--limit", type=int)
+    ap.add_argument("--smoke", action="store_true", help="the whole path on a tiny input, in seconds (bench/smoke.py)")
     args = ap.parse_args()
+    if args.smoke:
+        from smoke import scratch, tiny_html
+
+        args.manuals = [str(tiny_html(scratch()))]
+    if not args.manuals:
+        ap.error("name at least one manual (a folder or a glob of HTML pages), or --smoke")
     emb = Embedder(EmbeddingConfig())
     chunker = Chunker(emb.tokenizer, emb.max_seq_length)
     parsers = {"now": html_parser.parse_html}

@@ -5,6 +5,7 @@
     python bench/ingest.py --backend torch            # the pipeline on torch (the default on a CPU: ONNX)
     python bench/ingest.py --backend onnx-int8        # also: int8 speed-up over fp32 on the same chunks
     python bench/ingest.py --device cuda --skip-cli   # on a GPU (torch fp16)
+    python bench/ingest.py --smoke                    # a tiny made-up corpus, in seconds (bench/smoke.py)
 
 Prints, in one run: (a) raw encode of exactly the chunk texts the pipeline makes
 (same model, batch size, device; model load excluded), in two interleaved
@@ -79,7 +80,13 @@ def _parse() -> argparse.Namespace:
     ap.add_argument("--config", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--texts", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--part", type=int, default=0, help=argparse.SUPPRESS)
-    return ap.parse_args()
+    ap.add_argument("--smoke", action="store_true", help="the whole path on a tiny input, in seconds (bench/smoke.py)")
+    args = ap.parse_args()
+    if args.smoke and not args.child:  # a tiny made-up corpus (bench/smoke.py)
+        from smoke import scratch, tiny_data
+
+        args.bundle, args.subset = tiny_data(scratch()) / "corpus" / "rust-rfcs-md.bundle", ["text/*.md"]
+    return args
 
 
 def _setup(args: argparse.Namespace, tmp: Path) -> Path:

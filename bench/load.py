@@ -7,6 +7,7 @@
     python bench/load.py --json
     python bench/load.py --work /tmp/load-store  # keep the store (and reuse it next time)
     python bench/load.py --usage-cost          # /search and /ask p50 with usage records on vs off
+    python bench/load.py --smoke               # a store of one page, one second per route
 
 Builds a small real store (this repository's docs, as bench/hosted.py does),
 starts `docforge serve --api` on 127.0.0.1 (model in process, the defaults of
@@ -266,7 +267,10 @@ def main() -> None:
         "--usage-cost", action="store_true", help="only: p50 with usage records on vs off, at the first level"
     )
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--smoke", action="store_true", help="the whole path on a tiny input, in seconds (bench/smoke.py)")
     args = ap.parse_args()
+    if args.smoke:  # a store of one page, one second at two clients per route
+        args.seconds, args.levels = 1.0, "2"
     levels = [int(x) for x in args.levels.split(",")]
     routes = args.routes.split(",")
     with tempfile.TemporaryDirectory(prefix="docforge-load-") as tmp:
@@ -275,7 +279,7 @@ def main() -> None:
         env.pop("DATABASE_URL", None)
         os.environ.update(DOCFORGE_HOME=env["DOCFORGE_HOME"])
         os.environ.pop("DATABASE_URL", None)
-        config = work / "sources.yml" if (work / "sources.yml").exists() else build_store(work)
+        config = work / "sources.yml" if (work / "sources.yml").exists() else build_store(work, smoke=args.smoke)
         if args.usage_cost:
             cost = usage_cost(config, env, levels[0], args.seconds, routes)
             if not args.work:

@@ -37,7 +37,11 @@ def _git(repo: Path, *args: str) -> None:
 
 def _rfc(i: int, version: int) -> str:
     topic = TOPICS[i % len(TOPICS)]
-    paras = [f"Paragraph {j} of RFC {i} on {topic}: how the compiler treats case {i * j + version}." for j in range(6)]
+    paras = [  # three sentences each: the answer bench builds claims from paragraphs of three or more
+        f"Paragraph {j} of RFC {i} is about {topic} in the language. The compiler treats case {i * j + version} "
+        f"as an error when the {topic} do not line up. Users who meet it should read the guide on {topic} first."
+        for j in range(6)
+    ]
     return f"# RFC {i}: {topic}\n\n## Summary\n\n" + "\n\n".join(paras) + "\n"
 
 
@@ -104,3 +108,20 @@ def on_kept_store(run, args) -> None:
         run(args)
     finally:
         stop_embedded(home)
+
+
+def tiny_html(root: Path, pages: int = 3) -> Path:
+    """A folder of made-up HTML pages that share a site menu and footer, as a manual's pages do."""
+    menu = (
+        "<div class='nav'><a href='index.html'>Home</a> - <a href='a.html'>Menu</a> - <a href='b.html'>About</a></div>"
+    )
+    root.mkdir(parents=True, exist_ok=True)
+    for i in range(pages):
+        body = (
+            f"<h1>Page {i}</h1><p>The <code>limit_{i}</code> setting caps the rows a query returns.</p>"
+            f"<table><tr><th>Setting</th><th>Default</th></tr><tr><td>limit_{i}</td><td>{i * 10}</td></tr></table>"
+        )
+        (root / f"page-{i}.html").write_text(
+            f"<html><head><title>Page {i}</title></head><body>{menu}{body}<footer>Copyright</footer></body></html>"
+        )
+    return root

@@ -26,10 +26,13 @@ PROJECT = ("pipeline", "assets", "resources", "orchestration", "docforge")
 # script -> (its smoke arguments, a line its output must hold)
 SMOKE: dict[str, tuple[list[str], str]] = {
     "answers.py": (["--smoke"], "claims"),
+    "blocks.py": (["--smoke"], "blocks; median"),
     "churn.py": (["--smoke"], "re-wrote "),
     "confluence_permissions.py": (["--smoke"], "sync / off"),
     "freshness.py": (["--smoke"], "webhook"),
+    "gaps.py": (["--smoke"], "purity"),
     "hosted.py": (["--smoke"], "first /search"),
+    "html_manuals.py": (["--smoke"], "menu %"),
     "incremental.py": (["--smoke"], "no-op re-run"),
     "ingest.py": (["--smoke"], "chunks/s"),
     "load.py": (["--smoke"], "clients"),
@@ -37,6 +40,7 @@ SMOKE: dict[str, tuple[list[str], str]] = {
     "partitions.py": (["--smoke"], "recall"),
     "query.py": (["--smoke"], "recall@10"),
     "retrieval.py": (["--smoke"], "nDCG@10"),
+    "verify_docs.py": (["--smoke"], "accuracy"),
 }
 
 
