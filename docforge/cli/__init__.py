@@ -22,6 +22,7 @@ COMMANDS = {
     "search": "search",
     "ask": "ask",
     "verify": "verify",
+    "tune": "tune",
     "answers": "answers",
     "status": "status",
     "sources": "sources",

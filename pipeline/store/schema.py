@@ -104,6 +104,7 @@ def drop_all(conn: psycopg.Connection) -> None:
             "bm25_terms",
             "bm25_stats",
             "answers",
+            "sentence_vectors",
             "deliveries",
             "schema_migrations",
             "docforge_meta",
