@@ -7,7 +7,11 @@ the budget. Consecutive whole sections that fit together are packed into one
 chunk (each keeps its heading line in the text; the chunk's heading path is
 their common prefix): short chunks waste the model's time and lose context.
 A chunk never spans part of a section. The embedded text is
-"<title> > <heading path>" plus the chunk. Offsets only estimate: a cut inside
+"<title> > <heading path>" plus the chunk. A section's blocks (pipeline.records.Block)
+go with its text: a cut falls between two blocks where the budget allows (at a
+paragraph break between them, else a line break, before the patterns above), and
+each chunk carries the blocks of its text, offsets re-based onto it (heading lines
+of packed sections included) and clipped at its cuts. Offsets only estimate: a cut inside
 a word or a join can tokenise to more tokens. So every embedded text is counted
 afresh, special tokens included, and one over the window is cut again by its
 measured overshoot until it fits: no chunk ever exceeds `max_seq_length` (the
@@ -28,10 +32,11 @@ from dataclasses import dataclass, replace
 from tokenizers import Tokenizer
 
 from pipeline.parse.text import scrub
-from pipeline.records import Chunk, Section
+from pipeline.records import Block, Chunk, Section
 
-CHUNKER_VERSION = "3"  # 3: pages; code, data, HTML, rst and text files parsed by format
+CHUNKER_VERSION = "4"  # 4: blocks; 3: pages; code, data, HTML, rst and text files parsed by format
 _BREAKS = (re.compile(r"\n[ \t]*\n"), re.compile(r"\n"), re.compile(r"[.!?;:][)\"']?\s"), re.compile(r"\s"))
+_Blocks = tuple[Block, ...]
 _MIN_FILL = 0.4  # never cut before 40% of the budget: no runt chunks
 _MAX_HEADER_SHARE = 0.25  # a heading path may take at most this share of the window
 
@@ -64,6 +69,35 @@ def _strip_span(body: str, start: int, end: int) -> tuple[int, int]:
     return start + len(piece) - len(piece.lstrip()), start + len(piece.rstrip())
 
 
+def _within(blocks: _Blocks, text: str, start: int, end: int) -> _Blocks:
+    """The blocks of text[start:end], clipped to it and re-based onto it, tight to their text."""
+    out = []
+    for b in blocks:
+        if b.end <= start or b.start >= end:
+            continue
+        c = b.clipped(start, end)
+        if c is None:
+            continue
+        s, e = _strip_span(text, c.start, c.end)
+        if (c := c.clipped(s, e)) is not None:
+            out.append(c.shifted(-start))
+    return tuple(out)
+
+
+def _between(body: str, blocks: _Blocks) -> tuple[list[int], list[int]]:
+    """Where a cut may fall between two blocks: (at a paragraph break, at a line break), as the
+    offset of the next block's start."""
+    paras: list[int] = []
+    lines: list[int] = []
+    for a, b in itertools.pairwise(blocks):
+        gap = body[a.end : b.start]
+        if _BREAKS[0].search(gap):
+            paras.append(b.start)
+        elif "\n" in gap:
+            lines.append(b.start)
+    return paras, lines
+
+
 def _common(a: tuple[str, ...], b: tuple[str, ...]) -> tuple[str, ...]:
     n = 0
     while n < min(len(a), len(b)) and a[n] == b[n]:
@@ -78,6 +112,10 @@ class _Unit:
     tokens: int  # of text alone
     whole: bool  # may be packed with neighbours: a whole section or a long one's tail
     tail: bool = False  # the last piece of a long section: its heading is already spent
+    blocks: _Blocks = ()  # offsets into text
+
+
+_Piece = tuple[tuple[str, ...], str, int, _Blocks]  # path, text, estimated tokens, blocks
 
 
 class Chunker:
@@ -120,18 +158,25 @@ class Chunker:
 
     def _chunk(self, title: str, sections: Sequence[Section]) -> list[Chunk]:
         title = scrub(title)  # a lone surrogate cannot be tokenised (nor stored)
-        secs = [(tuple(scrub(h) for h in s.heading_path), scrub(s.text).strip()) for s in sections]
-        secs = [(path, body) for path, body in secs if body]
-        encs = self.tok.encode_batch([b for _, b in secs], add_special_tokens=False)
+        secs = []
+        for sec in sections:
+            text = scrub(sec.text)  # one character for one: offsets hold
+            s, e = _strip_span(text, 0, len(text))
+            if s < e:
+                secs.append((tuple(scrub(h) for h in sec.heading_path), text[s:e], _within(sec.blocks, text, s, e)))
+        encs = self.tok.encode_batch([b for _, b, _ in secs], add_special_tokens=False)
         units: list[_Unit] = []
-        for (path, body), enc in zip(secs, encs, strict=True):
+        for (path, body, blocks), enc in zip(secs, encs, strict=True):
             budget = max(1, self.limit - self.specials - self._header(title, path)[1])
             if len(enc.ids) <= budget:
-                units.append(_Unit(path, body, len(enc.ids), True))
+                units.append(_Unit(path, body, len(enc.ids), True, blocks=blocks))
             else:
-                pieces = self._split(body, enc.offsets, budget)
+                pieces = self._split(body, enc.offsets, budget, between=_between(body, blocks))
                 # The tail of a long section may share a chunk with the sections after it.
-                units += [_Unit(path, t, n, i == len(pieces) - 1, i > 0) for i, (t, n) in enumerate(pieces)]
+                units += [
+                    _Unit(path, body[s:e], n, i == len(pieces) - 1, i > 0, _within(blocks, body, s, e))
+                    for i, (s, e, n) in enumerate(pieces)
+                ]
         return self._verify(title, self._pack(title, units))
 
     def _header(self, title: str, path: tuple[str, ...]) -> tuple[str, int]:
@@ -144,19 +189,19 @@ class Chunker:
             self._headers[key] = (text, (self._n(text) + self.sep) if text else 0)
         return self._headers[key]
 
-    def _pack(self, title: str, units: list[_Unit]) -> list[tuple[tuple[str, ...], str, int]]:
+    def _pack(self, title: str, units: list[_Unit]) -> list[_Piece]:
         """Greedily merge consecutive whole sections while they fit together."""
-        out: list[tuple[tuple[str, ...], str, int]] = []
+        out: list[_Piece] = []
         group: list[_Unit] = []
         for u in units:
             if group and u.whole and group[-1].whole and self._cost(title, group + [u]) <= self.limit:
                 group.append(u)
                 continue
             if group:
-                out.append((*self._merge(group), self._cost(title, group)))
+                out.append(self._merge(title, group))
             group = [u]
         if group:
-            out.append((*self._merge(group), self._cost(title, group)))
+            out.append(self._merge(title, group))
         return out
 
     def _cost(self, title: str, group: list[_Unit]) -> int:
@@ -177,19 +222,31 @@ class Chunker:
         rest = u.path[len(common) :]
         return "\n".join("#" * (len(common) + i + 1) + " " + h for i, h in enumerate(rest))
 
-    def _merge(self, group: list[_Unit]) -> tuple[tuple[str, ...], str]:
+    def _merge(self, title: str, group: list[_Unit]) -> _Piece:
         path = group[0].path
         for u in group[1:]:
             path = _common(path, u.path)
-        first = self._heading_line(group[0], path) if len(group) > 1 else ""
-        parts = [_join(first, group[0].text)]
-        parts += [_join(self._heading_line(u, path), u.text) for u in group[1:]]
-        return path, "\n\n".join(parts)
+        parts: list[str] = []
+        blocks: list[Block] = []
+        at = 0
+        for i, u in enumerate(group):
+            line = self._heading_line(u, path) if i or len(group) > 1 else ""
+            head = _join(line, "")  # the heading line and its separator, before the unit's text
+            blocks += [b.shifted(at + len(head)) for b in u.blocks]
+            parts.append(head + u.text)
+            at += len(parts[-1]) + 2  # "\n\n" joins the parts
+        return path, "\n\n".join(parts), self._cost(title, group), tuple(blocks)
 
     def _split(
-        self, body: str, offsets: list[tuple[int, int]], budget: int, overlap: int | None = None
-    ) -> list[tuple[str, int]]:
-        """Cut a body into stripped pieces of at most `budget` tokens (as offsets count them), with those counts."""
+        self,
+        body: str,
+        offsets: list[tuple[int, int]],
+        budget: int,
+        overlap: int | None = None,
+        between: tuple[list[int], list[int]] = ([], []),
+    ) -> list[tuple[int, int, int]]:
+        """Cut a body into stripped pieces of at most `budget` tokens (as offsets count them): (start, end,
+        count) of each. `between`: where a cut falls between blocks (`_between`), preferred."""
         overlap = self.overlap if overlap is None else overlap
         starts = [o[0] for o in offsets]
         out, pos, ti = [], 0, 0
@@ -197,25 +254,29 @@ class Chunker:
             if len(offsets) - ti <= budget:
                 out.append(_strip_span(body, pos, len(body)))
                 break
-            cut = self._cut(body, pos, offsets[ti + budget - 1][1])
+            cut = self._cut(body, pos, offsets[ti + budget - 1][1], between)
             out.append(_strip_span(body, pos, cut))
             next_ti = max(ti + 1, bisect.bisect_left(starts, cut))
             if overlap:
                 next_ti = max(ti + 1, next_ti - overlap)
             pos, ti = min(cut, starts[next_ti]) if next_ti < len(starts) else cut, next_ti
-        return [(body[s:e], bisect.bisect_left(starts, e) - bisect.bisect_left(starts, s)) for s, e in out if e > s]
+        return [(s, e, bisect.bisect_left(starts, e) - bisect.bisect_left(starts, s)) for s, e in out if e > s]
 
     @staticmethod
-    def _cut(body: str, pos: int, end_char: int) -> int:
+    def _cut(body: str, pos: int, end_char: int, between: tuple[list[int], list[int]] = ([], [])) -> int:
         """Where to end a chunk that may not reach past end_char."""
         floor = pos + int((end_char - pos) * _MIN_FILL)
+        for cuts in between:  # between two blocks first
+            i = bisect.bisect_right(cuts, end_char)
+            if i and cuts[i - 1] > floor:
+                return cuts[i - 1]
         window = body[floor:end_char]
         for pattern in _BREAKS:
             if matches := list(pattern.finditer(window)):
                 return floor + matches[-1].end()
         return end_char  # one long run without spaces: cut at the token boundary
 
-    def _verify(self, title: str, pieces: list[tuple[tuple[str, ...], str, int]]) -> list[Chunk]:
+    def _verify(self, title: str, pieces: list[_Piece]) -> list[Chunk]:
         """Count every embedded text afresh, exactly; cut again any piece the estimate let past the window.
 
         The estimates come from token offsets of whole sections, and a cut inside a word or
@@ -223,47 +284,59 @@ class Chunker:
         identifiers and base64, Hangul decomposed by the normaliser): only a fresh count of
         the final text is a guarantee.
         """
-        texts = [_join(self._header(title, p)[0], t) for p, t, _ in pieces]
+        texts = [_join(self._header(title, p)[0], t) for p, t, _, _ in pieces]
         counts = self.count(texts) if texts else []
-        out: list[tuple[tuple[str, ...], str, str, int]] = []
-        for (path, text, _), embed_text, n in zip(pieces, texts, counts, strict=True):
+        out: list[tuple[tuple[str, ...], str, str, int, _Blocks]] = []
+        for (path, text, _, blocks), embed_text, n in zip(pieces, texts, counts, strict=True):
             if n <= self.limit:
-                out.append((path, text, embed_text, n))
+                out.append((path, text, embed_text, n, blocks))
             else:
-                out += [(path, *fit) for fit in self._fit(self._header(title, path)[0], text, n)]
-        return [Chunk(i, path, text, embed_text, n) for i, (path, text, embed_text, n) in enumerate(out)]
+                for s, e, fit_embed, fit_n in self._fit(self._header(title, path)[0], text, n, _between(text, blocks)):
+                    out.append((path, text[s:e], fit_embed, fit_n, _within(blocks, text, s, e)))
+        return [
+            Chunk(i, path, text, embed_text, n, blocks=blocks)
+            for i, (path, text, embed_text, n, blocks) in enumerate(out)
+        ]
 
-    def _fit(self, header: str, text: str, n: int) -> list[tuple[str, str, int]]:
-        """(text, embedded text, exact count) pieces of an over-window text, in order, each within the window.
+    def _fit(
+        self, header: str, text: str, n: int, between: tuple[list[int], list[int]] = ([], [])
+    ) -> list[tuple[int, int, str, int]]:
+        """(start, end, embedded text, exact count) of the pieces of an over-window text, in order, each
+        within the window.
 
         Each round cuts by the measured overshoot and re-counts; every piece is strictly
         shorter than the text it came from, so the loop ends (no recursion, whatever the window).
         """
-        out: list[tuple[str, str, int]] = []
-        todo = [(text, n)]  # a stack: the last item comes next in text order
+        full = text
+        out: list[tuple[int, int, str, int]] = []
+        todo = [(0, len(full), n)]  # a stack: the last item comes next in text order
         while todo:
-            text, n = todo.pop()
+            at, end, n = todo.pop()
+            text = full[at:end]
             if n <= self.limit:
-                out.append((text, _join(header, text), n))
+                out.append((at, end, _join(header, text), n))
                 continue
             enc = self.tok.encode(text, add_special_tokens=False)
             budget = min(len(enc.ids) - 1, len(enc.ids) - (n - self.limit))
-            pieces = [t for t, _ in self._split(text, enc.offsets, max(1, budget), overlap=0)] if budget >= 1 else []
-            if len(pieces) < 2 or max(map(len, pieces)) >= len(text):
-                pieces = _halve(text, enc.offsets)
-            if not pieces:  # one character the header leaves no room for: embed it bare
-                out.append((text, text, self.count([text])[0]))
+            cuts = ([c - at for c in between[0] if at < c < end], [c - at for c in between[1] if at < c < end])
+            spans = (
+                [(s, e) for s, e, _ in self._split(text, enc.offsets, max(1, budget), 0, cuts)] if budget >= 1 else []
+            )
+            if len(spans) < 2 or max(e - s for s, e in spans) >= len(text):
+                spans = _halve(text, enc.offsets)
+            if not spans:  # one character the header leaves no room for: embed it bare
+                out.append((at, end, text, self.count([text])[0]))
                 continue
-            counts = self.count([_join(header, t) for t in pieces])
-            todo += reversed(list(zip(pieces, counts, strict=True)))
+            counts = self.count([_join(header, text[s:e]) for s, e in spans])
+            todo += reversed([(at + s, at + e, c) for (s, e), c in zip(spans, counts, strict=True)])
         return out
 
 
-def _halve(text: str, offsets: list[tuple[int, int]]) -> list[str]:
-    """Two shorter stripped pieces cut at a token boundary near the middle, or [] if there is none."""
+def _halve(text: str, offsets: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Two shorter stripped pieces cut at a token boundary near the middle, as spans; [] if there is none."""
     ends = sorted({e for _, e in offsets if 0 < e < len(text)}, key=lambda e: abs(e - len(text) // 2))
     for cut in ends:
-        pieces = [text[:cut].strip(), text[cut:].strip()]
-        if all(pieces):
-            return pieces
+        spans = [_strip_span(text, 0, cut), _strip_span(text, cut, len(text))]
+        if all(e > s for s, e in spans):
+            return spans
     return []

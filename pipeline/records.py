@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 
@@ -59,6 +59,44 @@ class Block:
     cells: tuple[str, ...] = ()  # a table row: its own cells
     code: tuple[tuple[int, int], ...] = ()  # inline code spans, (start, end) in the same text
     lang: str | None = None  # a code block's language, where the source names it
+
+    def shifted(self, by: int) -> Block:
+        """The block with its offsets (code spans included) moved by `by` characters."""
+        code = tuple((s + by, e + by) for s, e in self.code)
+        return replace(self, start=self.start + by, end=self.end + by, code=code)
+
+    def clipped(self, start: int, end: int) -> Block | None:
+        """The part of the block inside [start, end), offsets unchanged; None when nothing of it is."""
+        s, e = max(self.start, start), min(self.end, end)
+        if s >= e:
+            return None
+        code = tuple((max(a, s), min(b, e)) for a, b in self.code if min(b, e) > max(a, s))
+        return replace(self, start=s, end=e, code=code)
+
+    def packed(self) -> list:
+        """The compact JSON form the store keeps: [kind, start, end, header, cells, code, lang],
+        trailing empty fields left off."""
+        out: list = [self.kind, self.start, self.end, list(self.header), list(self.cells)]
+        out += [[list(c) for c in self.code], self.lang]
+        while len(out) > 3 and out[-1] in (None, []):
+            out.pop()
+        return out
+
+    @classmethod
+    def unpacked(cls, row: list) -> Block:
+        """A block from its `packed` form."""
+        pad: list = [(), (), (), None]
+        kind, start, end, header, cells, code, lang = list(row) + pad[len(row) - 3 :]
+        return cls(kind, start, end, tuple(header), tuple(cells), tuple((a, b) for a, b in code), lang)
+
+
+def pack_blocks(blocks: tuple[Block, ...] | list[Block]) -> list[list]:
+    return [b.packed() for b in blocks]
+
+
+def unpack_blocks(rows: list | None) -> tuple[Block, ...]:
+    """Blocks from the store's JSON (None: a chunk stored before blocks were kept)."""
+    return tuple(Block.unpacked(r) for r in rows or ())
 
 
 @dataclass(frozen=True)

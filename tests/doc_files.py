@@ -65,21 +65,28 @@ def make_pdf(
 
 
 def make_docx(blocks: Sequence[tuple[str, str]], title: str | None = None) -> bytes:
-    """A .docx from (style, text) blocks: style "h1".."h3", "p", or "table" (text: rows by '\\n', cells by '|')."""
+    """A .docx from (style, text) blocks: style "h1".."h3", "p", "list", "quote", or "table" / "header-table"
+    (text: rows by '\\n', cells by '|'; a header table's first row is marked "repeat as header row")."""
     from docx import Document
 
     doc = Document()
     if title:
         doc.core_properties.title = title
     for style, text in blocks:
-        if style.startswith("h"):
+        if style[:1] == "h" and style[1:].isdigit():
             doc.add_heading(text, level=int(style[1:]))
-        elif style == "table":
+        elif style in ("table", "header-table"):
             rows = [r.split("|") for r in text.split("\n")]
             table = doc.add_table(rows=len(rows), cols=len(rows[0]))
             for r, row in enumerate(rows):
                 for c, cell in enumerate(row):
                     table.cell(r, c).text = cell
+            if style == "header-table":
+                from docx.oxml import OxmlElement
+
+                table.rows[0]._tr.get_or_add_trPr().append(OxmlElement("w:tblHeader"))
+        elif style in ("list", "quote"):
+            doc.add_paragraph(text, style="List Bullet" if style == "list" else "Quote")
         else:
             doc.add_paragraph(text)
     buf = io.BytesIO()

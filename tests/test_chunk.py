@@ -6,9 +6,11 @@ import re
 import pytest
 
 from pipeline.chunk import Chunker, make_header
+from pipeline.parse.blocks import text_blocks
 from pipeline.parse.markdown import parse_markdown
 from pipeline.records import Section
 from tests.helpers import shared
+from tests.test_blocks import assert_well_formed
 
 
 @pytest.fixture(scope="module")
@@ -44,6 +46,12 @@ def assert_contract(chunker, title, sections, chunks):
         header = make_header(title, c.heading_path)
         head = c.embed_text.split("\n\n", 1)[0] if header else ""
         assert head == header or (head.endswith("…") and header.startswith(head[:-1]))
+    rendered = {s.text[b.start : b.end] for s in sections for b in s.blocks}
+    for c in chunks:  # blocks inside the chunk's text, in order; each one a section block's text or part of it
+        assert_well_formed(c.text, c.blocks)
+        for b in c.blocks:
+            piece = c.text[b.start : b.end]
+            assert piece in rendered or any(piece in r for r in rendered), piece
 
 
 WORDS = "the quick brown fox jumps over lazy dog tokenization déjà-vu 東京 x=1; fn main() {} ".split()
@@ -60,7 +68,8 @@ def random_doc(rng: random.Random) -> list[Section]:
         if rng.random() < 0.2:
             paras.append("A" * rng.randint(300, 3000))  # one long token run, no spaces
         path = tuple(f"H{i}-{j}" for j in range(rng.randint(0, 3)))
-        sections.append(Section(path, "\n\n".join(paras)))
+        text = "\n\n".join(paras)
+        sections.append(Section(path, text, blocks=tuple(text_blocks(text))))
     return sections
 
 

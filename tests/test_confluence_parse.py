@@ -33,7 +33,11 @@ EXPECTED = {
     "md2conf-collapsed.xhtml": ["Tips for collapsed sections", '```ruby\nputs "Hello World"\n```'],
     "md2conf-admonition.xhtml": ["Tip:\nTip of the day", "This is a structured macro panel showing a warning."],
     "md2conf-panel.xhtml": ["Panel:\nTip of the day", "This is an information panel with an explicit title."],
-    "md2conf-table.xhtml": ["Arabic | Roman\n1 | I", "1986 | MCMLXXXVI", "Number | English | Hungarian"],
+    "md2conf-table.xhtml": [  # a row under a header row reads with it
+        "Arabic: 1 | Roman: I\nArabic: 5 | Roman: V",
+        "Arabic: 1986 | Roman: MCMLXXXVI",
+        "Number: 1 | English: one | Hungarian: egy",
+    ],
     "md2conf-status.xhtml": ["- [gray]", "- [green]"],
     "md2conf-tasklist.xhtml": ["[x] Finished action", "[ ] Unfinished action"],
     "mark-tasklists.xhtml": ["[x] #739", "[ ] Add delight to the experience"],

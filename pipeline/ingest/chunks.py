@@ -13,11 +13,12 @@ import time
 from dataclasses import dataclass
 
 from psycopg.rows import class_row
+from psycopg.types.json import Jsonb
 
 from pipeline.ingest.context import IngestContext, IngestStats, record_failures
 from pipeline.ingest.faults import failure, store_lost
 from pipeline.parse import parse_document
-from pipeline.records import DocRef, Document, Failure
+from pipeline.records import DocRef, Document, Failure, pack_blocks
 
 
 def chunk_id(doc_key: str, ordinal: int, text_hash: str) -> str:
@@ -66,7 +67,7 @@ def stage_chunks(ctx: IngestContext, name: str) -> IngestStats:
                     cur.execute("DELETE FROM staged_chunks WHERE doc_key = %s", (key,))
                     with cur.copy(
                         "COPY staged_chunks (doc_key, ordinal, id, heading_path, text, embed_text, "
-                        "token_count, text_hash, page) FROM STDIN"
+                        "token_count, text_hash, page, blocks) FROM STDIN"
                     ) as copy:
                         for c in chunks:
                             h = text_hash(c.embed_text)
@@ -81,6 +82,7 @@ def stage_chunks(ctx: IngestContext, name: str) -> IngestStats:
                                     c.token_count,
                                     h,
                                     c.page,
+                                    Jsonb(pack_blocks(c.blocks)),
                                 )
                             )
                     cur.execute(

@@ -85,13 +85,15 @@ DELETE FROM chunks c WHERE c.doc_key = ANY(%(keys)s)
 AND NOT EXISTS (SELECT 1 FROM staged_chunks s WHERE s.doc_key = c.doc_key AND s.id = c.id)
 """
 _INSERT_NEW = """
-INSERT INTO chunks (id, doc_key, ordinal, heading_path, section, text, token_count, text_hash, page, embed_prefix)
+INSERT INTO chunks (id, doc_key, ordinal, heading_path, section, text, token_count, text_hash, page, embed_prefix,
+                    blocks)
 SELECT id, doc_key, ordinal, heading_path, array_to_string(heading_path, ' > '), text, token_count,
        text_hash, page, CASE WHEN right(embed_text, length(text)) = text
-                             THEN left(embed_text, length(embed_text) - length(text)) END
+                             THEN left(embed_text, length(embed_text) - length(text)) END, blocks
 FROM staged_chunks WHERE doc_key = ANY(%(keys)s)
-ON CONFLICT (id) DO UPDATE SET page = excluded.page WHERE chunks.page IS DISTINCT FROM excluded.page
-"""  # the same text at the same place may have moved to another page
+ON CONFLICT (id) DO UPDATE SET page = excluded.page, blocks = excluded.blocks
+WHERE (chunks.page, chunks.blocks) IS DISTINCT FROM (excluded.page, excluded.blocks)
+"""  # the same text at the same place may have moved to another page, or be read into other blocks
 # The live generation's vectors of the chunks just swapped in (a chunk kept as it was keeps its own).
 _INSERT_VECTORS = """
 INSERT INTO {vectors} (seq, embedding)

@@ -15,9 +15,9 @@ import json
 
 from pipeline.errors import ParseError
 from pipeline.parse.parsed import Parsed
-from pipeline.records import Section
+from pipeline.records import Section, pack_blocks, unpack_blocks
 
-FORMAT_VERSION = 1  # of the JSON below; bump it with CHUNKER_VERSION if its meaning changes
+FORMAT_VERSION = 2  # 2: blocks; of the JSON below; bump it with CHUNKER_VERSION if its meaning changes
 
 
 def extract(kind: str, data: bytes) -> str:
@@ -38,7 +38,10 @@ def extract(kind: str, data: bytes) -> str:
 
 
 def dump(parsed: Parsed) -> str:
-    sections = [{"path": list(s.heading_path), "page": s.page, "text": s.text} for s in parsed.sections]
+    sections = [
+        {"path": list(s.heading_path), "page": s.page, "text": s.text, "blocks": pack_blocks(s.blocks)}
+        for s in parsed.sections
+    ]
     return json.dumps({"v": FORMAT_VERSION, "title": parsed.title, "sections": sections}, ensure_ascii=False)
 
 
@@ -47,7 +50,10 @@ def load(content: str) -> Parsed:
         data = json.loads(content)
         sections = [
             Section(
-                tuple(str(h) for h in s["path"]), str(s["text"]), int(s["page"]) if s.get("page") is not None else None
+                tuple(str(h) for h in s["path"]),
+                str(s["text"]),
+                int(s["page"]) if s.get("page") is not None else None,
+                unpack_blocks(s.get("blocks")),
             )
             for s in data["sections"]
         ]

@@ -22,6 +22,7 @@ from functools import cache
 from pathlib import PurePosixPath
 from typing import Any
 
+from pipeline.parse.blocks import as_code
 from pipeline.parse.parsed import Parsed
 from pipeline.parse.plain import paragraphs
 from pipeline.parse.text import scrub
@@ -135,13 +136,13 @@ def parse_code(text: str, fmt: str, path: str) -> Parsed:
     text = scrub(text).replace("\r\n", "\n").replace("\r", "\n")
     module = (module_name(path, fmt),)
     if fmt not in GRAMMARS:
-        return Parsed("", paragraphs(text, module) if text.strip() else [], pack=False)
+        return Parsed("", as_code(paragraphs(text, module), fmt) if text.strip() else [], pack=False)
     tree = _parser(fmt).parse(text.encode("utf-8"))
     lines = text.split("\n")
     walker = _Walker(fmt, lines)
     spans = walker.scope(tree.root_node, module, 0, len(lines), 0)
     if not walker.symbols:  # a script of plain statements: blank lines are its only structure
-        return Parsed("", paragraphs(text, module) if text.strip() else [], pack=False)
+        return Parsed("", as_code(paragraphs(text, module), fmt) if text.strip() else [], pack=False)
     sections: list[Section] = []
     for symbol_path, a, b in spans:
         body = "\n".join(lines[a:b])
@@ -149,7 +150,7 @@ def parse_code(text: str, fmt: str, path: str) -> Parsed:
             sections[-1] = Section(sections[-1].heading_path, f"{sections[-1].text}\n{body}")
         elif body.strip():
             sections.append(Section(symbol_path, body))
-    return Parsed("", sections, pack=False)  # a chunk holds one symbol: its path names it
+    return Parsed("", as_code(sections, fmt), pack=False)  # a chunk holds one symbol: its path names it
 
 
 class _Walker:

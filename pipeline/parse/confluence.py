@@ -9,14 +9,21 @@ rather than half indexed, and so is one nested deeper than MAX_DEPTH elements (t
 walk recurses per level; real pages nest a few dozen at most). BeautifulSoup then walks it: headings split sections;
 code macros become fenced blocks with their language, panels keep their kind and
 title, expands their title, status lozenges read `[label]`, links read as their
-text or target, tables as `a | b | c` rows, task lists as `[x] ...` lines.
+text or target, tables as `a | b | c` rows (a row under a header row reads
+`Header: cell | Other: cell`), task lists as `[x] ...` lines, `<code>` between
+backticks. Each section's blocks (pipeline.parse.blocks.Marks) are marked while it
+is rendered: paragraphs, list items and tasks, table rows with their header cells,
+code macros and `<pre>` (the code, not its fences) with the macro's language,
+info/note/tip/warning panels as notes, blockquotes, and inline `<code>` spans.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from contextvars import ContextVar
 from html.entities import html5
+from itertools import zip_longest
 from typing import TypeGuard
 
 from bs4 import BeautifulSoup, NavigableString, Tag
@@ -24,6 +31,7 @@ from bs4.element import Comment, Declaration, Doctype, ProcessingInstruction
 from lxml import etree
 
 from pipeline.errors import ParseError
+from pipeline.parse.blocks import Marks, strip_marks
 from pipeline.parse.text import scrub
 from pipeline.records import Section
 
@@ -38,6 +46,7 @@ _TRANSPARENT = {"ac:layout", "ac:layout-section", "ac:layout-cell", "div", "sect
 _BLOCKS = (
     _HEADINGS | _TRANSPARENT | {"p", "ul", "ol", "table", "pre", "blockquote", "hr", "ac:task-list", "ac:adf-extension"}
 )
+_NOTES = {"Info", "Note", "Tip", "Warning"}  # the panels that are a note (a plain panel is a box)
 _PANELS = {
     "info": "Info",
     "note": "Note",
@@ -52,13 +61,18 @@ _INLINE_MACROS = {"status", "anchor", "view-file", "viewpdf", "jira", "emoticon"
 _DROPPED_MACROS = {"toc", "toc-zone", "children", "pagetree", "recently-updated", "contentbylabel"}
 _SKIPPED = (Comment, Declaration, Doctype, ProcessingInstruction)
 _OL_START = re.compile(r"-?[0-9]{1,9}")  # ASCII digits only: int() rejects "²", and huge values are noise
+_MARKS: ContextVar[Marks] = ContextVar("confluence_marks")  # the page being parsed's
+
+
+def _mark(kind: str, text: str, **fields: tuple[str, ...] | str | None) -> str:
+    return _MARKS.get().block(kind, text, **fields)  # type: ignore[arg-type]
 
 
 def parse_storage(xhtml: str) -> list[Section]:
     """Sections of a storage-format body; raises ParseError if it is not well-formed."""
     if not isinstance(xhtml, str):
         raise ParseError(f"storage body must be text, got {type(xhtml).__name__}")
-    doc = _wrap(scrub(xhtml))
+    doc = _wrap(Marks.clean(scrub(xhtml)))
     try:
         root = etree.fromstring(
             doc.encode("utf-8"), etree.XMLParser(resolve_entities=False, no_network=True, huge_tree=True)
@@ -129,7 +143,7 @@ def _walk(node: Tag) -> Iterator[str | tuple[int, str]]:
         if isinstance(item, str):
             yield item
         elif _qname(item) in _HEADINGS:
-            yield int(item.name[1]), _squash(_inline(item))
+            yield int(item.name[1]), strip_marks(_squash(_inline(item)))
         elif _qname(item) in _TRANSPARENT:
             yield from _walk(item)
         else:
@@ -137,6 +151,16 @@ def _walk(node: Tag) -> Iterator[str | tuple[int, str]]:
 
 
 def _sections(events: Iterator[str | tuple[int, str]]) -> list[Section]:
+    """Sections from `_walk`'s events (a generator: the blocks it marks are marked while this reads it;
+    pipeline.parse.html reads an HTML page's the same way)."""
+    marks = _MARKS.set(Marks())
+    try:
+        return _read_sections(events)
+    finally:
+        _MARKS.reset(marks)
+
+
+def _read_sections(events: Iterator[str | tuple[int, str]]) -> list[Section]:
     sections: list[Section] = []
     stack: list[tuple[int, str]] = []
     blocks: list[str] = []
@@ -145,7 +169,8 @@ def _sections(events: Iterator[str | tuple[int, str]]) -> list[Section]:
             blocks += [ev] if ev.strip() else []
             continue
         if blocks:
-            sections.append(Section(tuple(h for _, h in stack if h), "\n\n".join(blocks)))
+            text, found = _MARKS.get().read("\n\n".join(blocks))
+            sections.append(Section(tuple(h for _, h in stack if h), text, blocks=found))
         blocks = []
         while stack and stack[-1][0] >= ev[0]:
             stack.pop()
@@ -159,13 +184,13 @@ def _runs(node: Tag) -> Iterator[Tag | str]:
     for child in node.children:
         if _is_block(child):
             if text := _squash("".join(buf)):
-                yield text
+                yield _mark("paragraph", text)
             buf = []
             yield child
         else:
             buf.append(_inline(child))
     if text := _squash("".join(buf)):
-        yield text
+        yield _mark("paragraph", text)
 
 
 def _blocks(node: Tag | None) -> list[str]:
@@ -180,20 +205,22 @@ def _blocks(node: Tag | None) -> list[str]:
 def _block(tag: Tag) -> list[str]:
     name = _qname(tag)
     if name in _HEADINGS:  # inside a macro or list: a line, not a new section
-        return [_squash(_inline(tag))]
+        return [_mark("paragraph", _squash(_inline(tag)))]
     if name in ("ul", "ol"):
         return [_list(tag)]
     if name == "table":
         return [_table(tag)]
     if name == "pre":
-        return [f"```\n{tag.get_text().strip(chr(10))}\n```"]
+        return [f"```\n{_mark('code', Marks.clean(tag.get_text()).strip(chr(10)))}\n```"]
     if name == "ac:structured-macro":
         return _macro(tag)
     if name == "ac:task-list":
         return [_tasks(tag)]
     if name == "ac:adf-extension":
         return _adf(tag)
-    return _blocks(tag)  # p, blockquote, div, layouts ...
+    if name == "blockquote":
+        return [_mark("quote", b) for b in _blocks(tag)]
+    return _blocks(tag)  # p, div, layouts ...
 
 
 def _squash(text: str) -> str:
@@ -206,7 +233,7 @@ def _inline(node: object) -> str:
     if isinstance(node, _SKIPPED):
         return ""
     if isinstance(node, NavigableString):
-        return str(node)
+        return Marks.clean(str(node))  # an HTML page's text comes here uncleaned (pipeline.parse.html)
     assert isinstance(node, Tag)
     name = _qname(node)
     if name == "br":
@@ -223,7 +250,8 @@ def _inline(node: object) -> str:
         return f" {_squash(_inline(caption))} " if caption else ""
     if name in ("ac:parameter", "ac:placeholder", "ac:adf-mark", "ac:task-id", "ac:task-uuid"):
         return ""
-    return "".join(_inline(c) for c in node.children)
+    text = "".join(_inline(c) for c in node.children)
+    return Marks.code(text) if name == "code" else text
 
 
 def _link(tag: Tag) -> str:
@@ -266,31 +294,32 @@ def _macro(tag: Tag) -> list[str]:
     if name in _PANELS:
         return _panel(_PANELS[name], params.get("title", ""), body)
     if name == "expand":
-        return [params.get("title") or "Details", *body]
+        return [_mark("paragraph", params.get("title") or "Details"), *body]
     if body:
-        return [params["title"], *body] if params.get("title") else body
+        return [_mark("paragraph", params["title"]), *body] if params.get("title") else body
     plain = tag.find("ac:plain-text-body", recursive=False)
     if plain is not None and plain.get_text().strip():
         return [_code(tag, params)]
     text = _inline_macro(tag)
-    return [text] if text else []
+    return [_mark("paragraph", text)] if text.strip() else []
 
 
 def _panel(kind: str, title: str, body: list[str]) -> list[str]:
     if not body and not title:
         return []
     head = f"{kind}: {title}" if title else f"{kind}:"
-    return [head + "\n" + "\n\n".join(body)]
+    text = head + "\n" + "\n\n".join(body)
+    return [_mark("note", text) if kind in _NOTES else _mark("paragraph", head) + "\n" + "\n\n".join(body)]
 
 
 def _code(tag: Tag, params: dict[str, str]) -> str:
     lang = params.get("language", "")
     lang = "" if lang in ("none", "text") else lang
     body = tag.find("ac:plain-text-body", recursive=False)
-    code = body.get_text().strip("\n") if body is not None else ""
+    code = Marks.clean(body.get_text()).strip("\n") if body is not None else ""
     fence = "````" if "```" in code else "```"
-    title = f"{params['title']}\n" if params.get("title") else ""
-    return f"{title}{fence}{lang}\n{code}\n{fence}"
+    title = _mark("paragraph", params["title"]) + "\n" if params.get("title") else ""
+    return f"{title}{fence}{lang}\n{_mark('code', code, lang=lang or None)}\n{fence}"
 
 
 def _list(tag: Tag) -> str:
@@ -301,19 +330,31 @@ def _list(tag: Tag) -> str:
         marker = f"{i}." if tag.name == "ol" else "-"
         text = "\n".join(_blocks(li)) or " "
         pad = "\n" + " " * (len(marker) + 1)
-        lines.append(f"{marker} {pad.join(text.split(chr(10)))}".rstrip())
+        lines.append(_mark("list_item", f"{marker} {pad.join(text.split(chr(10)))}".rstrip()))
     return "\n".join(lines)
 
 
 def _table(tag: Tag) -> str:
-    rows = []
+    """Rows as lines; a header row (all `<th>`) is not a line of its own but is read with each row
+    under it (`Header: cell | ...`), and is each row's block's `header`."""
+    rows: list[tuple[bool, list[str]]] = []  # (a header row, its cells)
     for tr in tag.find_all("tr"):
         if tr.find_parent("table") is not tag:  # a nested table's rows belong to its cell
             continue
-        cells = [" ".join(" ".join(_blocks(c)).split()) for c in tr.find_all(["th", "td"], recursive=False)]
+        tds = tr.find_all(["th", "td"], recursive=False)
+        cells = [" ".join(" ".join(_blocks(c)).split()) for c in tds]
         if any(cells):
-            rows.append(" | ".join(cells))
-    return "\n".join(rows)
+            rows.append((all(c.name == "th" for c in tds), cells))
+    lines = []
+    header: list[str] = []
+    for i, (is_header, cells) in enumerate(rows):
+        if is_header and i + 1 < len(rows) and not rows[i + 1][0]:
+            header = cells
+            continue
+        pairs = zip_longest(header, cells, fillvalue="") if header and not is_header else (("", c) for c in cells)
+        text = " | ".join(f"{h}: {c}" if h else c for h, c in pairs if c)
+        lines.append(_mark("table_row", text, header=tuple(header) if not is_header else (), cells=tuple(cells)))
+    return "\n".join(lines)
 
 
 def _tasks(tag: Tag) -> str:
@@ -321,7 +362,8 @@ def _tasks(tag: Tag) -> str:
     for task in tag.find_all("ac:task", recursive=False):
         status = task.find("ac:task-status")
         mark = "[x]" if status is not None and status.get_text(strip=True) == "complete" else "[ ]"
-        lines.append(f"{mark} {' '.join(' '.join(_blocks(task.find('ac:task-body'))).split())}")
+        body = " ".join(" ".join(_blocks(task.find("ac:task-body"))).split())
+        lines.append(_mark("list_item", f"{mark} {body}"))
     return "\n".join(lines)
 
 

@@ -13,6 +13,7 @@ import json
 import re
 from pathlib import PurePosixPath
 
+from pipeline.parse.blocks import as_code
 from pipeline.parse.parsed import Parsed
 from pipeline.parse.plain import paragraphs
 from pipeline.parse.text import scrub
@@ -33,7 +34,8 @@ def parse_data(text: str, fmt: str, path: str) -> Parsed:
         lines = text.split("\n")
         starts = [(i, _key(fmt, line)) for i, line in enumerate(lines)]
         sections = _split(lines, [(i, k) for i, k in starts if k], file)
-    return Parsed("", sections or (paragraphs(text, file) if text.strip() else []), pack=False)  # a chunk per key
+    sections = sections or (paragraphs(text, file) if text.strip() else [])
+    return Parsed("", as_code(sections, fmt), pack=False)  # a chunk per key
 
 
 def _key(fmt: str, line: str) -> str | None:

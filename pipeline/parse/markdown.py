@@ -1,8 +1,13 @@
-"""Markdown → sections, split on ATX and setext headings.
+"""Markdown → sections, split on ATX and setext headings, with their blocks.
 
 markdown-it-py finds the headings, so a `# comment` inside a code fence is
 code, not a heading. Each section keeps its raw markdown (code included) and
 the path of headings above it; the first level-1 heading becomes the title.
+Its block tokens give each section's blocks (pipeline.parse.blocks), as line
+ranges of the raw text: paragraphs, list items, table rows with their header
+cells, fenced and indented code with its info-string language, definition
+lists, admonitions (`!!! note`, and a blockquote opening `[!NOTE]`) as notes,
+blockquotes; backtick code spans inside them.
 """
 
 from __future__ import annotations
@@ -11,12 +16,25 @@ import re
 
 import yaml
 from markdown_it import MarkdownIt
+from markdown_it.token import Token
+from mdit_py_plugins.admon import admon_plugin
+from mdit_py_plugins.deflist import deflist_plugin
 
+from pipeline.parse.blocks import block, shift
 from pipeline.parse.parsed import Parsed
 from pipeline.parse.text import scrub
-from pipeline.records import Section
+from pipeline.records import Block, Section
 
-_md = MarkdownIt("commonmark").disable("inline")  # headings only: skip inline parsing
+# Block structure only: inline parsing is skipped (code spans are found in the raw text).
+_md = MarkdownIt("commonmark").enable("table").use(deflist_plugin).use(admon_plugin).disable("inline")
+_ALERT = re.compile(r"\[![A-Za-z]+\]")  # GitHub's `> [!NOTE]` alert: a blockquote that is a note
+# The innermost container a paragraph is in names its kind.
+_CONTAINERS = {
+    "list_item_open": "list_item",
+    "blockquote_open": "quote",
+    "admonition_open": "note",
+    "dd_open": "definition",
+}
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\n(.*?\n)---[ \t]*\n", re.S)
 _FM_TITLE = re.compile(r"^title:\s*['\"]?(.+?)['\"]?\s*$", re.M)
 
@@ -40,18 +58,76 @@ def parse_markdown(text: str, default_title: str = "") -> Parsed:
     ]
     if not fm and (h1 := next((h for h in headings if h[2] == 1), None)):
         title = h1[3] or title
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line))
+    found = _blocks(tokens, text, starts)
     sections: list[Section] = []
     stack: list[tuple[int, str]] = []
     path: tuple[str, ...] = ()
     pos = 0
-    for start, end, level, heading in headings:
-        sections.append(Section(path, "".join(lines[pos:start])))
+    for start, end, level, heading in [*headings, (len(lines), len(lines), 0, "")]:
+        lo, hi = starts[pos], starts[start]
+        mine = [b for b in found if lo <= b.start and b.end <= hi]
+        sections.append(Section(path, text[lo:hi], blocks=shift(mine, -lo)))
         while stack and stack[-1][0] >= level:
             stack.pop()
         stack.append((level, heading))
         path, pos = tuple(h for _, h in stack), end
-    sections.append(Section(path, "".join(lines[pos:])))
     return Parsed(title, [s for s in sections if s.text.strip()])
+
+
+def _blocks(tokens: list[Token], text: str, starts: list[int]) -> list[Block]:
+    """The document's blocks, in order, offsets into `text` (`starts`: each line's offset)."""
+
+    def span(first: int, last: int) -> tuple[int, int]:
+        return starts[min(first, len(starts) - 1)], starts[min(max(last, first + 1), len(starts) - 1)]
+
+    out: list[Block | None] = []
+    kinds: list[str] = []  # the containers open around the current token
+    header: tuple[str, ...] = ()
+    for i, tok in enumerate(tokens):
+        if tok.nesting == -1 and tok.type.removesuffix("_close") + "_open" in _CONTAINERS:
+            kinds.pop()
+        elif tok.type in _CONTAINERS:
+            kind = _CONTAINERS[tok.type]
+            if kind == "quote" and i + 2 < len(tokens) and _ALERT.match(tokens[i + 2].content):
+                kind = "note"
+            kinds.append(kind)
+        elif tok.map is None:
+            continue
+        elif tok.type in ("paragraph_open", "admonition_title_open", "html_block"):
+            kind = kinds[-1] if kinds else "paragraph"
+            out.append(block("note" if tok.type == "admonition_title_open" else kind, text, *span(*tok.map)))
+        elif tok.type == "dt_open":
+            out.append(block("term", text, *span(*tok.map)))
+        elif tok.type in ("fence", "code_block"):
+            first, last = tok.map
+            if tok.type == "fence":
+                first += 1  # the fence lines are not code; an unclosed fence runs to the end
+                closed = last - 1 >= first and text[slice(*span(last - 1, last))].strip().startswith(tok.markup)
+                last -= 1 if closed else 0
+            lang = tok.info.split()[0].strip("{}.") if tok.info.split() else None
+            if first < last:
+                out.append(block("code", text, *span(first, last), lang=lang or None))
+        elif tok.type == "tr_open":
+            cells = _cells(tokens, i)
+            if tokens[i - 1].type == "thead_open":
+                header = cells  # the header row: each row below carries it
+            else:
+                out.append(block("table_row", text, *span(*tok.map), header=header, cells=cells))
+    return [b for b in out if b is not None]
+
+
+def _cells(tokens: list[Token], i: int) -> tuple[str, ...]:
+    """The cells of the row opening at tokens[i], as written (inline content)."""
+    cells = []
+    for tok in tokens[i + 1 :]:
+        if tok.type == "tr_close":
+            break
+        if tok.type == "inline":
+            cells.append(" ".join(tok.content.split()))
+    return tuple(cells)
 
 
 def _front_matter(text: str) -> re.Match | None:

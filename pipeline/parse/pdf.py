@@ -15,6 +15,7 @@ import logging
 import re
 
 from pipeline.errors import ParseError
+from pipeline.parse.blocks import text_blocks
 from pipeline.parse.parsed import Parsed
 from pipeline.parse.text import scrub
 from pipeline.records import Section
@@ -87,12 +88,16 @@ def _sections(pages: list[str], outline: list[tuple[int, int, str]]) -> list[Sec
             )
             start = found.start() if found else pos
             if text[pos:start].strip():
-                sections.append(Section(path, text[pos:start], index + 1))
+                sections.append(_section(path, text[pos:start], index + 1))
             while stack and stack[-1][0] >= level:
                 stack.pop()
             stack.append((level, title))
             path, pos = tuple(t for _, t in stack), found.end() if found else start  # the heading is in the path
             nxt = next(entries, None)
         if text[pos:].strip():
-            sections.append(Section(path, text[pos:], index + 1))
+            sections.append(_section(path, text[pos:], index + 1))
     return sections
+
+
+def _section(path: tuple[str, ...], text: str, page: int) -> Section:
+    return Section(path, text, page, tuple(text_blocks(text)))

@@ -9,12 +9,19 @@ chunker packs whole paragraphs and cuts only inside one longer than the window.
 reStructuredText titles (a line under- and optionally overlined with one
 punctuation character) also open sections; as in docutils, levels are numbered in
 the order their adornment styles first appear, and a lone first title is the title.
+
+Blocks (pipeline.parse.blocks.text_blocks): paragraphs, list items, indented text as
+code. In reStructuredText an indented paragraph is code after a `::` or a code
+directive (whose argument is its language), a note after an admonition directive
+(`.. note::`, `.. warning::` …, itself a note), else a block quote.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
+from pipeline.parse.blocks import text_blocks
 from pipeline.parse.parsed import Parsed
 from pipeline.parse.text import scrub
 from pipeline.records import Section
@@ -22,11 +29,22 @@ from pipeline.records import Section
 _PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
 _MAX_TITLE = 80  # characters: a longer first line is a sentence, not a heading
 _ADORNMENT = re.compile(r"^([!-/:-@\[-`{-~])\1{2,}[ \t]*$")  # 3+ of one punctuation character
+_DIRECTIVE = re.compile(r"\.\.[ \t]+([\w-]+)::[ \t]*(\S*)")
+_CODE_DIRECTIVES = {"code", "code-block", "sourcecode"}  # docutils' and Sphinx's names for one
+_ADMONITIONS = {  # docutils' admonition directives (Sphinx adds seealso, versionadded … )
+    "admonition", "attention", "caution", "danger", "error", "hint", "important", "note", "tip",
+    "warning", "seealso", "versionadded", "versionchanged", "deprecated",
+}  # fmt: skip
 
 
 def paragraphs(text: str, path: tuple[str, ...] = ()) -> list[Section]:
     text = scrub(text).replace("\r\n", "\n").replace("\r", "\n")
-    return [Section(path, p.strip("\n")) for p in _PARAGRAPH_BREAK.split(text) if p.strip()]
+    out = []
+    for p in _PARAGRAPH_BREAK.split(text):
+        if p.strip():
+            p = p.strip("\n")
+            out.append(Section(path, p, blocks=tuple(text_blocks(p))))
+    return out
 
 
 def parse_text(text: str) -> Parsed:
@@ -78,4 +96,29 @@ def parse_rst(text: str) -> Parsed:
             stack.pop()
         stack.append((level, heading))
         pos = end
-    return Parsed(title, sections)
+    return Parsed(title, _rst_blocks(sections))
+
+
+def _rst_blocks(sections: list[Section]) -> list[Section]:
+    """Indented paragraphs read by what opens them (code, a note, else a quote); admonitions as notes."""
+    out: list[Section] = []
+    opener: tuple[str, str | None] | None = None  # what the indented paragraphs after this one are
+    for sec in sections:
+        indented = bool(sec.blocks) and all(b.kind == "code" for b in sec.blocks)
+        if indented and out and out[-1].heading_path == sec.heading_path:
+            kind, lang = opener or ("quote", None)
+            sec = replace(
+                sec, blocks=tuple(replace(b, kind=kind, lang=lang if kind == "code" else None) for b in sec.blocks)
+            )
+        else:
+            opener = None
+            m = _DIRECTIVE.match(sec.text.lstrip())
+            if m and m.group(1) in _CODE_DIRECTIVES:
+                opener = ("code", m.group(2) or None)
+            elif m and m.group(1) in _ADMONITIONS:
+                opener = ("note", None)
+                sec = replace(sec, blocks=tuple(replace(b, kind="note") for b in sec.blocks))
+            elif sec.text.rstrip().endswith("::"):
+                opener = ("code", None)
+        out.append(sec)
+    return out

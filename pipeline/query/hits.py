@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+from pipeline.records import Block, unpack_blocks
+
 
 @dataclass(frozen=True)
 class Hit:
@@ -27,6 +29,9 @@ class Hit:
     # and last chunk_index its text spans, in document order; None for one chunk. chunk_id, section,
     # page and score are its best chunk's.
     span: tuple[int, int] | None = None
+    # Its text's typed blocks (pipeline.records.Block), offsets into `text` (a joined hit's: re-based
+    # onto the joined text); () for a chunk stored before blocks were kept.
+    blocks: tuple[Block, ...] = ()
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -34,6 +39,20 @@ class Hit:
     def label(self) -> str:
         """How a citation names the place: "guide.pdf, page 3, Setup › Install"."""
         return cite_label(self.title, self.page, self.section)
+
+
+JOIN = "\n\n"  # between the texts of neighbouring chunks a hit joins
+
+
+def joined(texts: list[str], packed: list[list | None]) -> tuple[str, tuple[Block, ...]]:
+    """The text of neighbouring chunks joined in order, and their blocks (as the store keeps them,
+    `packed`) re-based onto it."""
+    blocks: list[Block] = []
+    at = 0
+    for text, rows in zip(texts, packed, strict=True):
+        blocks += [b.shifted(at) for b in unpack_blocks(rows)]
+        at += len(text) + len(JOIN)
+    return JOIN.join(texts), tuple(blocks)
 
 
 def where(title: str, section: str) -> str:

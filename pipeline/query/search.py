@@ -54,7 +54,7 @@ from pipeline.errors import QueryError, StoreError
 from pipeline.parse.text import first_surrogate
 from pipeline.query.filters import compile_filter
 from pipeline.query.fusion import Candidate, Fused, Passage, diversify, fuse, passages, per_document
-from pipeline.query.hits import Hit
+from pipeline.query.hits import Hit, joined
 from pipeline.query.rerank import Reranker, load_reranker, rerank_or_keep
 from pipeline.query.statements import Leg, Reading, centroids, statement
 from pipeline.query.statements import hits as hits_statement
@@ -300,11 +300,11 @@ class Searcher:
             lead, c = rows.get(p.lead.candidate.id), p.lead.candidate
             if lead is None:
                 continue
-            joined = {"text": "\n\n".join(ch["text"] for ch in chunks)} if len(chunks) > 1 else {}
+            text, blocks = joined([ch["text"] for ch in chunks], [ch["blocks"] for ch in chunks])
             span = (chunks[0]["chunk_index"], chunks[-1]["chunk_index"]) if len(chunks) > 1 else None
             hits.append(
                 Hit(
-                    **{**lead, **joined},
+                    **{**lead, "text": text, "blocks": blocks},
                     score=round(min(1.0, p.lead.score), 6),
                     dense_rank=c.dense_rank,
                     keyword_rank=c.keyword_rank,

@@ -11,7 +11,8 @@ SELECT c.id AS chunk_id,
        c.section,
        c.ordinal AS chunk_index,
        c.text,
-       c.page
+       c.page,
+       c.blocks
 FROM chunks c
 JOIN documents doc ON doc.key = c.doc_key
 WHERE c.id = ANY(%(ids)s) AND {access}
