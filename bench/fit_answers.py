@@ -40,10 +40,10 @@ def corpora() -> list[dict]:
 def store(entry: dict, stores: Path) -> Path | str:
     """STORES/<name>/sources.yml over the corpus's files (a bundle is cloned); or why it cannot be."""
     files = (ROOT / entry["files"]).resolve() if not entry["files"].startswith("/") else Path(entry["files"])
-    if not files.exists():
-        return f"{files} is absent ({entry.get('install', 'see corpora.yml')})"
     d = stores / entry["name"]
     config = d / "sources.yml"
+    if not files.exists() and not config.exists():
+        return f"{files} is absent ({entry.get('install', 'see corpora.yml')})"
     if not config.exists():
         d.mkdir(parents=True, exist_ok=True)
         globs = json.dumps(entry.get("globs") or ["**"])
