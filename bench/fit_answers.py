@@ -4,8 +4,9 @@
     python bench/fit_answers.py --stores /tmp/stores --report-only   # only the report, shipped params
     python bench/fit_answers.py --stores /tmp/stores --only uv,postgresql --report-only -v
 
-bench/sets/corpora.yml names each corpus, its files, the pages its questions were written from and its
-split; bench/sets/<corpus>/questions.jsonl holds its questions ({"question", "phrases": [...] | null}).
+bench/sets/corpora.yml names each corpus and its split, and under `questions` its files and the pages
+its questions were written from; bench/sets/<corpus>/questions.jsonl holds its questions
+({"question", "phrases": [...] | null}).
 Each corpus is indexed into STORES/<corpus>/ (sources.yml, home/; kept between runs, a no-op ingest when
 unchanged). A corpus whose files are absent is skipped with the reason. The fit uses "fit" corpora only
 and writes pipeline/answers/params/<model>.json (the "verifier" key kept as it was); the report asks
@@ -32,9 +33,14 @@ BANDS = ((0.0, 0.5), (0.5, 0.7), (0.7, 0.8), (0.8, 1.01))
 
 
 def corpora() -> list[dict]:
+    """The corpora with labelled questions: name, split, and (from their `questions` key) files, globs."""
     import yaml
 
-    return yaml.safe_load((SETS / "corpora.yml").read_text(encoding="utf-8"))["corpora"]
+    out = []
+    for e in yaml.safe_load((SETS / "corpora.yml").read_text(encoding="utf-8"))["corpora"]:
+        if "questions" in e:
+            out.append({**e, **e["questions"]})
+    return out
 
 
 def store(entry: dict, stores: Path) -> Path | str:

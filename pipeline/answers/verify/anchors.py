@@ -6,15 +6,11 @@ import re
 from bisect import bisect_left
 from dataclasses import dataclass
 
-from pipeline.answers import text as tx
+from pipeline.answers import words as tx
 from pipeline.answers.verify.blocks import Block, find_dates
 from pipeline.answers.verify.policy import TIGHT, WINDOW
 
-_IDENT = re.compile(
-    r"`([^`\n]{1,80})`|\b[A-Za-z_][\w]*(?:(?:::|\.)[A-Za-z_]\w*)+(?:\(\))?"
-    r"|\b[a-z]+_[a-z_0-9]+\b|\b[a-z]+[A-Z]\w*\b|\b[A-Za-z]+\d+[A-Za-z\d]*\b"
-)
-_CONNECT = frozenset({"of", "for", "the", "de", "von", "van", "der", "la", "le", "du", "del"})
+_CONNECT = tx.NAME_CONNECTORS - {"and", "&"}  # "A and B" are two names, not one
 _NOT_COUNTS = frozenset({"one", "single", "half", "double", "twice", "triple", "dozen"})
 
 
@@ -24,6 +20,7 @@ class Anchors:
     numbers: list[str]  # number keys ("#3") that must occur
     idents: list[str]  # normalised code identifiers
     dates: list[tuple[int, int | None, int]]
+    exact: list[str]  # the identifiers as written (folded): each must occur so, not inside a longer one
 
     @property
     def all(self) -> list[str]:
@@ -33,20 +30,16 @@ class Anchors:
 def anchors(sentence: str) -> Anchors:
     folded_raw = tx.fold(sentence)
     proper = proper_nouns(sentence)
-    idents = []
-    for m in _IDENT.finditer(sentence):
-        ident = tx.normalise(m.group(1) or m.group(0)).strip()
-        if ident and not ident.isdigit() and ident not in idents:
-            idents.append(ident)
+    exact = tx.identifiers(sentence)
+    idents = list(dict.fromkeys(n for i in exact if (n := tx.normalise(i).strip())))
     numbers = []
-    for w in tx.words(sentence):
-        if w in _NOT_COUNTS or w in tx.ORDINALS:
+    ws = tx.words(sentence)
+    for w, k in zip(ws, tx.keys(ws), strict=True):
+        if w in _NOT_COUNTS or w in tx.ORDINALS or not k.startswith("#") or k.endswith("th"):
             continue
-        if tx.number_value(w) is not None:
-            k = tx.key(w)
-            if k not in numbers:
-                numbers.append(k)
-    return Anchors(proper, numbers, idents, find_dates(folded_raw))
+        if k not in numbers:
+            numbers.append(k)
+    return Anchors(proper, numbers, idents, find_dates(folded_raw), exact)
 
 
 def proper_nouns(sentence: str) -> list[str]:
@@ -142,8 +135,8 @@ def anchor_problems(anc: Anchors, cited: list[Block]) -> list[str]:
     for n in anc.numbers:
         if not any(n in b.keyset for b in cited):
             problems.append(f"number {n[1:]} is not in the cited evidence")
-    for ident in anc.idents:
-        if not any(f" {ident} " in b.norm or f" {ident} " in b.norm_plain for b in cited):
+    for ident in anc.exact:
+        if not any(tx.ident_in(ident, b.folded_plain) for b in cited):
             problems.append(f"identifier {ident!r} is not in the cited evidence")
     if anc.proper and not any(name_in(p, b) for p in anc.proper for b in cited):
         problems.append(f"none of its names ({', '.join(anc.proper)}) is in the cited evidence")

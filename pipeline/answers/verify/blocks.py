@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from functools import cached_property
 
-from pipeline.answers import text as tx
+from pipeline.answers import words as tx
 
 _ISO_DATE = re.compile(r"\b(\d{4})-(\d{1,2})(?:-(\d{1,2}))?\b")
 _MONTH = (
@@ -17,9 +17,7 @@ _DATE_DMY = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH},?\s
 _GLUED = re.compile(r"(?<=[a-z0-9)\]\"'][.!?])(?=[A-Z][a-z])")  # "…in India.India, officially…": two texts joined
 _PRONOUNS = frozenset({"it", "he", "she", "they", "its", "his", "her", "their", "this", "these", "which"})
 OPENING = 6
-_NAME_JOINS = frozenset(
-    {"and", "&", "of", "the", "de", "van", "von", "der", "du", "la", "le", "del"}
-)  # the first words of a sentence, where its subject is named
+_NAME_JOINS = tx.NAME_CONNECTORS
 _MD_LINK = re.compile(r"!?\[([^\]\n]*)\]\([^)\s]*(?:\s+\"[^\"]*\")?\)|!?\[([^\]\n]+)\]\[[^\]\n]*\]|<https?://[^>]+>")
 
 
@@ -31,6 +29,7 @@ class Block:
         self.norm = tx.normalise(text)
         plain = _MD_LINK.sub(lambda m: m.group(1) or m.group(2) or " ", text)
         self.norm_plain = tx.normalise(plain) if plain != text else self.norm
+        self.folded_plain = tx.fold(plain).replace("\u2013", "-")
 
     # Lazy: a claim that passes by span never needs them.
     @cached_property
@@ -39,7 +38,11 @@ class Block:
 
     @cached_property
     def keys(self) -> list[str]:
-        return [tx.key(w) for w in self.words]
+        return tx.keys(self.words)
+
+    def word_of(self, key: str) -> str:
+        """The block's first word with this key, as folded."""
+        return self.words[self.positions[key][0]]
 
     @cached_property
     def keyset(self) -> frozenset[str]:
@@ -224,7 +227,7 @@ def _name_run(cased: list[str], keys: list[str], i: int, step: int) -> frozenset
     run: list[str] = []
     while 0 <= i < len(cased):
         w = cased[i]
-        if w[:1].isupper() or w[:1].isdigit() and run:
+        if w[:1].isupper() or w[:1].isdigit() and run and step > 0:  # "Windows 95", not "port 8443 and Envoy"
             run.append(keys[i])
         elif not (w.lower() in _NAME_JOINS and (run or step > 0 and w.lower() == "the")):
             break

@@ -29,7 +29,7 @@ def parse_claims(answer: str) -> list[ParsedClaim]:
         text = POINTER_GROUP.sub(" ", line)
         text = _BULLET.sub("", text)
         text = re.sub(r"\s+", " ", text).strip()
-        text = re.sub(r"\s+([.,;:!?])", r"\1", text)
+        text = re.sub(r"\s+([.,;:!?])(?=\s|$)", r"\1", text)  # "[E1] ." → "."; not ".merge_file"
         if not re.search(r"\w", text):
             continue  # separators, a bare pointer list
         claims.append(ParsedClaim(text, tuple(pointers)))

@@ -5,10 +5,10 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from pipeline.answers import text as tx
+from pipeline.answers import words as tx
 from pipeline.answers.verify.anchors import Anchors, name_in, positions_of, together
 from pipeline.answers.verify.blocks import Block, roles
-from pipeline.answers.verify.policy import MAX_RELATION, NAME_GAP, WINDOW
+from pipeline.answers.verify.policy import CROSS_MARGIN, CROSS_REACH, MAX_RELATION, NAME_GAP, NEGATION_HEAD, WINDOW
 
 # Words a rewording may add without changing what is claimed.
 LIGHT = frozenset(
@@ -55,6 +55,8 @@ def sense_problems(s: str, anc: Anchors, cited: list[Block]) -> list[str]:
     first = re.match(r"\s*([A-Z][\w'’-]+)", s)  # a capital at the start may be a name too
     if first and first.group(1).lower() not in tx.STOPWORDS and tx.normalise(first.group(1)).strip() not in named:
         named = [tx.normalise(first.group(1)).strip()] + named
+    if pair := crossed(s, best_b, lo, hi):
+        return [f"{pair[0]!r} and {pair[1]!r} trade places against the evidence"]
     if len(named) >= 2 and _swapped(s, named, anc, best_b, lo, hi):
         return ["names appear in swapped roles in the evidence"]
     if bad := _misordered_name(anc, cited):
@@ -133,7 +135,11 @@ def _windows(b: Block) -> list[frozenset[str]]:
 
 def _negated(text: str, claim_keys: set[str]) -> int:
     """Negations that govern what the claim talks about (one in an aside of the evidence does not count)."""
-    return sum(1 for scope in tx.negation_scopes(text) if scope & claim_keys or not scope)
+    # a negation counts when the first word it governs that carries meaning is one the claim says
+    # ("switching branches will not update paths" for a claim about updating paths; not a later "and
+    # `git commit -a` will not record paths", nor "if the former is not used")
+    heads = [[k for k in scope if k not in LIGHT][:NEGATION_HEAD] for scope in tx.negated_words(text)]
+    return sum(1 for h in heads if not h or claim_keys.intersection(h))
 
 
 def _swapped(s: str, named: list[str], anc: Anchors, b: Block, lo: int, hi: int) -> bool:
@@ -165,3 +171,38 @@ def _swapped(s: str, named: list[str], anc: Anchors, b: Block, lo: int, hi: int)
             if rel_c and rel_c <= rel_e:
                 return True
     return False
+
+
+def _content(words: list[str], keys: list[str]) -> list[tuple[str, str]]:
+    return [(w, k) for w, k in zip(words, keys, strict=True) if tx.is_content(w) and k not in LIGHT]
+
+
+def _neighbours(seq: list[str], i: int) -> set[tuple[int, str]]:
+    """The words before (-1) and after (1) position i, within CROSS_REACH."""
+    return {(-1, k) for k in seq[max(0, i - CROSS_REACH) : i]} | {(1, k) for k in seq[i + 1 : i + 1 + CROSS_REACH]}
+
+
+def crossed(s: str, b: Block, lo: int, hi: int) -> tuple[str, str] | None:
+    """Two words that each occur once in the claim and once in the evidence sentence, where each keeps
+    the other's company: the words next to x in the claim are next to y in the evidence and the other
+    way round ("set by the Kernel and enforced by the superuser" against "set by the superuser and
+    enforced by the Kernel"; "0 if … and 1 otherwise" against "1 if … and 0 otherwise"). Company, not
+    word order: a reworded or passive claim keeps each word's neighbours, a swapped one trades them."""
+    ws = tx.words(s)
+    claim = _content(ws, tx.keys(ws))
+    ev = _content(b.words[lo:hi], b.keys[lo:hi])
+    cseq, eseq = [k for _, k in claim], [k for _, k in ev]
+    once = [k for k in dict.fromkeys(cseq) if cseq.count(k) == 1 and eseq.count(k) == 1]
+    if len(once) < 2:
+        return None
+    nc = {k: _neighbours(cseq, cseq.index(k)) for k in once}
+    ne = {k: _neighbours(eseq, eseq.index(k)) for k in once}
+    for i, x in enumerate(once):
+        for y in once[i + 1 :]:
+            pair = {(side, k) for side in (-1, 1) for k in (x, y)}
+            straight = len((nc[x] & ne[x]) - pair) + len((nc[y] & ne[y]) - pair)
+            cross = len((nc[x] & ne[y]) - pair) + len((nc[y] & ne[x]) - pair)
+            if cross - straight >= CROSS_MARGIN:
+                word = dict((k, w) for w, k in claim)
+                return word[x], word[y]
+    return None

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
-from pipeline.answers import text as tx
+from pipeline.answers import words as tx
 from pipeline.answers.model import STRATEGIES, STRICT_STRATEGIES, Claim
+from pipeline.answers.verify import synonyms
 from pipeline.answers.verify.anchors import (
     Anchors,
     anchor_problems,
@@ -18,11 +18,11 @@ from pipeline.answers.verify.anchors import (
     together,
 )
 from pipeline.answers.verify.blocks import Block
-from pipeline.answers.verify.policy import ENTITY_OTHER_MIN, ENTITY_SINGLE_MIN, PARAPHRASE_MIN
+from pipeline.answers.verify.policy import ENTITY_OTHER_MIN, ENTITY_SINGLE_MIN, PARAPHRASE_MIN, REPEAT_MAX
 from pipeline.answers.verify.sense import LIGHT as _LIGHT
 from pipeline.answers.verify.sense import sense_problems
 
-_QUOTED = re.compile(r'"([^"]{3,}?)"')
+_QUOTED = tx.QUOTED
 _ATTRIBUTION = frozenset(
     tx.stem(w)
     for w in """say says said state states stated note notes noted write writes
@@ -72,11 +72,22 @@ def _check_sentence(s: str, cited: list[Block], whole: bool = False) -> _Result:
         return _Result(None, ["empty claim"])
     if set(norm.split()) <= _VERDICT_WORDS:  # a bare "yes" / "no": it asserts nothing the evidence could
         return _Result("paraphrase", [])  # contradict lexically; never STRICT (see docs/answers.md)
+    content = [w for w in tx.words(s) if tx.is_content(w)]
+    if len(content) >= 2 and len(set(content)) / len(content) <= REPEAT_MAX:
+        return _Result(
+            None,
+            [
+                f"degenerate: {len(content)} content words but {len(set(content))} distinct; it repeats"
+                " words instead of saying something the evidence could support"
+            ],
+        )
     anc = anchors(s)
     strategy = _quote(s, cited) or _span(norm, cited)
     if strategy == "quote":  # "The RFC says …": the attribution is no claim about the evidence
         anc.proper = [p for p in anc.proper if not set(tx.key(w) for w in p.split()) <= _ATTRIBUTION]
     if strategy is None:
+        if (reworded := synonyms.in_evidence_words(s, cited)) != s:  # checked as if written in the evidence's words
+            s, anc = reworded, anchors(reworded)
         strategy = _entity(s, anc, cited) or _paraphrase(s, anc, cited)
         if strategy is None:
             return _Result(None, anchor_problems(anc, cited) + [_why_not(s, cited)])

@@ -1,0 +1,142 @@
+"""`docforge verify` on labelled documentation claims, by split, and its throughput.
+
+    python bench/verify_docs.py [--split fit|report|all] [--verbose] [--smoke]
+
+Reads bench/sets/corpora.yml (each corpus's split) and bench/sets/<corpus>/claims.jsonl (evidence quote
+with its source file, claim, label supported/unsupported, type), runs every claim through the verifier
+as `docforge verify` does (one evidence block, pointers implicit) and prints, per split and corpus:
+accuracy, supported-accepted, unsupported-rejected, and each type's share right. Figures to quote come
+from the "report" corpora only; constants are fitted on "fit" ones (bench/sets/corpora.yml says which).
+
+Throughput: the whole set (repeated to --n answers) through the `docforge verify` command as a user runs
+it, process start included, against the same command on one answer in the same run (what starting costs).
+--smoke: a few claims of each split and no throughput run — seconds, for the test that runs every bench.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent
+SETS = ROOT / "sets"
+
+
+def load(split: str) -> dict[str, list[dict]]:
+    """{corpus: its claims} for the corpora of `split` ("all": every corpus) that have a claims set."""
+    corpora = yaml.safe_load((SETS / "corpora.yml").read_text())["corpora"]
+    out = {}
+    for c in corpora:
+        path = SETS / c["name"] / "claims.jsonl"
+        if (split == "all" or c["split"] == split) and path.exists():
+            out[c["name"]] = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return out
+
+
+def request(row: dict) -> dict:
+    return {"id": row["id"], "answer": row["claim"], "evidence": row["evidence"]}
+
+
+def score(rows: list[dict], verbose: bool = False) -> dict:
+    from pipeline.answers.verify import verify_request
+
+    n = right = sup = sup_ok = uns = uns_ok = 0
+    by_type: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for r in rows:
+        out = verify_request(request(r))
+        truth = r["label"] == "supported"
+        ok = out["verified"] == truth
+        n += 1
+        right += ok
+        by_type[r["type"]][0] += ok
+        by_type[r["type"]][1] += 1
+        if truth:
+            sup += 1
+            sup_ok += ok
+        else:
+            uns += 1
+            uns_ok += ok
+        if verbose and not ok:
+            why = "; ".join(v for c in out["claims"] for v in c.get("violations", ())) or out["audit_mode"]
+            print(f"  MISS {r['id']} [{r['label']}/{r['type']}] {r['claim'][:90]}\n       {why[:150]}")
+    return {
+        "n": n,
+        "accuracy": right / (n or 1),
+        "supported_accepted": sup_ok / (sup or 1),
+        "unsupported_rejected": uns_ok / (uns or 1),
+        "types": {t: (a, b) for t, (a, b) in sorted(by_type.items())},
+    }
+
+
+def show(label: str, s: dict) -> None:
+    print(
+        f"{label:<18} {s['n']:>4} claims: accuracy {s['accuracy']:6.1%}, supported accepted "
+        f"{s['supported_accepted']:6.1%}, unsupported rejected {s['unsupported_rejected']:6.1%}"
+    )
+
+
+def throughput(rows: list[dict], n: int) -> None:
+    """`docforge verify` over n answers, process start included, against one answer (the start)."""
+    exe = str(Path(sys.executable).parent / "docforge")
+    with tempfile.TemporaryDirectory() as tmp:
+        many, one = Path(tmp) / "many.jsonl", Path(tmp) / "one.jsonl"
+        lines = [json.dumps(request(r)) for r in rows]
+        many.write_text("".join(lines[i % len(lines)] + "\n" for i in range(n)))
+        one.write_text(lines[0] + "\n")
+        times = {}
+        for label, path in (("one answer", one), (f"{n:,} answers", many)):
+            t = time.perf_counter()
+            res = subprocess.run([exe, "verify", str(path), "-o", os.devnull], capture_output=True, text=True)
+            times[label] = time.perf_counter() - t
+            if res.returncode:
+                print(f"  `docforge verify` failed (exit {res.returncode}): {res.stderr.strip()[-300:]}")
+                return
+    start, total = times["one answer"], times[f"{n:,} answers"]
+    print(
+        f"throughput: `docforge verify` {n:,} answers in {total:.2f} s = {n / total:,.0f} answers/s with the "
+        f"process start ({start:.2f} s for one answer: {total / start:.1f}x it); "
+        f"{n / max(total - start, 1e-9):,.0f} answers/s after it"
+    )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--split", choices=("fit", "report", "all"), default="all")
+    ap.add_argument("--verbose", "-v", action="store_true", help="print every claim judged wrong")
+    ap.add_argument("--smoke", action="store_true", help="a few claims per split, no throughput run")
+    ap.add_argument("--n", type=int, default=5000, help="answers in the throughput run")
+    args = ap.parse_args()
+    from pipeline.answers.lexicon import wordnet_status
+
+    print(wordnet_status())
+    splits = ("fit", "report") if args.split == "all" else (args.split,)
+    everything = []
+    for split in splits:
+        sets = load(split)
+        if not sets:
+            print(f"{split}: no claims sets under {SETS} (skipped)")
+            continue
+        if args.smoke:
+            sets = {c: rows[:8] for c, rows in list(sets.items())[:2]}
+        rows = [r for rs in sets.values() for r in rs]
+        everything += rows
+        whole = score(rows, args.verbose)
+        show(f"[{split}] all", whole)
+        for corpus, rs in sets.items():
+            show(f"  {corpus}", score(rs))
+        print("  by type: " + ", ".join(f"{t} {a}/{b}" for t, (a, b) in whole["types"].items()))
+    if everything and not args.smoke:
+        throughput(everything, args.n)
+
+
+if __name__ == "__main__":
+    main()

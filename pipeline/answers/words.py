@@ -1,0 +1,450 @@
+"""Words as the answer layer reads them: one tokenizer, one stemmer, one notion of a name, an identifier,
+a quoted string, a number and a negation — for the verifier, the extractive answerer and the cache key.
+
+Normalisation (case, width, quotes, diacritics, punctuation); word tokens stemmed with Snowball English,
+the stemmer of the keyword index (`to_tsvector('english', …)` in pipeline/store/migrations/0001_init.sql),
+so a word means the same here as in search; irregular forms ("wrote") through WordNet's exception lists
+(pipeline.answers.lexicon); number words and digits to one key, compound ones ("sixty-four") included;
+units to one key ("KiB", "kibibytes"); stopwords, negation cues and a markdown-aware sentence splitter.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from functools import lru_cache
+
+import snowballstemmer
+
+from pipeline.answers import lexicon
+
+# Function words that carry no claim of their own. Negations, numbers and
+# question words are deliberately absent: they change what a sentence says.
+STOPWORDS = frozenset(
+    """
+a about above after again against all also am an and any are as at be because been before being below
+between both but by can could did do does doing down during each else etc even ever every few for from
+further had has have having he her here hers herself him himself his i if in into is it its itself just
+let lets may me might more most must my myself of off on once only or other ought our ours ourselves out
+over own per same shall she should so some such than that the their theirs them themselves then there
+these they this those through thus to too under until up upon us very via was we were what whatever when
+where whether which while who whom whose why will with within would yet you your yours yourself yourselves
+how s t d ll m re ve e g eg ie i.e e.g also already still however therefore instead rather
+""".split()
+)
+NEGATIONS = frozenset(
+    """not no never none nobody nothing neither nor cannot without n't isn't aren't wasn't
+weren't don't doesn't didn't won't wouldn't can't couldn't shouldn't mustn't hasn't haven't hadn't
+unable fails fail failed lacks lack""".split()
+)
+NUMBER_WORDS = {
+    "zero": 0,
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "eleven": 11,
+    "twelve": 12,
+    "thirteen": 13,
+    "fourteen": 14,
+    "fifteen": 15,
+    "sixteen": 16,
+    "seventeen": 17,
+    "eighteen": 18,
+    "nineteen": 19,
+    "twenty": 20,
+    "thirty": 30,
+    "forty": 40,
+    "fifty": 50,
+    "sixty": 60,
+    "seventy": 70,
+    "eighty": 80,
+    "ninety": 90,
+    "hundred": 100,
+    "thousand": 1000,
+    "million": 1_000_000,
+    "billion": 1_000_000_000,
+    "dozen": 12,
+    "single": 1,
+    "twice": 2,
+    "double": 2,
+    "triple": 3,
+    "half": 0.5,
+}
+ORDINALS = {
+    "first": 1,
+    "second": 2,
+    "third": 3,
+    "fourth": 4,
+    "fifth": 5,
+    "sixth": 6,
+    "seventh": 7,
+    "eighth": 8,
+    "ninth": 9,
+    "tenth": 10,
+    "eleventh": 11,
+    "twelfth": 12,
+}
+MONTHS = {
+    m: i
+    for i, m in enumerate(
+        "january february march april may june july august september october november december".split(), 1
+    )
+}
+MONTHS.update({m[:3]: i for m, i in list(MONTHS.items())})
+MONTHS["sept"] = 9
+
+# A number keeps an ordinal or plural suffix ("2nd", "1980s"); any other letters after it are a word of
+# their own ("64KiB" → "64", "kib"; "2h" → "2", "h"), so a unit reads the same glued on or spelt out.
+_WORD = re.compile(r"\d+(?:[.,]\d+)*(?:st|nd|rd|th|s)?(?![^\W_])|\d+(?:[.,]\d+)*|[^\W_]+(?:['’][^\W_]+)*", re.UNICODE)
+_QUOTES = str.maketrans(
+    {
+        "“": '"',
+        "”": '"',
+        "„": '"',
+        "«": '"',
+        "»": '"',
+        "‘": "'",
+        "’": "'",
+        "‚": "'",
+        "–": "-",
+        "—": "-",
+        "‐": "-",
+        "‑": "-",
+        "\u00a0": " ",
+    }
+)
+
+
+@lru_cache(maxsize=8192)
+def fold(text: str) -> str:
+    """Unicode-fold: NFKC, typographic quotes and dashes to ASCII, diacritics dropped, casefolded."""
+    if text.isascii():
+        return text.lower()
+    text = unicodedata.normalize("NFKC", text).translate(_QUOTES)
+    text = "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
+    return text.casefold()
+
+
+def cased_words(text: str) -> list[str]:
+    """The tokens of `words(text)` as written (case kept): who is named where, for the role checks."""
+    if not text.isascii():
+        text = unicodedata.normalize("NFKC", text).translate(_QUOTES)
+        text = "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
+    return _WORD.findall(text)
+
+
+def normalise(text: str) -> str:
+    """For span matching: folded, every run of punctuation/whitespace one space, padded with spaces."""
+    words = _WORD.findall(fold(text))
+    return " " + " ".join(_norm_word(w) for w in words) + " " if words else " "
+
+
+@lru_cache(maxsize=131072)
+def _norm_word(w: str) -> str:
+    w = w.replace("'", "")  # "don't" → "dont", "arthur's" → "arthurs": the same on both sides
+    if w[0].isdigit():
+        w = w.replace(",", "")  # 1,500 → 1500
+    return w
+
+
+def words(text: str) -> list[str]:
+    """Folded word tokens, apostrophes kept inside words ("doesn't")."""
+    return list(_words(text))
+
+
+@lru_cache(maxsize=16384)
+def _words(text: str) -> tuple[str, ...]:  # a claim's sentence is read by several checks
+    return tuple(_WORD.findall(fold(text)))
+
+
+_SNOWBALL = snowballstemmer.stemmer("english")
+
+
+@lru_cache(maxsize=65536)
+def stem(word: str) -> str:
+    """Snowball English (the keyword index's stemmer) of the word's base form: "wrote" → "write" by
+    WordNet's exception lists, "Ellis's" → "ellis"."""
+    w = (word[:-2] if word.endswith("'s") else word).replace("'", "")
+    if len(w) <= 2 or w[0].isdigit():
+        return w
+    return _SNOWBALL.stemWord(lexicon.irregular_base(w) or w)
+
+
+_NUMBER = re.compile(r"(\d+(?:\.\d+)?)(?:st|nd|rd|th|s)?")
+_DIGIT_ORDINAL = re.compile(r"\d+(st|nd|rd|th)")
+
+
+@lru_cache(maxsize=65536)
+def number_value(word: str) -> float | None:
+    """The number a token names: digits ("1,500", "3.5"), a number word or a digit ordinal (1st)."""
+    w = word.replace(",", "")
+    if w and w[0].isdigit():
+        m = _NUMBER.fullmatch(w)
+        return float(m.group(1)) if m else None
+    return NUMBER_WORDS.get(w)
+
+
+@lru_cache(maxsize=131072)
+def key(word: str) -> str:
+    """The matching key of a folded word: its number if it names one, else its stem."""
+    if word in ORDINALS:
+        return f"#{ORDINALS[word]}th"
+    if _DIGIT_ORDINAL.fullmatch(word):
+        return f"#{int(word[:-2])}th"
+    n = number_value(word)
+    if n is not None:
+        return f"#{n:g}"
+    return stem(word)
+
+
+# Units, spelt out or abbreviated, to one key; read only right after a number ("2 seconds", "64 KiB").
+UNITS = {
+    form: unit
+    for unit, forms in {
+        "byte": "b byte bytes",
+        "kb": "kb kilobyte kilobytes",
+        "kib": "kib kibibyte kibibytes",
+        "mb": "mb megabyte megabytes",
+        "mib": "mib mebibyte mebibytes",
+        "gb": "gb gigabyte gigabytes",
+        "gib": "gib gibibyte gibibytes",
+        "tb": "tb terabyte terabytes",
+        "tib": "tib tebibyte tebibytes",
+        "bit": "bit bits",
+        "ns": "ns nanosecond nanoseconds",
+        "us": "us µs microsecond microseconds",
+        "ms": "ms msec millisecond milliseconds",
+        "s": "s sec secs second seconds",
+        "min": "min mins minute minutes",
+        "h": "h hr hrs hour hours",
+        "day": "d day days",
+        "percent": "percent pct",
+    }.items()
+    for form in forms.split()
+}
+_DIGIT_WORDS = {w: v for w, v in NUMBER_WORDS.items() if isinstance(v, int) and v < 10}
+_COMPOSABLE = {
+    w: v
+    for w, v in NUMBER_WORDS.items()
+    if w in _DIGIT_WORDS
+    or w.endswith(("teen", "ty"))
+    or w in ("ten", "eleven", "twelve", "hundred", "thousand", "million", "billion")
+}
+
+
+def keys(tokens: list[str]) -> list[str]:
+    return list(_keys(tuple(tokens)))
+
+
+@lru_cache(maxsize=16384)
+def _keys(tokens: tuple[str, ...]) -> tuple[str, ...]:
+    """The matching key of each token (see `key`), read in context: a run of number words is one number
+    ("two hundred fifty-six" → #256 on each of its tokens, "nine point five" → #9.5), and a unit right
+    after a number is its unit key ("64 kibibytes" and "64KiB" → #64 kib)."""
+    out = [key(w) for w in tokens]
+    i, n = 0, len(tokens)
+    while i < n:
+        j, value = _number_run(tokens, i) if tokens[i] in _COMPOSABLE else (i + 1, 0.0)
+        if j > i + 1:
+            out[i:j] = [f"#{value:g}"] * (j - i)
+        if out[i].startswith("#") and j < n and tokens[j] in UNITS:
+            out[j] = UNITS[tokens[j]]
+        i = max(j, i + 1)
+    return tuple(out)
+
+
+def _number_run(tokens: tuple[str, ...], i: int) -> tuple[int, float]:
+    """The end of the run of number words starting at i, and its value (a well-formed English number:
+    "twenty four" but not "four twenty"); (i + 1, 0) when no run of two or more starts there."""
+    total: float = 0
+    current: float = 0
+    j, last = i, None
+    while j < len(tokens) and (v := _COMPOSABLE.get(tokens[j])) is not None:
+        if v >= 1000:
+            total, current = total + (current or 1) * v, 0
+        elif v == 100:
+            current = (current or 1) * 100
+        elif last is not None and (last < 100 and (last < 20 or v >= 10)):
+            break  # "one two", "twenty thirty": two numbers, not one
+        else:
+            current += v
+        last = v
+        j += 1
+        if j + 1 < len(tokens) and tokens[j] == "and" and last >= 100 and tokens[j + 1] in _COMPOSABLE:
+            j += 1  # "two hundred and six"
+    value = float(total + current)
+    if j < len(tokens) - 1 and tokens[j] == "point" and tokens[j + 1] in _DIGIT_WORDS and j > i:
+        digits = ""
+        j += 1
+        while j < len(tokens) and tokens[j] in _DIGIT_WORDS:
+            digits += str(_DIGIT_WORDS[tokens[j]])
+            j += 1
+        value += int(digits) / 10 ** len(digits)
+    return (j, value) if j > i + 1 else (i + 1, 0.0)
+
+
+# --- names, identifiers, quoted strings --------------------------------------------------------------------
+
+# An identifier: what a claim must carry exactly (a different flag, option, path, variable or format
+# string is a different claim): a code span, a flag (-x, --name[=value]), an environment variable, a path,
+# a qualified name (a.b, a::b, a->b), a call or manual reference (name(), name(3)), snake/SCREAMING case,
+# camelCase or PascalCase with an inner capital, a word with digits, a format string (HH:MM:SS).
+IDENT = re.compile(
+    r"`([^`\n]{1,80})`"
+    r"|(?<![\w-])--?[A-Za-z][\w-]*(?:=[^\s,;)]+)?"
+    r"|\$\{?[A-Za-z_]\w*\}?"
+    r"|(?<![\w/])(?:~|\.{1,2})?/[\w.@%+-]+(?:/[\w.@%*+-]+)*"
+    r"|\b[A-Za-z_]\w*(?:(?:::|\.|->)[A-Za-z_*]\w*)+(?:\(\))?"
+    r"|\b[A-Za-z_][\w-]*\((?:\d\w*)?\)"
+    r"|\b[A-Za-z][A-Za-z0-9]*_\w+"
+    r"|\b[A-Za-z][a-z]+[A-Z]\w*\b"
+    r"|\b[A-Za-z]+\d+[A-Za-z\d]*\b"
+    r"|\b[A-Za-z]{1,4}(?::[A-Za-z]{1,4})+\b"
+    r"|(?<![\w'])'([^'\s]{1,40})'(?![\w'])"
+)
+# A "…"-quoted string (typographic quotes folded first).
+QUOTED = re.compile(r'"([^"\n]{2,}?)"')
+# Lower-case words that may join the words of one name ("Bank of England", "Ludwig van Beethoven").
+NAME_CONNECTORS = frozenset({"of", "for", "the", "and", "&", "de", "von", "van", "der", "la", "le", "du", "del"})
+
+
+def identifiers(text: str) -> list[str]:
+    """The identifiers of a text, folded, as written (punctuation kept), trailing sentence marks dropped."""
+    return list(_identifiers(text))
+
+
+_CODE_SPAN = re.compile(r"`([^`\n]{1,80})`")
+_MARKED = re.compile(r"[-$/.:_('\d]|[a-z][A-Z]")  # a token without one of these is a plain word
+
+
+@lru_cache(maxsize=16384)
+def _identifiers(text: str) -> tuple[str, ...]:
+    # token by token, and only tokens that could be one: the whole pattern over every position of a
+    # sentence costs more than the rest of a claim's checks
+    raw = text if text.isascii() else unicodedata.normalize("NFKC", text).translate(_QUOTES)
+    found = _CODE_SPAN.findall(raw)
+    for tok in _CODE_SPAN.sub(" ", raw).split():
+        tok = tok.rstrip(".,;:!?")
+        if _MARKED.search(tok):
+            found += [
+                (m.group(1) or m.group(2) or m.group(0)).rstrip(".,:;") or m.group(2) for m in IDENT.finditer(tok)
+            ]
+    return tuple(dict.fromkeys(f for i in found if (f := fold(i)) and not f.isdigit()))
+
+
+@lru_cache(maxsize=65536)
+def _ident_pattern(ident: str) -> re.Pattern:
+    # bounded as an identifier: "HH:MM" is not in "HH:MM:SS", "--type" is not in "--type-x"
+    return re.compile(r"(?<![\w])(?<!\w[:./_-])" + re.escape(ident) + r"(?![\w]|[:./_-]\w)")
+
+
+def ident_in(ident: str, folded: str) -> bool:
+    """Whether the folded text holds the identifier exactly, not as part of a longer one."""
+    return ident in folded and _ident_pattern(ident).search(folded) is not None
+
+
+def is_content(word: str) -> bool:
+    return word not in STOPWORDS and not (len(word) == 1 and not word.isdigit())
+
+
+def content_keys(text: str) -> list[str]:
+    """Matching keys of the content words, in order (stopwords dropped)."""
+    ws = words(text)
+    return [k for w, k in zip(ws, keys(ws), strict=True) if is_content(w)]
+
+
+def has_negation(tokens: list[str]) -> bool:
+    return any(t in NEGATIONS or t.endswith("n't") for t in tokens)
+
+
+_NEG_RE = re.compile(
+    r"(?<![\w-])(?:"
+    + "|".join(sorted((re.escape(w) for w in NEGATIONS), key=len, reverse=True))
+    + r")(?![\w-])|\w+n't(?![\w-])"
+)
+_CODE = re.compile(r"`[^`]*`")
+
+
+def negations(text: str) -> int:
+    """How many negation cues a text holds; identifiers (`no_std`, `non-null`, code spans) are not cues."""
+    return len(_NEG_RE.findall(_CODE.sub(" ", fold(text))))
+
+
+def negation_scopes(text: str, reach: int = 4) -> list[frozenset[str]]:
+    """For each negation cue, the keys of the content words it governs (the next `reach` words)."""
+    return [frozenset(scope) for scope in negated_words(text, reach)]
+
+
+def negated_words(text: str, reach: int = 4) -> list[tuple[str, ...]]:
+    """For each negation cue, the keys of the content words it governs, in order (the next `reach`,
+    within its clause: a comma, semicolon or colon ends what "not" turns around)."""
+    out = []
+    for clause in re.split(r"[,;:]\s", _CODE.sub(" ", fold(text))):
+        tokens = re.findall(r"[\w'-]+", clause)
+        for i, t in enumerate(tokens):
+            if t in NEGATIONS or t.endswith("n't"):
+                governed = [
+                    w
+                    for tok in tokens[i + 1 : i + 1 + 2 * reach]
+                    for w in _WORD.findall(tok)
+                    if is_content(w) and w not in NEGATIONS
+                ]
+                out.append(tuple(key(w) for w in governed[:reach]))
+    return out
+
+
+# --- sentences ---------------------------------------------------------------------------------------------
+
+_ABBREV = re.compile(r"\b(?:e\.g|i\.e|etc|vs|cf|approx|fig|no|mr|mrs|ms|dr|st|jr|sr|inc|ltd|co|v)\.$", re.I)
+_SENT_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[`*_]*[A-Z0-9])")
+
+
+def split_sentences(text: str) -> list[str]:
+    """Sentences of one paragraph of prose, verbatim (whitespace inside kept)."""
+    out, start = [], 0
+    for m in _SENT_END.finditer(text):
+        piece = text[start : m.start()]
+        if _ABBREV.search(piece.rstrip("\"')]")) or re.search(r"\b[A-Z]\.$", piece):
+            continue  # "e.g. Foo", "J. Smith": not a sentence end
+        out.append(text[start : m.end()].strip())
+        start = m.end()
+    tail = text[start:].strip()
+    if tail:
+        out.append(tail)
+    return [s for s in out if s]
+
+
+def prose_blocks(markdown: str) -> list[str]:
+    """Paragraphs and list items of a markdown text: code fences, tables, headings and HTML left out."""
+    blocks: list[str] = []
+    cur: list[str] = []
+    fenced = False
+
+    def flush():
+        if cur:
+            blocks.append(" ".join(cur))
+            cur.clear()
+
+    for line in markdown.splitlines():
+        s = line.strip()
+        if s.startswith(("```", "~~~")):
+            fenced = not fenced
+            flush()
+            continue
+        if fenced or line.startswith(("    ", "\t")) and not cur:
+            continue
+        if not s or s.startswith(("#", "|", "<", ">", "[^")) or re.fullmatch(r"[-=*_ ]{3,}", s):
+            flush()
+            continue
+        if re.match(r"([-*+]|\d+[.)])\s+", s):  # a list item starts a block of its own
+            flush()
+        cur.append(s)
+    flush()
+    return blocks

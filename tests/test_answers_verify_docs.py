@@ -1,0 +1,123 @@
+"""The verifier on documentation: numbers written another way, exact identifiers, voice, swapped roles,
+WordNet synonyms (and their absence), degenerate claims, and the claims bench's smoke mode."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pipeline.answers import lexicon
+from pipeline.answers import words as tx
+from pipeline.answers.verify import verify_request
+
+ROOT = Path(__file__).resolve().parent.parent
+needs_wordnet = pytest.mark.skipif(
+    not lexicon.available(), reason="WordNet is not installed (apt-get install wordnet-base)"
+)
+
+
+def ok(claim: str, evidence: str) -> bool:
+    return verify_request({"answer": claim, "evidence": evidence})["verified"]
+
+
+def mode(claim: str, evidence: str) -> str:
+    return verify_request({"answer": claim, "evidence": evidence})["audit_mode"]
+
+
+def test_a_claim_that_repeats_one_evidence_word_is_refused_with_a_reason():
+    out = verify_request({"answer": "word word word word [E1]", "evidence": {"E1": "word"}})
+    assert not out["verified"]
+    assert out["claims"][0]["violations"][0].startswith("degenerate: 4 content words but 1 distinct")
+    assert ok("word", "word")  # the word itself is a quote of the evidence
+
+
+@pytest.mark.parametrize(
+    ("text", "keys"),
+    [
+        ("sixty-four kibibytes", ["#64", "#64", "kib"]),
+        ("64KiB", ["#64", "kib"]),
+        ("two hundred and fifty-six", ["#256"] * 5),
+        ("ten seconds", ["#10", "s"]),
+        ("10 s", ["#10", "s"]),
+        ("nine point five", ["#9.5"] * 3),
+        ("one two", ["#1", "#2"]),  # two numbers, not one
+    ],
+)
+def test_numbers_and_units_read_the_same_however_written(text, keys):
+    assert tx.keys(tx.words(text)) == keys
+
+
+def test_numbers_written_another_way_are_supported_and_changed_ones_are_not():
+    ev = "The buffer defaults to 64 KiB and the timeout to 10 s."
+    assert ok("The buffer defaults to sixty-four kibibytes.", ev)
+    assert ok("The timeout defaults to ten seconds.", ev)
+    assert not ok("The buffer defaults to 32 KiB.", ev)
+    assert not ok("The timeout defaults to ten minutes.", ev)
+
+
+def test_identifiers_must_match_exactly():
+    assert mode("Timestamps use HH:MM:SS.", "Timestamps use HH:MM:SS.") == "STRICT"
+    out = verify_request({"answer": "Timestamps use HH:MM.", "evidence": "Timestamps use HH:MM:SS."})
+    assert not out["verified"] and "identifier 'hh:mm'" in out["claims"][0]["violations"][0]
+    assert not ok("Pass --type=int to get true or false.", "Pass --type=bool to get true or false.")
+    assert not ok("A ';' starts a comment.", "A '#' starts a comment.")
+    assert tx.identifiers("see git-am(1), $GIT_DIR and SCHED_FIFO.") == ["git-am(1)", "$git_dir", "sched_fifo"]
+
+
+def test_the_passive_voice_of_the_evidence_supports_the_active_claim():
+    ev = "The proxy listens on port 8443. TLS is terminated by the Envoy sidecar."
+    assert mode("The proxy listens on port 8443 and Envoy terminates TLS.", ev) == "HYBRID"
+
+
+@pytest.mark.parametrize(
+    ("claim", "evidence"),
+    [
+        (
+            "The first number is the LIMIT and the second the OFFSET.",
+            "The first number is the OFFSET and the second is the LIMIT.",
+        ),
+        (
+            "It returns 1 if the variable does not exist and 0 otherwise.",
+            "It returns 0 if the variable does not exist and 1 otherwise.",
+        ),
+    ],
+)
+def test_swapped_roles_are_refused(claim, evidence):
+    out = verify_request({"answer": claim, "evidence": evidence})
+    assert not out["verified"], out
+
+
+@needs_wordnet
+def test_a_wordnet_synonym_stands_in_for_a_word_of_the_evidence_never_strict():
+    ev = "This option is mainly intended for sequences associated with unlogged tables."
+    assert mode("This option is chiefly intended for sequences associated with unlogged tables.", ev) == "HYBRID"
+    assert not ok("This option is chiefly intended for sequences associated with logged views.", ev)
+
+
+def test_without_wordnet_the_verifier_says_so_and_accepts_no_synonyms(tmp_path):
+    code = (
+        "from pipeline.answers import lexicon; from pipeline.answers.verify import verify_request as v;"
+        "print(lexicon.wordnet_status());"
+        "print(v({'answer': 'This option is chiefly intended for sequences.',"
+        " 'evidence': 'This option is mainly intended for sequences.'})['verified'])"
+    )
+    env = {"DOCFORGE_WORDNET": str(tmp_path), "PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True).stdout
+    assert "WordNet: not found in" in out and "apt-get install wordnet-base" in out
+    assert out.strip().endswith("False")
+
+
+def test_the_claims_bench_smoke_mode_runs():
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "verify_docs.py"), "--smoke"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    assert "[fit] all" in out.stdout and "[report] all" in out.stdout
