@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import pickle
 import subprocess
 import sys
 import time
@@ -121,6 +122,8 @@ def main() -> None:
     ap.add_argument("--only", help="comma-separated corpus names")
     ap.add_argument("--report-only", action="store_true", help="no fit: report with the shipped parameters")
     ap.add_argument("--out", type=Path, help="the params file to write (default: the model's shipped one)")
+    ap.add_argument("--asked", type=Path, help="keep the asked fit questions here (pickle): a refit reuses them")
+    ap.add_argument("--no-report", action="store_true", help="fit only")
     ap.add_argument("--verbose", "-v", action="store_true")
     args = ap.parse_args()
     from pipeline.answers import fit, params
@@ -138,12 +141,16 @@ def main() -> None:
     if not args.report_only:
         asked, model = [], None
         kinds = fit.KINDS
+        if args.asked and args.asked.exists():  # features do not depend on the weights: asked once, refit often
+            model, asked = pickle.loads(args.asked.read_bytes())
         for name, c in configs.items():
-            if split[name] != "fit":
+            if split[name] != "fit" or any(a.corpus == name for a in asked):
                 continue
             with open_store(c) as a:
                 model = a._model_id()
                 asked += fit.ask(a, name, questions(name), fit.prior(kinds))
+        if args.asked:
+            args.asked.write_bytes(pickle.dumps((model, asked)))
         if not asked or model is None:
             sys.exit("no fit corpus is available")
         out = args.out or params.file_for(model)
@@ -153,7 +160,7 @@ def main() -> None:
             raw["verifier"] = old["verifier"]
         params.write(out, raw)
         print(f"wrote {out}: {json.dumps(raw['fitted'])}")
-    for role in ("report", "fit"):
+    for role in () if args.no_report else ("report", "fit"):
         tot = [0, 0, 0, 0, 0]
         names = [n for n in configs if split[n] == role]
         if not names:

@@ -247,7 +247,7 @@ def test_extractive_answer_without_an_llm(kb):
         none = a.ask("What is the airspeed velocity of an unladen swallow?")
     assert res.model == "extractive" and res.audit_mode == "STRICT" and not res.abstained
     assert res.claims[0]["text"] == "The canary runs for 30 minutes before promotion."
-    assert res.citations[0].title == "Deploying" and 0 < res.confidence <= 0.9
+    assert res.citations[0].title == "Deploying" and 0 < res.confidence < 1  # fitted (params), not capped by hand
     assert [s["step"] for s in res.trace] == ["cache", "retrieve", "respond", "verify"]
     assert none.abstained and none.claims == [] and none.answer == "Not found in the indexed documentation."
     assert none.addresses_reason and none.addresses_question is None  # why it abstained, said plainly

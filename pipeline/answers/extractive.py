@@ -56,7 +56,7 @@ class Ranked:
         return [int(i) for i in np.argsort(-self.logits, kind="stable")]
 
     def question_x(self) -> np.ndarray:
-        return ft.question_features(self.question, self.logits, self.x)
+        return ft.question_features(self.question, self.logits, self.x, self.units)
 
 
 def rank(
@@ -84,7 +84,7 @@ def rank(
     about = dict(zip(openings, sims[n : n + m], strict=True))
     want = sims[n + m :]
     mean = sum(want) / len(want) if want else 0.0
-    q = ft.Question(q0.keys, q0.unseen, {k: w - mean for k, w in zip(kinds, want, strict=True)})
+    q = ft.Question(q0.keys, q0.unseen, {k: w - mean for k, w in zip(kinds, want, strict=True)}, q0.anchors)
     x = ft.line_features(q, cands, sims[:n], about)
     return Ranked(q, cands, x, params.line.logit(x))
 

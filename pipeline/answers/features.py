@@ -6,7 +6,9 @@ its headings, its neighbours and its document carry, by its block kind and place
 own retrieval rank, and by whether it holds a value of the kind the question asks for. The kinds
 (params "kinds": a number, an option, a path, a command, an identifier) are told apart in a question by
 the model — its similarity to each kind's description — and in a line by its block kind and its code
-spans, never by a list of names. How the measures combine is fitted (pipeline.answers.params).
+spans, never by a list of names. A question is described by its best lines' scores, the share of its
+words the index lacks and the share of its anchors (capitalised names, identifiers, quoted strings) its
+best line's document lacks. How the measures combine is fitted (pipeline.answers.params).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pipeline.answers import text as tx
+from pipeline.answers.subject import hard_anchors
 from pipeline.answers.units import Unit
 
 LINE = (
@@ -47,7 +50,7 @@ LINE = (
     "want_match",  # Σ over kinds: how much the question asks for the kind × the line holds one
     "want_next",  # the same for the line after it (a sentence that introduces a code block)
 )
-QUESTION = ("best", "second", "best_sim", "best_terms", "best_doc_terms", "unseen")  # none on an IDF scale
+QUESTION = ("best", "second", "best_sim", "best_terms", "best_doc_terms", "unseen", "anchors_missing")  # no IDF scale
 KINDS = ("number", "option", "path", "command", "identifier")
 _DIGIT = re.compile(r"\d")
 
@@ -57,6 +60,7 @@ class Question:
     keys: dict[str, float]  # the question's content words (keys) → weight (IDF over the index)
     unseen: float  # share of that weight in words the index lacks altogether
     want: dict[str, float]  # kind → how much more the question asks for it than for the average kind
+    anchors: tuple[frozenset[str], ...] = ()  # its names, identifiers and quoted strings (keys of each)
 
 
 def question(text: str, idf: dict[str, float], absent: frozenset[str], want: dict[str, float]) -> Question:
@@ -64,7 +68,8 @@ def question(text: str, idf: dict[str, float], absent: frozenset[str], want: dic
     weights = {k: idf.get(k, 1.0) for k in keys}
     total = sum(weights.values()) or 1.0
     unseen = sum(w for k, w in weights.items() if k in absent) / total
-    return Question(weights, unseen, want)
+    anchors = tuple(frozenset(tx.content_keys(a)) for a in hard_anchors(text))
+    return Question(weights, unseen, want, tuple(a for a in anchors if a))
 
 
 def kinds_of(u: Unit) -> dict[str, float]:
@@ -80,6 +85,11 @@ def kinds_of(u: Unit) -> dict[str, float]:
         "command": 1.0 if code or any(" " in s and s[:1].islower() for s in spans) else 0.0,
         "identifier": 1.0 if any(s and " " not in s for s in spans) else 0.0,
     }
+
+
+def _read(u: Unit) -> str:
+    """A line as a reader meets it: under its document's title and section."""
+    return f"{u.evidence.title}\n{u.evidence.section}\n{u.text}"
 
 
 def _has_extension(span: str) -> bool:
@@ -156,10 +166,13 @@ def line_features(
     return np.array(rows, dtype=np.float64).reshape(len(units), len(LINE))
 
 
-def question_features(q: Question, logits: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """QUESTION for a question whose lines scored `logits` (line features `x`)."""
+def question_features(q: Question, logits: np.ndarray, x: np.ndarray, units: Sequence[Unit]) -> np.ndarray:
+    """QUESTION for a question whose lines (`units`) scored `logits` (line features `x`)."""
     order = np.argsort(-logits)
     best = order[0]
+    doc = units[best].evidence.doc_key
+    have = {k for u in units if u.evidence.doc_key == doc for k in tx.content_keys(_read(u))}
+    missing = sum(not a <= have for a in q.anchors) / len(q.anchors) if q.anchors else 0.0
     second = logits[order[1]] if len(order) > 1 else logits[best] - 5.0
     col = {n: i for i, n in enumerate(LINE)}
     return np.array(
@@ -170,6 +183,7 @@ def question_features(q: Question, logits: np.ndarray, x: np.ndarray) -> np.ndar
             x[best, col["terms"]],
             x[best, col["doc_terms"]],
             q.unseen,
+            missing,
         ],
         dtype=np.float64,
     )

@@ -30,7 +30,7 @@ from pipeline.answers import extractive, features, retrieve, subject
 from pipeline.answers.params import Logistic, Params
 from pipeline.errors import AnswerError
 
-PRECISION = 0.9  # of answered questions, the share a candidate line answers: what the threshold is chosen for
+PRECISION = 0.95  # of answered questions, the share a candidate line answers: what the threshold is chosen for
 L2 = 1.0  # ridge penalty on standardised weights (a few hundred questions: keep the weights modest)
 FOLLOWS = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 KINDS = {  # what each kind of value is, in words the model reads: how a question asking for one sounds
@@ -135,7 +135,7 @@ def fit(asked: list[Asked], kinds: dict[str, str], max_lines: int) -> dict[str, 
         raise AnswerError(f"{int(y.sum())} candidate lines hold an answer phrase: too few to fit (5 needed)")
     balance = np.where(y > 0, (len(y) - y.sum()) / y.sum(), 1.0)
     line = logistic(x, y, features.LINE, balance)
-    qx = np.array([features.question_features(a.q, line.logit(a.x), a.x) for a in with_lines])
+    qx = np.array([features.question_features(a.q, line.logit(a.x), a.x, a.units) for a in with_lines])
     found = np.array([a.y.any() for a in with_lines], dtype=np.float64)
     question = logistic(qx, found, features.QUESTION)
     p = question.prob(qx)
