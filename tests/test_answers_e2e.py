@@ -247,7 +247,7 @@ def test_extractive_answer_without_an_llm(kb):
         none = a.ask("What is the airspeed velocity of an unladen swallow?")
     assert res.model == "extractive" and res.audit_mode == "STRICT" and not res.abstained
     assert res.claims[0]["text"] == "The canary runs for 30 minutes before promotion."
-    assert res.citations[0].title == "Deploying" and 0 < res.confidence <= 0.9
+    assert res.citations[0].title == "Deploying" and 0 < res.confidence < 1  # fitted (params), not capped by hand
     assert [s["step"] for s in res.trace] == ["cache", "retrieve", "respond", "verify"]
     assert none.abstained and none.claims == [] and none.answer == "Not found in the indexed documentation."
     assert none.addresses_reason and none.addresses_question is None  # why it abstained, said plainly
@@ -378,3 +378,38 @@ def test_mcp_ask_documentation_over_stdio(corpus, tmp_path):
     assert out["citations"][0]["title"] == "Issuing refunds" and "refund" in out["answer"]
     assert bad.is_error
     assert "ask by user='ada'" in (tmp_path / "stderr.log").read_text()
+
+
+def test_tune_refits_the_parameters_on_a_teams_own_questions(kb, tmp_path):
+    rows = [
+        ("How long does the canary run before promotion?", ["30 minutes"]),
+        ("How do releases go out?", ["blue-green"]),
+        ("How often is the Postgres password rotated?", ["90 days"]),
+        ("Where do secrets live?", ["Vault"]),
+        ("When were rollbacks introduced?", ["March 2021"]),
+        ("How do I roll back a release?", ["Switch traffic back"]),
+        ("How many people share the on-call rotation?", ["Three people"]),
+        ("Does the on-call engineer deploy on Fridays?", ["does not deploy on Fridays"]),
+        ("How do I configure a Kafka consumer group?", None),
+        ("What is the airspeed velocity of an unladen swallow?", None),
+    ]
+    questions = tmp_path / "questions.jsonl"
+    questions.write_text("".join(json.dumps({"question": q, "phrases": p}) + "\n" for q, p in rows))
+    out = tmp_path / "params.json"
+    res = CliRunner().invoke(main, ["tune", str(questions), "-c", str(kb.config), "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    assert f"wrote {out}" in res.output and "answers: {params:" in res.output
+    fitted = json.loads(out.read_text())["fitted"]
+    assert fitted["questions"] == 10 and fitted["answerable"] == 8 and fitted["positive_lines"] >= 8
+    from pipeline.answers import params
+
+    answers = kb.settings.answers.model_copy(update={"params": out})
+    settings = kb.settings.model_copy(update={"answers": answers})
+    searcher = Searcher(settings, url=kb.url, embedder=kb.embedder, reranker=None)
+    with Answerer(settings, searcher=searcher, url=kb.url, llm=None) as a:
+        assert a.params().digest == params.load("any", out).digest  # the team's own file is read
+        assert a.ask("How often is the Postgres password rotated?", use_cache=False).model == "extractive"
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"question": "How?", "phrases": "x"}\n')
+    res = CliRunner().invoke(main, ["tune", str(bad), "-c", str(kb.config)])
+    assert res.exit_code == 1 and "'phrases' must be a list of strings or null" in res.output

@@ -29,6 +29,7 @@ SMOKE: dict[str, tuple[list[str], str]] = {
     "blocks.py": (["--smoke"], "blocks; median"),
     "churn.py": (["--smoke"], "re-wrote "),
     "confluence_permissions.py": (["--smoke"], "sync / off"),
+    "fit_answers.py": (["--smoke"], "all report: phrase"),
     "freshness.py": (["--smoke"], "webhook"),
     "gaps.py": (["--smoke"], "purity"),
     "hosted.py": (["--smoke"], "first /search"),

@@ -23,6 +23,7 @@ COMMANDS = {
     "search": "search",
     "ask": "ask",
     "verify": "verify",
+    "tune": "tune",
     "answers": "answers",
     "gaps": "gaps",
     "status": "status",

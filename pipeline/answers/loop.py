@@ -14,18 +14,21 @@ stored in the `answers` table under the cache key (cache).
 from __future__ import annotations
 
 import logging
-import re
 import time
 import uuid
 from typing import Any
 
+import numpy as np
 import psycopg
 
 from pipeline.access import FULL_ACCESS, Principal
-from pipeline.answers import cache, calibrate, extractive, prompts, provenance, render, retrieve, subject, verify
+from pipeline.answers import cache, drafts, prompts, provenance, render, retrieve, subject, verify
+from pipeline.answers import params as fitted
+from pipeline.answers.drafts import heuristic_intent
 from pipeline.answers.llm import ChatClient
 from pipeline.answers.model import Answer, Citation, Step
 from pipeline.answers.run import Checked, Draft, Run
+from pipeline.answers.vectors import LineVectors
 from pipeline.config import Settings
 from pipeline.errors import AnswerError, StoreError
 from pipeline.query import Searcher
@@ -33,26 +36,8 @@ from pipeline.store.schema import open_built
 
 log = logging.getLogger(__name__)
 MAX_QUESTION = 4000
-CAPPED_CONFIDENCE = 0.3  # max_iterations reached without SUFFICIENT
+__all__ = ["Answerer", "heuristic_intent"]
 _UNSET: Any = object()
-
-
-def heuristic_intent(question: str) -> str:
-    """The intent without an LLM: a few cue words, first match wins."""
-    q = question.lower()
-    if re.search(r"\b(vs\.?|versus|differen\w*|compar\w*|better than|instead of|trade-?offs?)\b", q):
-        return "comparison"
-    if re.search(
-        r"\b(error|exception|panic\w*|fail\w*|crash\w*|bug|broken|not working|doesn'?t work|warning|"
-        r"e\d{4}|traceback|stack trace)\b",
-        q,
-    ):
-        return "debugging"
-    if re.match(r"\s*(why|how does|how do\b.*\bwork|explain|what is the (purpose|point|idea|motivation))", q):
-        return "conceptual"
-    if re.match(r"\s*(what|when|who|which|where|how many|how much|is|are|does|do|did|can|was|were)\b", q):
-        return "factual"
-    return "exploratory"
 
 
 class Answerer:
@@ -76,6 +61,7 @@ class Answerer:
             llm = ChatClient(settings.llm) if settings.llm.base_url else None
         self.llm: ChatClient | None = llm
         self._ready = False
+        self._vectors: LineVectors | None = None
 
     @property
     def model_name(self) -> str:
@@ -143,9 +129,9 @@ class Answerer:
         if not ready:
             draft = Draft([], "", heuristic_intent(question), 0, 0.0, True)
         elif self.llm is None:
-            draft = self._extractive(run)
+            draft = drafts.extractive_draft(self, run)
         else:
-            draft = self._llm_loop(run, max_iterations)
+            draft = drafts.llm_draft(self, run, max_iterations)
         checked = self._verify(run, draft)
         answer = self._answer(run, draft, checked)
         answer_id = dag_root = None
@@ -219,9 +205,16 @@ class Answerer:
         )
 
     def _profile(self) -> dict[str, Any]:
-        if self.llm is None:
-            return {"model": "extractive", "version": extractive.EXTRACTIVE_VERSION}
+        if self.llm is None:  # the fitted parameters and the code that reads them, not a hand-kept version
+            return {"model": "extractive", "params": self.params().digest, "code": fitted.code_digest()}
         return {**self.llm.profile, "prompts": prompts.PROMPTS_VERSION}
+
+    def params(self) -> fitted.Params:
+        """The extractive answerer's fitted parameters: config `answers.params`, else the index model's."""
+        return fitted.load(self._model_id(), self.cfg.params)
+
+    def _model_id(self) -> str:
+        return str(getattr(self.searcher.embedder, "name", None) or self.settings.embedding.model)
 
     def _from_cache(self, hit: cache.Stored, run: Run, t0: float, trace: bool) -> Answer:
         step = Step("cache", run.timings["cache_lookup"], {"hit": True, "answer_id": hit.id})
@@ -255,52 +248,16 @@ class Answerer:
         run.trace.append(Step("retrieve", ms, {"iteration": iteration, "query": query, "hits": len(hits)}))
         return hits
 
-    def _extractive(self, run: Run) -> Draft:
-        intent = heuristic_intent(run.question)
-        pool = retrieve.EvidencePool(self.cfg.max_evidence)
-        pool.add(self._search(run, run.question, 1, self.cfg.max_evidence))
-        t = time.perf_counter()
-        with self.searcher.connection() as conn:
-            # The rule: a restricted caller's trace and answer hold only fields computed from what it may
-            # read. The index's word statistics count every document, so for such a caller none are
-            # used (the evidence's own stand in): "the index does not know X" would tell it whether
-            # documents it may not read hold X, and coverage and similarity would move with them.
-            words = subject.question_words(run.question)
-            stats = subject.corpus_stats(conn, words) if run.scope.reader.full_access else None
-            leads = retrieve.leads(conn, list(dict.fromkeys(e.doc_key for e in pool.items)), run.scope.reader)
-        ex = extractive.extract(
-            run.question, pool.items, self.cfg.extractive_sentences, embed=self._embed, stats=stats, leads=leads
-        )
-        # Only what the verifier passes as quoted is shown: STRICT by construction.
-        lines = [
-            (s, e)
-            for s, e in ex.lines
-            if verify.check_claim(s, (e.pointer,), {e.pointer: verify.Block(e.text)}).strategy in ("quote", "span")
-        ]
-        ms = (time.perf_counter() - t) * 1000
-        run.time("respond", ms)
-        detail = {
-            "model": "extractive",
-            "sentences": len(lines),
-            "coverage": ex.coverage,
-            "similarity": ex.similarity,
-            "answered": ex.answered,
-        }
-        run.trace.append(Step("respond", ms, {**detail, "abstained": ex.reason} if ex.reason else detail))
-        raw = extractive.answer_text(lines)
-        abstained = not lines
-        confidence = 0.0 if abstained else calibrate.extractive_confidence(ex)
-        prompt = provenance.prompt_payload(
-            "extractive", run.question, pool.items, run.history, self.cfg.extractive_sentences
-        )
-        why = (ex.reason or "no line of the evidence could be quoted verbatim") if abstained else ""
-        return Draft(pool.items, raw, intent, 1, confidence, abstained, prompt, why)
-
     def _embed(self, texts):
-        """The question (as a query) and the candidate sentences (as documents), by the index's model."""
+        """The question (as a query) and the candidate lines (as documents, each computed once: vectors)."""
         enc = self.searcher.embedder
         q = enc.encode([texts[0]], kind="query")
-        return [q[0], *enc.encode(list(texts[1:]), kind="document")] if len(texts) > 1 else [q[0]]
+        if len(texts) == 1:
+            return q
+        if self._vectors is None or self._vectors.model != self._model_id():
+            self._vectors = LineVectors(self._model_id(), self.searcher.connection)
+        docs = self._vectors.encode(list(texts[1:]), lambda batch: enc.encode(batch, kind="document"))
+        return np.vstack([np.asarray(q, dtype=np.float32), docs])
 
     def _chat(self, run: Run, stage: str, messages, max_tokens: int | None = None) -> str:
         t = time.perf_counter()
@@ -310,67 +267,6 @@ class Answerer:
         run.llm_ms += c.ms
         run.time(stage, (time.perf_counter() - t) * 1000)
         return c.text
-
-    def _llm_loop(self, run: Run, max_iterations: int) -> Draft:
-        t = time.perf_counter()
-        reply = self._chat(run, "classify", prompts.classify_messages(run.question), max_tokens=10)
-        intent = prompts.parse_intent(reply) or heuristic_intent(run.question)
-        run.trace.append(Step("classify", (time.perf_counter() - t) * 1000, {"intent": intent}))
-        pool = retrieve.EvidencePool(self.cfg.max_evidence)
-        query, seen, confidence, iterations = run.question, set(), prompts.DEFAULT_CONFIDENCE, 0
-        for iteration in range(1, max_iterations + 1):
-            iterations = iteration
-            seen.add(query.casefold())
-            new = pool.add(self._search(run, query, iteration, self.cfg.evidence_k))
-            if not pool.items:
-                break
-            t = time.perf_counter()
-            decision = prompts.parse_decision(
-                self._chat(run, "reason", prompts.reason_messages(run.question, pool.items, run.history), max_tokens=80)
-            )
-            done = (
-                decision.sufficient
-                or iteration == max_iterations
-                or not decision.query
-                or decision.query.casefold() in seen
-            )
-            run.trace.append(
-                Step(
-                    "reason",
-                    (time.perf_counter() - t) * 1000,
-                    {
-                        "iteration": iteration,
-                        "decision": "SUFFICIENT" if decision.sufficient else "INSUFFICIENT",
-                        "confidence": decision.confidence,
-                        "refined_query": decision.query,
-                        "parsed": decision.parsed,
-                        "new_evidence": new,
-                        "evidence": len(pool.items),
-                    },
-                )
-            )
-            if decision.sufficient:
-                confidence = decision.confidence if decision.confidence is not None else prompts.DEFAULT_CONFIDENCE
-                break
-            if done:  # out of iterations (or of new queries): answer anyway, with little confidence
-                confidence = CAPPED_CONFIDENCE
-                break
-            query = decision.query  # type: ignore[assignment]
-        if not pool.items:
-            return Draft([], "", intent, iterations, 0.0, True, reason="nothing retrieved")
-        prompt = prompts.respond_messages(run.question, pool.items, run.history)
-        t = time.perf_counter()
-        raw = self._chat(run, "respond", prompt)
-        abstained = prompts.is_decline(raw) or not raw.strip()
-        run.trace.append(
-            Step(
-                "respond",
-                (time.perf_counter() - t) * 1000,
-                {"model": self.model_name, "evidence": len(pool.items), "declined": abstained},
-            )
-        )
-        why = "the model found no answer in the evidence" if abstained else ""
-        return Draft(pool.items, raw, intent, iterations, min(confidence, 1.0), abstained, prompt, why)
 
     # --- the result -----------------------------------------------------------------------------------------
 

@@ -38,10 +38,12 @@ class Evidence:
     score: float
     page: int | None = None
     rerank_score: float | None = None
+    blocks: tuple[Any, ...] = ()  # its typed blocks (pipeline.records.Block), () for a chunk stored without
 
     def citation(self) -> dict[str, Any]:
         d = asdict(self)
         d.pop("text")
+        d.pop("blocks")
         return d
 
 

@@ -16,7 +16,7 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any
 
-from pipeline.answers import extractive, prompts, render, verify
+from pipeline.answers import params, prompts, render, verify
 from pipeline.answers.cache import canonical_json
 from pipeline.answers.model import Claim, Evidence, text_hash
 
@@ -64,7 +64,7 @@ def evidence_from(payload: list[dict[str, Any]]) -> list[Evidence]:
 
 def prompt_payload(model: str, question: str, evidence: list[Evidence], history, max_sentences: int) -> Any:
     if model == "extractive":
-        return {"extractive": extractive.EXTRACTIVE_VERSION, "max_sentences": max_sentences}
+        return {"extractive": params.code_digest(), "max_sentences": max_sentences}
     return prompts.respond_messages(question, evidence, history)
 
 

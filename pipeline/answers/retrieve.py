@@ -80,6 +80,7 @@ class EvidencePool:
                     score=h.score,
                     page=h.page,
                     rerank_score=h.rerank_score,
+                    blocks=tuple(getattr(h, "blocks", None) or ()),  # Hit.blocks: stores with typed blocks
                 )
             )
             new += 1

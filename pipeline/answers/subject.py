@@ -4,8 +4,7 @@
               by its rarity in the index (IDF from the keyword index's statistics: a word the index lacks
               weighs most), and its hard anchors — proper nouns, code identifiers, quoted strings — that an
               answer must carry;
-    shape     what the question asks for: an environment variable, an attribute, a flag, a command, a
-              file, a macro, a number or a date (None for "how"/"why" questions with no value in view);
+    shape     what the question asks for in so many words: an environment variable, a number or a date;
     carried   whether evidence carries the subject: every hard anchor, and at least MIN_SUBJECT of the
               subject's weight. When the best document does not, the answer abstains (extractive), or is
               flagged as a deflection (an LLM's answer whose cited evidence does not).
@@ -32,57 +31,33 @@ ASK_WORDS = frozenset(
     for w in """explain describe tell mean means meaning work works happen happens difference different
 differ compare versus vs purpose idea need want know way ways doe use used using possible allowed get make
 made let lets go goes find show shows give gives like thing things kind sort actually really exactly
-command commands option options flag flags variable variables env environment var vars attribute
-attributes keyword keywords syntax setting settings macro macros value values name names called call
+command commands option options flag flags variable variables env environment var vars
+syntax setting settings value values name names called call
 specify specified set sets run runs write written type types""".split()
 )
 _CAPITALISED = re.compile(r"(?<![\w`])([A-Z][A-Za-z0-9]*(?:[-.][A-Za-z0-9]+)*)")
-_IDENT = re.compile(r"`([^`]+)`|(\b[A-Za-z_][\w]*(?:::|_|\.)[\w:.]*\w)|(#!?\[[^\]]+\])|(\b\w+!)")
-_NAME = re.compile(r"[A-Z][A-Za-z]*[a-z][A-Za-z]*")  # Haskell, GitLab, PyPI; not HTTPS
+_IDENT = re.compile(r"`([^`]+)`|(\b[A-Za-z_][\w]*(?:::|_|\.)[\w:.]*\w)")  # code spans, dotted/joined names
+_NAME = re.compile(r"[A-Z][A-Za-z]*[a-z][A-Za-z]*")  # a capitalised name with lowercase letters; not an acronym
 _QUOTED = re.compile(r"[\"“]([^\"”]{2,})[\"”]")
 
-# Shapes of answer, by the question's words, and what a line holding such an answer looks like.
+# Kinds of value a question may ask for by its own words, and what a line holding one looks like: the
+# verifier's deflection check (an answer to "how many" that holds no number does not answer it). The
+# extractive answerer tells kinds apart by the model instead (pipeline.answers.features).
 _SHAPES: list[tuple[str, re.Pattern[str], re.Pattern[str]]] = [
-    (
+    (  # a shell environment variable is written in capitals joined by underscores, on every platform
         "env",
-        re.compile(r"\b(env(ironment)?\s*var(iable)?s?|env vars?|variable)\b", re.I),
+        re.compile(r"\b(env(ironment)?\s*var(iable)?s?|env vars?)\b", re.I),
         re.compile(r"\b[A-Z][A-Z0-9]*_[A-Z0-9_]+\b"),
-    ),
-    ("attribute", re.compile(r"\battributes?\b", re.I), re.compile(r"#!?\[\w")),
-    ("macro", re.compile(r"\bmacros?\b", re.I), re.compile(r"\b\w+!(?:\(|\[|\s|`|$)")),
-    ("keyword", re.compile(r"\bkeywords?\b", re.I), re.compile(r"`[a-z]{2,8}(?:`|\s)")),  # `dyn`, `move x`
-    ("flag", re.compile(r"\b(flags?|options?|switch|argument)\b", re.I), re.compile(r"(?<![\w-])--?[a-z][\w-]*")),
-    (
-        "file",
-        re.compile(r"\bfiles?\b", re.I),
-        re.compile(r"[\w.-]*\.(toml|lock|txt|py|cfg|json|ya?ml|md|ini|env|rs)\b|`\.[\w.-]+`"),
     ),
     (
         "number",
         re.compile(r"\b(how (many|much|long|often)|what (number|version|port|percentage))\b", re.I),
         re.compile(r"\d"),
     ),
-    ("date", re.compile(r"\b(when was|what year|which year|what date)\b", re.I), re.compile(r"\b(1[89]|20)\d\d\b")),
-    (
-        "command",
-        re.compile(r"\b(commands?|how (do|can|should) (i|you|we)|how to|what (do|should) i (run|type))\b", re.I),
-        re.compile(r"`[^`]+`|^[a-z][\w.-]*\s+(?!=)[-\w]"),
-    ),
-    ("value", re.compile(r"^\s*(which|what)\b", re.I), re.compile(r"`[^`]+`")),
+    ("date", re.compile(r"\b(when was|what year|which year|what date)\b", re.I), re.compile(r"\b\d{4}\b")),
 ]
-
-
-NAMED_SHAPES = frozenset(
-    {"env", "attribute", "macro", "keyword", "flag", "file"}
-)  # the question names the kind of value
 # Shapes an answer must hold to address the question (the deflection check), as a reader would name them.
-VALUE_SHAPES = {
-    "env": "an environment variable",
-    "attribute": "an attribute",
-    "macro": "a macro",
-    "number": "a number",
-    "date": "a date",
-}
+VALUE_SHAPES = {"env": "an environment variable", "number": "a number", "date": "a date"}
 
 
 @dataclass(frozen=True)
@@ -183,9 +158,9 @@ UNFRAMED = "no passage speaks of {} and the question together"  # why an answer 
 
 
 def unframed(subj: Subject, lines: Iterable, share: float = FRAME_SHARE) -> str | None:
-    """The name that frames the question ("in Haskell", "a Swift keyword") when no line speaks of it and of
-    the question together — lines that mention Haskell in passing and others about list comprehensions
-    do not answer how Haskell writes one. A name is a capitalised word with lowercase letters (an acronym
+    """The name that frames the question ("in <Product>", "a <Language> keyword") when no line speaks of
+    it and of the question together — lines that mention the name in passing and others about the topic
+    do not answer how that product does it. A name is a capitalised word with lowercase letters (an acronym
     such as HTTPS is often written otherwise). `lines`: texts, or evidence read with its title and section."""
     names = [(a, ks) for a, ks in zip(subj.hard, subj.hard_keys, strict=True) if _NAME.fullmatch(a) and ks]
     if not names:
@@ -205,15 +180,9 @@ def unframed(subj: Subject, lines: Iterable, share: float = FRAME_SHARE) -> str 
     return None
 
 
-_WHICH = re.compile(r"^\s*(which|what)\b|\b(name of|called|named)\b", re.I)
-
-
 def shape(question: str) -> str | None:
-    """The kind of value asked for; a named kind ("macro") only when asked which or what it is."""
-    for name, ask, _ in _SHAPES:
-        if ask.search(question) and (name not in NAMED_SHAPES or _WHICH.search(question)):
-            return name
-    return None
+    """The kind of value asked for by the question's own words (a number, a date), else None."""
+    return next((name for name, ask, _ in _SHAPES if ask.search(question)), None)
 
 
 def has_shape(text: str, shape_name: str | None) -> float:
@@ -258,6 +227,6 @@ def corpus_stats(conn, words: Sequence[str]) -> CorpusStats:
             return CorpusStats()
         k = tx.key(w)
         idf[k] = max(idf.get(k, 0.0), STOP_WEIGHT if lexeme is None else math.log(1 + n / (1 + df)))
-        if lexeme is not None and not df and not k.startswith("#") and not w.endswith("ly"):
+        if lexeme is not None and not df and not w.endswith("ly"):
             absent.add(k)
     return CorpusStats(idf, frozenset(absent - {tx.key(w) for w, lx, df, _ in rows if df}))

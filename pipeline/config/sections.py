@@ -273,6 +273,9 @@ class AnswersConfig(Section):
     max_evidence: int = Field(default=12, ge=1, le=100)  # evidence blocks shown to the model at most
     per_doc: int = Field(default=3, ge=1, le=20)  # chunks of one document per search: context beyond search's 2
     extractive_sentences: int = Field(default=4, ge=1, le=10)
+    # The extractive answerer's fitted parameters (weights, abstention threshold, calibration): a file
+    # written by `docforge tune`; None: the one shipped for the index's model (pipeline/answers/params/).
+    params: Path | None = None
 
 
 class UsageConfig(Section):

@@ -1,0 +1,189 @@
+"""Fit the extractive answerer's parameters on the "fit" corpora's labelled questions; report on the others.
+
+    python bench/fit_answers.py --stores /tmp/stores                 # fit, write the params file, report
+    python bench/fit_answers.py --stores /tmp/stores --report-only   # only the report, shipped params
+    python bench/fit_answers.py --stores /tmp/stores --only uv,postgresql --report-only -v
+    python bench/fit_answers.py --smoke                                # fit and report on a tiny made-up corpus
+
+bench/sets/corpora.yml names each corpus and its split, and under `questions` its files and the pages
+its questions were written from; bench/sets/<corpus>/questions.jsonl holds its questions
+({"question", "phrases": [...] | null}).
+Each corpus is indexed into STORES/<corpus>/ (sources.yml, home/; kept between runs, a no-op ingest when
+unchanged). A corpus whose files are absent is skipped with the reason. The fit uses "fit" corpora only
+and writes pipeline/answers/params/<model>.json (the "verifier" key kept as it was); the report asks
+every question of the "report" corpora (and, apart, the fit corpora) through `Answerer.ask` and prints,
+per corpus: the answer phrase in the answer, wrong abstentions, right abstentions, confidence bands.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pickle
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+SETS = ROOT / "bench" / "sets"
+BANDS = ((0.0, 0.5), (0.5, 0.7), (0.7, 0.8), (0.8, 1.01))
+
+
+def corpora() -> list[dict]:
+    """The corpora with labelled questions: name, split, and (from their `questions` key) files, globs."""
+    import yaml
+
+    out = []
+    for e in yaml.safe_load((SETS / "corpora.yml").read_text(encoding="utf-8"))["corpora"]:
+        if "questions" in e:
+            out.append({**e, **e["questions"]})
+    return out
+
+
+def store(entry: dict, stores: Path) -> Path | str:
+    """STORES/<name>/sources.yml over the corpus's files (a bundle is cloned); or why it cannot be."""
+    files = (ROOT / entry["files"]).resolve() if not entry["files"].startswith("/") else Path(entry["files"])
+    d = stores / entry["name"]
+    config = d / "sources.yml"
+    if not files.exists() and not config.exists():
+        return f"{files} is absent ({entry.get('install', 'see corpora.yml')})"
+    if not config.exists():
+        d.mkdir(parents=True, exist_ok=True)
+        globs = json.dumps(entry.get("globs") or ["**"])
+        if files.suffix == ".bundle":
+            subprocess.run(["git", "clone", "-q", str(files), str(d / "repo")], check=True)
+            src = f"type: git\n    repo: repo\n    globs: {globs}"
+        else:
+            src = f"type: directory\n    path: {files}\n    globs: {globs}"
+        config.write_text(f"sources:\n  - name: {entry['name']}\n    {src}\n", encoding="utf-8")
+    return config
+
+
+def open_store(config: Path):
+    from pipeline.answers import Answerer
+    from pipeline.config import load_settings
+    from pipeline.ingest import IngestContext, ingest_source
+
+    os.environ["DOCFORGE_HOME"] = str(config.parent / "home")
+    os.environ.pop("DATABASE_URL", None)
+    os.chdir(config.parent)
+    settings = load_settings(config)
+    t = time.perf_counter()
+    ingest_source(IngestContext(settings), settings.sources[0].name)  # a no-op on a kept store
+    print(f"  {config.parent.name}: indexed ({time.perf_counter() - t:.0f} s)", flush=True)
+    return Answerer(settings, llm=None)
+
+
+def questions(name: str) -> list[dict]:
+    from pipeline.answers.fit import read_questions
+
+    return read_questions(SETS / name / "questions.jsonl")
+
+
+def report(answerer, name: str, rows: list[dict], verbose: bool) -> tuple[int, int, int, int, int]:
+    hit = wrong = right = n_ans = n_none = 0
+    bands = {b: [0, 0] for b in BANDS}
+    for r in rows:
+        a = answerer.ask(r["question"], use_cache=False)
+        body = " ".join(" ".join(c["text"].split()) for c in a.claims)
+        if r["phrases"] is None:
+            n_none += 1
+            right += a.abstained or a.audit_mode == "UNGROUNDED"
+            ok = a.abstained
+        else:
+            n_ans += 1
+            ok = any(p in body for p in r["phrases"])
+            hit += ok
+            wrong += a.abstained
+            if not a.abstained:
+                band = next(b for b in BANDS if b[0] <= a.confidence < b[1])
+                bands[band][0] += ok
+                bands[band][1] += 1
+        if verbose:
+            tag = ("OK  " if ok else "MISS") if r["phrases"] is not None else ("ABST" if ok else "ANSW")
+            print(f"    {tag} {a.confidence:.2f} {r['question'][:90]}")
+    print(
+        f"  {name}: phrase in the answer {hit}/{n_ans}, wrong abstentions {wrong}/{n_ans}, "
+        f"right abstentions {right}/{n_none}"
+    )
+    for (lo, hi), (ok, n) in bands.items():
+        if n:
+            print(f"    confidence {lo:.1f}–{min(hi, 1.0):.1f}: {n:>3} answers, {ok / n:6.1%} hold the phrase")
+    return hit, n_ans, wrong, right, n_none
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--stores", type=Path, help="where each corpus's store is kept (required but with --smoke)")
+    ap.add_argument("--only", help="comma-separated corpus names")
+    ap.add_argument("--report-only", action="store_true", help="no fit: report with the shipped parameters")
+    ap.add_argument("--out", type=Path, help="the params file to write (default: the model's shipped one)")
+    ap.add_argument("--asked", type=Path, help="keep the asked fit questions here (pickle): a refit reuses them")
+    ap.add_argument("--no-report", action="store_true", help="fit only")
+    ap.add_argument("--verbose", "-v", action="store_true")
+    ap.add_argument("--smoke", action="store_true", help="fit and report on a tiny made-up corpus (bench/smoke.py)")
+    args = ap.parse_args()
+    if args.smoke:
+        global SETS
+        from smoke import scratch, tiny_sets
+
+        tmp = scratch()
+        SETS, args.stores, args.out = tiny_sets(tmp / "sets"), tmp / "stores", tmp / "params.json"
+    elif not args.stores:
+        ap.error("--stores is required (or --smoke)")
+    from pipeline.answers import fit, params
+
+    only = set(args.only.split(",")) if args.only else None
+    entries = [e for e in corpora() if only is None or e["name"] in only]
+    configs: dict[str, Path] = {}
+    for e in entries:
+        c = store(e, args.stores.resolve())
+        if isinstance(c, str):
+            print(f"  {e['name']}: skipped: {c}")
+        else:
+            configs[e["name"]] = c
+    split = {e["name"]: e["split"] for e in entries}
+    if not args.report_only:
+        asked, model = [], None
+        kinds = fit.KINDS
+        if args.asked and args.asked.exists():  # features do not depend on the weights: asked once, refit often
+            model, asked = pickle.loads(args.asked.read_bytes())
+        for name, c in configs.items():
+            if split[name] != "fit" or any(a.corpus == name for a in asked):
+                continue
+            with open_store(c) as a:
+                model = a._model_id()
+                asked += fit.ask(a, name, questions(name), fit.prior(kinds))
+        if args.asked:
+            args.asked.write_bytes(pickle.dumps((model, asked)))
+        if not asked or model is None:
+            sys.exit("no fit corpus is available")
+        out = args.out or params.file_for(model)
+        old = json.loads(out.read_text()) if out.exists() else {}
+        raw = fit.fit(asked, kinds, 4)
+        if "verifier" in old:
+            raw["verifier"] = old["verifier"]
+        params.write(out, raw)
+        print(f"wrote {out}: {json.dumps(raw['fitted'])}")
+    for role in () if args.no_report else ("report", "fit"):
+        tot = [0, 0, 0, 0, 0]
+        names = [n for n in configs if split[n] == role]
+        if not names:
+            continue
+        print(f"{role} corpora ({'never fitted on' if role == 'report' else 'fitted on'}):")
+        for name in names:
+            with open_store(configs[name]) as a:
+                tot = [x + y for x, y in zip(tot, report(a, name, questions(name), args.verbose), strict=True)]
+        hit, n_ans, wrong, right, n_none = tot
+        print(
+            f"  all {role}: phrase {hit}/{n_ans}, wrong abstentions {wrong}/{n_ans}, right abstentions {right}/{n_none}"
+        )
+
+
+if __name__ == "__main__":
+    main()

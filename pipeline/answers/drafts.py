@@ -1,0 +1,138 @@
+"""The two ways to draft an answer: extractive (no LLM) and the LLM loop (classify, retrieve ⇄ reason,
+respond). Each returns a Draft for the loop to verify, render and record (pipeline.answers.loop)."""
+
+from __future__ import annotations
+
+import re
+import time
+from typing import Any
+
+from pipeline.answers import extractive, prompts, provenance, retrieve, subject, verify
+from pipeline.answers.model import Step
+from pipeline.answers.run import Draft, Run
+
+Answerer = Any  # pipeline.answers.loop.Answerer, which imports this module (no cycle: typed loosely here)
+
+CAPPED_CONFIDENCE = 0.3  # max_iterations reached without SUFFICIENT
+
+
+def heuristic_intent(question: str) -> str:
+    """The intent without an LLM: a few cue words, first match wins."""
+    q = question.lower()
+    if re.search(r"\b(vs\.?|versus|differen\w*|compar\w*|better than|instead of|trade-?offs?)\b", q):
+        return "comparison"
+    if re.search(
+        r"\b(error|exception|panic\w*|fail\w*|crash\w*|bug|broken|not working|doesn'?t work|warning|"
+        r"e\d{4}|traceback|stack trace)\b",
+        q,
+    ):
+        return "debugging"
+    if re.match(r"\s*(why|how does|how do\b.*\bwork|explain|what is the (purpose|point|idea|motivation))", q):
+        return "conceptual"
+    if re.match(r"\s*(what|when|who|which|where|how many|how much|is|are|does|do|did|can|was|were)\b", q):
+        return "factual"
+    return "exploratory"
+
+
+def extractive_draft(a: Answerer, run: Run) -> Draft:
+    """Quoted lines of the retrieved evidence (pipeline.answers.extractive), scored by the fitted model."""
+    intent = heuristic_intent(run.question)
+    pool = retrieve.EvidencePool(a.cfg.max_evidence)
+    pool.add(a._search(run, run.question, 1, a.cfg.max_evidence))
+    t = time.perf_counter()
+    with a.searcher.connection() as conn:
+        # The rule: a restricted caller's trace and answer hold only fields computed from what it may
+        # read. The index's word statistics count every document, so for such a caller none are
+        # used (the evidence's own stand in): "the index does not know X" would tell it whether
+        # documents it may not read hold X, and coverage and similarity would move with them.
+        words = subject.question_words(run.question)
+        stats = subject.corpus_stats(conn, words) if run.scope.reader.full_access else None
+        leads = retrieve.leads(conn, list(dict.fromkeys(e.doc_key for e in pool.items)), run.scope.reader)
+    params = a.params()
+    ex = extractive.extract(
+        run.question, pool.items, params, a.cfg.extractive_sentences, embed=a._embed, stats=stats, leads=leads
+    )
+    # Only what the verifier passes as quoted is shown: STRICT by construction.
+    lines = [
+        (s, e)
+        for s, e in ex.lines
+        if verify.check_claim(" ".join(s.split()), (e.pointer,), {e.pointer: verify.Block(e.text)}).strategy
+        in ("quote", "span")
+    ]
+    ms = (time.perf_counter() - t) * 1000
+    run.time("respond", ms)
+    detail = {
+        "model": "extractive",
+        "sentences": len(lines),
+        "answerable": ex.answerable,
+        "similarity": ex.similarity,
+        "score": ex.score,
+    }
+    run.trace.append(Step("respond", ms, {**detail, "abstained": ex.reason} if ex.reason else detail))
+    raw = extractive.answer_text(lines)
+    abstained = not lines
+    prompt = provenance.prompt_payload("extractive", run.question, pool.items, run.history, a.cfg.extractive_sentences)
+    why = (ex.reason or "no line of the evidence could be quoted verbatim") if abstained else ""
+    return Draft(pool.items, raw, intent, 1, 0.0 if abstained else ex.confidence, abstained, prompt, why)
+
+
+def llm_draft(a: Answerer, run: Run, max_iterations: int) -> Draft:
+    t = time.perf_counter()
+    reply = a._chat(run, "classify", prompts.classify_messages(run.question), max_tokens=10)
+    intent = prompts.parse_intent(reply) or heuristic_intent(run.question)
+    run.trace.append(Step("classify", (time.perf_counter() - t) * 1000, {"intent": intent}))
+    pool = retrieve.EvidencePool(a.cfg.max_evidence)
+    query, seen, confidence, iterations = run.question, set(), prompts.DEFAULT_CONFIDENCE, 0
+    for iteration in range(1, max_iterations + 1):
+        iterations = iteration
+        seen.add(query.casefold())
+        new = pool.add(a._search(run, query, iteration, a.cfg.evidence_k))
+        if not pool.items:
+            break
+        t = time.perf_counter()
+        decision = prompts.parse_decision(
+            a._chat(run, "reason", prompts.reason_messages(run.question, pool.items, run.history), max_tokens=80)
+        )
+        done = (
+            decision.sufficient
+            or iteration == max_iterations
+            or not decision.query
+            or decision.query.casefold() in seen
+        )
+        run.trace.append(
+            Step(
+                "reason",
+                (time.perf_counter() - t) * 1000,
+                {
+                    "iteration": iteration,
+                    "decision": "SUFFICIENT" if decision.sufficient else "INSUFFICIENT",
+                    "confidence": decision.confidence,
+                    "refined_query": decision.query,
+                    "parsed": decision.parsed,
+                    "new_evidence": new,
+                    "evidence": len(pool.items),
+                },
+            )
+        )
+        if decision.sufficient:
+            confidence = decision.confidence if decision.confidence is not None else prompts.DEFAULT_CONFIDENCE
+            break
+        if done:  # out of iterations (or of new queries): answer anyway, with little confidence
+            confidence = CAPPED_CONFIDENCE
+            break
+        query = decision.query  # type: ignore[assignment]
+    if not pool.items:
+        return Draft([], "", intent, iterations, 0.0, True, reason="nothing retrieved")
+    prompt = prompts.respond_messages(run.question, pool.items, run.history)
+    t = time.perf_counter()
+    raw = a._chat(run, "respond", prompt)
+    abstained = prompts.is_decline(raw) or not raw.strip()
+    run.trace.append(
+        Step(
+            "respond",
+            (time.perf_counter() - t) * 1000,
+            {"model": a.model_name, "evidence": len(pool.items), "declined": abstained},
+        )
+    )
+    why = "the model found no answer in the evidence" if abstained else ""
+    return Draft(pool.items, raw, intent, iterations, min(confidence, 1.0), abstained, prompt, why)

@@ -1,0 +1,189 @@
+"""What the extractive answerer measures of each candidate line, and of a question's best lines.
+
+Nothing here names a corpus, a language, a product or a syntax: a line is described by the model's
+similarity to the question, by how much of the question's rare words (IDF over the index's chunks) it,
+its headings, its neighbours and its document carry, by its block kind and place, by its document's
+own retrieval rank, and by whether it holds a value of the kind the question asks for. The kinds
+(params "kinds": a number, an option, a path, a command, an identifier) are told apart in a question by
+the model — its similarity to each kind's description — and in a line by its block kind and its code
+spans, never by a list of names. A question is described by its best lines' scores, the share of its
+words the index lacks and the share of its anchors (capitalised names, identifiers, quoted strings) its
+best line's document lacks. How the measures combine is fitted (pipeline.answers.params).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from pipeline.answers import text as tx
+from pipeline.answers.subject import hard_anchors
+from pipeline.answers.units import Unit
+
+LINE = (
+    "sim",  # cosine of the question and the line (the index's model)
+    "sim_gap",  # the line's similarity less the best line's
+    "terms",  # IDF-weighted share of the question's words the line carries
+    "head",  # ... its document title and section carry
+    "ctx",  # ... the lines either side of it carry
+    "doc_terms",  # ... its whole document (the retrieved chunks) carries
+    "doc_rr",  # 1 / its document's retrieval rank
+    "chunk_rr",  # 1 / its chunk's retrieval rank
+    "score_rel",  # its chunk's retrieval score ÷ the best chunk's
+    "about_gap",  # how close its document's opening is to the question, less the closest opening
+    "lead",  # it is the first line of its chunk
+    "pos_rr",  # 1 / its position in its chunk
+    "k_sentence",
+    "k_item",
+    "k_row",
+    "k_code",
+    "k_term",
+    "k_note",
+    "has_code",  # holds an inline code span (or is code)
+    "log_words",
+    "lower_start",  # starts lowercase: often a sentence cut at a chunk's edge
+    "colon_end",  # ends with ':' (introduces what follows)
+    "want_match",  # Σ over kinds: how much the question asks for the kind × the line holds one
+    "want_next",  # the same for the line after it (a sentence that introduces a code block)
+)
+QUESTION = ("best", "second", "best_sim", "best_terms", "best_doc_terms", "unseen", "anchors_missing")  # no IDF scale
+KINDS = ("number", "option", "path", "command", "identifier")
+_DIGIT = re.compile(r"\d")
+
+
+@dataclass(frozen=True)
+class Question:
+    keys: dict[str, float]  # the question's content words (keys) → weight (IDF over the index)
+    unseen: float  # share of that weight in words the index lacks altogether
+    want: dict[str, float]  # kind → how much more the question asks for it than for the average kind
+    anchors: tuple[frozenset[str], ...] = ()  # its names, identifiers and quoted strings (keys of each)
+
+
+def question(text: str, idf: dict[str, float], absent: frozenset[str], want: dict[str, float]) -> Question:
+    keys = dict.fromkeys(tx.content_keys(text))
+    weights = {k: idf.get(k, 1.0) for k in keys}
+    total = sum(weights.values()) or 1.0
+    unseen = sum(w for k, w in weights.items() if k in absent) / total
+    anchors = tuple(frozenset(tx.content_keys(a)) for a in hard_anchors(text))
+    return Question(weights, unseen, want, tuple(a for a in anchors if a))
+
+
+def kinds_of(u: Unit) -> dict[str, float]:
+    """Which kinds of value a line holds, from its block kind and code spans."""
+    spans = [" ".join(c.split()) for c in u.code]
+    code = u.kind == "code"
+    return {
+        "number": 1.0 if _DIGIT.search(u.text) else 0.0,
+        "option": 1.0
+        if any(s.startswith("-") or "=" in s for s in spans) or (u.kind in ("term", "table_row") and spans)
+        else 0.0,
+        "path": 1.0 if any("/" in s or _has_extension(s) for s in spans) else 0.0,
+        "command": 1.0 if code or any(" " in s and s[:1].islower() for s in spans) else 0.0,
+        "identifier": 1.0 if any(s and " " not in s for s in spans) else 0.0,
+    }
+
+
+def _read(u: Unit) -> str:
+    """A line as a reader meets it: under its document's title and section."""
+    return f"{u.evidence.title}\n{u.evidence.section}\n{u.text}"
+
+
+def _has_extension(span: str) -> bool:
+    """A file name of any extension: a dot inside a word, a letter after it."""
+    stem, dot, ext = span.rpartition(".")
+    return bool(dot and ext[:1].isalpha() and ext.isalnum() and (stem == "" or stem[-1:].isalnum()))
+
+
+def line_features(
+    q: Question,
+    units: Sequence[Unit],
+    sims: Sequence[float],
+    about: dict[str, float],
+) -> np.ndarray:
+    """One row of LINE per unit. `about`: doc_key → its opening's similarity to the question."""
+    total = sum(q.keys.values()) or 1.0
+    ukeys = [frozenset(tx.content_keys(u.text)) for u in units]
+
+    def share(keys: frozenset[str] | set[str]) -> float:
+        return sum(w for k, w in q.keys.items() if k in keys) / total
+
+    docs: dict[str, set[str]] = {}
+    heads: dict[str, frozenset[str]] = {}
+    doc_rank: dict[str, int] = {}
+    chunk_rank: dict[str, int] = {}
+    for u, ks in zip(units, ukeys, strict=True):
+        e = u.evidence
+        docs.setdefault(e.doc_key, set()).update(ks)
+        if e.pointer not in heads:
+            heads[e.pointer] = frozenset(tx.content_keys(f"{e.title} {e.section}"))
+            docs[e.doc_key].update(heads[e.pointer])
+        doc_rank.setdefault(e.doc_key, len(doc_rank) + 1)
+        chunk_rank.setdefault(e.pointer, len(chunk_rank) + 1)
+    top_score = max((u.evidence.score for u in units), default=0.0) or 1.0
+    best_sim = max(sims, default=0.0)
+    best_about = max(about.values(), default=0.0)
+    kinds = [kinds_of(u) for u in units]
+    match = [sum(q.want.get(k, 0.0) * v for k, v in ks.items()) for ks in kinds]
+    rows = []
+    for i, (u, ks, sim) in enumerate(zip(units, ukeys, sims, strict=True)):
+        e = u.evidence
+        same_before = i > 0 and units[i - 1].evidence.pointer == e.pointer
+        same_after = i + 1 < len(units) and units[i + 1].evidence.pointer == e.pointer
+        ctx = (ukeys[i - 1] if same_before else frozenset()) | (ukeys[i + 1] if same_after else frozenset())
+        words = len(tx.words(u.text))
+        rows.append(
+            [
+                sim,
+                sim - best_sim,
+                share(ks),
+                share(heads[e.pointer]),
+                share(ctx),
+                share(docs[e.doc_key]),
+                1.0 / doc_rank[e.doc_key],
+                1.0 / chunk_rank[e.pointer],
+                max(0.0, e.score) / top_score if top_score > 0 else 0.0,
+                about.get(e.doc_key, best_about) - best_about,
+                1.0 if u.position == 1 else 0.0,
+                1.0 / u.position,
+                1.0 if u.kind == "sentence" else 0.0,
+                1.0 if u.kind == "list_item" else 0.0,
+                1.0 if u.kind == "table_row" else 0.0,
+                1.0 if u.kind == "code" else 0.0,
+                1.0 if u.kind in ("term", "definition") else 0.0,
+                1.0 if u.kind in ("note", "quote") else 0.0,
+                1.0 if u.code else 0.0,
+                math.log1p(words),
+                1.0 if u.text[:1].islower() else 0.0,
+                1.0 if u.text.rstrip().endswith(":") else 0.0,
+                match[i],
+                match[i + 1] if same_after else 0.0,
+            ]
+        )
+    return np.array(rows, dtype=np.float64).reshape(len(units), len(LINE))
+
+
+def question_features(q: Question, logits: np.ndarray, x: np.ndarray, units: Sequence[Unit]) -> np.ndarray:
+    """QUESTION for a question whose lines (`units`) scored `logits` (line features `x`)."""
+    order = np.argsort(-logits)
+    best = order[0]
+    doc = units[best].evidence.doc_key
+    have = {k for u in units if u.evidence.doc_key == doc for k in tx.content_keys(_read(u))}
+    missing = sum(not a <= have for a in q.anchors) / len(q.anchors) if q.anchors else 0.0
+    second = logits[order[1]] if len(order) > 1 else logits[best] - 5.0
+    col = {n: i for i, n in enumerate(LINE)}
+    return np.array(
+        [
+            logits[best],
+            second,
+            x[best, col["sim"]],
+            x[best, col["terms"]],
+            x[best, col["doc_terms"]],
+            q.unseen,
+            missing,
+        ],
+        dtype=np.float64,
+    )

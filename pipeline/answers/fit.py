@@ -1,0 +1,194 @@
+"""Fitting the extractive answerer's parameters on labelled questions (bench/fit_answers.py, `docforge tune`).
+
+A labelled question is {"question": ..., "phrases": [...]} — the short phrases one of which a right
+answer holds — or "phrases": null for one the documentation does not answer. Each is asked through the
+answer loop's own retrieval; every candidate line's features are recorded with whether it holds a
+phrase. Then, with numpy (L2-regularised logistic regression by Newton's method, features standardised):
+
+    line        P(a line holds the answer), over the lines of every question (the rare positives
+                weighted up to balance the classes);
+    question    P(a candidate holds the answer), over questions, from their best lines' scores and how
+                much of the question the index knows; the threshold is the lowest at which the answered
+                questions' precision is at least PRECISION on the labelled set;
+    confidence  P(the answer given holds the answer), over answered questions: Platt scaling of the
+                same features, so a band of confidence holds about that share of right answers;
+    follow      the share of the best line's probability a further line needs, the highest that loses
+                no answer on the labelled set.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from pipeline.answers import extractive, features, retrieve, subject
+from pipeline.answers.params import Logistic, Params
+from pipeline.errors import AnswerError
+
+PRECISION = 0.95  # of answered questions, the share a candidate line answers: what the threshold is chosen for
+L2 = 1.0  # ridge penalty on standardised weights (a few hundred questions: keep the weights modest)
+FOLLOWS = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
+KINDS = {  # what each kind of value is, in words the model reads: how a question asking for one sounds
+    "number": "How many, how much, how long, what size, what limit, what default number or timeout?",
+    "option": "Which option, setting, flag, parameter or configuration directive controls this?",
+    "path": "Which file, directory or path is it stored in or read from?",
+    "command": "What command do I run, and how do I invoke it?",
+    "identifier": "What is the name of the function, variable, type or keyword?",
+}
+
+
+@dataclass
+class Asked:
+    """One labelled question, asked: its line features and labels."""
+
+    corpus: str
+    question: str
+    answerable: bool
+    q: features.Question
+    x: np.ndarray
+    y: np.ndarray  # per line: holds a phrase
+    units: list[Any]  # the candidate lines (pipeline.answers.units.Unit)
+    phrases: list[str]
+
+
+def read_questions(path: Path) -> list[dict[str, Any]]:
+    rows = []
+    for n, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            r = json.loads(line)
+        except ValueError as e:
+            raise AnswerError(f"{path}:{n}: not JSON ({e})") from None
+        if not isinstance(r, dict) or not isinstance(r.get("question"), str):
+            raise AnswerError(f'{path}:{n}: expected {{"question": "...", "phrases": [...] or null}}')
+        phrases = r.get("phrases")
+        if phrases is not None and not (isinstance(phrases, list) and all(isinstance(p, str) for p in phrases)):
+            raise AnswerError(f"{path}:{n}: 'phrases' must be a list of strings or null")
+        rows.append(r)
+    if not rows:
+        raise AnswerError(f"{path}: no questions")
+    return rows
+
+
+def prior(kinds: dict[str, str] | None = None) -> Params:
+    """Parameters to collect features with before any fit (the line scores are not used then)."""
+    n, m = len(features.LINE), len(features.QUESTION)
+    zero = Logistic(features.LINE, np.zeros(n), 0.0, np.zeros(n), np.ones(n))
+    qz = Logistic(features.QUESTION, np.zeros(m), 0.0, np.zeros(m), np.ones(m))
+    return Params({}, "", zero, qz, qz, 0.0, 0.5, dict(kinds or KINDS))
+
+
+def ask(answerer, corpus: str, rows: Iterable[dict[str, Any]], params: Params) -> list[Asked]:
+    """Each question through the answer loop's retrieval and candidate lines (no answer is recorded)."""
+    from pipeline.answers.run import Run
+
+    out = []
+    cfg = answerer.cfg
+    for r in rows:
+        run = Run(r["question"], retrieve.Scope(None, "hybrid", None, ()), None, 1)
+        pool = retrieve.EvidencePool(cfg.max_evidence)
+        pool.add(answerer._search(run, run.question, 1, cfg.max_evidence))
+        with answerer.searcher.connection() as conn:
+            stats = subject.corpus_stats(conn, subject.question_words(run.question))
+            leads = retrieve.leads(conn, list(dict.fromkeys(e.doc_key for e in pool.items)))
+        ranked = extractive.rank(run.question, pool.items, params, embed=answerer._embed, stats=stats, leads=leads)
+        phrases = r.get("phrases") or []
+        texts = [u.text for u in ranked.units]
+        y = np.array([any(p in " ".join(t.split()) for p in phrases) for t in texts], dtype=np.float64)
+        out.append(Asked(corpus, run.question, bool(phrases), ranked.question, ranked.x, y, ranked.units, phrases))
+    return out
+
+
+def logistic(x: np.ndarray, y: np.ndarray, names: tuple[str, ...], weight: np.ndarray | None = None) -> Logistic:
+    """L2-regularised logistic regression by Newton's method on standardised features."""
+    mean = x.mean(axis=0)
+    scale = x.std(axis=0)
+    scale[scale < 1e-9] = 1.0
+    z = np.hstack([np.ones((len(x), 1)), (x - mean) / scale])
+    w = np.zeros(z.shape[1])
+    sw = np.ones(len(x)) if weight is None else weight
+    ridge = np.eye(z.shape[1]) * L2
+    ridge[0, 0] = 0.0
+    for _ in range(50):
+        p = 1 / (1 + np.exp(-np.clip(z @ w, -30, 30)))
+        grad = z.T @ (sw * (p - y)) + ridge @ w
+        hess = (z * (sw * p * (1 - p))[:, None]).T @ z + ridge
+        step = np.linalg.solve(hess, grad)
+        w -= step
+        if np.abs(step).max() < 1e-8:
+            break
+    return Logistic(names, w[1:], float(w[0]), mean, scale)
+
+
+def fit(asked: list[Asked], kinds: dict[str, str], max_lines: int) -> dict[str, Any]:
+    """The parameters (params file content, without "format" and "verifier") fitted on `asked`."""
+    with_lines = [a for a in asked if len(a.y)]
+    x = np.vstack([a.x for a in with_lines if a.answerable])
+    y = np.concatenate([a.y for a in with_lines if a.answerable])
+    if y.sum() < 5:
+        raise AnswerError(f"{int(y.sum())} candidate lines hold an answer phrase: too few to fit (5 needed)")
+    balance = np.where(y > 0, (len(y) - y.sum()) / y.sum(), 1.0)
+    line = logistic(x, y, features.LINE, balance)
+    qx = np.array([features.question_features(a.q, line.logit(a.x), a.x, a.units) for a in with_lines])
+    found = np.array([a.y.any() for a in with_lines], dtype=np.float64)
+    question = logistic(qx, found, features.QUESTION)
+    p = question.prob(qx)
+    threshold = _threshold(p, found)
+    follow, hits = _follow(with_lines, line, max_lines)
+    answered = p >= threshold
+    holds = np.array([h for h, ok in zip(hits, answered, strict=True) if ok], dtype=np.float64)
+    confidence = logistic(qx[answered], holds, features.QUESTION) if 0 < holds.sum() < len(holds) else question
+    unanswerable = [not a.answerable for a in with_lines]
+    return {
+        "line": line.dump(),
+        "question": question.dump(),
+        "confidence": confidence.dump(),
+        "threshold": round(threshold, 6),
+        "follow": follow,
+        "kinds": kinds,
+        "fitted": {
+            "questions": len(asked),
+            "answerable": sum(a.answerable for a in asked),
+            "lines": int(len(y)),
+            "positive_lines": int(y.sum()),
+            "corpora": sorted({a.corpus for a in asked}),
+            "precision_target": PRECISION,
+            "answered": int(answered.sum()),
+            "answer_holds_phrase": int(holds.sum()),
+            "unanswerable_abstained": int(sum(u and not ok for u, ok in zip(unanswerable, answered, strict=True))),
+            "unanswerable": int(sum(unanswerable)),
+        },
+    }
+
+
+def _threshold(p: np.ndarray, found: np.ndarray) -> float:
+    """The lowest threshold at which answered questions hold an answer at PRECISION (the most answered)."""
+    for t in sorted(set(np.round(p, 6))):
+        ok = p >= t
+        if ok.any() and found[ok].mean() >= PRECISION:
+            return float(t)
+    return float(p.max())
+
+
+def _follow(asked: list[Asked], line: Logistic, max_lines: int) -> tuple[float, list[bool]]:
+    """The highest follow share losing no answer against the lowest, and each question's hit with it."""
+
+    def hits(follow: float) -> list[bool]:
+        out = []
+        for a in asked:
+            logits = line.logit(a.x)
+            r = extractive.Ranked(a.q, a.units, a.x, logits)
+            chosen = {id(u) for u in extractive.choose(r, r.order(), follow, max_lines)}
+            out.append(any(a.y[i] for i, u in enumerate(r.units) if id(u) in chosen))
+        return out
+
+    table = {f: hits(f) for f in FOLLOWS}
+    most = max(sum(h) for h in table.values())
+    follow = max(f for f, h in table.items() if sum(h) >= most)
+    return follow, table[follow]

@@ -1,0 +1,138 @@
+"""The extractive answerer's fitted parameters: one versioned JSON file per embedding model.
+
+    pipeline/answers/params/<model-id>.json    (model id with "/" written "--")
+
+holds every number the answerer uses — the line model's feature weights (logistic regression over
+standardised features, `features.NAMES`), the question model's (answer or abstain; its threshold was
+chosen for a stated precision on the fit corpora), the confidence model's (Platt-style: a logistic fit of
+"the answer holds the answer phrase"), the selection shares — and how they were fitted (corpora,
+counts, precision). `bench/fit_answers.py` writes it; `docforge tune QUESTIONS.jsonl` refits it on a
+team's own questions (`answers.params` in config points at the result). The `verifier` key belongs to
+the verifier (pipeline.answers.verify) and is carried through a refit untouched.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from pipeline.errors import AnswerError
+
+log = logging.getLogger(__name__)
+HERE = Path(__file__).with_name("params")
+DEFAULT_MODEL = "all-MiniLM-L6-v2"  # the config default; its file is used, with a warning, for a model without one
+FORMAT = 1
+
+
+@dataclass(frozen=True)
+class Logistic:
+    """p = σ(b + w·(x − mean)/scale), the features in `names` order."""
+
+    names: tuple[str, ...]
+    weights: np.ndarray
+    bias: float
+    mean: np.ndarray
+    scale: np.ndarray
+
+    def logit(self, x: np.ndarray) -> np.ndarray:
+        return self.bias + ((x - self.mean) / self.scale) @ self.weights
+
+    def prob(self, x: np.ndarray) -> np.ndarray:
+        return 1.0 / (1.0 + np.exp(-self.logit(x)))
+
+    @classmethod
+    def load(cls, d: dict[str, Any]) -> Logistic:
+        names = tuple(d["names"])
+        w = np.array([d["weights"][n] for n in names], dtype=np.float64)
+        mean = np.array([d["mean"][n] for n in names], dtype=np.float64)
+        scale = np.array([d["scale"][n] for n in names], dtype=np.float64)
+        return cls(names, w, float(d["bias"]), mean, scale)
+
+    def dump(self) -> dict[str, Any]:
+        def named(v: np.ndarray) -> dict[str, float]:
+            return {n: round(float(x), 6) for n, x in zip(self.names, v, strict=True)}
+
+        return {
+            "names": list(self.names),
+            "weights": named(self.weights),
+            "bias": round(self.bias, 6),
+            "mean": named(self.mean),
+            "scale": named(self.scale),
+        }
+
+
+@dataclass(frozen=True)
+class Params:
+    raw: dict[str, Any]
+    digest: str  # sha256 of the file's bytes: part of the answer cache key
+    line: Logistic  # P(a line holds the answer)
+    question: Logistic  # P(the question is answerable from what was retrieved)
+    confidence: Logistic  # P(the answer given holds the answer), reported as confidence
+    threshold: float  # answer when the question model's p ≥ this
+    follow: float  # a further line is shown when its p ≥ follow × the best line's
+    kinds: dict[str, str]  # kind of value → a description, embedded to tell which kind a question asks for
+
+
+@functools.lru_cache(maxsize=1)
+def code_digest() -> str:
+    """sha256 of the answer layer's source (this package's modules): an answer cache key changes with
+    the code that made the answer, without anyone bumping a version by hand."""
+    h = hashlib.sha256()
+    for f in sorted(Path(__file__).parent.rglob("*.py")):
+        h.update(f.relative_to(Path(__file__).parent).as_posix().encode() + b"\0" + f.read_bytes())
+    return h.hexdigest()
+
+
+def file_for(model: str) -> Path:
+    return HERE / f"{model.replace('/', '--')}.json"
+
+
+def load(model: str, path: Path | None = None) -> Params:
+    """The parameters for `model`: `path` when given (config `answers.params`), else the shipped file."""
+    if path is None:
+        path = file_for(model)
+        if not path.exists():
+            log.warning(
+                "no fitted answer parameters for %s; using %s's (run `docforge tune` to fit your own)",
+                model,
+                DEFAULT_MODEL,
+            )
+            path = file_for(DEFAULT_MODEL)
+    return _load(Path(path).resolve())
+
+
+@functools.lru_cache(maxsize=8)
+def _load(path: Path) -> Params:
+    try:
+        data = path.read_bytes()
+        raw = json.loads(data)
+        if raw.get("format") != FORMAT:
+            raise AnswerError(f"{path}: parameters format {raw.get('format')!r}, expected {FORMAT}")
+        return Params(
+            raw,
+            hashlib.sha256(data).hexdigest(),
+            Logistic.load(raw["line"]),
+            Logistic.load(raw["question"]),
+            Logistic.load(raw["confidence"]),
+            float(raw["threshold"]),
+            float(raw["follow"]),
+            dict(raw["kinds"]),
+        )
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise AnswerError(f"cannot read the answer parameters {path}: {e}; refit with `docforge tune`") from e
+
+
+def write(path: Path, raw: dict[str, Any]) -> None:
+    """Write a parameters file atomically (a reader never sees half of one)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"format": FORMAT, **raw}, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    tmp.replace(path)
+    _load.cache_clear()

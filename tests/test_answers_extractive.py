@@ -1,0 +1,165 @@
+"""The extractive answerer: whole lines from typed blocks, general features, fitted parameters."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+
+import numpy as np
+import pytest
+
+from pipeline.answers import extractive, features, fit, params
+from pipeline.answers.model import Evidence, text_hash
+from pipeline.answers.units import Unit, units
+from pipeline.answers.verify import verify
+from pipeline.errors import AnswerError
+from pipeline.records import Block
+
+SHIPPED = params.load(params.DEFAULT_MODEL)
+
+
+def _evidence(pointer: str, text: str, blocks=(), title: str = "T", section: str = "T", doc: str | None = None):
+    return Evidence(
+        pointer,
+        text_hash(text),
+        f"c{pointer}",
+        text,
+        title,
+        section,
+        "file:///x",
+        doc or pointer,
+        "s",
+        0,
+        0.5,
+        blocks=tuple(blocks),
+    )
+
+
+def _bag(texts):
+    """A deterministic embedding: a normalised bag of word keys, hashed into 64 slots."""
+    from pipeline.answers import text as tx
+
+    out = []
+    for t in texts:
+        v = [0.0] * 64
+        for k in tx.content_keys(t):
+            v[int(hashlib.md5(k.encode()).hexdigest(), 16) % 64] += 1.0
+        n = math.sqrt(sum(x * x for x in v)) or 1.0
+        out.append([x / n for x in v])
+    return out
+
+
+def _blocks(text: str, *pieces: tuple[str, str]) -> list[Block]:
+    """Blocks for the given (kind, verbatim piece) of `text`, as a parser would emit them."""
+    out, at = [], 0
+    for kind, piece in pieces:
+        start = text.index(piece, at)
+        out.append(Block(kind, start, start + len(piece)))
+        at = start + len(piece)
+    return out
+
+
+def test_a_code_block_is_one_line_whole_and_a_paragraph_whole_sentences():
+    sql = "SELECT name\n  FROM sqlite_master\n  WHERE type='table';"
+    text = f"List the tables. Each row names one.\n\n{sql}\n\n- Rows are sorted by name"
+    blocks = _blocks(
+        text,
+        ("paragraph", "List the tables. Each row names one."),
+        ("code", sql),
+        ("list_item", "Rows are sorted by name"),
+    )
+    got = [(u.kind, u.text) for u in units(_evidence("E1", text, blocks))]
+    assert got == [
+        ("sentence", "List the tables."),
+        ("sentence", "Each row names one."),
+        ("code", sql),  # the whole statement, never its middle line
+        ("list_item", "Rows are sorted by name"),
+    ]
+
+
+def test_a_table_row_keeps_its_header_and_a_chunk_without_blocks_is_split_by_paragraphs():
+    text = "port | 8443\n\nThe proxy listens there."
+    row = Block("table_row", 0, 11, header=("setting", "value"), cells=("port", "8443"))
+    (first, second) = units(_evidence("E1", text, [row, *_blocks(text, ("paragraph", "The proxy listens there."))]))
+    assert first.kind == "table_row" and first.header == ("setting", "value")
+    plain = "Intro line here.\n\n```sh\nmake build\nmake test\n```\n\n- one item here\n- two item here"
+    got = [(u.kind, u.text) for u in units(_evidence("E1", plain))]
+    assert got == [
+        ("sentence", "Intro line here."),
+        ("code", "make build\nmake test"),
+        ("list_item", "- one item here"),
+        ("list_item", "- two item here"),
+    ]
+    assert second.before == first.text
+
+
+def test_kinds_of_value_come_from_block_kinds_and_code_spans_not_names():
+    def kinds(text, code=(), kind="sentence"):
+        return features.kinds_of(Unit(text, kind, _evidence("E1", text), 1, tuple(code)))
+
+    assert kinds("Edit the file.", ["payments.service"], "sentence")["path"] == 1.0  # any extension
+    assert kinds("Edit the file.", ["conf/site.xyz"])["path"] == 1.0
+    assert kinds("Pass the switch.", ["-SkipChecks"])["option"] == 1.0
+    assert kinds("Set it.", ['timeout="30"'])["option"] == 1.0
+    assert kinds("It waits 30 seconds.")["number"] == 1.0
+    assert kinds("Nothing here at all.") == dict.fromkeys(features.KINDS, 0.0)
+
+
+def test_extractive_quotes_the_line_that_answers_and_passes_strictly():
+    text = "Deploys happen weekly. Releases go out with blue-green deployments through ArgoCD."
+    ev = [
+        _evidence("E1", text, _blocks(text, ("paragraph", text))),
+        _evidence("E2", "Rollbacks switch traffic back to the blue stack within five minutes."),
+    ]
+    always = dataclasses.replace(SHIPPED, threshold=0.0)  # the line model alone (abstention: bench/fit_answers.py)
+    ex = extractive.extract("How do releases go out?", ev, always, embed=_bag)
+    assert ex.lines and ex.lines[0] == ("Releases go out with blue-green deployments through ArgoCD.", ev[0])
+    assert 0.0 < ex.confidence < 1.0
+    raw = extractive.answer_text(ex.lines)
+    assert verify(raw, {e.pointer: e.text for e in ev}).audit_mode == "STRICT"
+    never = dataclasses.replace(SHIPPED, threshold=1.0)
+    nothing = extractive.extract("How do releases go out?", ev, never, embed=_bag)
+    assert nothing.lines == [] and "needed" in nothing.reason
+
+
+def test_a_line_introducing_code_brings_the_whole_block():
+    code = "ENV LINKS=copy\nRUN make install"
+    text = f"To copy files instead of linking them, set:\n\n{code}"
+    blocks = _blocks(text, ("paragraph", "To copy files instead of linking them, set:"), ("code", code))
+    r = extractive.rank("How do I copy files instead of linking them?", [_evidence("E1", text, blocks)], SHIPPED)
+    big = np.zeros_like(r.logits)
+    big[0] = 5.0
+    chosen = extractive.choose(extractive.Ranked(r.question, r.units, r.x, big), [0, 1], 0.99, 4)
+    assert [u.text for u in chosen] == ["To copy files instead of linking them, set:", code]
+
+
+def test_parameters_are_one_versioned_file_with_a_digest(tmp_path):
+    raw = json.loads(params.file_for(params.DEFAULT_MODEL).read_text())
+    assert set(raw["line"]["names"]) == set(features.LINE) and 0.0 < raw["threshold"] < 1.0
+    other = tmp_path / "p.json"
+    params.write(other, {k: v for k, v in raw.items() if k != "format"} | {"follow": 0.5})
+    p = params.load("any-model", other)
+    assert p.follow == 0.5 and p.digest != SHIPPED.digest and len(params.code_digest()) == 64
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"format": 1}')
+    with pytest.raises(AnswerError, match="docforge tune"):
+        params.load("any-model", bad)
+
+
+def test_the_logistic_fit_separates_what_it_is_shown():
+    rng = np.random.default_rng(7)
+    x = rng.normal(size=(400, 2))
+    y = (x[:, 0] - 0.5 * x[:, 1] > 0).astype(float)
+    m = fit.logistic(x, y, ("a", "b"))
+    assert ((m.prob(x) > 0.5) == (y > 0)).mean() > 0.95 and m.weights[0] > 0 > m.weights[1]
+
+
+def test_labelled_questions_are_read_with_clear_errors(tmp_path):
+    f = tmp_path / "q.jsonl"
+    f.write_text('{"question": "How?", "phrases": ["x"]}\n{"question": "Why?", "phrases": null}\n')
+    assert len(fit.read_questions(f)) == 2
+    f.write_text('{"question": "How?", "phrases": "x"}\n')
+    with pytest.raises(AnswerError, match="q.jsonl:1: 'phrases' must be"):
+        fit.read_questions(f)
