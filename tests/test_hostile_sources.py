@@ -103,10 +103,9 @@ def test_a_hostile_working_tree_ingests_only_what_is_inside_it(hostile_repo, wri
     assert SECRET not in everything and "root:x:0:0" not in everything and "[core]" not in everything
     with Searcher(settings, url=database_url, embedder=embedder, reranker=None) as s:
         assert s.search(SECRET, mode="keyword") == [] and s.search("root:x:0:0", mode="keyword") == []
-        assert {h.doc_key for h in s.search("heliotrope deployment", mode="keyword")} == {
-            "hb:docs/guide.md",
-            "hb:docs/alias.md",
-        }
+        # the link inside the root is indexed as its own document, but a text is one result (issue 38: one copy)
+        found = [h.doc_key for h in s.search("heliotrope deployment", mode="keyword")]
+        assert len(found) == 1 and found[0] in {"hb:docs/guide.md", "hb:docs/alias.md"}
         assert [h.doc_key for h in s.search("quokka keys", mode="keyword")] == ["hb:docs/faq.md"]
 
     again = ingest_source(IngestContext(settings, url=database_url, embedder=embedder), "hb")

@@ -118,7 +118,7 @@ def test_verify_answers_every_line_of_a_hostile_file(tmp_path):
     errors = {o["line"]: o["error"] for o in out[1:-1]}
     assert list(errors) == [2, 3, 4, 5, 6, 7, 8]
     assert "lone surrogate" in errors[2]
-    assert "nested too deeply" in errors[3] and "nested too deeply" in errors[4]
+    assert "levels deep (the limit is" in errors[3] and "levels deep (the limit is" in errors[4]
     assert "NaN" in errors[5] and "1e999" in errors[6]
     assert "not UTF-8" in errors[7] and "'answer' must be a string" in errors[8]
     assert "7 input line(s) could not be verified" in res.stderr.decode()
