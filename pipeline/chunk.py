@@ -4,7 +4,7 @@ Section bodies are tokenised once, in a batch, with character offsets, by the
 model's own tokenizer. A section longer than the budget is cut at the last
 paragraph break, else line break, else sentence end, else word boundary inside
 the budget. Consecutive whole sections that fit together are packed into one
-chunk (each keeps its heading line in the text; the chunk's heading path is
+chunk (each keeps its heading, as plain text, on a line of its own; the chunk's heading path is
 their common prefix): short chunks waste the model's time and lose context.
 A chunk never spans part of a section. The embedded text is
 "<title> > <heading path>" plus the chunk. A section's blocks (pipeline.records.Block)
@@ -34,7 +34,7 @@ from tokenizers import Tokenizer
 from pipeline.parse.text import scrub
 from pipeline.records import Block, Chunk, Section
 
-CHUNKER_VERSION = "4"  # 4: blocks; 3: pages; code, data, HTML, rst and text files parsed by format
+CHUNKER_VERSION = "4"  # 4: blocks, packed headings without "#" markers; 3: pages; code, data, HTML, rst and text files parsed by format
 _BREAKS = (re.compile(r"\n[ \t]*\n"), re.compile(r"\n"), re.compile(r"[.!?;:][)\"']?\s"), re.compile(r"\s"))
 _Blocks = tuple[Block, ...]
 _MIN_FILL = 0.4  # never cut before 40% of the budget: no runt chunks
@@ -219,8 +219,9 @@ class Chunker:
     def _heading_line(u: _Unit, common: tuple[str, ...]) -> str:
         if u.tail:
             return ""
-        rest = u.path[len(common) :]
-        return "\n".join("#" * (len(common) + i + 1) + " " + h for i, h in enumerate(rest))
+        # A packed section's heading as a reader sees it, its path below the chunk's own joined by " › ":
+        # never a markup marker ("## "), which a reader never sees on the page (issue 38)
+        return " › ".join(u.path[len(common) :])
 
     def _merge(self, title: str, group: list[_Unit]) -> _Piece:
         path = group[0].path
