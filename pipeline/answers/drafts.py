@@ -61,13 +61,11 @@ def extractive_draft(a: Answerer, run: Run) -> Draft:
     ]
     ms = (time.perf_counter() - t) * 1000
     run.time("respond", ms)
-    detail = {
-        "model": "extractive",
-        "sentences": len(lines),
-        "answerable": ex.answerable,
-        "similarity": ex.similarity,
-        "score": ex.score,
-    }
+    detail: dict[str, object] = {"model": "extractive", "sentences": len(lines)}
+    if run.scope.reader.full_access:
+        # The model's scores read the hits' retrieval scores, whose keyword leg weighs words by the whole
+        # index (docs/security.md): a restricted caller's trace leaves them out (the rule above).
+        detail |= {"answerable": ex.answerable, "similarity": ex.similarity, "score": ex.score}
     run.trace.append(Step("respond", ms, {**detail, "abstained": ex.reason} if ex.reason else detail))
     raw = extractive.answer_text(lines)
     abstained = not lines
