@@ -34,7 +34,8 @@ from tokenizers import Tokenizer
 from pipeline.parse.text import scrub
 from pipeline.records import Block, Chunk, Section
 
-CHUNKER_VERSION = "4"  # 4: blocks, packed headings without "#" markers; 3: pages; code, data, HTML, rst and text files parsed by format
+# 4: blocks, packed headings without "#" markers; 3: pages; code, data, HTML, rst and text files parsed by format
+CHUNKER_VERSION = "4"
 _BREAKS = (re.compile(r"\n[ \t]*\n"), re.compile(r"\n"), re.compile(r"[.!?;:][)\"']?\s"), re.compile(r"\s"))
 _Blocks = tuple[Block, ...]
 _MIN_FILL = 0.4  # never cut before 40% of the budget: no runt chunks

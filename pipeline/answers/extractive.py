@@ -111,7 +111,7 @@ def extract(
     sim = round(float(r.x[best, ft.LINE.index("sim")]), 3)
     score = round(float(1 / (1 + np.exp(-r.logits[best]))), 3)
     if answerable < params.threshold:
-        return Extract([], _why(r, answerable, params.threshold), confidence, answerable, sim, score)
+        return Extract([], _why(question, r, answerable, params.threshold), confidence, answerable, sim, score)
     chosen = choose(r, order, params.follow, max_lines)
     lines = [(u.text, u.evidence) for u in chosen]
     return Extract(lines, "", confidence, round(answerable, 3), sim, score)
@@ -143,12 +143,21 @@ def _next(us: list[Unit], i: int) -> Unit | None:
     return None
 
 
-def _why(r: Ranked, answerable: float, threshold: float) -> str:
+def _why(question: str, r: Ranked, answerable: float, threshold: float) -> str:
     if r.question.unseen >= 0.5:
         missing = [k for k in r.question.keys if k in _absent(r)][:3]
         if missing:
-            return f"the index does not know {', '.join(missing)}"
+            return f"the index does not know {', '.join(_as_written(question, missing))}"
     return f"no passage answers it closely enough (answerable {answerable:.2f}, {threshold:.2f} needed)"
+
+
+def _as_written(question: str, keys: list[str]) -> list[str]:
+    """Matching keys as the question wrote them: "reset, Jira", not "reset, jira" or a stem."""
+    spelled: dict[str, str] = {}
+    for token in question.split():
+        for k in tx.content_keys(token):
+            spelled.setdefault(k, token.strip(".,;:!?()[]\"'`"))
+    return [spelled.get(k, k) for k in keys]
 
 
 def _absent(r: Ranked) -> set[str]:
