@@ -119,15 +119,19 @@ def read_tokens_file(path: Path) -> list[TokenEntry]:
 
 
 class Authenticator:
-    def __init__(self, cfg: AuthConfig, resolve: Callable[[str], Path] = Path):
-        """`resolve`: a tokens file's path as configured → where it is (Settings.resolve_path: from sources.yml)."""
+    def __init__(
+        self, cfg: AuthConfig, resolve: Callable[[str], Path] = Path, clock: Callable[[], float] = time.monotonic
+    ):
+        """`resolve`: a tokens file's path as configured → where it is (Settings.resolve_path: from sources.yml);
+        `clock`: seconds, for when the tokens file is next checked (a test steps it instead of waiting)."""
         self.cfg = cfg
+        self._clock = clock
         raw = self.cfg.api_tokens.get_secret_value() if self.cfg.api_tokens else ""
         self.tokens = [t.strip() for t in raw.split(",") if t.strip()]
         self._file = resolve(cfg.tokens_file) if cfg.tokens_file else None
         self._callers = read_tokens_file(self._file) if self._file else []
         self._digest = self._file_digest()
-        self._checked = time.monotonic()
+        self._checked = clock()
         self._reload = threading.Lock()
         self.algorithms = [a.strip() for a in self.cfg.jwt_algorithms.split(",") if a.strip()]
         self.user_claims = [c.strip() for c in cfg.jwt_user_claims.split(",") if c.strip()]
@@ -160,10 +164,10 @@ class Authenticator:
     @property
     def callers(self) -> list[TokenEntry]:
         """The tokens file's callers, read again when its digest changed (checked every RELOAD_S at most)."""
-        if self._file is None or time.monotonic() - self._checked < RELOAD_S:
+        if self._file is None or self._clock() - self._checked < RELOAD_S:
             return self._callers
         with self._reload:
-            if time.monotonic() - self._checked >= RELOAD_S:
+            if self._clock() - self._checked >= RELOAD_S:
                 digest = self._file_digest()
                 if digest != self._digest:
                     try:
@@ -173,7 +177,7 @@ class Authenticator:
                         self._callers = []
                         log.error("%s: no caller of it is let in until it is fixed", e)
                     self._digest = digest
-                self._checked = time.monotonic()
+                self._checked = self._clock()
         return self._callers
 
     @cached_property
