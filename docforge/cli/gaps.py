@@ -57,16 +57,18 @@ def lines(g) -> list[str]:
     from docforge.cli.when import ago
 
     out = [
-        f"Gaps over the last {g.days} days: {g.asks} asks ({g.gap_asks} unanswered or unsure), {g.searches} searches"
+        f"Gaps over the last {g.days} days: {_n(g.asks, 'ask')} ({g.gap_asks} unanswered or unsure), "
+        f"{_n(g.searches, 'search', 'searches')}"
     ]
     out = _wrap(out[0], "")
-    out += ["", f"Unanswered questions, by meaning ({len(g.groups)} groups)"]
+    out += ["", f"Unanswered questions, by meaning ({_n(len(g.groups), 'group')})"]
     if not g.groups:
         out.append("   none: every question found a confident answer")
     for i, grp in enumerate(g.groups, 1):
         out += _wrap(f"{i:>2}. {grp.representative}", "")
         out += _wrap(
-            f"{grp.count} asks ({grp.abstained} abstained), {grp.questions} wordings, {grp.askers} callers; "
+            f"{_n(grp.count, 'ask')} ({grp.abstained} abstained), {_n(grp.questions, 'wording')}, "
+            f"{_n(grp.askers, 'caller')}; "
             f"first {ago(grp.first_asked, exact=False)}, last {ago(grp.last_asked, exact=False)}; id {grp.id}"
         )
         for w in [w for w in grp.wordings if w != grp.representative][:2]:
@@ -92,3 +94,8 @@ def lines(g) -> list[str]:
 
 def _score(s: float | None) -> str:
     return "no hit" if s is None else f"{s:.2f}"
+
+
+def _n(count: int, one: str, many: str | None = None) -> str:
+    """ "1 ask", "2 asks": a count with its noun as a reader says it."""
+    return f"{count} {one if count == 1 else many or one + 's'}"
