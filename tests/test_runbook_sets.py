@@ -10,8 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from pipeline.config import load_settings
 from pipeline.parse import formats, parse_document
 from pipeline.records import DocRef, Document
+from pipeline.sources import open_source
 
 SETS = Path(__file__).resolve().parents[1] / "bench" / "sets"
 WIKIS = ("runbooks-a", "runbooks-b")
@@ -59,3 +61,16 @@ def test_answer_phrases_and_evidence_quotes_are_in_the_parsed_pages(name):
         # a table row is quoted as the parser writes it ("Header: cell | ..."): each cell is on the page
         for part in re.split(r" \| |: ", c["evidence"]) if " | " in c["evidence"] else [c["evidence"]]:
             assert _flat(part) in page, c["id"]
+
+
+def test_a_directory_source_reads_the_pages_with_their_titles(write_config):
+    config = write_config([{"name": "wiki", "type": "directory", "path": str(SETS / "runbooks-b" / "pages")}])
+    settings = load_settings(config)
+    src = open_source(settings, settings.source("wiki"))
+    refs = src.list_refs()
+    assert {r.meta["format"] for r in refs} == {"xml"} and not src.skipped
+    docs = [d for d in src.fetch(refs) if isinstance(d, Document)]
+    titles = {d.ref.path: parse_document(d).title for d in docs}
+    assert len(titles) == len(refs)
+    assert titles["edge-gateway-tls.xml"] == "Edge gateway and TLS"
+    assert titles["dispatcher-config.xml"] == "courier dispatcher.xml reference"
