@@ -382,3 +382,32 @@ def test_a_reference_page_named_by_its_first_heading_holds_its_sections():
         ("pg_dump", "Synopsis"),
         ("pg_dump", "Options", "-a"),
     ]
+
+
+STORAGE_PAGE = """<h1>Ledger deploy</h1><p>Run <code>deploy.sh -SkipChecks</code> only in a freeze.</p>
+<ac:structured-macro ac:name="code"><ac:parameter ac:name="language">bash</ac:parameter>
+<ac:plain-text-body><![CDATA[systemctl restart ledger.service]]></ac:plain-text-body></ac:structured-macro>
+<h2>Settings</h2><table><tbody><tr><th>Key</th><th>Default</th></tr>
+<tr><td><code>timeout</code></td><td>30</td></tr></tbody></table>"""
+
+
+def test_a_storage_page_kept_as_an_xml_file_is_read_as_a_wiki_page():
+    def doc(name: str, content: str) -> Document:
+        return Document(DocRef(f"s:{name}", name), formats.detect(name) or "", name, f"file:///{name}", content, "h")
+
+    parsed = parse_document(doc("deploy.xml", STORAGE_PAGE))
+    assert parsed.title == "Ledger deploy"  # its first level-1 heading, as in Markdown
+    assert [s.heading_path for s in parsed.sections] == [("Ledger deploy",), ("Ledger deploy", "Settings")]
+    first, settings = parsed.sections
+    assert [(b.kind, b.lang) for b in first.blocks] == [("paragraph", None), ("code", "bash")]
+    assert "`deploy.sh -SkipChecks`" in first.text
+    row = settings.blocks[-1]
+    assert (row.kind, row.header, settings.text[row.start : row.end]) == (
+        "table_row",
+        ("Key", "Default"),
+        "Key: `timeout` | Default: 30",
+    )
+    # XML data, or XML declaring those prefixes itself, is still split as data.
+    data = '<config xmlns:ac="urn:x"><ac:item name="a"/></config>'
+    assert parse_document(doc("app.xml", data)).pack is False
+    assert parse_document(doc("pom.xml", "<project><name>x</name></project>")).pack is False

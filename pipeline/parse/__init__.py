@@ -55,6 +55,13 @@ def _parse_file(doc: Document) -> Parsed:
         from pipeline.parse.data import parse_data
 
         return parse_data(doc.content, kind, doc.ref.path)
+    if kind == "xml":
+        from pipeline.parse.storage_xml import looks_like_storage
+
+        if looks_like_storage(doc.content):  # a wiki page exported in storage format: prose, not data
+            from pipeline.parse.confluence import parse_storage_file
+
+            return parse_storage_file(doc.content)
     if kind in formats.CODE:
         from pipeline.parse.code import parse_code
 

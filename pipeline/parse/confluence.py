@@ -29,6 +29,7 @@ from lxml import etree
 
 from pipeline.errors import ParseError
 from pipeline.parse.blocks import Marks, strip_marks
+from pipeline.parse.parsed import Parsed
 from pipeline.parse.storage_xml import depth as _depth  # pipeline.parse.html imports it from here
 from pipeline.parse.storage_xml import wrap as _wrap
 from pipeline.parse.text import scrub
@@ -69,6 +70,18 @@ def _mark(kind: str, text: str, **fields: tuple[str, ...] | str | None) -> str:
 
 def parse_storage(xhtml: str) -> list[Section]:
     """Sections of a storage-format body; raises ParseError if it is not well-formed."""
+    return _storage(xhtml)[1]
+
+
+def parse_storage_file(xhtml: str) -> Parsed:
+    """A storage page kept as a file (no API to give its title): its first level-1 heading is the
+    title, as in Markdown."""
+    title, sections = _storage(xhtml)
+    return Parsed(title, sections)
+
+
+def _storage(xhtml: str) -> tuple[str, list[Section]]:
+    """The body's first level-1 heading ("" if none) and its sections."""
     if not isinstance(xhtml, str):
         raise ParseError(f"storage body must be text, got {type(xhtml).__name__}")
     doc = _wrap(Marks.clean(scrub(xhtml)))
@@ -83,8 +96,10 @@ def parse_storage(xhtml: str) -> list[Section]:
     root_tag = BeautifulSoup(doc, "lxml-xml").find("root")
     if not isinstance(root_tag, Tag):  # lxml accepted it, so this cannot happen; typed, not assumed
         raise ParseError("Confluence storage body has no root element after parsing")
+    h1 = root.find(".//h1")
+    title = " ".join("".join(h1.itertext()).split()) if h1 is not None else ""
     try:
-        return _sections(_walk(root_tag))
+        return title, _sections(_walk(root_tag))
     except RecursionError:  # a caller already deep in its stack: still this page's fault alone
         raise ParseError(f"Confluence storage body nests too deeply to read ({depth} elements)") from None
 

@@ -3,7 +3,8 @@
 A storage body is an XML fragment with undeclared namespace prefixes and, in real
 pages, HTML named entities (`&nbsp;`, `&rarr;`) unknown to XML. `wrap` declares the
 prefixes on one root element and rewrites named entities as numeric ones (outside
-CDATA: code stays verbatim), so lxml can check the rest strictly.
+CDATA: code stays verbatim), so lxml can check the rest strictly. `looks_like_storage`
+tells such a body kept as a `.xml` file from XML data by its undeclared prefixes.
 """
 
 from __future__ import annotations
@@ -16,6 +17,9 @@ from lxml import etree
 _PREFIX = re.compile(r"</?([A-Za-z][\w.-]*):[A-Za-z]|\s([A-Za-z][\w.-]*):[\w.-]+\s*=")
 _ENTITY = re.compile(r"(<!\[CDATA\[.*?\]\]>)|&(#?\w+;)?", re.S)
 _XML_ENTITIES = {"amp", "lt", "gt", "quot", "apos"}
+# Storage markup: an element of the `ac:` (macros, links) or `ri:` (resources) prefix, never declared.
+_STORAGE_TAG = re.compile(r"<(?:ac|ri):[a-z]")
+_DECLARES_STORAGE = re.compile(r"xmlns:(?:ac|ri)\s*=")
 
 
 def depth(root: etree._Element) -> int:
@@ -25,6 +29,13 @@ def depth(root: etree._Element) -> int:
         level += 1 if event == "start" else -1
         deepest = max(deepest, level)
     return deepest
+
+
+def looks_like_storage(text: str) -> bool:
+    """True for a Confluence storage body kept as a file: its `ac:`/`ri:` elements are undeclared,
+    which no namespaced XML document of its own allows."""
+    head = text[:65536]
+    return bool(_STORAGE_TAG.search(head)) and not _DECLARES_STORAGE.search(head)
 
 
 def wrap(body: str) -> str:
