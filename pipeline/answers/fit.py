@@ -5,11 +5,12 @@ answer holds — or "phrases": null for one the documentation does not answer. E
 answer loop's own retrieval; every candidate line's features are recorded with whether it holds a
 phrase. Then, with numpy (L2-regularised logistic regression by Newton's method, features standardised):
 
-    line        P(a line holds the answer), over the lines of every question (the rare positives
+    line        P(a line holds the answer): a listwise ranker over each question's lines (what matters is
+                which line of a question wins), its scores calibrated by one logistic (positives
                 weighted up to balance the classes);
-    question    P(a candidate holds the answer), over questions, from their best lines' scores and how
-                much of the question the index knows; the threshold is the lowest at which the answered
-                questions' precision is at least PRECISION on the labelled set;
+    question    P(the question is answerable), over questions (labelled answerable or not), from their
+                best lines' scores and how much of the question the index knows; the threshold is the
+                lowest at which at least PRECISION of the answered questions are answerable;
     confidence  P(the answer given holds the answer), over answered questions: Platt scaling of the
                 same features, so a band of confidence holds about that share of right answers;
     follow      the share of the best line's probability a further line needs, the highest that loses
@@ -30,7 +31,7 @@ from pipeline.answers import extractive, features, retrieve, subject
 from pipeline.answers.params import Logistic, Params
 from pipeline.errors import AnswerError
 
-PRECISION = 0.95  # of answered questions, the share a candidate line answers: what the threshold is chosen for
+PRECISION = 0.95  # of answered questions, the share that are answerable: what the threshold is chosen for
 L2 = 1.0  # ridge penalty on standardised weights (a few hundred questions: keep the weights modest)
 FOLLOWS = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 KINDS = {  # what each kind of value is, in words the model reads: how a question asking for one sounds
@@ -126,20 +127,52 @@ def logistic(x: np.ndarray, y: np.ndarray, names: tuple[str, ...], weight: np.nd
     return Logistic(names, w[1:], float(w[0]), mean, scale)
 
 
+def ranker(groups: list[tuple[np.ndarray, np.ndarray]], names: tuple[str, ...]) -> Logistic:
+    """A listwise ranker: per question, a softmax over its lines, maximising the mean log share of the
+    lines that hold the answer (convex; L2 on standardised weights, Newton's method); then one logistic
+    over its scores calibrates them into P(a line holds the answer). A feature constant within a
+    question (its retrieval as a whole) buys no ranking, so the line's own measures carry it."""
+    x = np.vstack([g for g, _ in groups])
+    mean = x.mean(axis=0)
+    scale = x.std(axis=0)
+    scale[scale < 1e-9] = 1.0
+    zs = [((g - mean) / scale, y) for g, y in groups if y.any()]
+    d = x.shape[1]
+    w = np.zeros(d)
+    for _ in range(50):
+        grad = L2 * w
+        hess = np.eye(d) * L2
+        for z, y in zs:
+            s = z @ w
+            p = np.exp(s - s.max())
+            p /= p.sum()
+            mp = z.T @ p
+            grad += mp - z[y > 0].mean(axis=0)
+            hess += (z * p[:, None]).T @ z - np.outer(mp, mp)
+        step = np.linalg.solve(hess + np.eye(d) * 1e-6, grad)
+        w -= step
+        if np.abs(step).max() < 1e-8:
+            break
+    s = np.concatenate([((g - mean) / scale) @ w for g, _ in groups])[:, None]
+    y = np.concatenate([y for _, y in groups])
+    balance = np.where(y > 0, (len(y) - y.sum()) / max(y.sum(), 1.0), 1.0)
+    cal = logistic(s, y, ("score",), balance)
+    a = float(cal.weights[0] / cal.scale[0])
+    return Logistic(names, w * a, cal.bias - a * float(cal.mean[0]), mean, scale)
+
+
 def fit(asked: list[Asked], kinds: dict[str, str], max_lines: int) -> dict[str, Any]:
     """The parameters (params file content, without "format" and "verifier") fitted on `asked`."""
     with_lines = [a for a in asked if len(a.y)]
-    x = np.vstack([a.x for a in with_lines if a.answerable])
     y = np.concatenate([a.y for a in with_lines if a.answerable])
     if y.sum() < 5:
         raise AnswerError(f"{int(y.sum())} candidate lines hold an answer phrase: too few to fit (5 needed)")
-    balance = np.where(y > 0, (len(y) - y.sum()) / y.sum(), 1.0)
-    line = logistic(x, y, features.LINE, balance)
+    line = ranker([(a.x, a.y) for a in with_lines if a.answerable], features.LINE)
     qx = np.array([features.question_features(a.q, line.logit(a.x), a.x, a.units) for a in with_lines])
-    found = np.array([a.y.any() for a in with_lines], dtype=np.float64)
-    question = logistic(qx, found, features.QUESTION)
+    answerable = np.array([a.answerable for a in with_lines], dtype=np.float64)
+    question = logistic(qx, answerable, features.QUESTION)
     p = question.prob(qx)
-    threshold = _threshold(p, found)
+    threshold = _threshold(p, answerable)
     follow, hits = _follow(with_lines, line, max_lines)
     answered = p >= threshold
     holds = np.array([h for h, ok in zip(hits, answered, strict=True) if ok], dtype=np.float64)
@@ -167,11 +200,11 @@ def fit(asked: list[Asked], kinds: dict[str, str], max_lines: int) -> dict[str, 
     }
 
 
-def _threshold(p: np.ndarray, found: np.ndarray) -> float:
-    """The lowest threshold at which answered questions hold an answer at PRECISION (the most answered)."""
+def _threshold(p: np.ndarray, answerable: np.ndarray) -> float:
+    """The lowest threshold at which PRECISION of the answered questions are answerable (the most answered)."""
     for t in sorted(set(np.round(p, 6))):
         ok = p >= t
-        if ok.any() and found[ok].mean() >= PRECISION:
+        if ok.any() and answerable[ok].mean() >= PRECISION:
             return float(t)
     return float(p.max())
 
