@@ -13,6 +13,10 @@ it, process start included, against the same command on one answer in the same r
 --fit: search the verifier's word shares (pipeline.answers.verify.policy.FITTED) on the "fit" corpora's
 claims for the best accuracy (ties: the one nearest the values in force), write them to the "verifier" key
 of pipeline/answers/params/all-MiniLM-L6-v2.json and print the grid's best and the values kept.
+--similarity: what the embedding model's claim–evidence-sentence cosine would add as one more signal, never
+alone: a claim the lexical rules reject only for its share of words (no anchor, number, negation or role
+problem) accepted when its best cosine reaches t; per split, the claims it would turn at each t. Kept out
+of the verifier while it does not improve the report split (docs/answers.md has the figures).
 --smoke: a few claims of each split and no throughput run — seconds, for the test that runs every bench.
 """
 
@@ -151,6 +155,39 @@ def fit() -> None:
     wrapped(f"  kept: {json.dumps(best)} (was {json.dumps(now)}); written to {path.relative_to(ROOT.parent)}")
 
 
+def similarity() -> None:
+    """Per split and threshold: supported / unsupported claims the cosine signal would accept."""
+    import numpy as np
+
+    from pipeline.answers import words as tx
+    from pipeline.answers.verify import verify_request
+    from pipeline.config.settings import EmbeddingConfig
+    from pipeline.embed import load_embedder
+
+    emb = load_embedder(EmbeddingConfig())
+    for split in ("fit", "report"):
+        rows = [r for rs in load(split).values() for r in rs]
+        base = sum(verify_request(request(r))["verified"] == (r["label"] == "supported") for r in rows)
+        soft = []  # rejected only because too few of its words are in the evidence
+        for r in rows:
+            out = verify_request(request(r))
+            why = [v for c in out["claims"] for v in c.get("violations", ())]
+            if not out["verified"] and why and all(v.startswith("not supported:") for v in why):
+                soft.append(r)
+        sims = []
+        for r in soft:
+            sents = [x for x in tx.split_sentences(r["evidence"]) if x.strip()] or [r["evidence"]]
+            v = emb.encode([r["claim"], *sents], "document")
+            v = v / np.linalg.norm(v, axis=1, keepdims=True)
+            sims.append(float(np.max(v[1:] @ v[0])))
+        print(f"[{split}] {len(rows)} claims, {base} right; {len(soft)} rejected only for their share of words")
+        for t in (0.7, 0.8, 0.85, 0.9, 0.95):
+            sup = sum(x >= t and r["label"] == "supported" for r, x in zip(soft, sims, strict=True))
+            uns = sum(x >= t and r["label"] != "supported" for r, x in zip(soft, sims, strict=True))
+            acc = (base + sup - uns) / len(rows)
+            print(f"  cosine >= {t:.2f}: +{sup} supported, +{uns} unsupported accepted: {acc:.1%}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--split", choices=("fit", "report", "all"), default="all")
@@ -158,7 +195,11 @@ def main() -> None:
     ap.add_argument("--smoke", action="store_true", help="a few claims per split, no throughput run")
     ap.add_argument("--n", type=int, default=5000, help="answers in the throughput run")
     ap.add_argument("--fit", action="store_true", help="refit the verifier's shares on the fit claims")
+    ap.add_argument("--similarity", action="store_true", help="what an embedding-cosine signal would add")
     args = ap.parse_args()
+    if args.similarity:
+        similarity()
+        return
     if args.fit:
         fit()
         return
