@@ -1,6 +1,6 @@
 """`docforge verify` on labelled documentation claims, by split, and its throughput.
 
-    python bench/verify_docs.py [--split fit|report|all] [--verbose] [--smoke]
+    python bench/verify_docs.py [--split fit|report|all] [--verbose] [--smoke] [--fit]
 
 Reads bench/sets/corpora.yml (each corpus's split) and bench/sets/<corpus>/claims.jsonl (evidence quote
 with its source file, claim, label supported/unsupported, type), runs every claim through the verifier
@@ -10,6 +10,13 @@ from the "report" corpora only; constants are fitted on "fit" ones (bench/sets/c
 
 Throughput: the whole set (repeated to --n answers) through the `docforge verify` command as a user runs
 it, process start included, against the same command on one answer in the same run (what starting costs).
+--fit: search the verifier's word shares (pipeline.answers.verify.policy.FITTED) on the "fit" corpora's
+claims for the best accuracy (ties: the one nearest the values in force), write them to the "verifier" key
+of pipeline/answers/params/all-MiniLM-L6-v2.json and print the grid's best and the values kept.
+--similarity: what the embedding model's claim–evidence-sentence cosine would add as one more signal, never
+alone: a claim the lexical rules reject only for its share of words (no anchor, number, negation or role
+problem) accepted when its best cosine reaches t; per split, the claims it would turn at each t. Kept out
+of the verifier while it does not improve the report split (docs/answers.md has the figures).
 --smoke: a few claims of each split and no throughput run — seconds, for the test that runs every bench.
 """
 
@@ -114,13 +121,88 @@ def throughput(rows: list[dict], n: int) -> None:
     )
 
 
+GRID = {  # around the values in force; every point is scored on the fit claims
+    "paraphrase_min": (0.75, 0.8, 0.85, 0.9),
+    "entity_other_min": (0.7, 0.75, 0.8, 0.85),
+    "entity_single_min": (0.8, 0.85, 0.9),
+}
+
+
+def fit() -> None:
+    """Grid search of the fitted shares on the fit claims; the best written to the params file."""
+    import itertools
+
+    from pipeline.answers import params
+    from pipeline.answers.verify import policy
+
+    rows = [r for rs in load("fit").values() for r in rs]
+    now = {k: policy.POLICY[k] for k in GRID}
+    scored = []
+    for point in itertools.product(*GRID.values()):
+        values = dict(zip(GRID, point, strict=True))
+        policy.use(values)
+        s = score(rows)
+        distance = sum(abs(values[k] - now[k]) for k in GRID)
+        scored.append((-s["accuracy"], -min(s["supported_accepted"], s["unsupported_rejected"]), distance, values, s))
+    *_, best, s = min(scored, key=lambda t: t[:3])
+    policy.use(best)
+    path = params.file_for(params.DEFAULT_MODEL)
+    raw = json.loads(path.read_text())
+    raw["verifier"] = {**raw["verifier"], **best}
+    raw.pop("format", None)
+    params.write(path, raw)
+    show(f"[fit] {len(scored)} points", s)
+    wrapped(f"  kept: {json.dumps(best)} (was {json.dumps(now)}); written to {path.relative_to(ROOT.parent)}")
+
+
+def similarity() -> None:
+    """Per split and threshold: supported / unsupported claims the cosine signal would accept."""
+    import numpy as np
+
+    from pipeline.answers import words as tx
+    from pipeline.answers.verify import verify_request
+    from pipeline.config.settings import EmbeddingConfig
+    from pipeline.embed import load_embedder
+
+    emb = load_embedder(EmbeddingConfig())
+    for split in ("fit", "report"):
+        rows = [r for rs in load(split).values() for r in rs]
+        base = sum(verify_request(request(r))["verified"] == (r["label"] == "supported") for r in rows)
+        soft = []  # rejected only because too few of its words are in the evidence
+        for r in rows:
+            out = verify_request(request(r))
+            why = [v for c in out["claims"] for v in c.get("violations", ())]
+            if not out["verified"] and why and all(v.startswith("not supported:") for v in why):
+                soft.append(r)
+        sims = []
+        for r in soft:
+            sents = [x for x in tx.split_sentences(r["evidence"]) if x.strip()] or [r["evidence"]]
+            v = emb.encode([r["claim"], *sents], "document")
+            v = v / np.linalg.norm(v, axis=1, keepdims=True)
+            sims.append(float(np.max(v[1:] @ v[0])))
+        print(f"[{split}] {len(rows)} claims, {base} right; {len(soft)} rejected only for their share of words")
+        for t in (0.7, 0.8, 0.85, 0.9, 0.95):
+            sup = sum(x >= t and r["label"] == "supported" for r, x in zip(soft, sims, strict=True))
+            uns = sum(x >= t and r["label"] != "supported" for r, x in zip(soft, sims, strict=True))
+            acc = (base + sup - uns) / len(rows)
+            print(f"  cosine >= {t:.2f}: +{sup} supported, +{uns} unsupported accepted: {acc:.1%}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--split", choices=("fit", "report", "all"), default="all")
     ap.add_argument("--verbose", "-v", action="store_true", help="print every claim judged wrong")
     ap.add_argument("--smoke", action="store_true", help="a few claims per split, no throughput run")
     ap.add_argument("--n", type=int, default=5000, help="answers in the throughput run")
+    ap.add_argument("--fit", action="store_true", help="refit the verifier's shares on the fit claims")
+    ap.add_argument("--similarity", action="store_true", help="what an embedding-cosine signal would add")
     args = ap.parse_args()
+    if args.similarity:
+        similarity()
+        return
+    if args.fit:
+        fit()
+        return
     from pipeline.answers.lexicon import wordnet_status
 
     wrapped(wordnet_status())

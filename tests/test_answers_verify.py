@@ -360,3 +360,21 @@ def test_a_question_framed_by_a_name_needs_a_line_that_speaks_of_both():
     q = "What is the syntax of a list comprehension in Haskell?"
     v = verify("Consequently, Haskell does not need a special yield operator. [E1]", ev, question=q)
     assert v.audit_mode == "HYBRID" and v.addresses_question is False and "Haskell" in v.reason
+
+
+def test_the_verifier_thresholds_are_the_params_file_s_and_a_fitting_run_can_change_them():
+    from pipeline.answers import params
+    from pipeline.answers.verify import POLICY, policy
+
+    shipped = json.loads(params.file_for(params.DEFAULT_MODEL).read_text())["verifier"]
+    assert {"version": policy.POLICY_VERSION, **shipped} == POLICY
+    ev, claim = "The pool holds ten idle connections by default.", "The pool holds ten idle connections."
+    before = verify_request({"answer": claim + " It grows.", "evidence": ev})["verified"]
+    try:
+        policy.use({"paraphrase_min": 0.5})
+        assert policy.PARAPHRASE_MIN == 0.5 and POLICY["paraphrase_min"] == 0.5
+        with pytest.raises(KeyError, match="no such verifier threshold"):
+            policy.use({"paraphrase_mni": 0.5})
+    finally:
+        policy.use({"paraphrase_min": shipped["paraphrase_min"]})
+    assert verify_request({"answer": claim + " It grows.", "evidence": ev})["verified"] == before

@@ -67,6 +67,21 @@ def test_identifiers_must_match_exactly():
     assert tx.identifiers("see git-am(1), $GIT_DIR and SCHED_FIFO.") == ["git-am(1)", "$git_dir", "sched_fifo"]
 
 
+@pytest.mark.parametrize(
+    ("evidence", "changed"),
+    [
+        ("Restart it with systemctl restart payments.service.", "billing.service"),
+        ('Set timeout="30" in the listener block.', 'timeout="60"'),
+        ("Run Deploy.ps1 -SkipChecks to skip the checks.", "-SkipTests"),
+    ],
+)
+def test_unit_names_attribute_values_and_switches_are_values_that_must_match(evidence, changed):
+    value = {"billing.service": "payments.service", 'timeout="60"': 'timeout="30"', "-SkipTests": "-SkipChecks"}
+    assert mode(evidence, evidence) == "STRICT"
+    out = verify_request({"answer": evidence.replace(value[changed], changed), "evidence": evidence})
+    assert not out["verified"] and out["claims"][0]["violations"], out
+
+
 def test_the_passive_voice_of_the_evidence_supports_the_active_claim():
     ev = "The proxy listens on port 8443. TLS is terminated by the Envoy sidecar."
     assert mode("The proxy listens on port 8443 and Envoy terminates TLS.", ev) == "HYBRID"

@@ -19,11 +19,12 @@ import json
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from pipeline.errors import AnswerError
+
+if TYPE_CHECKING:  # numpy is imported where a model is used: `docforge verify` reads only the verifier key
+    import numpy as np
 
 log = logging.getLogger(__name__)
 HERE = Path(__file__).with_name("params")
@@ -45,10 +46,14 @@ class Logistic:
         return self.bias + ((x - self.mean) / self.scale) @ self.weights
 
     def prob(self, x: np.ndarray) -> np.ndarray:
+        import numpy as np
+
         return 1.0 / (1.0 + np.exp(-self.logit(x)))
 
     @classmethod
     def load(cls, d: dict[str, Any]) -> Logistic:
+        import numpy as np
+
         names = tuple(d["names"])
         w = np.array([d["weights"][n] for n in names], dtype=np.float64)
         mean = np.array([d["mean"][n] for n in names], dtype=np.float64)
@@ -127,6 +132,19 @@ def _load(path: Path) -> Params:
         )
     except (OSError, ValueError, KeyError, TypeError) as e:
         raise AnswerError(f"cannot read the answer parameters {path}: {e}; refit with `docforge tune`") from e
+
+
+def verifier() -> dict[str, Any]:
+    """The verifier's thresholds: the "verifier" key of the default model's file (they count words, so
+    one set serves every model; pipeline.answers.verify.policy says what each is)."""
+    path = file_for(DEFAULT_MODEL)
+    try:
+        values = json.loads(path.read_bytes())["verifier"]
+        if not isinstance(values, dict) or not values:
+            raise ValueError("the key holds no thresholds")
+        return values
+    except (OSError, ValueError, KeyError) as e:
+        raise AnswerError(f"cannot read the verifier's thresholds from {path}: {e}") from e
 
 
 def write(path: Path, raw: dict[str, Any]) -> None:

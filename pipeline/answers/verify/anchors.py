@@ -6,9 +6,9 @@ import re
 from bisect import bisect_left
 from dataclasses import dataclass
 
+import pipeline.answers.verify.policy as policy
 from pipeline.answers import words as tx
 from pipeline.answers.verify.blocks import Block, find_dates
-from pipeline.answers.verify.policy import TIGHT, WINDOW
 
 _CONNECT = tx.NAME_CONNECTORS - {"and", "&"}  # "A and B" are two names, not one
 _NOT_COUNTS = frozenset({"one", "single", "half", "double", "twice", "triple", "dozen"})
@@ -101,7 +101,7 @@ def near(spots: list[list[int]], b: Block) -> bool:
     known = [ps for ps in known if ps]
     if len(known) < 2:
         return True
-    return within(known, WINDOW)
+    return within(known, policy.WINDOW)
 
 
 def within(spots: list[list[int]], span: int) -> bool:
@@ -122,7 +122,7 @@ def together(names: list[str], anc: Anchors, b: Block) -> bool:
         return True
     if set.intersection(*(b.referred(ps) for ps in spots)):
         return True
-    return within(spots, TIGHT)
+    return within(spots, policy.TIGHT)
 
 
 def anchor_problems(anc: Anchors, cited: list[Block]) -> list[str]:

@@ -5,10 +5,10 @@ from __future__ import annotations
 import re
 from collections import Counter
 
+import pipeline.answers.verify.policy as policy
 from pipeline.answers import words as tx
 from pipeline.answers.verify.anchors import Anchors, name_in, positions_of, together
 from pipeline.answers.verify.blocks import Block, roles
-from pipeline.answers.verify.policy import CROSS_MARGIN, CROSS_REACH, MAX_RELATION, NEGATION_HEAD, WINDOW
 
 # Words a rewording may add without changing what is claimed.
 LIGHT = frozenset(
@@ -46,7 +46,11 @@ def sense_problems(s: str, anc: Anchors, cited: list[Block]) -> list[str]:
     short = not claim_neg and len(words) <= 4 and all(w[:1].isupper() or w[:1].isdigit() for w in s.split())
     if not short and claim_neg != _negated(best_b.sentence_text(lo, hi), keys):
         return ["negation differs from the evidence sentence it matches"]
-    far = [n for n in anc.numbers if not any(lo - WINDOW <= p < hi + WINDOW for p in best_b.positions.get(n, []))]
+    far = [
+        n
+        for n in anc.numbers
+        if not any(lo - policy.WINDOW <= p < hi + policy.WINDOW for p in best_b.positions.get(n, []))
+    ]
     if far:
         return [f"number {far[0][1:]} is not where the evidence says what the claim says"]
     if len(anc.proper) >= 2 and not any(together(anc.proper, anc, b) for b in cited):
@@ -93,7 +97,7 @@ def _relation_apart(s: str, named: list[str], anc: Anchors, cited: list[Block]) 
             for k, w in zip(claim.keys[p + len(x.split()) : q], claim.words[p + len(x.split()) : q], strict=False)
             if tx.is_content(w) and k not in LIGHT
         }
-        if not rel or len(rel) > MAX_RELATION:
+        if not rel or len(rel) > policy.MAX_RELATION:
             continue  # nothing joins them, or a clause of its own
         named_keys = claim.keys[p : p + len(x.split())] + claim.keys[q : q + len(y.split())]
         need = rel | {k for k in named_keys if k not in tx.STOPWORDS}
@@ -111,7 +115,7 @@ def _negated(text: str, claim_keys: set[str]) -> int:
     # a negation counts when the first word it governs that carries meaning is one the claim says
     # ("switching branches will not update paths" for a claim about updating paths; not a later "and
     # `git commit -a` will not record paths", nor "if the former is not used")
-    heads = [[k for k in scope if k not in LIGHT][:NEGATION_HEAD] for scope in tx.negated_words(text)]
+    heads = [[k for k in scope if k not in LIGHT][: policy.NEGATION_HEAD] for scope in tx.negated_words(text)]
     return sum(1 for h in heads if not h or claim_keys.intersection(h))
 
 
@@ -152,7 +156,9 @@ def _content(words: list[str], keys: list[str]) -> list[tuple[str, str]]:
 
 def _neighbours(seq: list[str], i: int) -> set[tuple[int, str]]:
     """The words before (-1) and after (1) position i, within CROSS_REACH."""
-    return {(-1, k) for k in seq[max(0, i - CROSS_REACH) : i]} | {(1, k) for k in seq[i + 1 : i + 1 + CROSS_REACH]}
+    return {(-1, k) for k in seq[max(0, i - policy.CROSS_REACH) : i]} | {
+        (1, k) for k in seq[i + 1 : i + 1 + policy.CROSS_REACH]
+    }
 
 
 def crossed(s: str, b: Block, lo: int, hi: int) -> tuple[str, str] | None:
@@ -175,7 +181,7 @@ def crossed(s: str, b: Block, lo: int, hi: int) -> tuple[str, str] | None:
             pair = {(side, k) for side in (-1, 1) for k in (x, y)}
             straight = len((nc[x] & ne[x]) - pair) + len((nc[y] & ne[y]) - pair)
             cross = len((nc[x] & ne[y]) - pair) + len((nc[y] & ne[x]) - pair)
-            if cross - straight >= CROSS_MARGIN:
+            if cross - straight >= policy.CROSS_MARGIN:
                 word = dict((k, w) for w, k in claim)
                 return word[x], word[y]
     return None

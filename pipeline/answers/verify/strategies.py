@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import pipeline.answers.verify.policy as policy
 from pipeline.answers import words as tx
 from pipeline.answers.model import STRATEGIES, STRICT_STRATEGIES, Claim
 from pipeline.answers.verify import synonyms
@@ -18,7 +19,6 @@ from pipeline.answers.verify.anchors import (
     together,
 )
 from pipeline.answers.verify.blocks import Block
-from pipeline.answers.verify.policy import ENTITY_OTHER_MIN, ENTITY_SINGLE_MIN, PARAPHRASE_MIN, REPEAT_MAX
 from pipeline.answers.verify.sense import LIGHT as _LIGHT
 from pipeline.answers.verify.sense import sense_problems
 
@@ -73,7 +73,7 @@ def _check_sentence(s: str, cited: list[Block], whole: bool = False) -> _Result:
     if set(norm.split()) <= _VERDICT_WORDS:  # a bare "yes" / "no": it asserts nothing the evidence could
         return _Result("paraphrase", [])  # contradict lexically; never STRICT (see docs/answers.md)
     content = [w for w in tx.words(s) if tx.is_content(w)]
-    if len(content) >= 2 and len(set(content)) / len(content) <= REPEAT_MAX:
+    if len(content) >= 2 and len(set(content)) / len(content) <= policy.REPEAT_MAX:
         return _Result(
             None,
             [
@@ -143,7 +143,7 @@ def _entity(s: str, anc: Anchors, cited: list[Block]) -> str | None:
     if not found_any:
         return None
     other = [k for k in dict.fromkeys(tx.content_keys(s)) if not is_anchor_key(k, anc)]
-    need = ENTITY_OTHER_MIN if len(found_any) >= 2 else ENTITY_SINGLE_MIN
+    need = policy.ENTITY_OTHER_MIN if len(found_any) >= 2 else policy.ENTITY_SINGLE_MIN
     for b in cited:
         spots = [positions_of(a, anc, b) for a in found_any]
         if any(not p for p in spots):
@@ -168,7 +168,7 @@ def _paraphrase(s: str, anc: Anchors, cited: list[Block]) -> str | None:
     if not keys:
         return None
     for b in cited:
-        if sum(k in b.keyset for k in keys) / len(keys) >= PARAPHRASE_MIN and all(
+        if sum(k in b.keyset for k in keys) / len(keys) >= policy.PARAPHRASE_MIN and all(
             k in b.keyset or _light(k, b) for k in keys
         ):
             return "paraphrase"

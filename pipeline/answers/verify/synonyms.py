@@ -13,10 +13,10 @@ import re
 from collections.abc import Callable
 from functools import lru_cache
 
+import pipeline.answers.verify.policy as policy
 from pipeline.answers import lexicon
 from pipeline.answers import words as tx
 from pipeline.answers.verify.blocks import Block
-from pipeline.answers.verify.policy import SYNONYM_SENSES
 
 _TOKEN = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)*")
 
@@ -24,7 +24,7 @@ _TOKEN = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)*")
 @lru_cache(maxsize=65536)
 def synonym_words(word: str) -> tuple[str, ...]:
     """The one-word lemmas sharing a synset with `word`."""
-    return tuple(s for s in lexicon.synonyms(word, SYNONYM_SENSES) if s.isalpha())
+    return tuple(s for s in lexicon.synonyms(word, policy.SYNONYM_SENSES) if s.isalpha())
 
 
 def _in_block(word: str, b: Block) -> str | None:
