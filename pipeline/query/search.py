@@ -52,6 +52,7 @@ from pipeline.errors import QueryError, StoreError
 from pipeline.query.filters import compile_filter
 from pipeline.query.fusion import Passage, distinct
 from pipeline.query.hits import Hit, joined
+from pipeline.query.near import collapse
 from pipeline.query.plan import MODES, Mode, Plan, check_text, tags_to_boost
 from pipeline.query.ranking import rank
 from pipeline.query.rerank import Reranker, load_reranker, rerank_or_keep
@@ -286,7 +287,8 @@ class Searcher:
 
     def _cite(self, conn: psycopg.Connection, plan: Plan, ranked: list[Passage]) -> list[Hit]:
         """The hits: each passage's chunks read once (hits.sql), joined in document order. A chunk
-        deleted since the legs read it (a concurrent ingest), or no longer readable, is left out."""
+        deleted since the legs read it (a concurrent ingest), or no longer readable, is left out, and so
+        is a hit near-identical to a better one of another document (pipeline.query.near)."""
         ids = [f.candidate.id for p in ranked for f in p.chunks]
         rows = {
             row["chunk_id"]: row for row in self._run(conn, hits_statement(plan.may_read), {"ids": ids, **plan.abinds})
@@ -308,7 +310,7 @@ class Searcher:
                     span=span,
                 )
             )
-        return hits
+        return collapse(hits)  # a near copy of a better hit (a printable page) adds nothing
 
     def _pick_reranker(self, rerank: bool | None) -> Reranker | None:
         if rerank is False:
