@@ -7,7 +7,8 @@ Per manual: pages, pages skipped (stubs), chunks, and the share of chunks
   menu      holding a boilerplate line: a prose line (outside code, ≥ 20 characters) found on ≥ 20 %
             of the manual's pages (and ≥ 3);
   no path   with an empty heading path;
-  # marks   with a markdown heading marker line (`#`…`######` + space) in their text;
+  # marks   with a markdown heading marker line (`#`…`######` + space) outside code: a `# ` line in a
+            code block is a shell's root prompt or a comment, the page's own text;
   titled    pages whose title is not the same as ≥ 20 % of the manual's others (a generic title).
 `--baseline` parses with another html.py too (e.g. a checkout's), for a before/after in one run.
 """
@@ -41,17 +42,22 @@ def pages(spec: str, limit: int | None) -> list[Path]:
     return found[:limit] if limit else found
 
 
-def prose(text: str) -> list[str]:
-    """A chunk's lines of prose: outside code fences, long enough to be a site's rather than a word
-    many pages use ("Note", "Default:")."""
+def unfenced(text: str) -> list[str]:
+    """A chunk's lines outside code fences, stripped."""
     out, fenced = [], False
     for line in text.split("\n"):
         line = line.strip()
         if line.startswith("```"):
             fenced = not fenced
-        elif not fenced and len(line) >= MIN_LINE and not MARK.match(line):
+        elif not fenced:
             out.append(line)
     return out
+
+
+def prose(text: str) -> list[str]:
+    """A chunk's lines of prose: outside code fences, long enough to be a site's rather than a word
+    many pages use ("Note", "Default:")."""
+    return [line for line in unfenced(text) if len(line) >= MIN_LINE and not MARK.match(line)]
 
 
 def measure(files: list[Path], parse, chunker: Chunker) -> dict[str, float]:
@@ -79,7 +85,7 @@ def measure(files: list[Path], parse, chunker: Chunker) -> dict[str, float]:
         "chunks": len(chunks),
         "menu %": 100 * sum(any(ln in common for ln in prose(c.text)) for c in chunks) / n,
         "no path %": 100 * sum(not c.heading_path for c in chunks) / n,
-        "# marks %": 100 * sum(bool(MARK.search(c.text)) for c in chunks) / n,
+        "# marks %": 100 * sum(any(MARK.match(ln) for ln in unfenced(c.text)) for c in chunks) / n,
         "generic titles": sum(k for t, k in titles.items() if k >= max(3, SHARE * len(docs)) or not t),
     }
 
