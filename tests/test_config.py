@@ -157,6 +157,22 @@ def test_one_environment_name_per_setting_the_other_refused(write_config, monkey
     assert load_settings(path).search.fetch_k == 80 == env_section(SearchConfig).fetch_k
 
 
+def test_the_one_underscore_spelling_of_a_generic_name_is_refused(write_config, monkeypatch):
+    """DOCFORGE_EMBEDDING_BACKEND looks like a name of its own but the embedding section has none: it was
+    ignored in silence (docs once spelled it so); now it is refused, naming DOCFORGE_EMBEDDING__BACKEND."""
+    path = write_config([{"name": "hb", "type": "git", "repo": "."}])
+    monkeypatch.setenv("DOCFORGE_EMBEDDING_BACKEND", "onnx")
+    with pytest.raises(ConfigError) as e:
+        load_settings(path)
+    assert str(e.value) == (
+        "environment: 1 problem(s)\n"
+        "  DOCFORGE_EMBEDDING_BACKEND is not read: set DOCFORGE_EMBEDDING__BACKEND instead (embedding.backend)"
+    )
+    monkeypatch.delenv("DOCFORGE_EMBEDDING_BACKEND")
+    monkeypatch.setenv("DOCFORGE_EMBEDDING__BACKEND", "onnx")
+    assert load_settings(path).embedding.backend == "onnx"
+
+
 @pytest.mark.parametrize(
     "env, value, path, expected",
     [

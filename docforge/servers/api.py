@@ -27,13 +27,14 @@ from fastapi.responses import HTMLResponse, JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from fastapi.staticfiles import StaticFiles
 
-from docforge.servers import SearchFn, SearchHit, SearchRequest, SearchResponse, log_request, strict_json
+from docforge.servers import strict_json
 from docforge.servers.ask import AskFn, AskRequest, log_ask
 from docforge.servers.auth import Authenticator, Principal
 from docforge.servers.gate import PRINCIPAL, RETRY, Admissions, RequestGate, unavailable
 from docforge.servers.hooks import Receiver, hooks_router, is_hook
 from docforge.servers.metrics import PATH as METRICS_PATH
 from docforge.servers.metrics import AppMetrics, add_metrics
+from docforge.servers.search import SearchFn, SearchHit, SearchRequest, SearchResponse, log_request
 from docforge.servers.usage import RecordedAsk, RecordedSearch, Usage, add_gaps
 from docforge.servers.web import PageStore, add_page, is_page
 from pipeline import __version__

@@ -25,9 +25,9 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
-from docforge.servers import SearchFn, SearchHit, SearchRequest, SearchResponse, log_request
 from docforge.servers.ask import AskFn, AskRequest, log_ask
 from docforge.servers.remote import RemoteRoute
+from docforge.servers.search import SearchFn, SearchHit, SearchRequest, SearchResponse, log_request
 from pipeline import __version__, json_strict
 from pipeline.access import FULL_ACCESS, Principal
 from pipeline.answers import Answer

@@ -10,8 +10,8 @@ from typing import Annotated
 
 from fastapi import Depends, FastAPI, HTTPException, Query
 
-from docforge.servers import SearchFn, SearchRequest
 from docforge.servers.ask import AskFn, AskRequest
+from docforge.servers.search import SearchFn, SearchRequest
 from pipeline.access import FULL_ACCESS, Principal
 from pipeline.answers import Answer
 from pipeline.config import UsageConfig

@@ -20,6 +20,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from pipeline.answers import text as tx
+from pipeline.answers import words
 
 MIN_SUBJECT = 0.15  # share of the subject's IDF weight the best document must carry
 FRAME_SHARE = 0.2  # of the rest of the subject, a line naming the question's name must carry (unframed)
@@ -36,9 +37,7 @@ syntax setting settings value values name names called call
 specify specified set sets run runs write written type types""".split()
 )
 _CAPITALISED = re.compile(r"(?<![\w`])([A-Z][A-Za-z0-9]*(?:[-.][A-Za-z0-9]+)*)")
-_IDENT = re.compile(r"`([^`]+)`|(\b[A-Za-z_][\w]*(?:::|_|\.)[\w:.]*\w)")  # code spans, dotted/joined names
 _NAME = re.compile(r"[A-Z][A-Za-z]*[a-z][A-Za-z]*")  # a capitalised name with lowercase letters; not an acronym
-_QUOTED = re.compile(r"[\"“]([^\"”]{2,})[\"”]")
 
 # Kinds of value a question may ask for by its own words, and what a line holding one looks like: the
 # verifier's deflection check (an answer to "how many" that holds no number does not answer it). The
@@ -90,11 +89,12 @@ def question_words(question: str) -> list[str]:
 
 
 def hard_anchors(question: str) -> list[str]:
-    """Proper nouns (capitalised, not the question's first word), code identifiers, quoted strings."""
-    out: list[str] = []
-    for m in _IDENT.finditer(question):
-        out.append(next(g for g in m.groups() if g))
-    out += _QUOTED.findall(question)
+    """Proper nouns (capitalised, not the question's first word), code identifiers, quoted strings, in
+    the order the question has them (the identifiers and quotes of pipeline.answers.words)."""
+    found: list[tuple[int, str]] = [
+        (m.start(), m.group(1) or m.group(2) or m.group(0)) for m in words.IDENT.finditer(question)
+    ]
+    found += [(m.start(), m.group(1)) for m in words.QUOTED.finditer(words.ascii_quotes(question))]
     first = True
     for m in _CAPITALISED.finditer(question):
         w = m.group(1)
@@ -106,8 +106,8 @@ def hard_anchors(question: str) -> list[str]:
             continue
         if w in {"I", "I'm", "I've"} or w.lower() in tx.STOPWORDS:
             continue
-        out.append(w)
-    return list(dict.fromkeys(a for a in out if tx.words(a)))
+        found.append((m.start(), w))
+    return list(dict.fromkeys(a for _, a in sorted(found, key=lambda f: f[0]) if tx.words(a)))
 
 
 def subject(question: str, idf: dict[str, float] | None = None, absent: Iterable[str] = ()) -> Subject:

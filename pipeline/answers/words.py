@@ -70,6 +70,11 @@ _QUOTES = str.maketrans(
 )
 
 
+def ascii_quotes(text: str) -> str:
+    """Typographic quotes as ASCII ones, case kept: what QUOTED reads."""
+    return text if text.isascii() else text.translate(_QUOTES)
+
+
 @lru_cache(maxsize=8192)
 def fold(text: str) -> str:
     """Unicode-fold: NFKC, typographic quotes and dashes to ASCII, diacritics dropped, casefolded."""

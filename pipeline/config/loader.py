@@ -169,14 +169,17 @@ def env_section(cls: type[S]) -> S:
 def _refuse_other_spellings(only: str | None = None) -> None:
     """Each key has one environment name: its section's own (`DOCFORGE_SEARCH_FETCH_K`) where the section
     has them, else the generic `DOCFORGE_<SECTION>__<KEY>`. The generic name of a key with its own is
-    refused, naming the right one, rather than read: one spelling per setting in a deployment."""
-    wrong = [
-        f"  {generic} is not read: set {own[0]} instead ({name}.{key})"
-        for name, cls in sections().items()
-        if only in (None, name)
-        for key in cls.model_fields
-        if (own := cls.env_names(key)) and first_set((generic := generic_name(name, key),))
-    ]
+    refused, naming the right one, rather than read: one spelling per setting in a deployment. So is
+    `DOCFORGE_<SECTION>_<KEY>` of a key without its own, which would otherwise be ignored in silence."""
+    wrong = []
+    for name, cls in sections().items():
+        if only not in (None, name):
+            continue
+        for key in cls.model_fields:
+            right = own[0] if (own := cls.env_names(key)) else generic_name(name, key)
+            other = generic_name(name, key) if own else f"DOCFORGE_{name}_{key}".upper()
+            if first_set((other,)):
+                wrong.append(f"  {other} is not read: set {right} instead ({name}.{key})")
     if wrong:
         raise ConfigError("\n".join([f"environment: {len(wrong)} problem(s)", *wrong]))
 

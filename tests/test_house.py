@@ -1,0 +1,119 @@
+"""House rules a reviewer should not have to check by eye: package `__init__`s only re-export, core
+modules stay small, no large file is tracked outside tests/, migrations are numbered 1..n once each,
+and the import graph, package `__init__`s included, has no cycle (test_layers.py holds the contracts
+that keep it so; this walks the whole graph, so a cycle no contract foresaw fails here too)."""
+
+from __future__ import annotations
+
+import ast
+import re
+import subprocess
+from pathlib import Path
+
+import grimp
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("pipeline", "assets", "resources", "orchestration", "docforge")
+CORE_MAX_LINES = 400  # docs/architecture.md: a core module past this is two concerns
+TRACKED_MAX_BYTES = 1 << 20  # data worth more than 1 MB belongs in ../shared/data, not in git
+LAZY_EXPORT = "__getattr__"  # a module-level __getattr__ that imports on first use is still a re-export
+
+
+def tracked(pattern: str) -> list[Path]:
+    out = subprocess.run(["git", "ls-files", pattern], cwd=ROOT, capture_output=True, text=True, check=True)
+    return [ROOT / p for p in out.stdout.split()]
+
+
+def test_package_inits_only_re_export():
+    defining = {}
+    for init in tracked("*__init__.py"):
+        tree = ast.parse(init.read_text(), str(init))
+        names = [
+            n.name
+            for n in tree.body
+            if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and n.name != LAZY_EXPORT
+        ]
+        if names:
+            defining[str(init.relative_to(ROOT))] = names
+    assert not defining, f"move these into a module named for what they do: {defining}"
+
+
+def test_no_core_module_is_too_long():
+    long = {
+        str(p.relative_to(ROOT)): n
+        for p in tracked("pipeline/*.py")
+        if (n := len(p.read_text().splitlines())) > CORE_MAX_LINES
+    }
+    assert not long, f"split these (over {CORE_MAX_LINES} lines): {long}"
+
+
+def test_no_large_file_is_tracked_outside_tests():
+    large = {
+        str(p.relative_to(ROOT)): s
+        for p in tracked("*")
+        if p.relative_to(ROOT).parts[0] != "tests" and p.is_file() and (s := p.stat().st_size) > TRACKED_MAX_BYTES
+    }
+    assert not large, f"tracked files over {TRACKED_MAX_BYTES} bytes: {large}"
+
+
+def test_migrations_are_numbered_contiguously_once_each():
+    names = sorted(p.name for p in (ROOT / "pipeline/store/migrations").glob("*.sql"))
+    numbers = [int(m.group(1)) for n in names if (m := re.match(r"(\d+)_", n))]
+    assert len(numbers) == len(names), f"a migration without a number: {names}"
+    assert numbers == list(range(1, len(numbers) + 1)), f"gaps or duplicates: {numbers}"
+
+
+def cycles(graph: grimp.ImportGraph) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    found = []
+    for start in sorted(graph.modules):
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph.find_modules_directly_imported_by(start))))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on.add(start)
+        while work:
+            node, edges = work[-1]
+            nxt = next((m for m in edges if m in graph.modules), None)
+            if nxt is None:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    comp = []
+                    while True:
+                        m = stack.pop()
+                        on.discard(m)
+                        comp.append(m)
+                        if m == node:
+                            break
+                    if len(comp) > 1:
+                        found.append(sorted(comp))
+            elif nxt not in index:
+                index[nxt] = low[nxt] = len(index)
+                stack.append(nxt)
+                on.add(nxt)
+                work.append((nxt, iter(sorted(graph.find_modules_directly_imported_by(nxt)))))
+            elif nxt in on:
+                low[node] = min(low[node], index[nxt])
+    return found
+
+
+def test_cycle_finder_finds_a_cycle(tmp_path, monkeypatch):
+    pkg = tmp_path / "loop"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("from loop.a import x\n")
+    (pkg / "a.py").write_text("import loop\nx = 1\n")
+    (pkg / "b.py").write_text("x = 2\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert cycles(grimp.build_graph("loop", cache_dir=None)) == [["loop", "loop.a"]]
+
+
+def test_no_import_cycle_anywhere():
+    found = cycles(grimp.build_graph(*PACKAGES, cache_dir=None))
+    assert not found, f"import cycles: {found}"
