@@ -44,6 +44,16 @@ def test_a_claim_that_repeats_one_evidence_word_is_refused_with_a_reason():
         ("10 s", ["#10", "s"]),
         ("nine point five", ["#9.5"] * 3),
         ("one two", ["#1", "#2"]),  # two numbers, not one
+        ("half an hour", ["#1800", "an", "s"]),  # durations in seconds
+        ("30 minutes", ["#1800", "s"]),
+        ("one day", ["#86400", "s"]),
+        ("24 hours", ["#86400", "s"]),
+        ("a week", ["#604800", "s"]),
+        ("7 days", ["#604800", "s"]),
+        ("800 ms", ["#0.8", "s"]),
+        ("ten percent", ["#10", "percent"]),
+        ("10 %", ["#10", "percent"]),
+        ("a b", ["a", "b"]),  # an article before a unit's letter is no count
     ],
 )
 def test_numbers_and_units_read_the_same_however_written(text, keys):
@@ -56,6 +66,16 @@ def test_numbers_written_another_way_are_supported_and_changed_ones_are_not():
     assert ok("The timeout defaults to ten seconds.", ev)
     assert not ok("The buffer defaults to 32 KiB.", ev)
     assert not ok("The timeout defaults to ten minutes.", ev)
+
+
+def test_durations_and_percentages_written_another_way_are_supported():
+    ev = "Keep the canary for 30 minutes. Old keys stay for 24 hours. Sampling keeps 10 % of requests."
+    assert ok("Keep the canary for half an hour.", ev)
+    assert ok("Old keys stay for one day.", ev)
+    assert ok("Sampling keeps ten percent of requests.", ev)
+    assert not ok("Keep the canary for an hour.", ev)
+    assert not ok("Old keys stay for a week.", ev)
+    assert not ok("Sampling keeps twenty percent of requests.", ev)
 
 
 def test_identifiers_must_match_exactly():

@@ -75,7 +75,22 @@ UNITS = {
         "min": "min mins minute minutes",
         "h": "h hr hrs hour hours",
         "day": "d day days",
+        "week": "wk wks week weeks",
         "percent": "percent pct",
     }.items()
     for form in forms.split()
 }
+# Durations read in one unit, so "half an hour", "30 minutes" and "1800 s" are the same number: the key
+# of a number with one of these units is its value times the factor, and the unit's key the base.
+CONVERSIONS = {
+    "ns": ("s", 1e-9),
+    "us": ("s", 1e-6),
+    "ms": ("s", 1e-3),
+    "s": ("s", 1.0),
+    "min": ("s", 60.0),
+    "h": ("s", 3600.0),
+    "day": ("s", 86400.0),
+    "week": ("s", 604800.0),
+}
+# "a week", "an hour": the article counts one of a spelt-out unit; "half an hour" reads past it.
+ARTICLES = frozenset({"a", "an"})

@@ -17,7 +17,13 @@ from functools import lru_cache
 import snowballstemmer
 
 from pipeline.answers import lexicon
-from pipeline.answers.numbers import NUMBER_WORDS, ORDINALS, UNITS  # noqa: F401 (part of this module's API)
+from pipeline.answers.numbers import (  # noqa: F401 (part of this module's API)
+    ARTICLES,
+    CONVERSIONS,
+    NUMBER_WORDS,
+    ORDINALS,
+    UNITS,
+)
 from pipeline.answers.sentences import prose_blocks, split_sentences  # noqa: F401 (part of this module's API)
 
 # Function words that carry no claim of their own. Negations, numbers and
@@ -114,7 +120,7 @@ def words(text: str) -> list[str]:
 
 @lru_cache(maxsize=16384)
 def _words(text: str) -> tuple[str, ...]:  # a claim's sentence is read by several checks
-    return tuple(_WORD.findall(fold(text)))
+    return tuple(_WORD.findall(fold(text).replace("%", " percent ")))  # "10 %" reads as "ten percent"
 
 
 _SNOWBALL = snowballstemmer.stemmer("english")
@@ -182,8 +188,16 @@ def _keys(tokens: tuple[str, ...]) -> tuple[str, ...]:
         j, value = _number_run(tokens, i) if tokens[i] in _COMPOSABLE else (i + 1, 0.0)
         if j > i + 1:
             out[i:j] = [f"#{value:g}"] * (j - i)
-        if out[i].startswith("#") and j < n and tokens[j] in UNITS:
-            out[j] = UNITS[tokens[j]]
+        u = j + 1 if j + 1 < n and tokens[j] in ARTICLES and out[i].startswith("#") else j  # "half an hour"
+        if tokens[i] in ARTICLES and j < n and len(tokens[j]) > 2 and UNITS.get(tokens[j]) in CONVERSIONS:
+            out[i] = "#1"  # "a week", "an hour"
+        if out[i].startswith("#") and u < n and tokens[u] in UNITS:
+            out[u] = UNITS[tokens[u]]
+            if out[u] in CONVERSIONS and not out[i].endswith("th"):
+                base, factor = CONVERSIONS[out[u]]
+                out[i:j] = [f"#{float(out[i][1:]) * factor:.6g}"] * (j - i)
+                out[u] = base
+            j = max(j, u)  # the article of "half an hour" is not "an hour" again
         i = max(j, i + 1)
     return tuple(out)
 

@@ -197,6 +197,8 @@ def _why_not(s: str, cited: list[Block]) -> str:
     if not keys:
         return "nothing checkable: no content words"
     best = max(cited, key=lambda b: sum(k in b.keyset for k in keys))
-    missing = [w for w in dict.fromkeys(tx.words(s)) if tx.is_content(w) and tx.key(w) not in best.keyset]
-    share = 1 - len({tx.key(w) for w in missing}) / len(keys)
+    ws = tx.words(s)  # keys in context: "five minutes" is #300 s
+    gone = {w: k for w, k in zip(ws, tx.keys(ws), strict=True) if tx.is_content(w) and k not in best.keyset}
+    missing = list(gone)
+    share = 1 - len(set(gone.values())) / len(keys)
     return f"not supported: {share:.0%} of its words are in the cited evidence (missing: {', '.join(missing[:6])})"

@@ -3,7 +3,8 @@ WordNet synsets ("chiefly" → "primarily" when the evidence says "primarily").
 
 The reworded claim then goes through the same checks as any reworded claim (every content word, number,
 name and identifier accounted for; polarity; roles), so a synonym can only stand in for a word, never make
-a claim pass that says something else. Numbers, stopwords, negations and identifiers are never replaced.
+a claim pass that says something else. Numbers, units (read with their number), stopwords, negations and
+identifiers are never replaced.
 Without WordNet (pipeline.answers.lexicon.available() false) the claim is returned unchanged.
 """
 
@@ -46,7 +47,13 @@ def in_evidence_words(s: str, cited: list[Block], allowed: Callable[[str, Block]
     out, last, replaced = [], 0, False
     for m in _TOKEN.finditer(s):
         folded = tx.fold(m.group(0))
-        if not tx.is_content(folded) or folded in tx.NEGATIONS or folded in tx.NUMBER_WORDS or folded in idents:
+        if (
+            not tx.is_content(folded)
+            or folded in tx.NEGATIONS
+            or folded in tx.NUMBER_WORDS
+            or folded in tx.UNITS
+            or folded in idents
+        ):
             continue
         k = tx.key(folded)
         if any(k in b.keyset or allowed(k, b) for b in cited):
