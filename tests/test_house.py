@@ -117,3 +117,16 @@ def test_cycle_finder_finds_a_cycle(tmp_path, monkeypatch):
 def test_no_import_cycle_anywhere():
     found = cycles(grimp.build_graph(*PACKAGES, cache_dir=None))
     assert not found, f"import cycles: {found}"
+
+
+def test_every_data_file_of_a_package_ships_in_the_wheel():
+    """A file a package reads at run time (SQL, parameters, the page) is in pyproject's package-data: an
+    install that is not editable (the API image) has only what the wheel holds."""
+    import fnmatch
+    import tomllib
+
+    data = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
+    globs = [f"{pkg.replace('.', '/')}/{g}" for pkg, gs in data.items() for g in gs]
+    files = [p.relative_to(ROOT).as_posix() for pkg in PACKAGES for p in tracked(f"{pkg}/*") if p.suffix != ".py"]
+    assert files, "no data files found: the test reads nothing"
+    assert [f for f in files if not any(fnmatch.fnmatch(f, g) for g in globs)] == []
