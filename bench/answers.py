@@ -68,7 +68,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 DATA = ROOT.parent / "shared" / "data"
 
-from pipeline.answers import text as tx  # noqa: E402
+from pipeline.answers import words as tx  # noqa: E402
 from pipeline.answers.verify import verify  # noqa: E402
 
 # Dev questions over the rfcs corpus, asked as a user would (not titles), with the RFC that answers them.

@@ -39,7 +39,7 @@ def _evidence(pointer: str, text: str, blocks=(), title: str = "T", section: str
 
 def _bag(texts):
     """A deterministic embedding: a normalised bag of word keys, hashed into 64 slots."""
-    from pipeline.answers import text as tx
+    from pipeline.answers import words as tx
 
     out = []
     for t in texts:

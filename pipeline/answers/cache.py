@@ -25,7 +25,7 @@ from typing import Any
 import psycopg
 from psycopg.types.json import Jsonb
 
-from pipeline.answers import text as tx
+from pipeline.answers import words as tx
 
 CANON_VERSION = "1"
 KEY_VERSION = "1"

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pipeline.answers import features as ft
-from pipeline.answers import text as tx
+from pipeline.answers import words as tx
 from pipeline.answers.model import Evidence
 from pipeline.answers.params import Params
 from pipeline.answers.subject import CorpusStats

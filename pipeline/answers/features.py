@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pipeline.answers import text as tx
+from pipeline.answers import words as tx
 from pipeline.answers.subject import hard_anchors
 from pipeline.answers.units import Unit
 

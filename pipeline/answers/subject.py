@@ -19,8 +19,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from pipeline.answers import text as tx
-from pipeline.answers import words
+from pipeline.answers import words as tx
 
 MIN_SUBJECT = 0.15  # share of the subject's IDF weight the best document must carry
 FRAME_SHARE = 0.2  # of the rest of the subject, a line naming the question's name must carry (unframed)
@@ -92,9 +91,9 @@ def hard_anchors(question: str) -> list[str]:
     """Proper nouns (capitalised, not the question's first word), code identifiers, quoted strings, in
     the order the question has them (the identifiers and quotes of pipeline.answers.words)."""
     found: list[tuple[int, str]] = [
-        (m.start(), m.group(1) or m.group(2) or m.group(0)) for m in words.IDENT.finditer(question)
+        (m.start(), m.group(1) or m.group(2) or m.group(0)) for m in tx.IDENT.finditer(question)
     ]
-    found += [(m.start(), m.group(1)) for m in words.QUOTED.finditer(words.ascii_quotes(question))]
+    found += [(m.start(), m.group(1)) for m in tx.QUOTED.finditer(tx.ascii_quotes(question))]
     first = True
     for m in _CAPITALISED.finditer(question):
         w = m.group(1)

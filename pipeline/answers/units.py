@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from pipeline.answers import text as tx
+from pipeline.answers import words as tx
 from pipeline.answers.model import Evidence
 
 MAX_WORDS = 80  # a longer list item or definition is split into its sentences

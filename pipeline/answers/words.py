@@ -40,8 +40,11 @@ where whether which while who whom whose why will with within would yet you your
 how s t d ll m re ve e g eg ie i.e e.g also already still however therefore instead rather
 """.split()
 )
-NEGATIONS = frozenset(
-    """not no never none nobody nothing neither nor cannot without n't isn't aren't wasn't
+# Words that turn round what follows them: a passage right after one is not asserted ("not <span>").
+NEGATORS = frozenset("not no never cannot nor without".split())
+# Every word that negates: the negators, negative pronouns, contractions, and verbs of failing or lacking.
+NEGATIONS = NEGATORS | frozenset(
+    """none nobody nothing neither n't isn't aren't wasn't
 weren't don't doesn't didn't won't wouldn't can't couldn't shouldn't mustn't hasn't haven't hadn't
 unable fails fail failed lacks lack""".split()
 )

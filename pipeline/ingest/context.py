@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass, field, fields, replace
@@ -162,13 +161,6 @@ def fingerprint_of(emb: TextEmbedder, chunking: ChunkingConfig) -> Fingerprint:
     return Fingerprint(
         fingerprint(emb.model_id, emb.document_window, chunking.max_tokens, chunking.overlap_tokens), emb.model_id
     )
-
-
-@contextmanager
-def stopwatch():
-    t = [time.perf_counter(), 0.0]
-    yield t
-    t[1] = time.perf_counter() - t[0]
 
 
 def record_failures(conn: psycopg.Connection, source: str, failures: list[Failure], run_id: str) -> None:

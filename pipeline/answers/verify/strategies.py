@@ -31,7 +31,6 @@ mentioned read reads according rfc document documentation section evidence text 
 phrase term define defines defined refer refers referred specify specifies specified""".split()
 )
 _VERDICT_WORDS = frozenset({"yes", "no", "true", "false", "correct", "incorrect", "right", "wrong"})
-_NEG_BEFORE = frozenset({"not", "no", "never", "cannot", "nor", "without"})
 
 
 @dataclass
@@ -130,7 +129,7 @@ def _span(norm: str, cited: list[Block]) -> str | None:
             i = hay.find(norm)
             while i >= 0:
                 before = hay[max(0, i - 40) : i].split()[-2:]
-                if not _NEG_BEFORE.intersection(before) and not any(
+                if not tx.NEGATORS.intersection(before) and not any(
                     w.endswith("nt") and w[:-2] + "n't" in tx.NEGATIONS for w in before
                 ):
                     return "span"
