@@ -156,3 +156,19 @@ def test_the_claims_bench_smoke_mode_runs():
     )
     assert out.returncode == 0, out.stderr
     assert "[fit] all" in out.stdout and "[report] all" in out.stdout
+
+
+def test_the_answer_layer_stems_words_as_the_keyword_index_does(database_url):
+    """One stemmer: every word of this project's own docs gets the stem Postgres' English Snowball gives it,
+    so a word means the same in the keyword index and in the verifier."""
+    import psycopg
+
+    text = (Path(__file__).parents[1] / "docs" / "answers.md").read_text()
+    vocab = sorted({w for w in tx.words(text) if w.isalpha() and len(w) > 2 and lexicon.irregular_base(w) is None})
+    assert len(vocab) > 1000
+    with psycopg.connect(database_url) as conn:
+        rows = conn.execute("SELECT w, ts_lexize('english_stem', w) FROM unnest(%s::text[]) AS w", (vocab,)).fetchall()
+    theirs = {w: lex[0] for w, lex in rows if lex}  # stopwords have no lexeme
+    assert len(theirs) > 0.8 * len(vocab)
+    differ = {w: (tx.stem(w), s) for w, s in theirs.items() if tx.stem(w) != s}
+    assert not differ, differ
