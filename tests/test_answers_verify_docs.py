@@ -107,6 +107,28 @@ def test_the_passive_voice_of_the_evidence_supports_the_active_claim():
     assert mode("The proxy listens on port 8443 and Envoy terminates TLS.", ev) == "HYBRID"
 
 
+def test_a_passive_claim_keeps_the_roles_of_the_active_evidence():
+    ev = "The script restarts the systemd unit payments.service after the drain."
+    assert mode("The payments.service unit is restarted by the script after the drain.", ev) == "HYBRID"
+    assert not ok("The script is restarted by the payments.service unit after the drain.", ev)
+
+
+def test_a_quoted_string_must_occur_as_written():
+    ev = 'It splits a mbox file into a list of files: "0001" "0002" .. in the specified directory.'
+    assert ok('It splits a mbox file into a list of files "0001", "0002" in the specified directory.', ev)
+    out = verify_request({"answer": 'It splits a mbox file into files "001", "002".', "evidence": ev})
+    assert not out["verified"] and "the quoted '001' is not in the cited evidence" in out["claims"][0]["violations"]
+
+
+@needs_wordnet
+def test_two_words_read_as_one_wordnet_lemma():
+    assert mode("The null value stands for an unknown value.", "The null value represents an unknown value.") == (
+        "HYBRID"
+    )
+    assert ok("This needs to be done only one time.", "Obviously, this needs to be done only once.")
+    assert not ok("The null value stands for a known value.", "The null value represents an unknown value.")
+
+
 @pytest.mark.parametrize(
     ("claim", "evidence"),
     [

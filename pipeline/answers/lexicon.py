@@ -116,6 +116,18 @@ def base_forms(word: str) -> tuple[tuple[str, str], ...]:
     return tuple(out)
 
 
+def _lemmas(word: str, then: str) -> list[tuple[str, str]]:
+    """(pos, lemma) pairs for `word` and `then` read as one lemma ("stands", "for" → verb "stand_for")."""
+    if not available() or not word.isalpha() or not then.isalpha():
+        return []
+    out = []
+    for pos in POS:
+        cands = [word, *_exceptions(pos).get(word, ())]
+        cands += [word[: -len(s)] + e for s, e in _RULES[pos] if word.endswith(s) and len(word) > len(s) + 1]
+        out += [(pos, f"{c}_{then}") for c in dict.fromkeys(cands) if synsets(f"{c}_{then}", pos)]
+    return out
+
+
 def irregular_base(word: str) -> str | None:
     """The base form the `*.exc` lists give an irregular verb form ("wrote" → "write"), else None."""
     if not available():
@@ -125,12 +137,13 @@ def irregular_base(word: str) -> str | None:
 
 
 @lru_cache(maxsize=65536)
-def synonyms(word: str, senses: int = 0) -> frozenset[str]:
+def synonyms(word: str, senses: int = 0, then: str = "") -> frozenset[str]:
     """Every word sharing a synset with `word` (itself left out), multi-word lemmas as words joined by
     spaces. With `senses`, only synsets among the first `senses` of both words (WordNet lists a word's
-    senses most frequent first): "realize" and "make" share a rare sense, not a common one."""
+    senses most frequent first): "realize" and "make" share a rare sense, not a common one. With `then`,
+    of the two words as one lemma ("stands" then "for": "stand for", whose synonyms hold "represent")."""
     out: set[str] = set()
-    for pos, base in base_forms(word):
+    for pos, base in _lemmas(word, then) if then else base_forms(word):
         offsets = synsets(base, pos)
         for off in offsets[:senses] if senses else offsets:
             for w in _words(pos, off):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pipeline.answers.verify.policy as policy
 from pipeline.answers import words as tx
@@ -21,6 +21,7 @@ class Anchors:
     idents: list[str]  # normalised code identifiers
     dates: list[tuple[int, int | None, int]]
     exact: list[str]  # the identifiers as written (folded): each must occur so, not inside a longer one
+    quoted: list[str] = field(default_factory=list)  # "…"-quoted text (normalised): a quote is verbatim
 
     @property
     def all(self) -> list[str]:
@@ -39,7 +40,8 @@ def anchors(sentence: str) -> Anchors:
             continue
         if k not in numbers:
             numbers.append(k)
-    return Anchors(proper, numbers, idents, find_dates(folded_raw), exact)
+    quoted = [q for m in tx.QUOTED.finditer(folded_raw) if (q := tx.normalise(m.group(1)).strip())]
+    return Anchors(proper, numbers, idents, find_dates(folded_raw), exact, quoted)
 
 
 def proper_nouns(sentence: str) -> list[str]:
@@ -138,6 +140,9 @@ def anchor_problems(anc: Anchors, cited: list[Block]) -> list[str]:
     for ident in anc.exact:
         if not any(tx.ident_in(ident, b.folded_plain) or tx.ident_in(ident, b.folded) for b in cited):
             problems.append(f"identifier {ident!r} is not in the cited evidence")
+    for q in anc.quoted:  # quotation marks say "these very words": "001" is not "0001"
+        if not any(f" {q} " in f" {hay} " for b in cited for hay in (b.norm, b.norm_plain)):
+            problems.append(f"the quoted {q!r} is not in the cited evidence")
     if anc.proper and not any(name_in(p, b) for p in anc.proper for b in cited):
         problems.append(f"none of its names ({', '.join(anc.proper)}) is in the cited evidence")
     return problems

@@ -17,13 +17,15 @@ from typing import Any
 
 from pipeline.answers import params as _params
 
-POLICY_VERSION = "6"  # 2: the question-aware layer (addresses_question, deflection → HYBRID); no new content word
+POLICY_VERSION = "7"  # 2: the question-aware layer (addresses_question, deflection → HYBRID); no new content word
 # 3: roles — a name's words in order, who did what ("directed by X"), a relation said of both names in one sentence
 # 4: framing — an answer to a question framed by a name ("in Haskell") is a deflection unless a claim speaks of both
 # 5: documentation — numbers and units however written, exact identifiers, WordNet synonyms, a word's company
 #    (swapped roles), negation by clause, degenerate claims refused; the trivia rule on the order of a
 #    person's names is gone
 # 6: durations read in seconds ("half an hour" = "30 minutes"), % read as percent
+# 7: voice (a passive claim's roles read as the active evidence's), a quote is verbatim, two words as one
+#    WordNet lemma ("stands for" = "represents", "one time" = "once")
 _V = _params.verifier()
 PARAPHRASE_MIN: float = float(_V["paraphrase_min"])
 ENTITY_OTHER_MIN: float = float(_V["entity_other_min"])

@@ -59,7 +59,7 @@ def sense_problems(s: str, anc: Anchors, cited: list[Block]) -> list[str]:
     first = re.match(r"\s*([A-Z][\w'’-]+)", s)  # a capital at the start may be a name too
     if first and first.group(1).lower() not in tx.STOPWORDS and tx.normalise(first.group(1)).strip() not in named:
         named = [tx.normalise(first.group(1)).strip()] + named
-    if pair := crossed(s, best_b, lo, hi):
+    if pair := crossed(*_same_voice(s, best_b, lo, hi)):
         return [f"{pair[0]!r} and {pair[1]!r} trade places against the evidence"]
     if len(named) >= 2 and _swapped(s, named, anc, best_b, lo, hi):
         return ["names appear in swapped roles in the evidence"]
@@ -159,6 +159,33 @@ def _neighbours(seq: list[str], i: int) -> set[tuple[int, str]]:
     return {(-1, k) for k in seq[max(0, i - policy.CROSS_REACH) : i]} | {
         (1, k) for k in seq[i + 1 : i + 1 + policy.CROSS_REACH]
     }
+
+
+# A passive clause and its agent: "<patient> is <verb> by <agent>[ when/if/for … ]". Said in the active voice
+# ("<agent> <verb> <patient> …"), each word keeps the company it has in an active sentence.
+_PASSIVE = re.compile(
+    r"^(?P<patient>.+?)\s+(?:is|are|was|were|be|been|being|gets|get|got)\s+(?:\w+ly\s+)?(?P<verb>[^\W\d]+)"
+    r"\s+by\s+(?P<agent>[^,;:]+?)(?P<rest>\s+(?:when|if|unless|after|before|while|because|for|on|in|at)\b.*)?$",
+    re.I,
+)
+
+
+def active(sentence: str) -> str | None:
+    """`sentence` in the active voice when it is one passive clause with its agent ("The unit is restarted by
+    the script" → "the script restarted The unit"), else None."""
+    m = _PASSIVE.match(sentence.strip().rstrip("."))
+    return f"{m['agent']} {m['verb']} {m['patient']}{m['rest'] or ''}" if m else None
+
+
+def _same_voice(s: str, b: Block, lo: int, hi: int) -> tuple[str, Block, int, int]:
+    """The claim and its evidence sentence in one voice: a passive one of the two said actively."""
+    claim, evidence = active(s), active(b.sentence_text(lo, hi))
+    if claim and not evidence:
+        return claim, b, lo, hi
+    if evidence and not claim:
+        other = Block(evidence)
+        return s, other, 0, len(other.words)
+    return s, b, lo, hi
 
 
 def crossed(s: str, b: Block, lo: int, hi: int) -> tuple[str, str] | None:

@@ -23,15 +23,16 @@ _TOKEN = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)*")
 
 
 @lru_cache(maxsize=65536)
-def synonym_words(word: str) -> tuple[str, ...]:
-    """The one-word lemmas sharing a synset with `word`."""
-    return tuple(s for s in lexicon.synonyms(word, policy.SYNONYM_SENSES) if s.isalpha())
+def synonym_words(word: str, then: str = "") -> tuple[str, ...]:
+    """The one-word lemmas sharing a synset with `word` (with `then`: with the two words as one lemma, in any of
+    its senses: a two-word lemma names few things, "stand for" is "represent" in its second)."""
+    return tuple(s for s in lexicon.synonyms(word, 0 if then else policy.SYNONYM_SENSES, then) if s.isalpha())
 
 
-def _in_block(word: str, b: Block) -> str | None:
-    """A key of the block that a synonym of `word` has (only synonyms that begin as one of the block's
-    keys are stemmed: a stem keeps a word's first letters)."""
-    for s in synonym_words(word):
+def _in_block(word: str, b: Block, then: str = "") -> str | None:
+    """A key of the block that a synonym of `word` (of `word then`) has (only synonyms that begin as one of
+    the block's keys are stemmed: a stem keeps a word's first letters)."""
+    for s in synonym_words(word, then):
         if s[:3] in b.key_prefixes and (k := tx.key(s)) in b.keyset:
             return k
     return None
@@ -39,14 +40,23 @@ def _in_block(word: str, b: Block) -> str | None:
 
 def in_evidence_words(s: str, cited: list[Block], allowed: Callable[[str, Block], bool]) -> str | None:
     """The claim with each word the cited blocks lack (and `allowed` does not let through) replaced by a
-    block word of one of its synsets; None when one such word has none (the claim cannot pass so: the
-    checks want every word accounted for) or nothing was replaced."""
+    block word of one of its synsets — or, with the word after it, of the synsets of the two as one lemma
+    ("stands for" → "represents", "one time" → "once") — None when one such word has none (the claim
+    cannot pass so: the checks want every word accounted for) or nothing was replaced."""
     if not lexicon.available():
         return None
     idents = " ".join(tx.identifiers(s))
     out, last, replaced = [], 0, False
-    for m in _TOKEN.finditer(s):
+    tokens = list(_TOKEN.finditer(s))
+    i = 0
+    while i < len(tokens):
+        m = tokens[i]
         folded = tx.fold(m.group(0))
+        if pair := _as_one_lemma(s, tokens, i, cited, allowed):
+            out += [s[last : m.start()], pair[0]]
+            last, replaced, i = pair[1], True, i + 2
+            continue
+        i += 1
         if (
             not tx.is_content(folded)
             or folded in tx.NEGATIONS
@@ -64,3 +74,24 @@ def in_evidence_words(s: str, cited: list[Block], allowed: Callable[[str, Block]
         out += [s[last : m.start()], hit[0].word_of(hit[1])]
         last, replaced = m.end(), True
     return "".join(out) + s[last:] if replaced else None
+
+
+def _as_one_lemma(
+    s: str, tokens: list[re.Match[str]], i: int, cited: list[Block], allowed: Callable[[str, Block], bool]
+) -> tuple[str, int] | None:
+    """A block word for tokens i and i + 1 read as one WordNet lemma, when one of the two is a word the
+    blocks lack, and where the two-word span ends; else None."""
+    if i + 1 >= len(tokens) or s[tokens[i].end() : tokens[i + 1].start()] != " ":
+        return None
+    first, then = tx.fold(tokens[i].group(0)), tx.fold(tokens[i + 1].group(0))
+    if first in tx.NEGATIONS or then in tx.NEGATIONS:
+        return None
+    lacking = [
+        w
+        for w in (first, then)
+        if tx.is_content(w) and not any((k := tx.key(w)) in b.keyset or allowed(k, b) for b in cited)
+    ]
+    if not lacking:
+        return None
+    hit = next(((b, h) for b in cited if (h := _in_block(first, b, then))), None)
+    return (hit[0].word_of(hit[1]), tokens[i + 1].end()) if hit else None
