@@ -336,3 +336,46 @@ def test_identical_pages_take_one_place_in_results(tmp_path, write_config, datab
             hits = s.search("how does vacuum freeze transaction ids", 5, mode)
             assert [h.section for h in hits][:1] == ["Vacuum > Freezing"], mode
             assert sum("freezes old row versions" in h.text for h in hits) == 1, mode
+
+
+def test_an_index_page_is_kept_but_ranks_below_the_page_it_points_at(
+    tmp_path, write_config, database_url, embedder, monkeypatch
+):
+    """A page that is mostly links (a sitemap) is indexed with its link share and, in hybrid search,
+    scores index_weight × what it would score as content, so the page holding the answer comes first."""
+    links = "".join(
+        f'<li><a href="{p}.html">{t}</a></li>'
+        for p, t in [
+            ("vacuum", "Vacuum: freezing transaction ids"),
+            ("backup", "Backups and restore"),
+            ("wal", "Write-ahead log"),
+            ("locks", "Explicit locking"),
+        ]
+    )
+    pages = {
+        "sitemap.html": f"<html><body><h1>Site map</h1><ul>{links}</ul></body></html>",
+        "vacuum.html": "<html><body><h1>Vacuum</h1><h2>Freezing</h2><p>Routine vacuuming freezes old row "
+        "versions so that transaction ids can wrap around safely; run it at least once every two billion "
+        "transactions.</p></body></html>",
+        "backup.html": "<html><body><h1>Backups</h1><p>Dump the cluster nightly and keep a week of dumps.</p>"
+        "</body></html>",
+    }
+    root = tmp_path / "manual"
+    write_files(root, pages)
+    config = write_config([{"name": "m", "type": "directory", "path": str(root)}])
+    ingest_source(IngestContext(load_settings(config), url=database_url, embedder=embedder), "m")
+    with psycopg.connect(database_url) as conn:
+        share = dict(conn.execute("SELECT uri, (meta->>'link_share')::real FROM documents").fetchall())
+    assert share["sitemap.html"] >= 0.9 and (share["vacuum.html"] or 0) == 0, share
+
+    def scores(weight: str) -> dict[str, float]:
+        monkeypatch.setenv("DOCFORGE_SEARCH_INDEX_WEIGHT", weight)
+        settings = load_settings(config)
+        with Searcher(settings, url=database_url, embedder=embedder, reranker=None) as s:
+            hits = s.search("vacuum freezing transaction ids", 5, "hybrid")
+        return {h.doc_key.split(":", 1)[1]: h.score for h in hits}
+
+    off, on = scores("1"), scores("0.5")
+    assert on["sitemap.html"] == pytest.approx(0.5 * off["sitemap.html"], rel=1e-3)
+    assert next(iter(on)) == "vacuum.html"  # the page with the answer first
+    assert on["vacuum.html"] == pytest.approx(off["vacuum.html"], rel=1e-3)  # content is not touched

@@ -113,6 +113,11 @@ class SearchConfig(Section):
     centroid_share: float = Field(default=0.3, ge=0, le=1)
     keyword_confidence: float = Field(default=0.5, ge=0, le=1)
     tag_boost: float = Field(default=0.1, ge=0, le=1)  # hybrid: × (1 + boost) when a source tag matches
+    # hybrid: a page whose text is at least `index_link_share` link text (a sitemap, keyword index, list of
+    # pages: pipeline.parse.Parsed.link_share) is an index page, its score × `index_weight` (1: off).
+    # Measured on real HTML manuals in docs/query.md#index-pages.
+    index_link_share: float = Field(default=0.5, ge=0, le=1)
+    index_weight: float = Field(default=0.5, ge=0, le=1)
     bm25_k1: float = Field(default=1.2, ge=0)
     bm25_b: float = Field(default=0.75, ge=0, le=1)
     bm25_heading_weight: float = Field(default=1.0, ge=0)  # BM25F: a heading-path term counts this many times

@@ -85,9 +85,11 @@ def stage_chunks(ctx: IngestContext, name: str) -> IngestStats:
                                     Jsonb(pack_blocks(c.blocks)),
                                 )
                             )
-                    cur.execute(
-                        "UPDATE staged_documents SET chunked = true, title = %s WHERE doc_key = %s",
-                        (parsed.title or row.title, key),
+                    cur.execute(  # the page's link share rides in its meta (the legs read it to rank index pages)
+                        "UPDATE staged_documents SET chunked = true, title = %s, meta = CASE WHEN %s > 0 "
+                        "THEN coalesce(meta, '{}') || jsonb_build_object('link_share', %s) "
+                        "ELSE meta - 'link_share' END WHERE doc_key = %s",
+                        (parsed.title or row.title, parsed.link_share, parsed.link_share, key),
                     )
             except Exception as e:
                 if store_lost(e):

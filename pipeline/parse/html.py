@@ -80,7 +80,7 @@ def parse_html(text: str) -> Parsed:
         found = sections(events)
     except RecursionError:
         raise ParseError(f"the HTML nests too deeply to read ({depth} elements)") from None
-    return Parsed(title, found)
+    return Parsed(title, found, link_share=round(_link_share(body), 3))
 
 
 def _under_first(events: Iterator[Event]) -> Iterator[Event]:

@@ -18,3 +18,6 @@ class Parsed:
     title: str
     sections: list[Section]
     pack: bool = True  # False (code, data files): only sections of one heading path share a chunk
+    # The share of the page's text that is link text (HTML; 0 elsewhere): a sitemap, keyword index or list
+    # of pages reads near 1 and ranks below pages of content (pipeline.query.ranking, SearchConfig.index_*).
+    link_share: float = 0.0

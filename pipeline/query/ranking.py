@@ -28,6 +28,8 @@ def rank(
     for f in found.values():
         row, (dr, ds), (kr, ks) = f["row"], f.get("dense", (None, None)), f.get("keyword", (None, None))
         boost = 1 + cfg.tag_boost if any(t.lower() in plan.tags for t in row["tags"] or ()) else 1.0
+        if (row.get("link_share") or 0.0) >= cfg.index_link_share:
+            boost *= cfg.index_weight  # an index page: it points at the answer, the page it names holds it
         cands.append(Candidate(row["chunk_id"], row["doc_key"], row["ordinal"], dr, ds, kr, ks, boost))
     fused = fuse(
         cands,

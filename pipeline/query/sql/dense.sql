@@ -9,6 +9,7 @@ SELECT c.id AS chunk_id,
        c.ordinal,
        c.text_hash,  -- the same text in two documents (a page and its copy) is listed once (fusion.distinct)
        doc.tags,
+       (doc.meta->>'link_share')::real AS link_share,  -- an index page ranks lower (pipeline.query.ranking)
        1 - (v.embedding <=> %(vec)s::{vtype}) / 2 AS score,
        (SELECT id FROM generations WHERE state = 'live') AS live_generation
 FROM {vectors} v

@@ -77,6 +77,7 @@ SELECT c.id AS chunk_id,
        c.ordinal,
        c.text_hash,  -- the same text in two documents (a page and its copy) is listed once (fusion.distinct)
        doc.tags,
+       (doc.meta->>'link_share')::real AS link_share,  -- an index page ranks lower (pipeline.query.ranking)
        x.bm25 / (SELECT sum(idf) * (%(k1)s + 1) FROM terms) AS score,
        (SELECT count(*) FROM candidates) AS found,
        coalesce((SELECT bool_or(df > {per_term}) FROM terms), false) AS cut
