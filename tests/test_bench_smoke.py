@@ -35,6 +35,7 @@ SMOKE: dict[str, tuple[list[str], str]] = {
     "hosted.py": (["--smoke"], "first /search"),
     "html_manuals.py": (["--smoke"], "menu %"),
     "incremental.py": (["--smoke"], "no-op re-run"),
+    "index_pages.py": (["--smoke"], "index slots"),
     "ingest.py": (["--smoke"], "chunks/s"),
     "load.py": (["--smoke"], "clients"),
     "noop.py": (["--smoke"], "ratio"),
