@@ -107,6 +107,7 @@ def script(site) -> dict[str, dict]:
         out[q] = ask(site, (ANN, BOB)[i % 2], q)
     out[LEAVE[0] + "#again"] = ask(site, BOB, LEAVE[0])  # the same wording twice: one wording, two asks
     out[ANSWERED] = ask(site, ANN, ANSWERED)
+    out[ANSWERED + "#again"] = ask(site, ANN, ANSWERED)  # its page cited twice: "often" (the staleness list)
     for q in ("deploy to production", "migratory routes of arctic terns"):
         assert call(site, "POST", "search", BOB, {"query": q}).status_code == 200
     assert site.usage.recorder.flush(10)
@@ -124,7 +125,7 @@ def rows(site) -> list[tuple]:
 def test_each_ask_and_search_is_recorded_with_what_the_caller_saw(site):
     got = rows(site)
     asks = [r for r in got if r[0] == "ask"]
-    assert len(asks) == len(LEAVE) + len(WIFI) + 2 and {r[1] for r in got} == {"api"}
+    assert len(asks) == len(LEAVE) + len(WIFI) + 3 and {r[1] for r in got} == {"api"}
     assert {r[3] for r in asks} == {"ann@x.com", "bob@x.com"}
     answered = next(r for r in asks if r[2] == ANSWERED)
     assert answered[6] in ("STRICT", "HYBRID") and answered[7] == ["open:backups.md"], answered
@@ -158,6 +159,24 @@ def test_gaps_groups_the_paraphrases_with_their_counts(site):
     assert [(g["id"], sorted(g["wordings"])) for g in again["groups"]] == [
         (g["id"], sorted(g["wordings"])) for g in report["groups"]
     ]
+
+
+def test_a_document_cited_often_and_unchanged_for_long_is_a_staleness_hint(site):
+    """The staleness list: documents cited at least twice in the window whose last change (the ledger's
+    indexed_at) is older than usage.stale_days (365). Aged in place, then put back."""
+    report = call(site, "GET", "gaps", ADMIN).json()
+    often = [c["doc_key"] for c in report["most_cited"] if c["citations"] >= 2]
+    assert often, report["most_cited"]
+    assert report["stale"] == []  # everything was indexed minutes ago
+    age = "UPDATE ledger SET indexed_at = indexed_at {} interval '400 days' WHERE doc_key = %s"
+    with psycopg.connect(site.db, autocommit=True) as conn:
+        conn.execute(age.format("-"), (often[0],))
+        try:
+            stale = call(site, "GET", "gaps", ADMIN).json()["stale"]
+        finally:
+            conn.execute(age.format("+"), (often[0],))
+    assert [c["doc_key"] for c in stale] == [often[0]]
+    assert stale[0]["last_changed"] < report["since"]  # its last change, before the window opened
 
 
 @pytest.mark.parametrize("token", [ANN, BOB])
