@@ -16,11 +16,11 @@ export DAGSTER_HOME ?= $(CURDIR)
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml deploy/constraints.txt
 	python3 -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --upgrade pip
 	$(VENV)/bin/pip install --quiet $(TORCH)
-	$(VENV)/bin/pip install --quiet -e '.[dev]'
+	$(VENV)/bin/pip install --quiet -c deploy/constraints.txt -e '.[dev]'
 	touch $(STAMP)
 
 demo: install

@@ -38,7 +38,8 @@ def api_venv(tmp_path_factory) -> Path:
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
     python = venv / "bin" / "python"
     pip = subprocess.run(
-        [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", f"{src}[api]"],
+        [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
+        + ["-c", str(ROOT / "deploy" / "constraints.txt"), f"{src}[api]"],  # the versions `make install` uses
         capture_output=True,
         text=True,
         timeout=1500,
