@@ -34,12 +34,15 @@ from tokenizers import Tokenizer
 from pipeline.parse.text import scrub
 from pipeline.records import Block, Chunk, Section
 
+# 5: a code block cut across chunks is closed and re-opened with its own fence line in each
 # 4: blocks, packed headings without "#" markers; 3: pages; code, data, HTML, rst and text files parsed by format
-CHUNKER_VERSION = "4"
+CHUNKER_VERSION = "5"
 _BREAKS = (re.compile(r"\n[ \t]*\n"), re.compile(r"\n"), re.compile(r"[.!?;:][)\"']?\s"), re.compile(r"\s"))
+_FENCE = re.compile(r"^(`{3,}|~{3,})([^\n`]*)$", re.M)  # a fenced code block's opening or closing line
 _Blocks = tuple[Block, ...]
 _MIN_FILL = 0.4  # never cut before 40% of the budget: no runt chunks
 _MAX_HEADER_SHARE = 0.25  # a heading path may take at most this share of the window
+_MAX_FENCE_SHARE = 0.25  # fences re-opened and closed may take at most this share of a piece's budget
 
 
 def window(max_seq_length: int, max_tokens: int | None = None) -> int:
@@ -172,13 +175,42 @@ class Chunker:
             if len(enc.ids) <= budget:
                 units.append(_Unit(path, body, len(enc.ids), True, blocks=blocks))
             else:
-                pieces = self._split(body, enc.offsets, budget, between=_between(body, blocks))
+                fences = [m.group(0) for m in _FENCE.finditer(body)]
+                reserve = 2 * max((self._n(f) + 1 for f in fences), default=0)  # a fence re-opened, one closed
+                fence = reserve <= _MAX_FENCE_SHARE * budget  # else the window is so small that cuts split words
+                pieces = self._split(
+                    body, enc.offsets, budget - reserve if fence else budget, between=_between(body, blocks)
+                )
                 # The tail of a long section may share a chunk with the sections after it.
                 units += [
-                    _Unit(path, body[s:e], n, i == len(pieces) - 1, i > 0, _within(blocks, body, s, e))
+                    self._fenced(path, body, s, e, n, i == len(pieces) - 1, i > 0, blocks, fence)
                     for i, (s, e, n) in enumerate(pieces)
                 ]
         return self._verify(title, self._pack(title, units))
+
+    def _fenced(
+        self,
+        path: tuple[str, ...],
+        body: str,
+        s: int,
+        e: int,
+        n: int,
+        whole: bool,
+        tail: bool,
+        blocks: _Blocks,
+        fence: bool = True,
+    ) -> _Unit:
+        """The piece body[s:e] as a unit; with `fence`, a code block it starts or ends inside is re-opened
+        with its own fence line (language kept) or closed, so each chunk reads as code where it is code
+        and a comment line ("# apt-get update") never reads as a heading."""
+        opening, closing = (_open_fence(body, s), _open_fence(body, e)) if fence else (None, None)
+        if opening and (m := _FENCE.match(body, s)) and _closes(m, opening) and m.end() < e:
+            opening, s = None, _strip_span(body, m.end(), e)[0]  # the fence the piece before has closed
+        head = f"{opening}\n" if opening else ""
+        foot = f"\n{_marker(closing)}" if closing else ""
+        n += (self._n(head) if head else 0) + (self._n(foot) if foot else 0)
+        inner = tuple(b.shifted(len(head)) for b in _within(blocks, body, s, e))
+        return _Unit(path, head + body[s:e] + foot, n, whole, tail, inner)
 
     def _header(self, title: str, path: tuple[str, ...]) -> tuple[str, int]:
         """The header text for a path and its token cost (separator included), cached."""
@@ -332,6 +364,29 @@ class Chunker:
             counts = self.count([_join(header, text[s:e]) for s, e in spans])
             todo += reversed([(at + s, at + e, c) for (s, e), c in zip(spans, counts, strict=True)])
         return out
+
+
+def _open_fence(body: str, at: int) -> str | None:
+    """The opening fence line of the code block `body[at]` is inside, or None (outside every block)."""
+    opening = None
+    for m in _FENCE.finditer(body):
+        if m.start() >= at:
+            break
+        if opening is None:
+            opening = m.group(0)
+        elif _closes(m, opening):
+            opening = None
+    return opening
+
+
+def _closes(m: re.Match[str], opening: str) -> bool:
+    """Whether fence line `m` closes the block `opening` opened: bare, of the same kind, at least as long."""
+    return not m.group(2).strip() and m.group(1)[0] == opening[0] and len(m.group(1)) >= len(_marker(opening))
+
+
+def _marker(fence: str) -> str:
+    """The fence's backticks or tildes, without the language after them."""
+    return fence[: len(fence) - len(fence.lstrip(fence[0]))]
 
 
 def _halve(text: str, offsets: list[tuple[int, int]]) -> list[tuple[int, int]]:

@@ -156,3 +156,29 @@ def test_overlap_larger_than_a_small_window_still_covers_the_text(chunker):
     sec = [Section((), "0-0-0-0-0-0\n\n\n\n\n\ndata:image/png;base64,AAAAAAAAAAAAAAAAAAAAAAAAAAA=")]
     chunks = small.chunk("", sec)
     assert chunks and all(n <= 16 for n in small.count([c.embed_text for c in chunks]))
+
+
+def unfenced_lines(text: str) -> list[str]:
+    out, fenced = [], False
+    for line in text.split("\n"):
+        if line.startswith("```"):
+            fenced = not fenced
+        elif not fenced:
+            out.append(line)
+    return out
+
+
+def test_a_code_block_cut_across_chunks_is_closed_and_reopened(chunker):
+    """Each chunk of a long fenced block reads as code: re-opened with its own fence line (language kept)
+    and closed, so a shell comment ("# restart the service") never reads as a heading."""
+    code = "\n".join(f"# step {i}: restart the service\nsystemctl restart unit-{i}" for i in range(120))
+    text = f"Run these as root:\n\n```sh\n{code}\n```\n\nThen check the logs."
+    sec = Section(("Ops",), text, blocks=tuple(text_blocks(text)))
+    chunks = chunker.chunk("Runbook", [sec])
+    assert len(chunks) >= 3
+    for c in chunks:
+        fences = [ln for ln in c.text.split("\n") if ln.startswith("```")]
+        assert len(fences) % 2 == 0, c.text  # every block it opens, it closes
+        assert not [ln for ln in unfenced_lines(c.text) if ln.startswith("# ")], c.text
+    assert all(c.text.startswith("```sh\n") for c in chunks[1:-1])
+    assert_contract(chunker, "Runbook", [sec], chunks)
