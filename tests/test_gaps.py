@@ -24,11 +24,13 @@ from click.testing import CliRunner
 from prometheus_client.parser import text_string_to_metric_families
 from pydantic import SecretStr
 
+from bench.hosted import free_port
 from docforge.cli import main
 from docforge.servers import LocalSearch
 from docforge.servers.api import create_app
 from docforge.servers.ask import LocalAsk
 from docforge.servers.auth import AuthConfig, Authenticator
+from docforge.servers.metrics import serve_bound
 from docforge.servers.usage import Usage
 from docforge.servers.web import LocalStore
 from pipeline.answers import Answerer
@@ -249,6 +251,14 @@ def test_metrics_behind_its_own_token(site):
         assert call(site, "GET", "metrics", ADMIN, url=srv.url).status_code == 401
         resp = call(site, "GET", "metrics", SCRAPE, url=srv.url)
         assert resp.status_code == 200 and families(resp.text)
+    # metrics.bind: the same registry on an address of its own, for a scraper that holds no token
+    bound = create_app(LocalSearch(site.searcher), site.auth, metrics=MetricsConfig(token=SecretStr(SCRAPE)))
+    port = free_port()
+    serve_bound(bound.state.meter, f"127.0.0.1:{port}")
+    with ServerThread(bound) as srv:
+        assert call(site, "POST", "search", BOB, {"query": "backups"}, url=srv.url).status_code == 200
+        scraped = families(httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=30).text)
+    assert scraped[("docforge_requests_total", (("route", "/search"), ("status", "200")))] == 1
     off = create_app(LocalSearch(site.searcher), site.auth, metrics=MetricsConfig(enabled=False))
     with ServerThread(off) as srv:
         assert call(site, "GET", "metrics", ADMIN, url=srv.url).status_code == 404
