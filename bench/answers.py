@@ -137,14 +137,42 @@ _NUMBER_WORDS = {"two": "three", "three": "four", "four": "five", "five": "two",
 # --- the labelled claim set -------------------------------------------------------------------------------
 
 
+def prose_blocks(markdown: str) -> list[str]:
+    """Paragraphs and list items of a markdown RFC (the claims' evidence blocks): code fences, tables,
+    headings and HTML left out. Only this bench reads markdown so; the answer layer reads typed blocks."""
+    blocks: list[str] = []
+    cur: list[str] = []
+    fenced = False
+
+    def flush():
+        if cur:
+            blocks.append(" ".join(cur))
+            cur.clear()
+
+    for line in markdown.splitlines():
+        s = line.strip()
+        if s.startswith(("```", "~~~")):
+            fenced = not fenced
+            flush()
+            continue
+        if fenced or line.startswith(("    ", "\t")) and not cur:
+            continue
+        if not s or s.startswith(("#", "|", "<", ">", "[^")) or re.fullmatch(r"[-=*_ ]{3,}", s):
+            flush()
+            continue
+        if re.match(r"([-*+]|\d+[.)])\s+", s):  # a list item starts a block of its own
+            flush()
+        cur.append(s)
+    flush()
+    return blocks
+
+
 def rfc_paragraphs(repo: Path) -> dict[str, list[str]]:
     """Prose paragraphs of every RFC, with at least three sentences each."""
     out = {}
     for f in sorted((repo / "text").glob("*.md")):
         paras = [
-            p
-            for p in tx.prose_blocks(f.read_text(encoding="utf-8"))
-            if len(tx.split_sentences(p)) >= 3 and "[E" not in p
+            p for p in prose_blocks(f.read_text(encoding="utf-8")) if len(tx.split_sentences(p)) >= 3 and "[E" not in p
         ]
         if paras:
             out[f.stem] = paras

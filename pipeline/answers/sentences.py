@@ -21,32 +21,3 @@ def split_sentences(text: str) -> list[str]:
     if tail:
         out.append(tail)
     return [s for s in out if s]
-
-
-def prose_blocks(markdown: str) -> list[str]:
-    """Paragraphs and list items of a markdown text: code fences, tables, headings and HTML left out."""
-    blocks: list[str] = []
-    cur: list[str] = []
-    fenced = False
-
-    def flush():
-        if cur:
-            blocks.append(" ".join(cur))
-            cur.clear()
-
-    for line in markdown.splitlines():
-        s = line.strip()
-        if s.startswith(("```", "~~~")):
-            fenced = not fenced
-            flush()
-            continue
-        if fenced or line.startswith(("    ", "\t")) and not cur:
-            continue
-        if not s or s.startswith(("#", "|", "<", ">", "[^")) or re.fullmatch(r"[-=*_ ]{3,}", s):
-            flush()
-            continue
-        if re.match(r"([-*+]|\d+[.)])\s+", s):  # a list item starts a block of its own
-            flush()
-        cur.append(s)
-    flush()
-    return blocks

@@ -24,7 +24,7 @@ from pipeline.answers.numbers import (  # noqa: F401 (part of this module's API)
     ORDINALS,
     UNITS,
 )
-from pipeline.answers.sentences import prose_blocks, split_sentences  # noqa: F401 (part of this module's API)
+from pipeline.answers.sentences import split_sentences  # noqa: F401 (part of this module's API)
 
 # Function words that carry no claim of their own. Negations, numbers and
 # question words are deliberately absent: they change what a sentence says.
