@@ -14,7 +14,6 @@ import json
 import os
 import socket
 import threading
-import time
 
 import httpx
 import psycopg
@@ -275,10 +274,9 @@ def test_recording_never_blocks_nor_raises_and_drops_when_full():
         sink.listen(8)
         port = sink.getsockname()[1]
         rec = Recorder(f"postgresql://x@127.0.0.1:{port}/db?connect_timeout=3", UsageConfig(queue_size=2))
-        t = time.perf_counter()
         for i in range(20):
             rec.record(event(str(i)))
-        assert time.perf_counter() - t < 0.5  # never waits on the store
+        # never waits on the store: had record() waited for the writer, nothing would have been dropped
         assert rec.dropped >= 17
     assert rec.flush(10) and rec.failed >= 1 and rec.written == 0
     rec.close()

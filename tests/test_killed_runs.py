@@ -11,7 +11,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 import uuid
 
 import pytest
@@ -128,10 +127,9 @@ def test_a_waiting_ingest_says_so_and_sigterm_stops_it(rfcs_config, database_url
         if "waiting" in line and "pool 'gpu'" in line:
             break
     assert holder.run_id[:8] in lines[-1] and len(lines[-1].rstrip("\n")) <= 80, "".join(lines)[-2000:]
-    t0 = time.monotonic()
     proc.send_signal(signal.SIGTERM)
-    rest = proc.communicate(timeout=30)[1]
-    assert proc.returncode != 0 and time.monotonic() - t0 < 30
+    rest = proc.communicate(timeout=30)[1]  # a bound on the wait, not a speed: it ends, or the test fails
+    assert proc.returncode != 0
     assert "stopped while waiting" in rest
     assert storage.get_concurrency_info("gpu").active_run_ids == {holder.run_id}, "the live holder keeps it"
     stopped = [r for r in instance.get_runs() if r.run_id != holder.run_id]
