@@ -106,26 +106,21 @@ def base_forms(word: str) -> tuple[tuple[str, str], ...]:
     """(pos, base form) pairs WordNet knows for an inflected word: "sung" → verb "sing", "drives" → "drive"."""
     if not available() or not word.isalpha():
         return ()
-    out: list[tuple[str, str]] = []
-    for pos in POS:
-        cands = [word, *_exceptions(pos).get(word, ())]
-        cands += [word[: -len(s)] + e for s, e in _RULES[pos] if word.endswith(s) and len(word) > len(s) + 1]
-        for c in dict.fromkeys(cands):
-            if synsets(c, pos):
-                out.append((pos, c))
-    return tuple(out)
+    return tuple((pos, c) for pos in POS for c in _candidates(word, pos) if synsets(c, pos))
+
+
+def _candidates(word: str, pos: str) -> list[str]:
+    """The forms `word` may be an inflection of as `pos`, by WordNet's exception lists and morphy's rules."""
+    cands = [word, *_exceptions(pos).get(word, ())]
+    cands += [word[: -len(s)] + e for s, e in _RULES[pos] if word.endswith(s) and len(word) > len(s) + 1]
+    return list(dict.fromkeys(cands))
 
 
 def _lemmas(word: str, then: str) -> list[tuple[str, str]]:
     """(pos, lemma) pairs for `word` and `then` read as one lemma ("stands", "for" → verb "stand_for")."""
     if not available() or not word.isalpha() or not then.isalpha():
         return []
-    out = []
-    for pos in POS:
-        cands = [word, *_exceptions(pos).get(word, ())]
-        cands += [word[: -len(s)] + e for s, e in _RULES[pos] if word.endswith(s) and len(word) > len(s) + 1]
-        out += [(pos, f"{c}_{then}") for c in dict.fromkeys(cands) if synsets(f"{c}_{then}", pos)]
-    return out
+    return [(pos, f"{c}_{then}") for pos in POS for c in _candidates(word, pos) if synsets(f"{c}_{then}", pos)]
 
 
 def irregular_base(word: str) -> str | None:
