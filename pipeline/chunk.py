@@ -175,42 +175,31 @@ class Chunker:
             if len(enc.ids) <= budget:
                 units.append(_Unit(path, body, len(enc.ids), True, blocks=blocks))
             else:
-                fences = [m.group(0) for m in _FENCE.finditer(body)]
-                reserve = 2 * max((self._n(f) + 1 for f in fences), default=0)  # a fence re-opened, one closed
-                fence = reserve <= _MAX_FENCE_SHARE * budget  # else the window is so small that cuts split words
-                pieces = self._split(
-                    body, enc.offsets, budget - reserve if fence else budget, between=_between(body, blocks)
-                )
+                fences = list(_FENCE.finditer(body))  # read once: every piece's edges are looked up in it
+                reserve = 2 * max((self._n(f.group(0)) + 1 for f in fences), default=0)  # one re-opened, one closed
+                if reserve > _MAX_FENCE_SHARE * budget:  # a window so small that cuts split words: no fences
+                    fences, reserve = [], 0
+                pieces = self._split(body, enc.offsets, budget - reserve, between=_between(body, blocks))
                 # The tail of a long section may share a chunk with the sections after it.
-                units += [
-                    self._fenced(path, body, s, e, n, i == len(pieces) - 1, i > 0, blocks, fence)
-                    for i, (s, e, n) in enumerate(pieces)
-                ]
+                for i, (s, e, n) in enumerate(pieces):
+                    text, extra, inner = self._fenced(body, blocks, s, e, fences)
+                    units.append(_Unit(path, text, n + extra, i == len(pieces) - 1, i > 0, inner))
         return self._verify(title, self._pack(title, units))
 
     def _fenced(
-        self,
-        path: tuple[str, ...],
-        body: str,
-        s: int,
-        e: int,
-        n: int,
-        whole: bool,
-        tail: bool,
-        blocks: _Blocks,
-        fence: bool = True,
-    ) -> _Unit:
-        """The piece body[s:e] as a unit; with `fence`, a code block it starts or ends inside is re-opened
-        with its own fence line (language kept) or closed, so each chunk reads as code where it is code
-        and a comment line ("# apt-get update") never reads as a heading."""
-        opening, closing = (_open_fence(body, s), _open_fence(body, e)) if fence else (None, None)
+        self, body: str, blocks: _Blocks, s: int, e: int, fences: list[re.Match[str]]
+    ) -> tuple[str, int, _Blocks]:
+        """The text of the piece body[s:e], the tokens it adds, and its blocks. A code block the piece
+        starts or ends inside is re-opened with its own fence line (language kept) or closed, so each chunk
+        reads as code where it is code and a comment line ("# apt-get update") never reads as a heading.
+        `fences`: the body's fence lines (none: no fences added)."""
+        opening, closing = _open_fence(fences, s), _open_fence(fences, e)
         if opening and (m := _FENCE.match(body, s)) and _closes(m, opening) and m.end() < e:
             opening, s = None, _strip_span(body, m.end(), e)[0]  # the fence the piece before has closed
         head = f"{opening}\n" if opening else ""
         foot = f"\n{_marker(closing)}" if closing else ""
-        n += (self._n(head) if head else 0) + (self._n(foot) if foot else 0)
-        inner = tuple(b.shifted(len(head)) for b in _within(blocks, body, s, e))
-        return _Unit(path, head + body[s:e] + foot, n, whole, tail, inner)
+        extra = (self._n(head) if head else 0) + (self._n(foot) if foot else 0)
+        return head + body[s:e] + foot, extra, tuple(b.shifted(len(head)) for b in _within(blocks, body, s, e))
 
     def _header(self, title: str, path: tuple[str, ...]) -> tuple[str, int]:
         """The header text for a path and its token cost (separator included), cached."""
@@ -366,10 +355,11 @@ class Chunker:
         return out
 
 
-def _open_fence(body: str, at: int) -> str | None:
-    """The opening fence line of the code block `body[at]` is inside, or None (outside every block)."""
+def _open_fence(fences: list[re.Match[str]], at: int) -> str | None:
+    """The opening fence line of the code block offset `at` is inside, or None (outside every block);
+    `fences`: the text's fence lines, in order."""
     opening = None
-    for m in _FENCE.finditer(body):
+    for m in fences:
         if m.start() >= at:
             break
         if opening is None:
