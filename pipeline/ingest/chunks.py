@@ -86,10 +86,10 @@ def stage_chunks(ctx: IngestContext, name: str) -> IngestStats:
                                 )
                             )
                     cur.execute(  # the page's link share rides in its meta (the legs read it to rank index pages)
-                        "UPDATE staged_documents SET chunked = true, title = %s, meta = CASE WHEN %s > 0 "
-                        "THEN coalesce(meta, '{}') || jsonb_build_object('link_share', %s) "
-                        "ELSE meta - 'link_share' END WHERE doc_key = %s",
-                        (parsed.title or row.title, parsed.link_share, parsed.link_share, key),
+                        "UPDATE staged_documents SET chunked = true, title = %(title)s, meta = CASE WHEN %(links)s > 0 "
+                        "THEN coalesce(meta, '{}') || jsonb_build_object('link_share', %(links)s) "
+                        "ELSE meta - 'link_share' END WHERE doc_key = %(key)s",
+                        {"title": parsed.title or row.title, "links": parsed.link_share, "key": key},
                     )
             except Exception as e:
                 if store_lost(e):
