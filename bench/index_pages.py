@@ -90,8 +90,9 @@ def run(args: argparse.Namespace) -> None:
     settings = load_settings(config)
     ingest_source(IngestContext(settings), name)  # a no-op on a kept store
     cfg, url = settings.search, store_url(settings)
-    with psycopg.connect(url) as conn:
-        shares = [float(s or 0) for (s,) in conn.execute("SELECT (meta->>'link_share')::real FROM documents")]
+    with psycopg.connect(url) as conn:  # each page's link share, read once
+        share = dict(conn.execute("SELECT key, coalesce((meta->>'link_share')::real, 0) FROM documents"))
+    shares = list(share.values())
     index = sum(s >= cfg.index_link_share for s in shares)
     under = max((s for s in shares if s < cfg.index_link_share), default=0.0)
     print(f"{name}: {len(shares)} pages, {index} index page{'s' * (index != 1)} (link share ≥ {cfg.index_link_share}),")
@@ -104,8 +105,7 @@ def run(args: argparse.Namespace) -> None:
     for weight in (1.0, cfg.index_weight):
         s = settings.model_copy(update={"search": cfg.model_copy(update={"index_weight": weight})})
         slots = first = found = 0
-        with Searcher(s) as searcher, psycopg.connect(url) as conn:
-            share = dict(conn.execute("SELECT key, coalesce((meta->>'link_share')::real, 0) FROM documents"))
+        with Searcher(s) as searcher:
             for r in rows:
                 hits = searcher.search(r["question"], 5, "hybrid")
                 is_index = [share.get(h.doc_key, 0) >= cfg.index_link_share for h in hits]
