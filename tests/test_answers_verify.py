@@ -378,3 +378,23 @@ def test_the_verifier_thresholds_are_the_params_file_s_and_a_fitting_run_can_cha
     finally:
         policy.use({"paraphrase_min": shipped["paraphrase_min"]})
     assert verify_request({"answer": claim + " It grows.", "evidence": ev})["verified"] == before
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        'The Frobnicator handbook says "no longer ties a borrow to its lexical scope". [E1]',
+        'According to the design note, "the borrow checker no longer ties a borrow". [E1]',
+        'The RFC says "no longer ties a borrow to its lexical scope". [E1]',
+    ],
+)
+def test_a_quote_attributed_to_any_named_source_passes(line):
+    # the words naming where a quote comes from are no claim about the evidence, whatever the source is
+    # called: no product's or corpus's name is written into the verifier
+    c = one(line)
+    assert c.verified and c.strategy == "quote", c.violations
+
+
+def test_words_before_a_quote_that_say_more_than_its_source_are_checked():
+    c = one('After three weeks of review in the Zurich office the team said "no longer ties a borrow". [E1]')
+    assert not c.verified

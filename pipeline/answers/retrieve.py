@@ -101,7 +101,7 @@ GROUP BY doc.key, doc.title
 
 def leads(conn, keys: list[str], reader: Principal = FULL_ACCESS) -> dict[str, tuple[str, str]]:
     """(title, opening text) of each document: its first two chunks, where a document says what it is
-    about (an RFC's summary, a page's first paragraph)."""
+    about (a proposal's summary, a page's first paragraph)."""
     if not keys:
         return {}
     may_read, binds = access.predicate(reader)

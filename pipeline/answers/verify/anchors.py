@@ -56,7 +56,7 @@ def proper_nouns(sentence: str) -> list[str]:
         initial = bool(run) and run[0][1]
         while words and words[-1].lower() in _CONNECT:
             words.pop()
-        while words and words[0].lower() in tx.STOPWORDS:  # "The Rust Foundation" → "Rust Foundation"
+        while words and words[0].lower() in tx.STOPWORDS:  # "The Open Group" → "Open Group"
             words.pop(0)
             initial = False
         if len(words) >= 2 or (len(words) == 1 and not initial):

@@ -114,7 +114,7 @@ def _negated(text: str, claim_keys: set[str]) -> int:
     """Negations that govern what the claim talks about (one in an aside of the evidence does not count)."""
     # a negation counts when the first word it governs that carries meaning is one the claim says
     # ("switching branches will not update paths" for a claim about updating paths; not a later "and
-    # `git commit -a` will not record paths", nor "if the former is not used")
+    # the commit command will not record paths", nor "if the former is not used")
     heads = [[k for k in scope if k not in LIGHT][: policy.NEGATION_HEAD] for scope in tx.negated_words(text)]
     return sum(1 for h in heads if not h or claim_keys.intersection(h))
 

@@ -27,10 +27,20 @@ _ATTRIBUTION = frozenset(
     tx.stem(w)
     for w in """say says said state states stated note notes noted write writes
 wrote written describe describes described call calls called explain explains explained mention mentions
-mentioned read reads according rfc document documentation section evidence text quote quoted put word words
-phrase term define defines defined refer refers referred specify specifies specified""".split()
+mentioned read reads according document documentation page manual guide section evidence text quote quoted put
+word words phrase term define defines defined refer refers referred specify specifies specified""".split()
 )
+# A quote's attribution is a source's name and its verb ("The Foo 2.1 manual says"): longer, the
+# words before the quote say something of their own and are checked as any claim's words.
+_SOURCE_WORDS = 6
 _VERDICT_WORDS = frozenset({"yes", "no", "true", "false", "correct", "incorrect", "right", "wrong"})
+
+
+def _source(s: str) -> set[str]:
+    """The keys of the words before a claim's first quote when they attribute it ("The Foo guide says
+    \"…\"", "According to the Foo guide, \"…\""): they name its source, not something it claims."""
+    ks = tx.keys(tx.words(_QUOTED.split(tx.ascii_quotes(s))[0]))
+    return set(ks) if len(ks) <= _SOURCE_WORDS and _ATTRIBUTION.intersection(ks) else set()
 
 
 @dataclass
@@ -82,8 +92,9 @@ def _check_sentence(s: str, cited: list[Block], whole: bool = False) -> _Result:
         )
     anc = anchors(s)
     strategy = _quote(s, cited) or _span(norm, cited)
-    if strategy == "quote":  # "The RFC says …": the attribution is no claim about the evidence
-        anc.proper = [p for p in anc.proper if not set(tx.key(w) for w in p.split()) <= _ATTRIBUTION]
+    if strategy == "quote":  # "The page says …": the attribution is no claim about the evidence
+        source = _source(s)
+        anc.proper = [p for p in anc.proper if not set(tx.key(w) for w in p.split()) <= _ATTRIBUTION | source]
     if strategy is None:
         strategy = _entity(s, anc, cited) or _paraphrase(s, anc, cited)
         if strategy is None and (reworded := synonyms.in_evidence_words(s, cited, _light)):
@@ -107,7 +118,7 @@ def _quote(s: str, cited: list[Block]) -> str | None:
     rest = _QUOTED.sub(lambda m: m.group(0) if len(tx.words(m.group(1))) < 2 else " ", folded)
     if tx.has_negation(tx.words(rest)):
         return None  # "it is not true that «…»"
-    rest_keys = {k for k in tx.content_keys(rest) if k not in _ATTRIBUTION}
+    rest_keys = {k for k in tx.content_keys(rest) if k not in _ATTRIBUTION} - _source(s)
     # names outside the quotes must occur as written ("Brooks Garth" is not "Garth Brooks")
     names = [n for n in proper_nouns(_QUOTED.sub(" ", s)) if len(n.split()) >= 2]
     for b in cited:
