@@ -23,6 +23,7 @@ command's wall time. Each measurement runs in its own fresh process.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import resource
@@ -31,6 +32,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -45,27 +47,34 @@ def main() -> None:
     if args.child:
         print("RESULT " + json.dumps(CHILDREN[args.child](args)), flush=True)
         return
+    with _fresh_store(args) as (tmp, config):
+        texts = _chunk_texts(config, tmp / "texts.json")
+        # The raw baseline in two interleaved halves, one before and one after the pipeline:
+        # on a shared machine, load that drifts during the run weighs on both sides alike.
+        before = _child("raw", config, tmp, part=0) if not args.skip_raw else None
+        pipe = _child("pipeline", config, tmp)
+        raw = _merge(before, _child("raw", config, tmp, part=1)) if before else None
+        cli = _cli(config) if not args.skip_cli else None
+        _report(args, texts, raw, pipe, cli)
+
+
+@contextlib.contextmanager
+def _fresh_store(args: argparse.Namespace) -> Iterator[tuple[Path, Path]]:
+    """(a temporary folder, the config path): the corpus checked out, a fresh store; stopped after."""
     with tempfile.TemporaryDirectory(prefix="docforge-bench-") as tmp:
-        tmp = Path(tmp)
-        config = _setup(args, tmp)
+        config = _setup(args, Path(tmp))
         try:
-            texts = _chunk_texts(config, tmp / "texts.json")
-            # The raw baseline in two interleaved halves, one before and one after the pipeline:
-            # on a shared machine, load that drifts during the run weighs on both sides alike.
-            before = _child("raw", config, tmp, part=0) if not args.skip_raw else None
-            pipe = _child("pipeline", config, tmp)
-            raw = _merge(before, _child("raw", config, tmp, part=1)) if before else None
-            cli = _cli(config) if not args.skip_cli else None
-            _report(args, texts, raw, pipe, cli)
+            yield Path(tmp), config
         finally:
             if not os.environ.get("DATABASE_URL"):
                 from pipeline.store.db import stop_embedded
 
-                stop_embedded(tmp / "home")
+                stop_embedded(Path(tmp) / "home")
 
 
-def _parse() -> argparse.Namespace:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def _parse(description: str | None = __doc__, children: Sequence[str] = ("raw", "pipeline")) -> argparse.Namespace:
+    """This bench's options; bench/peer.py passes its own description and children (no raw baseline)."""
+    ap = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--bundle", type=Path, default=BUNDLE, help="the corpus git bundle")
     ap.add_argument("--ref", default="snapshot-5", help="tag or commit to check out (default snapshot-5 = main)")
     ap.add_argument("--subset", nargs="+", default=["**/*.md"], metavar="GLOB", help="file globs (default: all md)")
@@ -73,10 +82,11 @@ def _parse() -> argparse.Namespace:
     ap.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda", "mps"])
     ap.add_argument("--batch-size", type=int, default=None, help="default: the embedder's choice for the device")
     ap.add_argument("--model", help="a local model directory (default: the packaged MiniLM)")
-    ap.add_argument("--skip-raw", action="store_true", help="no raw baseline (pipeline figures only)")
-    ap.add_argument("--skip-cli", action="store_true", help="do not time the `docforge ingest` command")
+    if "raw" in children:
+        ap.add_argument("--skip-raw", action="store_true", help="no raw baseline (pipeline figures only)")
+        ap.add_argument("--skip-cli", action="store_true", help="do not time the `docforge ingest` command")
     ap.add_argument("--json-out", type=Path, help="also write every figure as JSON here")
-    ap.add_argument("--child", choices=["raw", "pipeline"], help=argparse.SUPPRESS)
+    ap.add_argument("--child", choices=list(children), help=argparse.SUPPRESS)
     ap.add_argument("--config", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--texts", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--part", type=int, default=0, help=argparse.SUPPRESS)
@@ -167,10 +177,10 @@ def _chunk_texts(config: Path, out: Path) -> dict:
     }
 
 
-def _child(kind: str, config: Path, tmp: Path, part: int = 0) -> dict:
+def _child(kind: str, config: Path, tmp: Path, part: int = 0, script: str = __file__) -> dict:
     cmd = [
         sys.executable,
-        __file__,
+        script,
         "--child",
         kind,
         "--config",
