@@ -1,6 +1,7 @@
 """Fit the extractive answerer's parameters on the "fit" corpora's labelled questions; report on the others.
 
-    python bench/fit_answers.py --stores /tmp/stores                 # fit, write the params file, report
+    python bench/fit_answers.py --stores /tmp/whole --whole          # fit, write the params file, report
+    python bench/fit_answers.py --stores /tmp/stores                 # the same over the questions' pages only
     python bench/fit_answers.py --stores /tmp/stores --report-only   # only the report, shipped params
     python bench/fit_answers.py --stores /tmp/stores --only uv,postgresql --report-only -v
     python bench/fit_answers.py --smoke                                # fit and report on a tiny made-up corpus
@@ -45,8 +46,9 @@ def corpora() -> list[dict]:
     return out
 
 
-def store(entry: dict, stores: Path) -> Path | str:
-    """STORES/<name>/sources.yml over the corpus's files (a bundle is cloned); or why it cannot be."""
+def store(entry: dict, stores: Path, whole: bool = False) -> Path | str:
+    """STORES/<name>/sources.yml over the corpus's files (a bundle is cloned): the pages its questions were
+    written from, or with `whole` the whole corpus (`questions.whole`); or why it cannot be."""
     files = (ROOT / entry["files"]).resolve() if not entry["files"].startswith("/") else Path(entry["files"])
     d = stores / entry["name"]
     config = d / "sources.yml"
@@ -54,7 +56,7 @@ def store(entry: dict, stores: Path) -> Path | str:
         return f"{files} is absent ({entry.get('install', 'see corpora.yml')})"
     if not config.exists():
         d.mkdir(parents=True, exist_ok=True)
-        globs = json.dumps(entry.get("globs") or ["**"])
+        globs = json.dumps((whole and entry.get("whole")) or entry.get("globs") or ["**"])
         if files.suffix == ".bundle":
             subprocess.run(["git", "clone", "-q", str(files), str(d / "repo")], check=True)
             src = f"type: git\n    repo: repo\n    globs: {globs}"
@@ -121,6 +123,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--stores", type=Path, help="where each corpus's store is kept (required but with --smoke)")
     ap.add_argument("--only", help="comma-separated corpus names")
+    ap.add_argument("--whole", action="store_true", help="index whole corpora (`whole` in corpora.yml), not pages")
     ap.add_argument("--report-only", action="store_true", help="no fit: report with the shipped parameters")
     ap.add_argument("--out", type=Path, help="the params file to write (default: the model's shipped one)")
     ap.add_argument("--asked", type=Path, help="keep the asked fit questions here (pickle): a refit reuses them")
@@ -142,7 +145,7 @@ def main() -> None:
     entries = [e for e in corpora() if only is None or e["name"] in only]
     configs: dict[str, Path] = {}
     for e in entries:
-        c = store(e, args.stores.resolve())
+        c = store(e, args.stores.resolve(), args.whole)
         if isinstance(c, str):
             print(f"  {e['name']}: skipped: {c}")
         else:
