@@ -480,6 +480,7 @@ def bench_dev(args) -> None:
     from pydantic import SecretStr
 
     from pipeline.answers import Answerer
+    from pipeline.answers.fit import holds_phrase
     from pipeline.answers.llm import ChatClient
     from pipeline.config import LLMConfig, load_settings
     from pipeline.ingest import IngestContext, ingest_source
@@ -505,7 +506,7 @@ def bench_dev(args) -> None:
                 right += a.abstained or a.audit_mode == "UNGROUNDED"
                 continue
             n_ans += 1
-            ok = any(p in body for p in r["phrases"])
+            ok = holds_phrase(body, r["phrases"])
             hit += ok
             wrong += a.abstained
             if not a.abstained:

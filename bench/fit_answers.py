@@ -88,6 +88,8 @@ def questions(name: str) -> list[dict]:
 
 
 def report(answerer, name: str, rows: list[dict], verbose: bool) -> tuple[int, int, int, int, int]:
+    from pipeline.answers.fit import holds_phrase
+
     hit = wrong = right = n_ans = n_none = 0
     bands = {b: [0, 0] for b in BANDS}
     for r in rows:
@@ -99,7 +101,7 @@ def report(answerer, name: str, rows: list[dict], verbose: bool) -> tuple[int, i
             ok = a.abstained
         else:
             n_ans += 1
-            ok = any(p in body for p in r["phrases"])
+            ok = holds_phrase(body, r["phrases"])
             hit += ok
             wrong += a.abstained
             if not a.abstained:

@@ -163,3 +163,14 @@ def test_labelled_questions_are_read_with_clear_errors(tmp_path):
     f.write_text('{"question": "How?", "phrases": "x"}\n')
     with pytest.raises(AnswerError, match="q.jsonl:1: 'phrases' must be"):
         fit.read_questions(f)
+
+
+def test_a_phrase_is_found_as_a_reader_reads_the_line():
+    # the parsers keep inline code as backticks; a phrase copied from the page has none, and a line that
+    # says it must count as holding it, in the fit's labels and in the benches alike
+    holds_phrase = fit.holds_phrase
+    line = "`TRUNCATE` will not fire any `ON DELETE`  triggers that might exist."
+    assert holds_phrase(line, ["will not fire any ON DELETE triggers"])
+    assert holds_phrase(line, ["nothing like it", "TRUNCATE will not"])
+    assert not holds_phrase(line, ["will fire ON DELETE triggers"])
+    assert not holds_phrase(line, [])

@@ -20,6 +20,7 @@ phrase. Then, with numpy (L2-regularised logistic regression by Newton's method,
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,6 +56,17 @@ class Asked:
     y: np.ndarray  # per line: holds a phrase
     units: list[Any]  # the candidate lines (pipeline.answers.units.Unit)
     phrases: list[str]
+
+
+_INLINE_CODE = re.compile(r"`([^`\n]+)`")
+
+
+def holds_phrase(text: str, phrases: Iterable[str]) -> bool:
+    """Whether `text` holds one of `phrases` as a reader reads it: inline code without its backticks (a
+    phrase copied from a page says "will not fire any ON DELETE triggers", the line "… any `ON DELETE` …")
+    and any run of whitespace as one space."""
+    read = " ".join(_INLINE_CODE.sub(r"\1", text).split())
+    return any(" ".join(p.split()) in read for p in phrases)
 
 
 def read_questions(path: Path) -> list[dict[str, Any]]:
@@ -101,7 +113,7 @@ def ask(answerer, corpus: str, rows: Iterable[dict[str, Any]], params: Params) -
         ranked = extractive.rank(run.question, pool.items, params, embed=answerer._embed, stats=stats, leads=leads)
         phrases = r.get("phrases") or []
         texts = [u.text for u in ranked.units]
-        y = np.array([any(p in " ".join(t.split()) for p in phrases) for t in texts], dtype=np.float64)
+        y = np.array([holds_phrase(t, phrases) for t in texts], dtype=np.float64)
         out.append(Asked(corpus, run.question, bool(phrases), ranked.question, ranked.x, y, ranked.units, phrases))
     return out
 
