@@ -5,7 +5,7 @@ table rows, terms, code blocks). Each is described by general measures (pipeline
 scored by the fitted line model (pipeline.answers.params): the probability that it holds the answer.
 The answer is the best line and the next best that score at least `follow` of it (1–max lines, best
 first; a line that introduces a code block brings the block). Whether to answer at all is the question
-model's: fed the best lines' scores, how much of the question the index knows, it gives the
+model's: fed the best line's scores, how much of the question the index knows, it gives the
 probability that what was retrieved answers the question, and below its fitted threshold the answer
 abstains. The reported confidence is the confidence model's: the fitted probability that the answer
 holds the answer. Every line is verbatim text of the block it cites, so the answer is STRICT by

@@ -6,7 +6,7 @@ its headings, its neighbours and its document carry, by its block kind and place
 own retrieval rank, and by whether it holds a value of the kind the question asks for. The kinds
 (params "kinds": a number, an option, a path, a command, an identifier) are told apart in a question by
 the model — its similarity to each kind's description — and in a line by its block kind and its code
-spans, never by a list of names. A question is described by its best lines' scores, the share of its
+spans, never by a list of names. A question is described by its best line's scores, the share of its
 words the index lacks and the share of its anchors (capitalised names, identifiers, quoted strings) its
 best line's document lacks. How the measures combine is fitted (pipeline.answers.params).
 """
@@ -50,7 +50,9 @@ LINE = (
     "want_match",  # Σ over kinds: how much the question asks for the kind × the line holds one
     "want_next",  # the same for the line after it (a sentence that introduces a code block)
 )
-QUESTION = ("best", "second", "best_sim", "best_terms", "best_doc_terms", "unseen", "anchors_missing")  # no IDF scale
+# No IDF scale, and nothing of the runner-up line: a fact a page says once is as answerable as one it repeats
+# (with the second line's score, a small wiki whose every fact has one line looked unanswerable).
+QUESTION = ("best", "best_sim", "best_terms", "best_doc_terms", "unseen", "anchors_missing")
 KINDS = ("number", "option", "path", "command", "identifier")
 _DIGIT = re.compile(r"\d")
 
@@ -168,17 +170,14 @@ def line_features(
 
 def question_features(q: Question, logits: np.ndarray, x: np.ndarray, units: Sequence[Unit]) -> np.ndarray:
     """QUESTION for a question whose lines (`units`) scored `logits` (line features `x`)."""
-    order = np.argsort(-logits)
-    best = order[0]
+    best = int(np.argmax(logits))
     doc = units[best].evidence.doc_key
     have = {k for u in units if u.evidence.doc_key == doc for k in tx.content_keys(_read(u))}
     missing = sum(not a <= have for a in q.anchors) / len(q.anchors) if q.anchors else 0.0
-    second = logits[order[1]] if len(order) > 1 else logits[best] - 5.0
     col = {n: i for i, n in enumerate(LINE)}
     return np.array(
         [
             logits[best],
-            second,
             x[best, col["sim"]],
             x[best, col["terms"]],
             x[best, col["doc_terms"]],

@@ -9,7 +9,7 @@ phrase. Then, with numpy (L2-regularised logistic regression by Newton's method,
                 which line of a question wins), its scores calibrated by one logistic (positives
                 weighted up to balance the classes);
     question    P(the question is answerable), over questions (labelled answerable or not), from their
-                best lines' scores and how much of the question the index knows; the threshold is the
+                best line's scores and how much of the question the index knows; the threshold is the
                 lowest at which at least PRECISION of the answered questions are answerable;
     confidence  P(the answer given holds the answer), over answered questions: Platt scaling of the
                 same features, so a band of confidence holds about that share of right answers;
