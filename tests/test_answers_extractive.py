@@ -135,6 +135,19 @@ def test_a_line_introducing_code_brings_the_whole_block():
     assert [u.text for u in chosen] == ["To copy files instead of linking them, set:", code]
 
 
+def test_a_definition_comes_under_its_term():
+    # an HTML manual documents an option as <dt>term</dt><dd>definition</dd>: the definition is the line
+    # that matches the question, the term is the name the reader asked for
+    term, definition = "`krb_caseins_users` (`boolean`)", "Sets whether GSSAPI user names are case-insensitive."
+    text = f"Settings\n\n{term}\n\n{definition}"
+    blocks = _blocks(text, ("paragraph", "Settings"), ("term", term), ("definition", definition))
+    ev = _evidence("E1", text, blocks)
+    always = dataclasses.replace(SHIPPED, threshold=0.0)
+    ex = extractive.extract("How do I make GSSAPI user names case-insensitive?", [ev], always, embed=_bag)
+    assert [t for t, _ in ex.lines][:2] == [term, definition]
+    assert verify(extractive.answer_text(ex.lines), {"E1": text}).audit_mode == "STRICT"
+
+
 def test_parameters_are_one_versioned_file_with_a_digest(tmp_path):
     raw = json.loads(params.file_for(params.DEFAULT_MODEL).read_text())
     assert set(raw["line"]["names"]) == set(features.LINE) and 0.0 < raw["threshold"] < 1.0

@@ -119,7 +119,8 @@ def extract(
 
 def choose(r: Ranked, order: list[int], follow: float, max_lines: int) -> list[Unit]:
     """The best line, then each next best scoring `follow` of its probability (never one saying the
-    same as a chosen line); a line introducing a code block is followed by the block."""
+    same as a chosen line); a line introducing a code block is followed by the block, and a definition
+    comes under its term (the option or setting it defines is what the reader asked for)."""
     p = 1 / (1 + np.exp(-r.logits))
     chosen: list[Unit] = []
     lead = 0
@@ -129,12 +130,22 @@ def choose(r: Ranked, order: list[int], follow: float, max_lines: int) -> list[U
         u = r.units[i]
         if any(_same(u, c) for c in chosen):
             continue
+        if (term := _term(u)) is not None and not any(_same(term, c) for c in chosen):
+            chosen.append(term)
         chosen.append(u)
         lead += 1
         nxt = _next(r.units, i)
         if u.text.rstrip().endswith(":") and nxt is not None and nxt.kind == "code" and nxt not in chosen:
             chosen.append(nxt)
     return chosen
+
+
+def _term(u: Unit) -> Unit | None:
+    """The term a definition defines: the line before it in its chunk, when that is a term."""
+    if u.kind != "definition" or u.position < 2:
+        return None
+    prev = units(u.evidence)[u.position - 2]
+    return prev if prev.kind == "term" else None
 
 
 def _next(us: list[Unit], i: int) -> Unit | None:
