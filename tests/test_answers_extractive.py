@@ -156,9 +156,13 @@ def test_parameters_are_one_versioned_file_with_a_digest(tmp_path):
     p = params.load("any-model", other)
     assert p.follow == 0.5 and p.digest != SHIPPED.digest and len(params.code_digest()) == 64
     bad = tmp_path / "bad.json"
-    bad.write_text('{"format": 1}')
+    bad.write_text(json.dumps({"format": params.FORMAT}))
     with pytest.raises(AnswerError, match="docforge tune"):
         params.load("any-model", bad)
+    old = tmp_path / "old.json"  # a team's file fitted before the features changed
+    old.write_text(json.dumps(raw | {"format": params.FORMAT - 1}))
+    with pytest.raises(AnswerError, match=f"format {params.FORMAT - 1}, expected {params.FORMAT}.*docforge tune"):
+        params.load("any-model", old)
 
 
 def test_the_logistic_fit_separates_what_it_is_shown():

@@ -29,7 +29,7 @@ if TYPE_CHECKING:  # numpy is imported where a model is used: `docforge verify` 
 log = logging.getLogger(__name__)
 HERE = Path(__file__).with_name("params")
 DEFAULT_MODEL = "all-MiniLM-L6-v2"  # the config default; its file is used, with a warning, for a model without one
-FORMAT = 1
+FORMAT = 2  # 2: the question model reads no runner-up line (a file of format 1 has one feature more)
 
 
 @dataclass(frozen=True)
@@ -119,7 +119,10 @@ def _load(path: Path) -> Params:
         data = path.read_bytes()
         raw = json.loads(data)
         if raw.get("format") != FORMAT:
-            raise AnswerError(f"{path}: parameters format {raw.get('format')!r}, expected {FORMAT}")
+            raise AnswerError(
+                f"{path}: parameters format {raw.get('format')!r}, expected {FORMAT} (fitted for other features);"
+                " refit with `docforge tune`"
+            )
         return Params(
             raw,
             hashlib.sha256(data).hexdigest(),
