@@ -142,10 +142,8 @@ def choose(r: Ranked, order: list[int], follow: float, max_lines: int) -> list[U
 
 def _term(u: Unit) -> Unit | None:
     """The term a definition defines: the line before it in its chunk, when that is a term."""
-    if u.kind != "definition" or u.position < 2:
-        return None
-    prev = units(u.evidence)[u.position - 2]
-    return prev if prev.kind == "term" else None
+    prev = u.previous
+    return prev if u.kind == "definition" and prev is not None and prev.kind == "term" else None
 
 
 def _next(us: list[Unit], i: int) -> Unit | None:

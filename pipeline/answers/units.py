@@ -10,7 +10,7 @@ paragraphs at blank lines, and a paragraph that is fenced or indented is one cod
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pipeline.answers import words as tx
 from pipeline.answers.model import Evidence
@@ -35,19 +35,23 @@ class Unit:
     position: int  # 1-based, within its chunk
     code: tuple[str, ...] = ()  # its inline code spans (the whole text for a code block)
     header: tuple[str, ...] = ()  # a table row: its table's header cells
-    before: str = ""  # the unit before it in its chunk (a code block's introduction)
+    # the unit before it in its chunk (a definition's term), even when only this one is a candidate
+    previous: Unit | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def before(self) -> str:
+        """The text of the unit before it in its chunk (a code block's introduction), or ""."""
+        return self.previous.text if self.previous is not None else ""
 
 
 def units(e: Evidence) -> list[Unit]:
     """The quotable lines of one evidence chunk, in order."""
     pieces = _from_blocks(e) if e.blocks else _from_text(e.text)
     out: list[Unit] = []
-    before = ""
     for kind, text, code, header in pieces:
         if not tx.words(text):
             continue
-        out.append(Unit(text, kind, e, len(out) + 1, code, header, before))
-        before = text
+        out.append(Unit(text, kind, e, len(out) + 1, code, header, out[-1] if out else None))
     return out
 
 
