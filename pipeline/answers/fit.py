@@ -20,7 +20,6 @@ phrase. Then, with numpy (L2-regularised logistic regression by Newton's method,
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from pipeline.answers import extractive, features, retrieve, subject
+from pipeline.answers import words as tx
 from pipeline.answers.params import Logistic, Params
 from pipeline.errors import AnswerError
 
@@ -58,15 +58,11 @@ class Asked:
     phrases: list[str]
 
 
-_INLINE_CODE = re.compile(r"`([^`\n]+)`")
-
-
 def holds_phrase(text: str, phrases: Iterable[str]) -> bool:
-    """Whether `text` holds one of `phrases` as a reader reads it: inline code without its backticks (a
-    phrase copied from a page says "will not fire any ON DELETE triggers", the line "… any `ON DELETE` …")
-    and any run of whitespace as one space."""
-    read = " ".join(_INLINE_CODE.sub(r"\1", text).split())
-    return any(" ".join(p.split()) in read for p in phrases)
+    """Whether `text` holds one of `phrases` as a reader reads it (words.as_read): a phrase copied from a
+    page says "will not fire any ON DELETE triggers", the line "… any `ON DELETE` triggers …"."""
+    read = tx.as_read(text)
+    return any(tx.as_read(p) in read for p in phrases)
 
 
 def read_questions(path: Path) -> list[dict[str, Any]]:

@@ -266,6 +266,13 @@ def identifiers(text: str) -> list[str]:
 
 
 _CODE_SPAN = re.compile(r"`([^`\n]{1,80})`")
+
+
+def as_read(text: str) -> str:
+    """`text` as a reader reads it: inline code without its backticks, any run of whitespace one space."""
+    return " ".join(_CODE_SPAN.sub(r"\1", text).split())
+
+
 _MARKED = re.compile(r"[-$/.:_('\d]|[a-z][A-Z]")  # a token without one of these is a plain word
 
 
