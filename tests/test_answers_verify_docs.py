@@ -154,6 +154,23 @@ def test_a_wordnet_synonym_stands_in_for_a_word_of_the_evidence_never_strict():
     assert not ok("This option is chiefly intended for sequences associated with logged views.", ev)
 
 
+@needs_wordnet
+def test_a_near_word_stands_in_for_the_word_it_replaces_but_never_for_an_antonym():
+    ev = "The proxy forwards requests to the backend without inspecting them."
+    assert mode("The proxy passes requests to the backend without inspecting them.", ev) == "HYBRID"
+    assert lexicon.near("passes", "forwards", 1, 2, ("verb",))
+    assert not lexicon.near("refuses", "accepts", 1, 2, ("verb",))  # antonyms in WordNet
+    assert not ok("The server refuses connections on port 8080.", "The server accepts connections on port 8080.")
+    assert not lexicon.near("port", "harbor", 1, 2, ("verb", "adj", "adv"))  # nouns are names of things
+
+
+@needs_wordnet
+def test_a_near_word_must_stand_in_the_sentence_that_holds_the_claim():
+    two = "The proxy stores requests in the cache. A nightly job forwards the logs to the archive."
+    assert not ok("The proxy passes requests in the cache.", two)  # "forwards" is another sentence's
+    assert ok("A nightly job passes the logs to the archive.", two)
+
+
 def test_without_wordnet_the_verifier_says_so_and_accepts_no_synonyms(tmp_path):
     code = (
         "from pipeline.answers import lexicon; from pipeline.answers.verify import verify_request as v;"

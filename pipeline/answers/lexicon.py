@@ -1,4 +1,5 @@
-"""WordNet 3.0 as the verifier reads it: synonyms (words sharing a synset) and base forms (the `*.exc` lists).
+"""WordNet 3.0 as the verifier reads it: synonyms (words sharing a synset), base forms (the `*.exc` lists) and
+near words (a few links apart in its graph, never antonyms).
 
 Debian's `wordnet-base` installs the database's dict files in /usr/share/wordnet (DOCFORGE_WORDNET names
 another folder). nltk's WordNetCorpusReader does not open them (it needs a `lexnames` file Debian leaves
@@ -82,12 +83,42 @@ def synsets(lemma: str, pos: str) -> tuple[int, ...]:
 
 
 @lru_cache(maxsize=65536)
+def _tagged(lemma: str, pos: str) -> int:
+    """How often `lemma` was tagged as `pos` in WordNet's sense-tagged texts (the index's tagsense_cnt)."""
+    line = _index_line(pos, lemma.encode())
+    if line is None:
+        return 0
+    f = line.split()
+    return int(f[5 + int(f[3])])
+
+
+@lru_cache(maxsize=65536)
 def _words(pos: str, offset: int) -> tuple[str, ...]:
     m = _map("data", pos)
     end = m.find(b"\n", offset)
     f = m[offset:end].split()
     n = int(f[3], 16)
     return tuple(f[4 + 2 * i].decode().lower().split("(")[0] for i in range(n))
+
+
+_POS_OF = {b"n": "noun", b"v": "verb", b"a": "adj", b"s": "adj", b"r": "adv"}
+# Links that keep a word's meaning close: hypernym (instance too), verb group, similar to, entailment, also see.
+_NEAR_LINKS = frozenset({b"@", b"@i", b"$", b"&", b"*", b"^"})
+
+Synset = tuple[str, int]  # (part of speech, offset)
+
+
+@lru_cache(maxsize=65536)
+def _links(pos: str, offset: int) -> tuple[tuple[bytes, Synset], ...]:
+    """A synset's pointers: (symbol, target synset)."""
+    m = _map("data", pos)
+    f = m[offset : m.find(b"\n", offset)].split(b"|")[0].split()
+    i = 4 + 2 * int(f[3], 16)
+    out = []
+    for k in range(int(f[i])):
+        sym, off, p = f[i + 1 + 4 * k : i + 4 + 4 * k]
+        out.append((sym, (_POS_OF[p], int(off))))
+    return tuple(out)
 
 
 @cache
@@ -146,3 +177,51 @@ def synonyms(word: str, senses: int = 0, then: str = "") -> frozenset[str]:
                     out.add(w.replace("_", " "))
     out.discard(word)
     return frozenset(out)
+
+
+def usual_pos(word: str) -> str | None:
+    """The part of speech `word` is most often used as in WordNet's sense-tagged texts (None: never tagged)."""
+    counts = {pos: sum(_tagged(b, pos) for p, b in base_forms(word) if p == pos) for pos in POS}
+    best = max(counts, key=counts.__getitem__)
+    return best if counts[best] else None
+
+
+def _senses(word: str, pos: str, first: int = 0) -> list[Synset]:
+    """The synsets of `word` as `pos` (its first `first` senses of each base form; 0: all)."""
+    return [(pos, o) for p, b in base_forms(word) if p == pos for o in synsets(b, pos)[: first or None]]
+
+
+def _around(synset: Synset, steps: int) -> set[Synset]:
+    seen, edge = {synset}, {synset}
+    for _ in range(steps):
+        edge = {t for s in edge for sym, t in _links(*s) if sym in _NEAR_LINKS} - seen
+        seen |= edge
+    return seen
+
+
+def _antonyms(word: str, pos: str) -> set[Synset]:
+    """Synsets holding an antonym of a sense of `word` or (adjectives) of a synset it is similar to."""
+    heads = {t for s in _senses(word, pos) for t in (s, *(u for sym, u in _links(*s) if sym == b"&"))}
+    return {t for s in heads for sym, t in _links(*s) if sym == b"!"}
+
+
+@lru_cache(maxsize=65536)
+def near(a: str, b: str, senses: int, steps: int, pos: tuple[str, ...]) -> bool:
+    """Whether two words (of the parts of speech `pos`) say nearly the same thing: they share a synset
+    among the first `senses` of either; or, each read as the part of speech it is most used as (the
+    same for both), their first senses are each within `steps` links of a common synset ("forward" and
+    "pass", "get" and "receive") and no sense of one is an antonym of a sense of the other ("accept",
+    "refuse")."""
+    if not available() or not a.isalpha() or not b.isalpha():
+        return False
+    for p in pos:
+        sa, sb = set(_senses(a, p)), set(_senses(b, p))
+        if sa.intersection(_senses(b, p, senses)) or sb.intersection(_senses(a, p, senses)):
+            return True
+    u = usual_pos(a)
+    if u is None or u not in pos or usual_pos(b) != u:
+        return False
+    if _antonyms(a, u) & set(_senses(b, u)) or _antonyms(b, u) & set(_senses(a, u)):
+        return False
+    around_a = set().union(*(_around(s, steps) for s in _senses(a, u, 1)))
+    return any(around_a & _around(s, steps) for s in _senses(b, u, 1))

@@ -1,5 +1,6 @@
 """A claim in the evidence's words: each word the evidence lacks, replaced by an evidence word of one of its
-WordNet synsets ("chiefly" → "primarily" when the evidence says "primarily").
+WordNet synsets ("chiefly" → "primarily" when the evidence says "primarily") or, failing that, by a near
+one (a verb, adjective or adverb a few WordNet links away and no antonym: "passes" → "forwards").
 
 The reworded claim then goes through the same checks as any reworded claim (every content word, number,
 name and identifier accounted for; polarity; roles), so a synonym can only stand in for a word, never make
@@ -20,6 +21,9 @@ from pipeline.answers import words as tx
 from pipeline.answers.verify.blocks import Block
 
 _TOKEN = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)*")
+# Near words stand in as verbs, adjectives and adverbs only: another noun names another thing ("port",
+# "pod"), which is what a wrong name changes.
+NEAR_POS = ("verb", "adj", "adv")
 
 
 @lru_cache(maxsize=65536)
@@ -38,6 +42,22 @@ def _in_block(word: str, b: Block, then: str = "") -> str | None:
     return None
 
 
+def _near_in_block(word: str, b: Block, claim: frozenset[str]) -> str | None:
+    """A key of the block whose word is near `word` in WordNet (lexicon.near): among the words the claim
+    does not use of the block's sentence holding most of the claim's words — a word stands for the one
+    it replaces, not for any word of a long text."""
+    lo, hi = max(b.sentences, key=lambda r: sum(k in claim for k in set(b.keys[r[0] : r[1]])))
+    for w, k in zip(b.words[lo:hi], b.keys[lo:hi], strict=True):
+        if (
+            k not in claim
+            and w.isalpha()
+            and tx.is_content(w)
+            and lexicon.near(word, w, policy.NEAR_SENSES, policy.NEAR_STEPS, NEAR_POS)
+        ):
+            return k
+    return None
+
+
 def in_evidence_words(s: str, cited: list[Block], allowed: Callable[[str, Block], bool]) -> str | None:
     """The claim with each word the cited blocks lack (and `allowed` does not let through) replaced by a
     block word of one of its synsets — or, with the word after it, of the synsets of the two as one lemma
@@ -46,6 +66,7 @@ def in_evidence_words(s: str, cited: list[Block], allowed: Callable[[str, Block]
     if not lexicon.available():
         return None
     idents = " ".join(tx.identifiers(s))
+    claim = frozenset(tx.content_keys(s))
     out, last, replaced = [], 0, False
     tokens = list(_TOKEN.finditer(s))
     i = 0
@@ -69,6 +90,7 @@ def in_evidence_words(s: str, cited: list[Block], allowed: Callable[[str, Block]
         if any(k in b.keyset or allowed(k, b) for b in cited):
             continue
         hit = next(((b, h) for b in cited if (h := _in_block(folded, b))), None)
+        hit = hit or next(((b, h) for b in cited if (h := _near_in_block(folded, b, claim))), None)
         if hit is None:
             return None
         out += [s[last : m.start()], hit[0].word_of(hit[1])]
