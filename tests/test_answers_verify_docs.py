@@ -87,6 +87,14 @@ def test_identifiers_must_match_exactly():
     assert tx.identifiers("see git-am(1), $GIT_DIR and SCHED_FIFO.") == ["git-am(1)", "$git_dir", "sched_fifo"]
 
 
+def test_a_typographic_dash_opening_a_word_is_an_option_s_two_hyphens():
+    page = "\u2013libnames Similar to \u2013libs, but prints the bare file names (pages 5\u201310)."
+    assert tx.identifiers(page)[:2] == ["--libnames", "--libs"]
+    assert ok("--libnames is similar to --libs.", page)
+    assert not ok("--libfiles is similar to --libs.", page)
+    assert tx.fold("pages 5\u201310, a \u2013 b, x\u2014y") == "pages 5-10, a - b, x-y"
+
+
 @pytest.mark.parametrize(
     ("evidence", "changed"),
     [

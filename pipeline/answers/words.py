@@ -84,12 +84,18 @@ def ascii_quotes(text: str) -> str:
     return text if text.isascii() else text.translate(_QUOTES)
 
 
+# A dash opening a word is an option's "--" set by typography ("–libnames" in a page rendered from
+# "--libnames"); between words or before a number it is punctuation.
+_OPTION_DASH = re.compile(r"(?<![\w-])[\u2013\u2014](?=[^\W\d_])")
+
+
 @lru_cache(maxsize=8192)
 def fold(text: str) -> str:
-    """Unicode-fold: NFKC, typographic quotes and dashes to ASCII, diacritics dropped, casefolded."""
+    """Unicode-fold: NFKC, typographic quotes and dashes to ASCII (a dash opening a word to "--"),
+    diacritics dropped, casefolded."""
     if text.isascii():
         return text.lower()
-    text = unicodedata.normalize("NFKC", text).translate(_QUOTES)
+    text = unicodedata.normalize("NFKC", _OPTION_DASH.sub("--", text)).translate(_QUOTES)
     text = "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
     return text.casefold()
 
@@ -296,7 +302,7 @@ def _whole(tok: str) -> str:
 def _identifiers(text: str) -> tuple[str, ...]:
     # token by token, and only tokens that could be one: the whole pattern over every position of a
     # sentence costs more than the rest of a claim's checks
-    raw = text if text.isascii() else unicodedata.normalize("NFKC", text).translate(_QUOTES)
+    raw = text if text.isascii() else unicodedata.normalize("NFKC", _OPTION_DASH.sub("--", text)).translate(_QUOTES)
     found = _CODE_SPAN.findall(raw)
     for tok in _URL.sub(" ", _CODE_SPAN.sub(" ", raw)).split():  # a link's target is not what it claims
         tok = tok.rstrip(".,;:!?")
