@@ -155,6 +155,16 @@ def test_swapped_roles_are_refused(claim, evidence):
     assert not out["verified"], out
 
 
+def test_two_words_exchanged_in_a_short_sentence_trade_places_but_neighbours_may():
+    ev = "Quotas are set by the administrator and enforced by the scheduler."
+    out = verify_request(
+        {"answer": "Quotas are set by the scheduler and enforced by the administrator.", "evidence": ev}
+    )
+    assert out["claims"][0]["violations"] == ["'scheduler' and 'administrator' trade places against the evidence"]
+    assert ok("The administrator sets quotas and the scheduler enforces them.", ev)
+    assert ok("The daemon reads and writes the journal file.", "The daemon writes and reads the journal file.")
+
+
 @needs_wordnet
 def test_a_wordnet_synonym_stands_in_for_a_word_of_the_evidence_never_strict():
     ev = "This option is mainly intended for sequences associated with unlogged tables."

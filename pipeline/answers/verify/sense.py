@@ -59,7 +59,8 @@ def sense_problems(s: str, anc: Anchors, cited: list[Block]) -> list[str]:
     first = re.match(r"\s*([A-Z][\w'’-]+)", s)  # a capital at the start may be a name too
     if first and first.group(1).lower() not in tx.STOPWORDS and tx.normalise(first.group(1)).strip() not in named:
         named = [tx.normalise(first.group(1)).strip()] + named
-    if pair := crossed(*_same_voice(s, best_b, lo, hi)):
+    voiced = _same_voice(s, best_b, lo, hi)
+    if pair := crossed(*voiced) or exchanged(*voiced):
         return [f"{pair[0]!r} and {pair[1]!r} trade places against the evidence"]
     if len(named) >= 2 and _swapped(s, named, anc, best_b, lo, hi):
         return ["names appear in swapped roles in the evidence"]
@@ -211,4 +212,24 @@ def crossed(s: str, b: Block, lo: int, hi: int) -> tuple[str, str] | None:
             if cross - straight >= policy.CROSS_MARGIN:
                 word = dict((k, w) for w, k in claim)
                 return word[x], word[y]
+    return None
+
+
+def exchanged(s: str, b: Block, lo: int, hi: int) -> tuple[str, str] | None:
+    """Two words, not next to each other, whose exchange puts the claim's words in the evidence sentence's
+    order (of the words each holds once): "set by the Kernel and enforced by the superuser" against
+    "set by the superuser and enforced by the Kernel" when the sentence is too short for company to
+    tell. Neighbours may trade places ("reads and writes" = "writes and reads"), and a reworded claim
+    that reorders more than two words is not one exchange away."""
+    ws = tx.words(s)
+    claim = _content(ws, tx.keys(ws))
+    eseq = [k for _, k in _content(b.words[lo:hi], b.keys[lo:hi])]
+    cseq = [k for _, k in claim]
+    once = [k for k in dict.fromkeys(cseq) if cseq.count(k) == 1 and eseq.count(k) == 1]
+    at = [eseq.index(k) for k in once]  # the claim's words, as places in the evidence
+    order = sorted(at)
+    off = [i for i, (p, q) in enumerate(zip(at, order, strict=True)) if p != q]
+    if len(off) == 2 and off[1] - off[0] > 1 and at[off[0]] == order[off[1]]:
+        word = dict((k, w) for w, k in claim)
+        return word[once[off[0]]], word[once[off[1]]]
     return None
