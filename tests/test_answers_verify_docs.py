@@ -155,6 +155,15 @@ def test_swapped_roles_are_refused(claim, evidence):
     assert not out["verified"], out
 
 
+def test_a_number_bounded_from_the_other_side_is_refused():
+    ev = "Leave the canary running for at least 30 minutes, and no more than 2 hosts at once."
+    out = verify_request({"answer": "Leave the canary running for at most 30 minutes.", "evidence": ev})
+    assert out["claims"][0]["violations"] == ["'at most 30': the evidence bounds that number from the other side"]
+    assert ok("Leave the canary running for at least half an hour.", ev)
+    assert not ok("Keep the load over 4 on every host.", "Keep the load below 4 on every host.")
+    assert ok("Leave the canary running for 30 minutes.", ev)  # unbounded: the check of conditions is not this
+
+
 def test_two_words_exchanged_in_a_short_sentence_trade_places_but_neighbours_may():
     ev = "Quotas are set by the administrator and enforced by the scheduler."
     out = verify_request(

@@ -46,6 +46,8 @@ def sense_problems(s: str, anc: Anchors, cited: list[Block]) -> list[str]:
     short = not claim_neg and len(words) <= 4 and all(w[:1].isupper() or w[:1].isdigit() for w in s.split())
     if not short and claim_neg != _negated(best_b.sentence_text(lo, hi), keys):
         return ["negation differs from the evidence sentence it matches"]
+    if flipped := _bound_flipped(words, cited):
+        return [f"'{flipped}': the evidence bounds that number from the other side"]
     far = [
         n
         for n in anc.numbers
@@ -69,6 +71,62 @@ def sense_problems(s: str, anc: Anchors, cited: list[Block]) -> list[str]:
     if bad := _relation_apart(s, named, anc, cited):
         return [f"the evidence never says {bad!r} of them in one sentence"]
     return []
+
+
+# Words before a number that bound it from below (+1) or above (-1); longest first: "no more than" is an
+# upper bound although it holds "more than".
+_BOUNDS = sorted(
+    [
+        (("at", "least"), 1),
+        (("more", "than"), 1),
+        (("greater", "than"), 1),
+        (("no", "less", "than"), 1),
+        (("no", "fewer", "than"), 1),
+        (("not", "less", "than"), 1),
+        (("minimum", "of"), 1),
+        (("over",), 1),
+        (("above",), 1),
+        (("exceeds",), 1),
+        (("at", "most"), -1),
+        (("up", "to"), -1),
+        (("less", "than"), -1),
+        (("fewer", "than"), -1),
+        (("no", "more", "than"), -1),
+        (("not", "more", "than"), -1),
+        (("maximum", "of"), -1),
+        (("under",), -1),
+        (("below",), -1),
+    ],
+    key=lambda b: -len(b[0]),
+)
+
+
+def _cue(words: list[str], i: int) -> tuple[tuple[str, ...], int]:
+    """The bounding words right before position i and the side they bound from (0: none)."""
+    before = tuple(words[max(0, i - 3) : i])
+    return next(((cue, d) for cue, d in _BOUNDS if before[len(before) - len(cue) :] == cue), ((), 0))
+
+
+def _bounds(words: list[str]) -> dict[str, dict[int, int]]:
+    """For each number of a text (its key): the sides the words right before it bound it from, each with
+    the position of one such number."""
+    keys = tx.keys(words)
+    out: dict[str, dict[int, int]] = {}
+    for i, k in enumerate(keys):
+        if k.startswith("#") and not k.endswith("th") and not (i and keys[i - 1] == k):
+            out.setdefault(k, {}).setdefault(_cue(words, i)[1], i)
+    return out
+
+
+def _bound_flipped(words: list[str], cited: list[Block]) -> str | None:
+    """A number the claim bounds from one side ("at most 30 minutes") that the evidence bounds only from
+    the other ("at least 30 minutes"): the claim's words for it."""
+    for k, sides in _bounds(words).items():
+        for side, i in sides.items():
+            known = set().union(*(_bounds(b.words).get(k, {}) for b in cited))
+            if side and -side in known and side not in known:
+                return " ".join((*_cue(words, i)[0], words[i]))
+    return None
 
 
 def _other_agent(s: str, cited: list[Block]) -> str | None:
