@@ -441,8 +441,9 @@ def _compare(args, url: str, queries: list[str]) -> dict:
 def _child_latency(args) -> None:
     """A --compare-tree child: time the queries on stdin against --latency-of, print raw ms as JSON."""
     queries = json.loads(sys.stdin.read())
-    os.environ.setdefault("DOCFORGE_HOME", tempfile.mkdtemp(prefix="docforge-child-"))
-    raw = _latency(args, args.latency_of, queries, raw=True)[0]
+    with tempfile.TemporaryDirectory(prefix="docforge-child-") as home:  # gone with the child
+        os.environ.setdefault("DOCFORGE_HOME", home)
+        raw = _latency(args, args.latency_of, queries, raw=True)[0]
     print(json.dumps(raw))
 
 
