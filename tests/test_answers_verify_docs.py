@@ -164,6 +164,17 @@ def test_a_number_bounded_from_the_other_side_is_refused():
     assert ok("Leave the canary running for 30 minutes.", ev)  # unbounded: the check of conditions is not this
 
 
+def test_a_value_taken_from_another_sentence_is_refused_but_a_subject_named_before_is_not():
+    ev = "The backup runs on Wednesday at 02:00 UTC. We avoid Monday because the load is highest then."
+    out = verify_request({"answer": "The backup runs on Monday at 02:00 UTC.", "evidence": ev})
+    assert out["claims"][0]["violations"] == [
+        "'monday' is said elsewhere in the evidence, not in the sentence that says the rest of the claim"
+    ]
+    assert not ok("The default is 12 workers.", "Scale up with --workers=12. The default is 6 workers.")
+    page = "mod_cache_disk stores files on disk. This module requires the service of mod_cache."
+    assert ok("mod_cache_disk requires the service of mod_cache.", page)  # the subject, named before
+
+
 def test_two_words_exchanged_in_a_short_sentence_trade_places_but_neighbours_may():
     ev = "Quotas are set by the administrator and enforced by the scheduler."
     out = verify_request(

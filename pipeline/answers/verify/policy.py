@@ -17,7 +17,7 @@ from typing import Any
 
 from pipeline.answers import params as _params
 
-POLICY_VERSION = "11"  # 2: the question-aware layer (addresses_question, deflection → HYBRID); no new content word
+POLICY_VERSION = "12"  # 2: the question-aware layer (addresses_question, deflection → HYBRID); no new content word
 # 3: roles — a name's words in order, who did what ("directed by X"), a relation said of both names in one sentence
 # 4: framing — an answer to a question framed by a name ("in Haskell") is a deflection unless a claim speaks of both
 # 5: documentation — numbers and units however written, exact identifiers, WordNet synonyms, a word's company
@@ -30,6 +30,7 @@ POLICY_VERSION = "11"  # 2: the question-aware layer (addresses_question, deflec
 # 9: a word the evidence lacks may stand for a near one (WordNet links, no antonym), not only a synonym
 # 10: two words, not neighbours, exchanged against the evidence sentence's order trade places
 # 11: a number bounded from the other side ("at most 30" for "at least 30")
+# 12: a value taken from outside the sentence that says the rest of the claim, in place of its own
 _V = _params.verifier()
 PARAPHRASE_MIN: float = float(_V["paraphrase_min"])
 ENTITY_OTHER_MIN: float = float(_V["entity_other_min"])

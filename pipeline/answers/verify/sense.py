@@ -7,7 +7,7 @@ from collections import Counter
 
 import pipeline.answers.verify.policy as policy
 from pipeline.answers import words as tx
-from pipeline.answers.verify.anchors import Anchors, name_in, positions_of, together
+from pipeline.answers.verify.anchors import Anchors, anchors, name_in, positions_of, together
 from pipeline.answers.verify.blocks import Block, roles
 
 # Words a rewording may add without changing what is claimed.
@@ -70,6 +70,8 @@ def sense_problems(s: str, anc: Anchors, cited: list[Block]) -> list[str]:
         return [f"the evidence says someone else {bad}"]
     if bad := _relation_apart(s, named, anc, cited):
         return [f"the evidence never says {bad!r} of them in one sentence"]
+    if (stray := _stray_anchor(keys, anc, cited)) is not None:
+        return [f"{stray!r} is said elsewhere in the evidence, not in the sentence that says the rest of the claim"]
     return []
 
 
@@ -127,6 +129,39 @@ def _bound_flipped(words: list[str], cited: list[Block]) -> str | None:
             if side and -side in known and side not in known:
                 return " ".join((*_cue(words, i)[0], words[i]))
     return None
+
+
+def _stray_anchor(keys: set[str], anc: Anchors, cited: list[Block]) -> str | None:
+    """A name, number or identifier of the claim that no evidence sentence holding every other word of the
+    claim holds, where such a sentence has one of the same kind the claim lacks: the claim put a value
+    from elsewhere in its place ("changes on Monday" against "changes on Wednesday. We avoid Monday
+    handovers"). One such a sentence has no counterpart for may be its subject, named before it ("This
+    module requires …")."""
+    if not anc.all:
+        return None
+    anchor_keys = {k for a in anc.all for k in ([a] if a.startswith("#") else tx.keys(a.split()))}
+    rest = {k for k in keys if k not in anchor_keys}
+    if not rest:
+        return None
+    holding = [(b, n) for b in cited for n, sk in enumerate(b.sentence_keys) if rest <= sk]
+    for kind in ("numbers", "idents", "proper"):
+        for a in getattr(anc, kind):
+            said = {id(b): ps for b in cited if (ps := positions_of(a, anc, b))}
+            if not said or any(_in_sentence(said.get(id(b), []), b, n) for b, n in holding):
+                continue  # not in the evidence (the anchor checks' business), or where the rest is said
+            if any(_counterpart(b, n, kind, anc) for b, n in holding):
+                return a.lstrip("#")
+    return None
+
+
+def _in_sentence(positions: list[int], b: Block, n: int) -> bool:
+    """Whether the positions are in sentence n, or name what it refers to ("It was founded in …")."""
+    return any(p < 0 for p in positions) or n in b.referred(positions)
+
+
+def _counterpart(b: Block, n: int, kind: str, anc: Anchors) -> bool:
+    """Whether sentence n of the block has an anchor of `kind` the claim does not."""
+    return bool(set(getattr(anchors(b.sentence_text(*b.sentences[n])), kind)) - set(getattr(anc, kind)))
 
 
 def _other_agent(s: str, cited: list[Block]) -> str | None:
