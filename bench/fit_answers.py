@@ -4,6 +4,7 @@
     python bench/fit_answers.py --stores /tmp/stores                 # the same over the questions' pages only
     python bench/fit_answers.py --stores /tmp/stores --report-only   # only the report, shipped params
     python bench/fit_answers.py --stores /tmp/stores --only uv,postgresql --report-only -v
+    python bench/fit_answers.py --stores /tmp/whole --whole --asked A.pkl --targets 0.95,0.96,0.98
     python bench/fit_answers.py --smoke                                # fit and report on a tiny made-up corpus
 
 bench/sets/corpora.yml names each corpus and its split, and under `questions` its files and the pages
@@ -121,6 +122,14 @@ def report(answerer, name: str, rows: list[dict], verbose: bool) -> tuple[int, i
     return hit, n_ans, wrong, right, n_none
 
 
+def wrapped_targets(table: dict[float, tuple[int, int, int, int]]) -> None:
+    """Per precision target: abstentions leaving one fit corpus out, and their balanced accuracy."""
+    print("precision target, one fit corpus left out at a time:")
+    for t, (right, n_un, wrong, n_ans) in table.items():
+        balanced = (right / max(n_un, 1) + 1 - wrong / max(n_ans, 1)) / 2
+        print(f"  {t:.2f}: right abstentions {right}/{n_un}, wrong {wrong}/{n_ans}, balanced {balanced:.3f}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--stores", type=Path, help="where each corpus's store is kept (required but with --smoke)")
@@ -130,6 +139,7 @@ def main() -> None:
     ap.add_argument("--out", type=Path, help="the params file to write (default: the model's shipped one)")
     ap.add_argument("--asked", type=Path, help="keep the asked fit questions here (pickle): a refit reuses them")
     ap.add_argument("--no-report", action="store_true", help="fit only")
+    ap.add_argument("--targets", help="comma-separated precision targets: abstentions leaving one fit corpus out")
     ap.add_argument("--verbose", "-v", action="store_true")
     ap.add_argument("--smoke", action="store_true", help="fit and report on a tiny made-up corpus (bench/smoke.py)")
     args = ap.parse_args()
@@ -168,6 +178,9 @@ def main() -> None:
             args.asked.write_bytes(pickle.dumps((model, asked)))
         if not asked or model is None:
             sys.exit("no fit corpus is available")
+        if args.targets:
+            wrapped_targets(fit.abstentions_left_out(asked, [float(t) for t in args.targets.split(",")]))
+            return
         out = args.out or params.file_for(model)
         old = json.loads(out.read_text()) if out.exists() else {}
         raw = fit.fit(asked, kinds, 4)

@@ -173,6 +173,31 @@ def test_the_logistic_fit_separates_what_it_is_shown():
     assert ((m.prob(x) > 0.5) == (y > 0)).mean() > 0.95 and m.weights[0] > 0 > m.weights[1]
 
 
+def test_the_precision_target_is_measured_leaving_one_corpus_out():
+    """Three corpora whose answerable questions have one line that stands out: with a corpus left out,
+    the others' fit answers every answerable question of it, and abstains on more unanswerable ones
+    the higher the target."""
+    rng = np.random.default_rng(3)
+    sim = features.LINE.index("sim")
+    asked = []
+    for corpus in ("a", "b", "c"):
+        for i in range(24):
+            answerable = i % 3 != 0
+            x = rng.normal(0, 0.05, size=(6, len(features.LINE)))
+            x[:, sim] += 0.2
+            y = np.zeros(6)
+            if answerable:
+                x[2, sim], y[2] = 0.9, 1.0
+            us = [Unit(f"line {n}", "sentence", _evidence("E1", "text", doc=f"{corpus}{i}"), n) for n in range(6)]
+            q = features.Question({"line": 1.0}, 0.0, dict.fromkeys(features.KINDS, 0.0))
+            asked.append(fit.Asked(corpus, f"q{i}", answerable, q, x, y, us, ["line 2"] if answerable else []))
+    table = fit.abstentions_left_out(asked, [0.8, 1.0])
+    (low_right, low_un, low_wrong, low_ans), (high_right, high_un, high_wrong, high_ans) = table.values()
+    assert (low_un, low_ans) == (high_un, high_ans) == (24, 48)  # every left-out question counted once
+    assert high_right == 24 > low_right  # at 1.0 every unanswerable one abstains; at 0.8 some are answered
+    assert low_wrong == 0 and high_wrong <= 48 // 4  # the price of the higher target: some answerable ones
+
+
 def test_labelled_questions_are_read_with_clear_errors(tmp_path):
     f = tmp_path / "q.jsonl"
     f.write_text('{"question": "How?", "phrases": ["x"]}\n{"question": "Why?", "phrases": null}\n')
