@@ -5,6 +5,7 @@
     python bench/fit_answers.py --stores /tmp/stores --report-only   # only the report, shipped params
     python bench/fit_answers.py --stores /tmp/stores --only uv,postgresql --report-only -v
     python bench/fit_answers.py --stores /tmp/whole --whole --asked A.pkl --targets 0.95,0.96,0.98
+    python bench/fit_answers.py --stores /tmp/whole --whole --asked A.pkl --embedded 12,16,24,32
     python bench/fit_answers.py --smoke                                # fit and report on a tiny made-up corpus
 
 bench/sets/corpora.yml names each corpus and its split, and under `questions` its files and the pages
@@ -122,6 +123,28 @@ def report(answerer, name: str, rows: list[dict], verbose: bool) -> tuple[int, i
     return hit, n_ans, wrong, right, n_none
 
 
+def embedded_lines(asked: list, sizes: list[int]) -> None:
+    """Per number of lines embedded: the questions answered as with every candidate embedded (the same
+    lines, or both abstaining), with the shipped parameters, from the asked features."""
+    from pipeline.answers import extractive, params
+
+    shipped = params.load(params.DEFAULT_MODEL)
+    sim = extractive.ft.LINE.index("sim")
+
+    def answer(a, k: int):
+        x, logits = extractive.scored(a.x, lambda rows: a.x[rows, sim], shipped, k)
+        e = extractive.decide(a.question, extractive.Ranked(a.q, a.units, x, logits), shipped)
+        return [line for line, _ in e.lines], round(e.confidence, 2)
+
+    every = [answer(a, 0) for a in asked]
+    print(f"lines embedded per question ({len(asked)} fit questions; all: up to {extractive.MAX_CANDIDATES}):")
+    for k in sizes:
+        got = [answer(a, k) for a in asked]
+        same = sum(g[0] == e[0] for g, e in zip(got, every, strict=True))
+        conf = sum(g == e for g, e in zip(got, every, strict=True))
+        print(f"  {k:>3}: the same answer {same}/{len(asked)}, and the same confidence (2 places) {conf}")
+
+
 def wrapped_targets(table: dict[float, tuple[int, int, int, int]]) -> None:
     """Per precision target: abstentions leaving one fit corpus out, and their balanced accuracy."""
     print("precision target, one fit corpus left out at a time:")
@@ -139,6 +162,7 @@ def main() -> None:
     ap.add_argument("--out", type=Path, help="the params file to write (default: the model's shipped one)")
     ap.add_argument("--asked", type=Path, help="keep the asked fit questions here (pickle): a refit reuses them")
     ap.add_argument("--no-report", action="store_true", help="fit only")
+    ap.add_argument("--embedded", help="comma-separated numbers of lines embedded: answers kept, from --asked")
     ap.add_argument("--targets", help="comma-separated precision targets: abstentions leaving one fit corpus out")
     ap.add_argument("--verbose", "-v", action="store_true")
     ap.add_argument("--smoke", action="store_true", help="fit and report on a tiny made-up corpus (bench/smoke.py)")
@@ -178,6 +202,9 @@ def main() -> None:
             args.asked.write_bytes(pickle.dumps((model, asked)))
         if not asked or model is None:
             sys.exit("no fit corpus is available")
+        if args.embedded:
+            embedded_lines(asked, [int(k) for k in args.embedded.split(",")])
+            return
         if args.targets:
             wrapped_targets(fit.abstentions_left_out(asked, [float(t) for t in args.targets.split(",")]))
             return

@@ -124,6 +124,28 @@ def test_extractive_quotes_the_line_that_answers_and_passes_strictly():
     assert nothing.lines == [] and "needed" in nothing.reason
 
 
+def test_only_the_lines_worth_it_are_embedded_and_the_answer_is_the_same():
+    filler = [f"Topic {n} covers widgets, gadgets and assorted parts in volume {n}." for n in range(40)]
+    text = " ".join([*filler[:20], "Releases go out with blue-green deployments through ArgoCD.", *filler[20:]])
+    ev = [_evidence("E1", text, _blocks(text, ("paragraph", text)))]
+    seen: list[str] = []
+
+    def counting(texts):
+        seen.extend(texts[1:])  # the question first, then what is embedded as documents
+        return _bag(texts)
+
+    always = dataclasses.replace(SHIPPED, threshold=0.0)
+    r = extractive.rank("How do releases go out?", ev, always, embed=counting)
+    lines = [t for t in seen if t in {u.text for u in r.units}]
+    assert len(r.units) == 41 and len(lines) == extractive.EMBEDDED  # the rest are never embedded
+    assert np.isinf(r.logits).sum() == 41 - extractive.EMBEDDED
+    every = extractive.rank("How do releases go out?", ev, always, embed=_bag, embedded=0)
+    assert np.isfinite(every.logits).all()
+    best = extractive.decide("How do releases go out?", r, always).lines
+    assert best == extractive.decide("How do releases go out?", every, always).lines
+    assert best[0][0] == "Releases go out with blue-green deployments through ArgoCD."
+
+
 def test_a_line_introducing_code_brings_the_whole_block():
     code = "ENV LINKS=copy\nRUN make install"
     text = f"To copy files instead of linking them, set:\n\n{code}"

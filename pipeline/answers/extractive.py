@@ -26,7 +26,13 @@ from pipeline.answers.params import Params
 from pipeline.answers.subject import CorpusStats
 from pipeline.answers.units import Unit, units
 
-MAX_CANDIDATES = 64  # lines embedded per question: those carrying most of its words, then retrieval order
+MAX_CANDIDATES = 64  # lines considered per question: those carrying most of its words, then retrieval order
+# Of those, the lines embedded: the best by the line model read without its two similarity features (what
+# the others cost is a forward pass each, the most of a cold ask). Measured on the fit corpora's 275
+# questions with the shipped parameters (bench/fit_answers.py --embedded): the same answer for
+# 275 at 24 (16: 272, 12: 266); the confidence moves on some, the best line's similarity gap being taken
+# over fewer lines. 0 (a fit): all of them.
+EMBEDDED = 24
 LEAD_CHARS = 400  # of a document's opening, embedded to tell which document the question is about
 
 Embed = Callable[[Sequence[str]], "Sequence[Sequence[float]]"]  # question first, then documents
@@ -67,8 +73,11 @@ def rank(
     embed: Embed | None = None,
     stats: CorpusStats | None = None,
     leads: dict[str, tuple[str, str]] | None = None,
+    embedded: int | None = None,
 ) -> Ranked:
-    """The candidate lines of `evidence` (in retrieval order) scored against `question`."""
+    """The candidate lines of `evidence` (in retrieval order) scored against `question`: the `embedded`
+    best without the similarity features are embedded and ranked (default EMBEDDED; 0: all); the others
+    keep their place in the list (a line's neighbours) and are never chosen."""
     stats = stats or CorpusStats()
     every = [u for e in evidence for u in units(e)]
     kinds = list(params.kinds)
@@ -78,15 +87,39 @@ def rank(
         why = "nothing retrieved" if not every else "the question names no subject"
         return Ranked(q0, [], np.zeros((0, len(ft.LINE))), np.zeros(0), why)
     cands = _prefilter(every, q0)
-    texts = [u.text for u in cands] + list(openings.values()) + [params.kinds[k] for k in kinds]
-    sims = _cosines(question, texts, embed)
-    n, m = len(cands), len(openings)
-    about = dict(zip(openings, sims[n : n + m], strict=True))
-    want = sims[n + m :]
+    m = len(openings)
+    sims = _cosines(question, list(openings.values()) + [params.kinds[k] for k in kinds], embed)
+    about = dict(zip(openings, sims[:m], strict=True))
+    want = sims[m:]
     mean = sum(want) / len(want) if want else 0.0
     q = ft.Question(q0.keys, q0.unseen, {k: w - mean for k, w in zip(kinds, want, strict=True)}, q0.anchors)
-    x = ft.line_features(q, cands, sims[:n], about)
-    return Ranked(q, cands, x, params.line.logit(x))
+    x = ft.line_features(q, cands, [0.0] * len(cands), about)
+    n = EMBEDDED if embedded is None else embedded
+    x, logits = scored(x, lambda rows: _cosines(question, [cands[i].text for i in rows], embed), params, n)
+    return Ranked(q, cands, x, logits)
+
+
+_SIM, _SIM_GAP = ft.LINE.index("sim"), ft.LINE.index("sim_gap")
+
+
+def scored(
+    x: np.ndarray, sims_of: Callable[[np.ndarray], Sequence[float]], params: Params, embedded: int = EMBEDDED
+) -> tuple[np.ndarray, np.ndarray]:
+    """Line features with their similarities, and line-model logits: only the `embedded` rows best by the
+    model read with the similarity features at their mean get similarities (`sims_of(rows)`) and a
+    logit; the others' logit is -inf (never chosen). 0: every row."""
+    rows = np.arange(len(x))
+    if embedded and len(x) > embedded:
+        blind = x.copy()
+        blind[:, [_SIM, _SIM_GAP]] = params.line.mean[[_SIM, _SIM_GAP]]
+        rows = np.sort(np.argsort(-params.line.logit(blind), kind="stable")[:embedded])
+    x = x.copy()
+    sims = np.asarray(sims_of(rows), dtype=np.float64)
+    x[rows, _SIM] = sims
+    x[rows, _SIM_GAP] = sims - sims.max() if len(sims) else sims
+    logits = np.full(len(x), -np.inf)
+    logits[rows] = params.line.logit(x[rows])
+    return x, logits
 
 
 def extract(
@@ -100,7 +133,11 @@ def extract(
     leads: dict[str, tuple[str, str]] | None = None,
 ) -> Extract:
     """The lines of `evidence` that answer `question`, or none with a reason."""
-    r = rank(question, evidence, params, embed=embed, stats=stats, leads=leads)
+    return decide(question, rank(question, evidence, params, embed=embed, stats=stats, leads=leads), params, max_lines)
+
+
+def decide(question: str, r: Ranked, params: Params, max_lines: int = 4) -> Extract:
+    """Answer or abstain from ranked lines: the question model's threshold, then `choose`."""
     if r.reason:
         return Extract([], r.reason)
     qx = r.question_x()

@@ -111,7 +111,9 @@ def ask(answerer, corpus: str, rows: Iterable[dict[str, Any]], params: Params) -
         with answerer.searcher.connection() as conn:
             stats = subject.corpus_stats(conn, subject.question_words(run.question))
             leads = retrieve.leads(conn, list(dict.fromkeys(e.doc_key for e in pool.items)))
-        ranked = extractive.rank(run.question, pool.items, params, embed=answerer._embed, stats=stats, leads=leads)
+        ranked = extractive.rank(
+            run.question, pool.items, params, embed=answerer._embed, stats=stats, leads=leads, embedded=0
+        )
         phrases = r.get("phrases") or []
         texts = [u.text for u in ranked.units]
         y = np.array([holds_phrase(t, phrases) for t in texts], dtype=np.float64)
