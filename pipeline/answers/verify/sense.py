@@ -139,7 +139,7 @@ def _stray_anchor(keys: set[str], anc: Anchors, cited: list[Block]) -> str | Non
     module requires …")."""
     if not anc.all:
         return None
-    anchor_keys = {k for a in anc.all for k in ([a] if a.startswith("#") else tx.keys(a.split()))}
+    anchor_keys = {k for a in anc.all for k in ([a] if a.startswith("#") else tx.content_keys(a))}
     rest = {k for k in keys if k not in anchor_keys}
     if not rest:
         return None
