@@ -70,8 +70,9 @@ def sense_problems(s: str, anc: Anchors, cited: list[Block]) -> list[str]:
         return [f"the evidence says someone else {bad}"]
     if bad := _relation_apart(s, named, anc, cited):
         return [f"the evidence never says {bad!r} of them in one sentence"]
-    if (stray := _stray_anchor(keys, anc, cited)) is not None:
-        return [f"{stray!r} is said elsewhere in the evidence, not in the sentence that says the rest of the claim"]
+    if (stray := _stray_anchor(s, anc, cited)) is not None:
+        said = _as_said(stray, s, anc)
+        return [f"{said!r} is said elsewhere in the evidence, not in the sentence that says the rest of the claim"]
     return []
 
 
@@ -131,7 +132,7 @@ def _bound_flipped(words: list[str], cited: list[Block]) -> str | None:
     return None
 
 
-def _stray_anchor(keys: set[str], anc: Anchors, cited: list[Block]) -> str | None:
+def _stray_anchor(s: str, anc: Anchors, cited: list[Block]) -> str | None:
     """A name, number or identifier of the claim that no evidence sentence holding every other word of the
     claim holds, where such a sentence has one of the same kind the claim lacks: the claim put a value
     from elsewhere in its place ("changes on Monday" against "changes on Wednesday. We avoid Monday
@@ -140,7 +141,7 @@ def _stray_anchor(keys: set[str], anc: Anchors, cited: list[Block]) -> str | Non
     if not anc.all:
         return None
     anchor_keys = {k for a in anc.all for k in ([a] if a.startswith("#") else tx.content_keys(a))}
-    rest = {k for k in keys if k not in anchor_keys}
+    rest = {k for k in tx.content_keys(s) if k not in anchor_keys and k not in tx.NEGATIONS}
     if not rest:
         return None
     holding = [(b, n) for b in cited for n, sk in enumerate(b.sentence_keys) if rest <= sk]
@@ -150,8 +151,16 @@ def _stray_anchor(keys: set[str], anc: Anchors, cited: list[Block]) -> str | Non
             if not said or any(_in_sentence(said.get(id(b), []), b, n) for b, n in holding):
                 continue  # not in the evidence (the anchor checks' business), or where the rest is said
             if any(_counterpart(b, n, kind, anc) for b, n in holding):
-                return a.lstrip("#")
+                return a
     return None
+
+
+def _as_said(anchor: str, s: str, anc: Anchors) -> str:
+    """An anchor as the claim writes it: a number's words ("30 minutes" for #1800), an identifier as typed."""
+    if anchor.startswith("#"):
+        ws = tx.words(s)
+        return " ".join(w for w, k in zip(ws, tx.keys(ws), strict=True) if k == anchor) or anchor[1:]
+    return next((e for e in anc.exact if tx.normalise(e).strip() == anchor), anchor)
 
 
 def _in_sentence(positions: list[int], b: Block, n: int) -> bool:
