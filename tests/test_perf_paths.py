@@ -18,6 +18,7 @@ from docforge.cli import progress as terminal
 from pipeline import progress
 from pipeline.config import EmbeddingConfig, load_settings
 from pipeline.embed import Embedder
+from pipeline.embed.backends import batches
 from pipeline.errors import StoreError
 from pipeline.ingest import IngestContext, ingest_source
 
@@ -43,6 +44,14 @@ def test_encode_ids_keeps_input_order(embedder):
     assert max(len(i) for i in ids) == embedder.max_seq_length  # the long text is truncated to the window
     one_by_one = np.stack([embedder.encode_ids([i])[0] for i in ids])
     np.testing.assert_allclose(embedder.encode_ids(ids), one_by_one, atol=2e-5)
+
+
+def test_a_batch_is_closed_before_a_text_under_half_its_longest():
+    lengths = [128, 60, 58, 40, 31, 30, 29, 12, 9, 3]
+    order = list(range(len(lengths)))  # longest first, as encode_ids sorts them
+    assert list(batches(order, lengths, 32)) == [[0], [1, 2, 3, 4, 5], [6], [7, 8], [9]]
+    assert list(batches(order, lengths, 2)) == [[0], [1, 2], [3, 4], [5, 6], [7, 8], [9]]
+    assert list(batches(list(range(40)), [256] * 40, 32)) == [list(range(32)), list(range(32, 40))]
 
 
 @pytest.mark.parametrize("backend, min_cos", [("onnx", 0.99999), ("onnx-int8", 0.97)])

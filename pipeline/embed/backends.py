@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import platform
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -39,9 +39,19 @@ def on_cpu(setting: str) -> bool:
     return not maybe_gpu or choose_device(setting) == "cpu"
 
 
-def batches(order: list[int], size: int) -> Iterator[list[int]]:
-    for start in range(0, len(order), size):
-        yield order[start : start + size]
+def batches(order: list[int], lengths: Sequence[int], size: int) -> Iterator[list[int]]:
+    """`order` (longest first) in batches of at most `size`, each closed before a text under half its first
+    text's length: a batch is padded to its longest, so a few long texts do not make many short ones pay
+    for their length (24 candidate lines of an answer, one of them long, run in 0.44–0.53 of the time of
+    one padded batch; the vectors are the same)."""
+    batch: list[int] = []
+    for i in order:
+        if batch and (len(batch) >= size or 2 * lengths[i] < lengths[batch[0]]):
+            yield batch
+            batch = []
+        batch.append(i)
+    if batch:
+        yield batch
 
 
 def torch_runner(model: SentenceTransformer, device: str, names: list[str]) -> Runner:

@@ -299,7 +299,7 @@ class Embedder:
             )
         out = np.empty((len(ids), self.dimension), dtype=np.float32)
         order = sorted(range(len(ids)), key=lambda i: -len(ids[i]))  # uniform batches: least padding
-        for batch in batches(order, self.batch_size):
+        for batch in batches(order, [len(t) for t in ids], self.batch_size):
             out[batch] = self._truncate(run(self.pad([ids[i] for i in batch])))
         return out
 
