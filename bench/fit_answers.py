@@ -129,10 +129,9 @@ def embedded_lines(asked: list, sizes: list[int]) -> None:
     from pipeline.answers import extractive, params
 
     shipped = params.load(params.DEFAULT_MODEL)
-    sim = extractive.ft.LINE.index("sim")
 
-    def answer(a, k: int):
-        x, logits = extractive.scored(a.x, lambda rows: a.x[rows, sim], shipped, k)
+    def answer(a, k: int):  # the asked features hold every line's similarity; a cold ask computes k
+        x, logits = extractive.ranked_rows(a.x, extractive.worth_embedding(a.x, shipped, k), shipped)
         e = extractive.decide(a.question, extractive.Ranked(a.q, a.units, x, logits), shipped)
         return [line for line, _ in e.lines], round(e.confidence, 2)
 

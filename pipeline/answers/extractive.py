@@ -27,11 +27,11 @@ from pipeline.answers.subject import CorpusStats
 from pipeline.answers.units import Unit, units
 
 MAX_CANDIDATES = 64  # lines considered per question: those carrying most of its words, then retrieval order
-# Of those, the lines embedded: the best by the line model read without its two similarity features (what
-# the others cost is a forward pass each, the most of a cold ask). Measured on the fit corpora's 275
-# questions with the shipped parameters (bench/fit_answers.py --embedded): the same answer for
-# 275 at 24 (16: 272, 12: 266); the confidence moves on some, the best line's similarity gap being taken
-# over fewer lines. 0 (a fit): all of them.
+# Of those, the lines embedded: the best by the line model read without what embeddings decide (what the
+# others cost is a forward pass each, the most of a cold ask). Measured on the fit corpora's 275
+# questions with the shipped parameters (bench/fit_answers.py --embedded): the same answer for 275 at 24
+# (16: 273, 12: 265); the confidence moves on some, the best line's similarity gap being taken over
+# fewer lines. 0 (a fit): all of them.
 EMBEDDED = 24
 LEAD_CHARS = 400  # of a document's opening, embedded to tell which document the question is about
 
@@ -76,8 +76,8 @@ def rank(
     embedded: int | None = None,
 ) -> Ranked:
     """The candidate lines of `evidence` (in retrieval order) scored against `question`: the `embedded`
-    best without the similarity features are embedded and ranked (default EMBEDDED; 0: all); the others
-    keep their place in the list (a line's neighbours) and are never chosen."""
+    best by what needs no embedding of them (`worth_embedding`) are embedded and ranked; the others keep
+    their place in the list (a line's neighbours) and are never chosen."""
     stats = stats or CorpusStats()
     every = [u for e in evidence for u in units(e)]
     kinds = list(params.kinds)
@@ -87,36 +87,42 @@ def rank(
         why = "nothing retrieved" if not every else "the question names no subject"
         return Ranked(q0, [], np.zeros((0, len(ft.LINE))), np.zeros(0), why)
     cands = _prefilter(every, q0)
-    m = len(openings)
-    sims = _cosines(question, list(openings.values()) + [params.kinds[k] for k in kinds], embed)
-    about = dict(zip(openings, sims[:m], strict=True))
-    want = sims[m:]
+    want = _cosines(question, [params.kinds[k] for k in kinds], embed)  # constant texts: looked up after once
     mean = sum(want) / len(want) if want else 0.0
     q = ft.Question(q0.keys, q0.unseen, {k: w - mean for k, w in zip(kinds, want, strict=True)}, q0.anchors)
-    x = ft.line_features(q, cands, [0.0] * len(cands), about)
-    n = EMBEDDED if embedded is None else embedded
-    x, logits = scored(x, lambda rows: _cosines(question, [cands[i].text for i in rows], embed), params, n)
+    rows = worth_embedding(ft.line_features(q, cands, [0.0] * len(cands), {}), params, embedded)
+    # the documents' openings and the chosen lines in one pass of the model
+    sims = _cosines(question, [*openings.values(), *(cands[i].text for i in rows)], embed)
+    about = dict(zip(openings, sims[: len(openings)], strict=True))
+    line_sims = np.zeros(len(cands))
+    line_sims[rows] = sims[len(openings) :]
+    x, logits = ranked_rows(ft.line_features(q, cands, line_sims.tolist(), about), rows, params)
     return Ranked(q, cands, x, logits)
 
 
-_SIM, _SIM_GAP = ft.LINE.index("sim"), ft.LINE.index("sim_gap")
+# What a line's embedding decides: its similarity, its gap to the best line's, and (through the openings,
+# embedded in the same pass) its document's gap to the best-matching document's.
+_BLIND = [ft.LINE.index(n) for n in ("sim", "sim_gap", "about_gap")]
+_SIM, _SIM_GAP = _BLIND[:2]
 
 
-def scored(
-    x: np.ndarray, sims_of: Callable[[np.ndarray], Sequence[float]], params: Params, embedded: int = EMBEDDED
-) -> tuple[np.ndarray, np.ndarray]:
-    """Line features with their similarities, and line-model logits: only the `embedded` rows best by the
-    model read with the similarity features at their mean get similarities (`sims_of(rows)`) and a
-    logit; the others' logit is -inf (never chosen). 0: every row."""
-    rows = np.arange(len(x))
-    if embedded and len(x) > embedded:
-        blind = x.copy()
-        blind[:, [_SIM, _SIM_GAP]] = params.line.mean[[_SIM, _SIM_GAP]]
-        rows = np.sort(np.argsort(-params.line.logit(blind), kind="stable")[:embedded])
+def worth_embedding(x: np.ndarray, params: Params, embedded: int | None = None) -> np.ndarray:
+    """The rows to embed, in list order: the `embedded` (default EMBEDDED; 0: all) best by the line model
+    read with what embeddings decide at its mean."""
+    n = EMBEDDED if embedded is None else embedded
+    if not n or len(x) <= n:
+        return np.arange(len(x))
+    blind = x.copy()
+    blind[:, _BLIND] = params.line.mean[_BLIND]
+    return np.sort(np.argsort(-params.line.logit(blind), kind="stable")[:n])
+
+
+def ranked_rows(x: np.ndarray, rows: np.ndarray, params: Params) -> tuple[np.ndarray, np.ndarray]:
+    """Line-model logits of the embedded `rows` (their similarity gap taken to the best of them); the
+    others' is -inf: never chosen."""
     x = x.copy()
-    sims = np.asarray(sims_of(rows), dtype=np.float64)
-    x[rows, _SIM] = sims
-    x[rows, _SIM_GAP] = sims - sims.max() if len(sims) else sims
+    if len(rows):
+        x[rows, _SIM_GAP] = x[rows, _SIM] - x[rows, _SIM].max()
     logits = np.full(len(x), -np.inf)
     logits[rows] = params.line.logit(x[rows])
     return x, logits
