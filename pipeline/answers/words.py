@@ -89,13 +89,18 @@ def ascii_quotes(text: str) -> str:
 _OPTION_DASH = re.compile(r"(?<![\w-])[\u2013\u2014](?=[^\W\d_])")
 
 
+def _typed(text: str) -> str:
+    """NFKC, typographic quotes and dashes as ASCII, a dash opening a word as "--"; case kept."""
+    return unicodedata.normalize("NFKC", _OPTION_DASH.sub("--", text)).translate(_QUOTES)
+
+
 @lru_cache(maxsize=8192)
 def fold(text: str) -> str:
     """Unicode-fold: NFKC, typographic quotes and dashes to ASCII (a dash opening a word to "--"),
     diacritics dropped, casefolded."""
     if text.isascii():
         return text.lower()
-    text = unicodedata.normalize("NFKC", _OPTION_DASH.sub("--", text)).translate(_QUOTES)
+    text = _typed(text)
     text = "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
     return text.casefold()
 
@@ -103,7 +108,7 @@ def fold(text: str) -> str:
 def cased_words(text: str) -> list[str]:
     """The tokens of `words(text)` as written (case kept): who is named where, for the role checks."""
     if not text.isascii():
-        text = unicodedata.normalize("NFKC", text).translate(_QUOTES)
+        text = _typed(text)
         text = "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
     return _WORD.findall(text)
 
@@ -302,7 +307,7 @@ def _whole(tok: str) -> str:
 def _identifiers(text: str) -> tuple[str, ...]:
     # token by token, and only tokens that could be one: the whole pattern over every position of a
     # sentence costs more than the rest of a claim's checks
-    raw = text if text.isascii() else unicodedata.normalize("NFKC", _OPTION_DASH.sub("--", text)).translate(_QUOTES)
+    raw = text if text.isascii() else _typed(text)
     found = _CODE_SPAN.findall(raw)
     for tok in _URL.sub(" ", _CODE_SPAN.sub(" ", raw)).split():  # a link's target is not what it claims
         tok = tok.rstrip(".,;:!?")
