@@ -4,6 +4,7 @@ Plain helpers (git, shared data, a server thread) are in tests/helpers.py."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import uuid
@@ -55,13 +56,21 @@ def database_url(pg_server, monkeypatch) -> str:
 
 
 @pytest.fixture(autouse=True)
-def docforge_home(tmp_path, monkeypatch) -> Path:
-    """Every test gets its own DOCFORGE_HOME (and no DATABASE_URL unless it asks)."""
+def docforge_home(tmp_path, monkeypatch):
+    """Every test gets its own DOCFORGE_HOME (and no DATABASE_URL unless it asks). An embedded server the
+    test started there (a CLI run, an ingest) is stopped after it: it would outlive its folder. A home
+    whose pg links to the session's server (pg_server) leaves that one running."""
     home = tmp_path / "home"
     monkeypatch.setenv("DOCFORGE_HOME", str(home))
     monkeypatch.delenv("DATABASE_URL", raising=False)
     monkeypatch.delenv("DAGSTER_HOME", raising=False)
-    return home
+    yield home
+    own = (home / "pg").resolve().is_relative_to(tmp_path.resolve())  # not a link to the session's server
+    if own and (home / "pg" / "postmaster.pid").exists():
+        from pipeline.store.db import stop_embedded
+
+        with contextlib.suppress(Exception):  # a test that killed it leaves a stale pid file: nothing to stop
+            stop_embedded(home)
 
 
 @pytest.fixture(scope="session")
