@@ -21,6 +21,51 @@ _NAME_JOINS = tx.NAME_CONNECTORS
 _MD_LINK = re.compile(r"!?\[([^\]\n]*)\]\([^)\s]*(?:\s+\"[^\"]*\")?\)|!?\[([^\]\n]+)\]\[[^\]\n]*\]|<https?://[^>]+>")
 
 
+# Words before a number that bound it from below (+1) or above (-1); longest first: "no more than" is an
+# upper bound although it holds "more than".
+_BOUNDS = sorted(
+    [
+        (("at", "least"), 1),
+        (("more", "than"), 1),
+        (("greater", "than"), 1),
+        (("no", "less", "than"), 1),
+        (("no", "fewer", "than"), 1),
+        (("not", "less", "than"), 1),
+        (("minimum", "of"), 1),
+        (("over",), 1),
+        (("above",), 1),
+        (("exceeds",), 1),
+        (("at", "most"), -1),
+        (("up", "to"), -1),
+        (("less", "than"), -1),
+        (("fewer", "than"), -1),
+        (("no", "more", "than"), -1),
+        (("not", "more", "than"), -1),
+        (("maximum", "of"), -1),
+        (("under",), -1),
+        (("below",), -1),
+    ],
+    key=lambda b: -len(b[0]),
+)
+
+
+def bound_cue(words: list[str], i: int) -> tuple[tuple[str, ...], int]:
+    """The bounding words right before position i and the side they bound from (0: none)."""
+    before = tuple(words[max(0, i - 3) : i])
+    return next(((cue, d) for cue, d in _BOUNDS if before[len(before) - len(cue) :] == cue), ((), 0))
+
+
+def number_bounds(words: list[str]) -> dict[str, dict[int, int]]:
+    """For each number of a text (its key): the sides the words right before it bound it from, each with
+    the position of one such number."""
+    keys = tx.keys(words)
+    out: dict[str, dict[int, int]] = {}
+    for i, k in enumerate(keys):
+        if k.startswith("#") and not k.endswith("th") and not (i and keys[i - 1] == k):
+            out.setdefault(k, {}).setdefault(bound_cue(words, i)[1], i)
+    return out
+
+
 class Block:
     """A cited evidence text, preprocessed once for every claim that cites it."""
 
@@ -43,6 +88,11 @@ class Block:
     def word_of(self, key: str) -> str:
         """The block's first word with this key, as folded."""
         return self.words[self.positions[key][0]]
+
+    @cached_property
+    def bounds(self) -> dict[str, dict[int, int]]:
+        """Its numbers' bounds (see `number_bounds`), read once for every claim citing it."""
+        return number_bounds(self.words)
 
     @cached_property
     def key_prefixes(self) -> frozenset[str]:

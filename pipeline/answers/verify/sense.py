@@ -8,7 +8,7 @@ from collections import Counter
 import pipeline.answers.verify.policy as policy
 from pipeline.answers import words as tx
 from pipeline.answers.verify.anchors import Anchors, anchors, name_in, positions_of, together
-from pipeline.answers.verify.blocks import Block, roles
+from pipeline.answers.verify.blocks import Block, bound_cue, number_bounds, roles
 
 # Words a rewording may add without changing what is claimed.
 LIGHT = frozenset(
@@ -76,59 +76,14 @@ def sense_problems(s: str, anc: Anchors, cited: list[Block]) -> list[str]:
     return []
 
 
-# Words before a number that bound it from below (+1) or above (-1); longest first: "no more than" is an
-# upper bound although it holds "more than".
-_BOUNDS = sorted(
-    [
-        (("at", "least"), 1),
-        (("more", "than"), 1),
-        (("greater", "than"), 1),
-        (("no", "less", "than"), 1),
-        (("no", "fewer", "than"), 1),
-        (("not", "less", "than"), 1),
-        (("minimum", "of"), 1),
-        (("over",), 1),
-        (("above",), 1),
-        (("exceeds",), 1),
-        (("at", "most"), -1),
-        (("up", "to"), -1),
-        (("less", "than"), -1),
-        (("fewer", "than"), -1),
-        (("no", "more", "than"), -1),
-        (("not", "more", "than"), -1),
-        (("maximum", "of"), -1),
-        (("under",), -1),
-        (("below",), -1),
-    ],
-    key=lambda b: -len(b[0]),
-)
-
-
-def _cue(words: list[str], i: int) -> tuple[tuple[str, ...], int]:
-    """The bounding words right before position i and the side they bound from (0: none)."""
-    before = tuple(words[max(0, i - 3) : i])
-    return next(((cue, d) for cue, d in _BOUNDS if before[len(before) - len(cue) :] == cue), ((), 0))
-
-
-def _bounds(words: list[str]) -> dict[str, dict[int, int]]:
-    """For each number of a text (its key): the sides the words right before it bound it from, each with
-    the position of one such number."""
-    keys = tx.keys(words)
-    out: dict[str, dict[int, int]] = {}
-    for i, k in enumerate(keys):
-        if k.startswith("#") and not k.endswith("th") and not (i and keys[i - 1] == k):
-            out.setdefault(k, {}).setdefault(_cue(words, i)[1], i)
-    return out
-
-
 def _bound_flipped(words: list[str], cited: list[Block]) -> str | None:
     """A number the claim bounds from one side ("at most 30 minutes") that the evidence bounds only from
     the other ("at least 30 minutes"): the claim's words for it."""
-    for k, sides in _bounds(words).items():
+    for k, sides in number_bounds(words).items():
+        known = set().union(*(b.bounds.get(k, {}) for b in cited))
         for side, i in sides.items():
-            known = set().union(*(_bounds(b.words).get(k, {}) for b in cited))
             if side and -side in known and side not in known:
-                return " ".join((*_cue(words, i)[0], words[i]))
+                return " ".join((*bound_cue(words, i)[0], words[i]))
     return None
 
 
@@ -145,12 +100,14 @@ def _stray_anchor(s: str, anc: Anchors, cited: list[Block]) -> str | None:
     if not rest:
         return None
     holding = [(b, n) for b in cited for n, sk in enumerate(b.sentence_keys) if rest <= sk]
+    there = {(id(b), n): anchors(b.sentence_text(*b.sentences[n])) for b, n in holding}
     for kind in ("numbers", "idents", "proper"):
         for a in getattr(anc, kind):
             said = {id(b): ps for b in cited if (ps := positions_of(a, anc, b))}
             if not said or any(_in_sentence(said.get(id(b), []), b, n) for b, n in holding):
                 continue  # not in the evidence (the anchor checks' business), or where the rest is said
-            if any(_counterpart(b, n, kind, anc) for b, n in holding):
+            mine = set(getattr(anc, kind))  # a sentence with one of this kind the claim does not have
+            if any(set(getattr(there[id(b), n], kind)) - mine for b, n in holding):
                 return a
     return None
 
@@ -166,11 +123,6 @@ def _as_said(anchor: str, s: str, anc: Anchors) -> str:
 def _in_sentence(positions: list[int], b: Block, n: int) -> bool:
     """Whether the positions are in sentence n, or name what it refers to ("It was founded in …")."""
     return any(p < 0 for p in positions) or n in b.referred(positions)
-
-
-def _counterpart(b: Block, n: int, kind: str, anc: Anchors) -> bool:
-    """Whether sentence n of the block has an anchor of `kind` the claim does not."""
-    return bool(set(getattr(anchors(b.sentence_text(*b.sentences[n])), kind)) - set(getattr(anc, kind)))
 
 
 def _other_agent(s: str, cited: list[Block]) -> str | None:
