@@ -29,22 +29,23 @@ def test_a_one_line_edits_chunk_figures_say_what_each_counts():
     for cell in ("5 written", "4 removed", "4 embedded", "2 reused"):
         assert cell in text, cell
     flat = " ".join(text.split())
-    assert "written / removed = rows added or changed / gone in the index" in flat
-    assert "embedded + reused = the changed files' chunks" in flat
+    assert "written − removed is the index's change" in flat
+    assert "embedded + reused are the changed files' chunks" in flat
     assert [label for label, _ in CHUNK_COUNTS] == ["written", "removed", "embedded", "reused"]
 
 
 def test_a_run_that_touched_no_chunk_has_no_chunk_note():
-    assert "written / removed" not in _summary(files_unchanged=3)
+    assert "written −" not in _summary(files_unchanged=3)
 
 
-def test_a_stages_end_prints_once():
-    """The core reports a stage's end again once its last block has settled; the line shows once."""
+def test_a_progress_line_that_says_nothing_new_is_not_printed():
+    """The first block's report comes while the writer still commits it (0 done again, an interval later),
+    and the end is reported again once the last block settled: each line shows once."""
     out = io.StringIO()
-    times = iter(range(100))
+    times = iter(range(0, 1000, 10))  # every call an interval after the last
     show = LineDisplay(out, interval_s=5, clock=lambda: float(next(times)))
     show.begin_source("handbook")
-    for done in (0, 4, 4):
+    for done in (0, 0, 4, 4):
         show("embeddings", done, 4)
     lines = out.getvalue().splitlines()
     assert [ln.split(", ")[1].split(" (")[0] for ln in lines] == ["embeddings 0/4 chunks", "embeddings 4/4 chunks"]

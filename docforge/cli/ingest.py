@@ -37,9 +37,8 @@ CHUNK_COUNTS = (
     ("reused", "chunks_reused"),  # chunks whose text had a vector already
 )
 CHUNKS_NOTE = (
-    "chunks: written / removed = rows added or changed / gone in the index (an edited file's unchanged "
-    "chunks stay as they are); embedded + reused = the changed files' chunks, by where each vector came "
-    "from: the model (once per new text) or a chunk of the same text."
+    "chunks: written − removed is the index's change (an edited file's unchanged chunks stay as they "
+    "are); embedded + reused are the changed files' chunks (a text several share is embedded once)."
 )
 
 
