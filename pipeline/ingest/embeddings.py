@@ -193,7 +193,7 @@ def _encode(
     """
     try:
         vectors = embedder.encode([r.embed_text for r in block])
-    except Exception as e:
+    except Exception as e:  # any backend's fault (torch, ONNX Runtime, the service): found text by text below
         if len(block) == 1:
             raise
         kept: list[tuple[_Pending, np.ndarray]] = []
@@ -201,7 +201,7 @@ def _encode(
         for r in block:
             try:
                 kept.append((r, embedder.encode([r.embed_text])[0]))
-            except Exception as one:
+            except Exception as one:  # a per-text fault boundary: this text's document fails, alone
                 errors[r.text_hash] = one
         if not kept:
             raise e

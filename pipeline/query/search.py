@@ -94,7 +94,6 @@ class Searcher:
         self._once = threading.Lock()
         self._checked = False
         self._live: Generation | None = None  # the live generation, as the last statement saw it
-        self._embedders: dict[int, TextEmbedder] = {}  # by generation: the query embedder follows the live one
         self._ef_search: weakref.WeakKeyDictionary[psycopg.Connection, int] = weakref.WeakKeyDictionary()
         self.pool = open_pool(
             self.url,
