@@ -94,11 +94,8 @@ def verify(answer_id: str, config: str) -> None:
 
     with _conn(config) as conn:
         s = _load(conn, answer_id)
-        ids = [
-            e.get("chunk_id")
-            for e in next((st.get("payload") or [] for st in s.stages if st.get("stage") == "evidence"), [])
-        ]
-        rows = conn.execute("SELECT id, text FROM chunks WHERE id = ANY(%s)", ([str(i) for i in ids],)).fetchall()
+        ids = provenance.cited_chunks(s.stages)  # every chunk each evidence block joins
+        rows = conn.execute("SELECT id, text FROM chunks WHERE id = ANY(%s)", (ids,)).fetchall()
     result = provenance.check(s.dag_root, s.answer, s.stages, dict(rows))
     if not result.ok:
         click.echo(f"answer {answer_id}: stage '{result.stage}' does not match: {result.reason}", err=True)
