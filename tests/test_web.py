@@ -26,6 +26,7 @@ from docforge.servers.ask import LocalAsk
 from docforge.servers.auth import AuthConfig, Authenticator
 from docforge.servers.web import CSP, LocalStore
 from pipeline.answers import Answerer
+from pipeline.answers import render as render_answers
 from pipeline.query import Searcher
 from pipeline.query.hits import where
 from tests.helpers import ServerThread
@@ -33,6 +34,8 @@ from tests.query_corpus import build_corpus
 
 TOKEN = "web-test-token"
 CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
+# The legend as the page says it for a quoted, a reworded (with its probability) and an unsupported claim.
+LEGEND_SAID = [v + (render_answers.PROBABILITY if k == "supported" else "") for k, v in render_answers.LEGEND.items()]
 
 
 @pytest.fixture(scope="module")
@@ -238,8 +241,32 @@ def test_the_page_in_headless_chromium(site, browser, tmp_path):
     find(By.CSS_SELECTOR, "#ask-form button").click()
     visible("answer")
     assert "audit STRICT" in find(By.CSS_SELECTOR, "#answer .audit").text
-    claims = browser.find_elements(By.CSS_SELECTOR, "#answer .claim.verified")
-    assert claims and "verified" in claims[0].find_element(By.CSS_SELECTOR, ".badge").text
+    assert find(By.CSS_SELECTOR, "#answer .audit-meaning").text == "every line is quoted from the cited evidence."
+    claims = browser.find_elements(By.CSS_SELECTOR, "#answer .claim.quoted")
+    assert claims and claims[0].find_element(By.CSS_SELECTOR, ".badge").text == "✓ quoted"
+    legend = find(By.CSS_SELECTOR, "#answer .claims + .legend").text.splitlines()  # right under the marks
+    assert legend == ["Marks:", "✓ quoted word for word from the cited evidence"]
+    # The three kinds read apart: a mark and a word each (not a colour only), the probability and the reason
+    # shown; the legend names only the marks used.
+    three = [
+        {"text": "Q.", "pointers": ["E1"], "verified": True, "support": "quoted"},
+        {"text": "R.", "pointers": ["E1"], "verified": True, "support": "supported", "probability": 0.912},
+        {"text": "U.", "pointers": ["E1"], "verified": False, "support": "unsupported", "violations": ["no E1"]},
+    ]
+    shown = browser.execute_script(
+        "return arguments[0].map(c => { const li = claimItem(c); return [li.className, li.textContent]; })"
+        ".concat([[legend(arguments[0]).textContent]])",
+        three,
+    )
+    assert shown == [
+        ["claim quoted", "✓ quoted Q. E1"],
+        ["claim supported", "≈ reworded, p=0.91 R. E1"],
+        ["claim unsupported", "✗ not supported (no E1) U. E1"],
+        ["Marks:" + "".join(LEGEND_SAID)],
+    ]
+    page = browser.execute_script("return [AUDIT_MEANING, MARKS, LEGEND, PROBABILITY]")
+    r = render_answers
+    assert page == [r.AUDIT_MEANING, r.MARKS, r.LEGEND, r.PROBABILITY]  # the page's copies are the server's
     card = find(By.CSS_SELECTOR, "#answer details.citation")
     assert card.get_attribute("open") is None
     claims[0].find_element(By.CSS_SELECTOR, "button.pointer").click()  # the claim's pointer opens its card

@@ -14,12 +14,14 @@ from pipeline.answers.model import NOT_FOUND, Claim
 
 MARKS = {"quoted": "✓", "supported": "≈", "unsupported": "✗"}
 VERIFIED, UNVERIFIED = MARKS["quoted"], MARKS["unsupported"]
-# What each mark means, in the legend printed after the marked lines (only the marks used).
+# What each mark means, in the legend printed after the marked lines (only the marks used), " · " between.
 LEGEND = {
     "quoted": "✓ quoted word for word from the cited evidence",
-    "supported": "≈ reworded; the cited evidence supports it (p: the probability that it does)",
+    "supported": "≈ reworded; the cited evidence supports it",
     "unsupported": "✗ not supported by the cited evidence: do not rely on it",
 }
+PROBABILITY = " (p: how likely it does)"  # after LEGEND["supported"] when a line shows one
+LEGEND_SEP = " · "
 LEGEND_PREFIX = "Marks: "
 # What an audit mode says of the whole answer (the CLI and the page print it; app.js keeps a copy, tested).
 AUDIT_MEANING = {
@@ -48,7 +50,12 @@ def claim_line(c: Claim) -> str:
 def legend(claims: list[Claim]) -> str:
     """`Marks: …` for the marks these claims use, in the order ✓ ≈ ✗; "" for none."""
     used = {c.support for c in claims}
-    return LEGEND_PREFIX + "; ".join(LEGEND[s] for s in LEGEND if s in used) + "." if used else ""
+    if not used:
+        return ""
+    said = {**LEGEND}
+    if any(c.support == "supported" and c.probability is not None for c in claims):
+        said["supported"] += PROBABILITY
+    return LEGEND_PREFIX + LEGEND_SEP.join(said[s] for s in LEGEND if s in used) + "."
 
 
 def render(claims: list[Claim], audit_mode: str, abstained: bool) -> str:

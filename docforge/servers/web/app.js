@@ -185,15 +185,54 @@ async function runSearch(event) {
 
 // --- ask -----------------------------------------------------------------------------------------------
 
+// How the evidence backs a claim: the marks, legend and audit wording of pipeline.answers.render (the CLI's,
+// and the rendered answer's), kept equal by tests/test_web.py.
+const MARKS = { quoted: "✓", supported: "≈", unsupported: "✗" };
+const LEGEND = {
+  quoted: "✓ quoted word for word from the cited evidence",
+  supported: "≈ reworded; the cited evidence supports it",
+  unsupported: "✗ not supported by the cited evidence: do not rely on it",
+};
+const PROBABILITY = " (p: how likely it does)";
+const AUDIT_MEANING = {
+  STRICT: "every line is quoted from the cited evidence",
+  HYBRID: "every line is supported by the cited evidence; some are reworded",
+  UNGROUNDED: "some lines are not supported by the cited evidence",
+};
+
+function support(c) {  // an older API's claim has no `support`: read it from its strategy, as the server does
+  if (c.support) return c.support;
+  if (!c.verified) return "unsupported";
+  return c.strategy === "quote" || c.strategy === "span" ? "quoted" : "supported";
+}
+
 function claimItem(c) {
-  const ok = Boolean(c.verified);
-  const badge = el("span", { class: ok ? "badge ok" : "badge warn",
-                             text: ok ? `verified${c.strategy ? " · " + c.strategy : ""}` : "unverified" });
+  const kind = support(c);
+  const p = kind === "supported" && typeof c.probability === "number" ? `, p=${c.probability.toFixed(2)}` : "";
+  const label = { quoted: "quoted", supported: `reworded${p}`, unsupported: "not supported" }[kind];
+  const badge = el("span", { class: "badge mark-" + kind, text: `${MARKS[kind]} ${label}` });
+  const why = kind === "unsupported" && c.violations && c.violations.length
+    ? el("span", { class: "why", text: `(${c.violations[0]}) ` }) : null;
   const refs = (c.pointers || []).map((p) => el("button", {
     type: "button", class: "pointer", "aria-label": `Open citation ${p}`, text: p,
     onclick: () => openCitation(p) }));
-  return el("li", { class: ok ? "claim verified" : "claim unverified" }, badge, " ", el("span", { text: c.text }),
+  return el("li", { class: "claim " + kind }, badge, " ", why, el("span", { class: "claim-text", text: c.text }),
             " ", ...refs);
+}
+
+function legend(claims) {  // the marks these claims use, in the order ✓ ≈ ✗, beside the claims
+  const used = new Set(claims.map(support));
+  const probable = claims.some((c) => support(c) === "supported" && typeof c.probability === "number");
+  const items = Object.keys(LEGEND).filter((k) => used.has(k))
+    .map((k) => el("li", { text: LEGEND[k] + (k === "supported" && probable ? PROBABILITY : "") }));
+  return el("div", { class: "legend" }, el("span", { class: "legend-label", text: "Marks:" }), el("ul", {}, ...items));
+}
+
+function addresses(a) {  // whether it answers the question: a statement of its own, apart from support
+  if (a.addresses_question === true) return "Answers the question: yes.";
+  if (a.addresses_question !== false) return null;
+  const why = String(a.addresses_reason || "").replace(/^deflection: /, "");
+  return `Answers the question: perhaps not${why ? ` (${why})` : ""}.`;
 }
 
 function citationCard(c) {
@@ -239,17 +278,23 @@ async function runAsk(event) {
   try {
     const a = await api("ask", { question, mode: $("ask-mode").value, trace: $("ask-trace").checked });
     $("ask-status").textContent = "";
-    const head = el("p", { class: "answer-head" },
-      el("span", { class: "badge audit audit-" + String(a.audit_mode).toLowerCase(), text: `audit ${a.audit_mode}` }),
-      " ", el("span", { class: "meta", text: `${a.addresses_question === false ? "quoted, but may not answer the question · " : a.addresses_question ? "answers the question · " : ""}confidence ${Number(a.confidence).toFixed(2)} · ${a.model} · cache ${a.cache}` }));
-    out.append(head);
+    const mode = String(a.audit_mode);
+    out.append(el("p", { class: "answer-head" },
+      el("span", { class: "badge audit audit-" + mode.toLowerCase(), text: `audit ${mode}` }), " ",
+      el("span", { class: "audit-meaning", text: a.abstained ? "no answer" : `${AUDIT_MEANING[mode] || ""}.` })));
+    const said = a.abstained ? null : addresses(a);
+    if (said) out.append(el("p", { class: "addresses", text: said }));
+    out.append(el("p", { class: "meta", text: `confidence ${Number(a.confidence).toFixed(2)} · ${a.model} · ` +
+                         `cache ${a.cache}${a.answer_id ? " · answer " + a.answer_id : ""}` }));
     if (a.abstained) {
       const why = a.addresses_reason ? ` (${a.addresses_reason})` : "";
       out.append(el("p", { class: "warn-text", text: `No answer: the sources do not support one${why}.` }));
     }
-    out.append(el("p", { class: "answer-text", text: a.answer }));
-    if (a.claims && a.claims.length) {
-      out.append(el("h3", { text: "Claims" }), el("ul", { class: "claims" }, ...a.claims.map(claimItem)));
+    if (a.claims && a.claims.length) {  // the marked claims and their legend: the rendered answer, structured
+      out.append(el("h3", { text: "Claims" }), el("ul", { class: "claims" }, ...a.claims.map(claimItem)),
+                 legend(a.claims));
+    } else {
+      out.append(el("p", { class: "answer-text", text: a.answer }));
     }
     if (a.citations && a.citations.length) {
       out.append(el("h3", { text: "Citations" }), el("div", { class: "citations" }, ...a.citations.map(citationCard)));
