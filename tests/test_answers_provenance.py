@@ -81,12 +81,16 @@ def spanning(url: str, answer_ids: list[str]) -> tuple[str, dict]:
 
 def test_fresh_answers_verify_whatever_their_evidence_spans(store):
     config, url, _ = store
-    ids = [ask(config, q)["answer_id"] for q in QUESTIONS]
+    answers = [ask(config, q) for q in QUESTIONS]
+    ids = [a["answer_id"] for a in answers]
     for answer_id in ids:
         res = verify(config, answer_id)
         assert res.exit_code == 0, res.output
         assert f"answer {answer_id}: all 9 stages match" in res.output
-    spanning(url, ids)  # the case that always failed before: a block of several chunks
+    answer_id, block = spanning(url, ids)  # the case that always failed before: a block of several chunks
+    # Its citation names every chunk it joins (the page shows them all as its evidence).
+    cited = {c["pointer"]: c["chunk_ids"] for a in answers if a["answer_id"] == answer_id for c in a["citations"]}
+    assert cited.get(block["pointer"], block["chunk_ids"]) == block["chunk_ids"]
 
 
 def test_a_changed_or_deleted_chunk_of_a_joined_block_fails_at_evidence(store):
@@ -147,3 +151,12 @@ def test_an_answer_whose_evidence_changed_is_not_served_from_the_cache(store):
     with psycopg.connect(url) as conn:
         hits = conn.execute("SELECT hits FROM answers WHERE id = %s", (first.answer_id,)).fetchone()
     assert hits == (1,)  # the stale look-up was not counted as a hit
+
+
+def test_a_citation_names_every_chunk_its_block_joins():
+    from pipeline.answers.model import Citation, Evidence
+
+    one = Evidence("E1", "h", "c1", "text", "T", "S", "u", "s:a.md", "s", 0, 0.5)
+    joined = Evidence("E2", "h", "c2", "a\n\nb", "T", "S", "u", "s:a.md", "s", 1, 0.5, chunk_ids=("c2", "c3"))
+    assert Citation(**one.citation()).chunk_ids == ["c1"]
+    assert Citation(**joined.citation()).chunk_ids == ["c2", "c3"]

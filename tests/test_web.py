@@ -16,6 +16,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import httpx
+import psycopg
 import pytest
 from pydantic import SecretStr
 
@@ -273,6 +274,20 @@ def test_the_page_in_headless_chromium(site, browser, tmp_path):
     wait.until(lambda d: card.get_attribute("open") is not None)
     evidence = card.find_element(By.CSS_SELECTOR, ".evidence")
     wait.until(lambda d: "90 days" in evidence.text)
+    # A block of a joined passage spans several chunks: its card shows them all, joined as the search joined them.
+    with psycopg.connect(site.corpus.url) as conn:
+        two = conn.execute("SELECT id, text FROM chunks ORDER BY doc_key, ordinal LIMIT 2").fetchall()
+    joined = browser.execute_script(
+        "const card = citationCard({pointer: 'E9', title: 'T', section: '', source: 's', chunk_index: 0, url: '',"
+        " chunk_id: arguments[0], chunk_ids: arguments[1]}); document.body.append(card); card.open = true;"
+        " return card.id",
+        two[0][0],
+        [two[0][0], two[1][0]],
+    )
+    wanted = two[0][1] + "\n\n" + two[1][1]
+    text_of = f"return document.getElementById('{joined}').querySelector('.evidence').textContent"
+    wait.until(lambda d: d.execute_script(text_of) == wanted)
+    browser.execute_script(f"document.getElementById('{joined}').remove()")
     find(By.CSS_SELECTOR, "#answer details.trace summary").click()
     assert "retrieve" in find(By.CSS_SELECTOR, "#answer details.trace pre").text
     browser.save_screenshot(str(shots / "3-ask.png"))

@@ -52,7 +52,7 @@ class Evidence:
         d = asdict(self)
         d.pop("text")
         d.pop("blocks")
-        d.pop("chunk_ids")
+        d["chunk_ids"] = list(self.chunks)
         return d
 
 
@@ -148,6 +148,9 @@ class Citation(BaseModel):
     rerank_score: float | None = None
     evidence_id: str
     chunk_id: str
+    # Every chunk the evidence block joins, in document order (a search passage joins neighbours; the
+    # block's text is their texts joined by a blank line); [chunk_id] for one. Older records: empty.
+    chunk_ids: list[str] = Field(default_factory=list)
 
 
 class Answer(BaseModel):

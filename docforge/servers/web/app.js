@@ -249,8 +249,10 @@ function citationCard(c) {
     if (!card.open || loaded) return;
     loaded = true;
     try {
-      const chunk = await api("chunks/" + encodeURIComponent(c.chunk_id));
-      evidence.textContent = chunk.text;
+      // A block of a joined passage spans several chunks: all of them, in order, as the search joined them.
+      const ids = c.chunk_ids && c.chunk_ids.length ? c.chunk_ids : [c.chunk_id];
+      const chunks = await Promise.all(ids.map((id) => api("chunks/" + encodeURIComponent(id))));
+      evidence.textContent = chunks.map((chunk) => chunk.text).join("\n\n");
     } catch (err) {
       loaded = false;
       if (err instanceof Unauthorized) showLogin("Your token was refused; log in again.");
