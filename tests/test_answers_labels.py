@@ -44,6 +44,16 @@ def test_the_three_kinds_read_apart_with_their_legend():
     assert QUOTED.as_dict()["support"] == "quoted" and UNSUPPORTED.as_dict()["support"] == "unsupported"
 
 
+def test_what_the_claims_are_as_a_whole_is_said_from_the_claims():
+    m = render.AUDIT_MEANING
+    assert render.meaning(["quoted", "quoted"]) == m["STRICT"]  # however the mode also weighs the question
+    assert render.meaning(["quoted", "supported"]) == m["HYBRID"]
+    assert render.meaning(["supported", "unsupported"]) == m["UNGROUNDED"] and render.meaning([]) == ""
+    # An answer recorded before claims carried `support`: read from its strategy.
+    old = [{"verified": True, "strategy": "span"}, {"verified": True, "strategy": "paraphrase"}, {"verified": False}]
+    assert [render.support_of(c) for c in old] == ["quoted", "supported", "unsupported"]
+
+
 @pytest.fixture
 def handbook(database_url, embedder, make_repo, write_config, monkeypatch):
     repo = make_repo(DOCS, name="handbook")

@@ -69,7 +69,8 @@ def test_page_is_open_and_everything_it_reads_is_guarded(site):
     page = httpx.get(f"{site.url}/")
     assert page.status_code == 200 and 'id="login-view"' in page.text
     assert page.headers["content-security-policy"] == CSP and TOKEN not in page.text
-    for asset in ("web/app.js", "web/app.css", "web/favicon.svg", "favicon.ico"):  # no 401 in the console
+    assets = ("web/app.js", "web/marks.js", "web/app.css", "web/favicon.svg", "favicon.ico")
+    for asset in assets:  # no 401 in the console
         assert httpx.get(f"{site.url}/{asset}").status_code == 200, asset
     assert httpx.get(f"{site.url}/favicon.ico").headers["content-type"].startswith("image/svg+xml")
     assert "http" not in httpx.get(f"{site.url}/web/app.css").text  # no external asset
@@ -265,6 +266,9 @@ def test_the_page_in_headless_chromium(site, browser, tmp_path):
         ["claim unsupported", "✗ not supported (no E1) U. E1"],
         ["Marks:" + "".join(LEGEND_SAID)],
     ]
+    assert browser.execute_script("return meaning(arguments[0])", three) == render_answers.meaning(
+        ["quoted", "supported", "unsupported"]
+    )
     page = browser.execute_script("return [AUDIT_MEANING, MARKS, LEGEND, PROBABILITY]")
     r = render_answers
     assert page == [r.AUDIT_MEANING, r.MARKS, r.LEGEND, r.PROBABILITY]  # the page's copies are the server's

@@ -129,12 +129,12 @@ def statements(answer) -> list[str]:
     the question; rich markup, document text escaped."""
     from rich.markup import escape
 
-    from pipeline.answers.render import AUDIT_MEANING
+    from pipeline.answers.render import meaning, support_of
 
     out = []
-    if not answer.abstained:
+    if not answer.abstained and (said := meaning([support_of(c) for c in answer.claims])):
         mode = answer.audit_mode
-        out.append(f"[{_MODE_STYLE[mode]}]{mode}[/]: {AUDIT_MEANING[mode]}.")
+        out.append(f"[{_MODE_STYLE[mode]}]{mode}[/]: {said}.")
     if answer.addresses_question is True:
         out.append("Answers the question: yes.")
     elif answer.addresses_question is False:
@@ -147,6 +147,7 @@ def _print(answer, trace: bool) -> None:
     from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
+    from rich.text import Text
 
     import docforge.cli.render as render
 
@@ -158,7 +159,7 @@ def _print(answer, trace: bool) -> None:
         console.print("Try other words, or see what is indexed: docforge sources")
     console.print()
     for line in statements(answer):
-        console.print(line)
+        render.emit(console, Text.from_markup(line))
     console.print(
         f"confidence {answer.confidence:.2f} · intent {answer.intent} · model {escape(answer.model)} · "
         f"cache {answer.cache} · {answer.latency_ms:.0f} ms"

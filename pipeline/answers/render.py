@@ -34,6 +34,23 @@ UNGROUNDED_NOTE = (
 )
 
 
+def support_of(claim: dict) -> str:
+    """A claim's `support` as JSON carries it; an answer recorded before claims had one: from its strategy."""
+    if claim.get("support") in MARKS:
+        return str(claim["support"])
+    return Claim("", (), bool(claim.get("verified")), claim.get("strategy")).support
+
+
+def meaning(supports: list[str]) -> str:
+    """What the claims are, as a whole, in the audit modes' words: all quoted, all supported (some reworded),
+    or not. Said from the claims, so a mode that also weighs something else is never read as rewording."""
+    if not supports:
+        return ""
+    if all(s == "quoted" for s in supports):
+        return AUDIT_MEANING["STRICT"]
+    return AUDIT_MEANING["HYBRID" if "unsupported" not in supports else "UNGROUNDED"]
+
+
 def claim_line(c: Claim) -> str:
     """One claim, its mark first; a reworded claim's probability and an unsupported one's reason before
     its text, so neither reads as a quotation."""

@@ -185,27 +185,6 @@ async function runSearch(event) {
 
 // --- ask -----------------------------------------------------------------------------------------------
 
-// How the evidence backs a claim: the marks, legend and audit wording of pipeline.answers.render (the CLI's,
-// and the rendered answer's), kept equal by tests/test_web.py.
-const MARKS = { quoted: "✓", supported: "≈", unsupported: "✗" };
-const LEGEND = {
-  quoted: "✓ quoted word for word from the cited evidence",
-  supported: "≈ reworded; the cited evidence supports it",
-  unsupported: "✗ not supported by the cited evidence: do not rely on it",
-};
-const PROBABILITY = " (p: how likely it does)";
-const AUDIT_MEANING = {
-  STRICT: "every line is quoted from the cited evidence",
-  HYBRID: "every line is supported by the cited evidence; some are reworded",
-  UNGROUNDED: "some lines are not supported by the cited evidence",
-};
-
-function support(c) {  // an older API's claim has no `support`: read it from its strategy, as the server does
-  if (c.support) return c.support;
-  if (!c.verified) return "unsupported";
-  return c.strategy === "quote" || c.strategy === "span" ? "quoted" : "supported";
-}
-
 function claimItem(c) {
   const kind = support(c);
   const p = kind === "supported" && typeof c.probability === "number" ? `, p=${c.probability.toFixed(2)}` : "";
@@ -218,21 +197,6 @@ function claimItem(c) {
     onclick: () => openCitation(p) }));
   return el("li", { class: "claim " + kind }, badge, " ", why, el("span", { class: "claim-text", text: c.text }),
             " ", ...refs);
-}
-
-function legend(claims) {  // the marks these claims use, in the order ✓ ≈ ✗, beside the claims
-  const used = new Set(claims.map(support));
-  const probable = claims.some((c) => support(c) === "supported" && typeof c.probability === "number");
-  const items = Object.keys(LEGEND).filter((k) => used.has(k))
-    .map((k) => el("li", { text: LEGEND[k] + (k === "supported" && probable ? PROBABILITY : "") }));
-  return el("div", { class: "legend" }, el("span", { class: "legend-label", text: "Marks:" }), el("ul", {}, ...items));
-}
-
-function addresses(a) {  // whether it answers the question: a statement of its own, apart from support
-  if (a.addresses_question === true) return "Answers the question: yes.";
-  if (a.addresses_question !== false) return null;
-  const why = String(a.addresses_reason || "").replace(/^deflection: /, "");
-  return `Answers the question: perhaps not${why ? ` (${why})` : ""}.`;
 }
 
 function citationCard(c) {
@@ -283,7 +247,7 @@ async function runAsk(event) {
     const mode = String(a.audit_mode);
     out.append(el("p", { class: "answer-head" },
       el("span", { class: "badge audit audit-" + mode.toLowerCase(), text: `audit ${mode}` }), " ",
-      el("span", { class: "audit-meaning", text: a.abstained ? "no answer" : `${AUDIT_MEANING[mode] || ""}.` })));
+      el("span", { class: "audit-meaning", text: a.abstained ? "no answer" : `${meaning(a.claims || [])}.` })));
     const said = a.abstained ? null : addresses(a);
     if (said) out.append(el("p", { class: "addresses", text: said }));
     out.append(el("p", { class: "meta", text: `confidence ${Number(a.confidence).toFixed(2)} · ${a.model} · ` +
