@@ -135,7 +135,8 @@ def test_an_answer_whose_evidence_changed_is_not_served_from_the_cache(store):
     config, url, embedder = store
     settings = load_settings(config)
     q = QUESTIONS[1]
-    with Answerer(settings, searcher=Searcher(settings, url=url, embedder=embedder, reranker=None), llm=None) as a:
+    searcher = Searcher(settings, url=url, embedder=embedder, reranker=None)
+    with searcher, Answerer(settings, searcher=searcher, llm=None) as a:
         first = a.ask(q)
         again = a.ask(q)
         assert (first.cache, again.cache) == ("miss", "hit") and again.answer_id == first.answer_id
@@ -160,3 +161,43 @@ def test_a_citation_names_every_chunk_its_block_joins():
     joined = Evidence("E2", "h", "c2", "a\n\nb", "T", "S", "u", "s:a.md", "s", 1, 0.5, chunk_ids=("c2", "c3"))
     assert Citation(**one.citation()).chunk_ids == ["c1"]
     assert Citation(**joined.citation()).chunk_ids == ["c2", "c3"]
+
+
+def test_the_verifier_digest_follows_its_code_what_it_imports_and_its_parameters(tmp_path, monkeypatch):
+    import shutil
+
+    from pipeline.answers import cache
+
+    copy = tmp_path / "answers"
+    shutil.copytree(cache.ANSWERS, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(cache, "ANSWERS", copy)
+    digest = cache.verifier_digest.__wrapped__  # uncached: each call reads the files again
+    before = digest()
+    (copy / "loop.py").write_text("# the loop is not the verifier\n", encoding="utf-8")
+    assert digest() == before
+    for changed in ("verify/policy.py", "words.py", "params/all-MiniLM-L6-v2.json"):  # its own, an import, params
+        path = copy / changed
+        path.write_bytes(path.read_bytes() + b"\n")
+        assert digest() != before, changed
+        before = digest()
+    (copy / "params" / "verifier.json").write_text("{}", encoding="utf-8")  # a parameters file of its own
+    assert digest() != before
+
+
+def test_an_llm_answer_is_not_served_by_another_verifier(store, monkeypatch):
+    from pipeline.answers import cache
+    from pipeline.answers.llm import ChatClient
+    from pipeline.config import LLMConfig
+    from tests.llm_double import LLMDouble
+
+    config, url, embedder = store
+    settings = load_settings(config)
+    with LLMDouble() as llm:
+        client = ChatClient(LLMConfig(base_url=llm.base_url, model="scripted"))
+        searcher = Searcher(settings, url=url, embedder=embedder, reranker=None)
+        with searcher, Answerer(settings, searcher=searcher, llm=client) as a:
+            first = a.ask(QUESTIONS[0])
+            assert a.ask(QUESTIONS[0]).cache == "hit"
+            monkeypatch.setattr(cache, "verifier_digest", lambda: "another verifier")
+            again = a.ask(QUESTIONS[0])
+    assert again.cache == "miss" and again.answer_id != first.answer_id
