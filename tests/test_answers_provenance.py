@@ -6,6 +6,7 @@ hashes); and an answer whose evidence changed under it is not served from the ca
 from __future__ import annotations
 
 import json
+import re
 
 import psycopg
 import pytest
@@ -88,6 +89,10 @@ def test_fresh_answers_verify_whatever_their_evidence_spans(store):
         assert res.exit_code == 0, res.output
         assert f"answer {answer_id}: all 9 stages match" in res.output
     answer_id, block = spanning(url, ids)  # the case that always failed before: a block of several chunks
+    shown = CliRunner().invoke(main, ["answers", "show", answer_id, "-c", str(config)], env={"COLUMNS": "80"})
+    more = f"{block['pointer']}→{block['chunk_id'][:10]}+{len(block['chunk_ids']) - 1}"
+    assert shown.exit_code == 0 and more in shown.output  # the block and how many chunks it joins beyond its own
+    assert re.search(r"verification +\S+ +\w+, ✓\d+ ≈\d+ ✗\d+", shown.output), shown.output
     # Its citation names every chunk it joins (the page shows them all as its evidence).
     cited = {c["pointer"]: c["chunk_ids"] for a in answers if a["answer_id"] == answer_id for c in a["citations"]}
     assert cited.get(block["pointer"], block["chunk_ids"]) == block["chunk_ids"]

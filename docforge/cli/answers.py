@@ -75,14 +75,23 @@ def _summary(stage: dict) -> str:
     if name == "retrieval" and isinstance(p, list):
         return f"{len(p)} search(es): " + "; ".join(f"{r.get('query')!r} → {len(r.get('hits', []))}" for r in p)
     if name == "evidence" and isinstance(p, list):
-        return f"{len(p)} block(s): " + ", ".join(f"{e.get('pointer')}→{str(e.get('chunk_id'))[:10]}" for e in p[:8])
+        return f"{len(p)} block(s): " + ", ".join(_block(e) for e in p[:8] if isinstance(e, dict))
     if name in ("claims",) and isinstance(p, list):
         return f"{len(p)} claim(s)"
     if name == "verification" and isinstance(p, dict):
-        return f"{p.get('audit_mode')}, {sum(c.get('verified', False) for c in p.get('claims', []))} verified"
+        from pipeline.answers.render import MARKS, support_of
+
+        kinds = [support_of(c) for c in p.get("claims", []) if isinstance(c, dict)]
+        return f"{p.get('audit_mode')}, " + " ".join(f"{MARKS[k]}{kinds.count(k)}" for k in MARKS)
     if name == "label" and isinstance(p, dict):
         return json.dumps(p)
     return ""
+
+
+def _block(e: dict) -> str:
+    """`E1→0123456789` for a block of one chunk; `E2→0123456789+1` for one that joins its neighbour."""
+    more = len(e.get("chunk_ids") or []) - 1
+    return f"{e.get('pointer')}→{str(e.get('chunk_id'))[:10]}{f'+{more}' if more > 0 else ''}"
 
 
 @command.command("verify")
