@@ -57,16 +57,33 @@ def show(answer_id: str, config: str, as_json: bool) -> None:
             )
         )
         return
-    click.echo(
-        f"answer {s.id} · {s.audit_mode} · model {s.model} · {s.created_at:%Y-%m-%d %H:%M:%S} · "
+    _print(s)
+
+
+def _print(s) -> None:
+    """The record at any width (80 columns too): the answer with its marks and legend, then each stage's
+    hash (its first 16 digits; --json has them whole) beside what it holds, and the root in full."""
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.text import Text
+
+    from docforge.cli.ask import answer_block, hanging
+    from docforge.cli.render import emit
+
+    console = Console()
+    console.print(
+        f"answer {s.id} · {s.audit_mode} · model {escape(s.model)} · {s.created_at:%Y-%m-%d %H:%M:%S} · "
         f"served from cache {s.hits} time(s)"
     )
-    click.echo(f"question: {s.question}\n")
-    click.echo(s.answer.get("answer", ""))
-    click.echo("\nprovenance (each hash = sha256(stage, previous hash, payload)):")
+    emit(console, Text(f"question: {s.question}\n"))
+    for part in answer_block(s.answer.get("answer", "")):
+        emit(console, part)
+    console.print("\nprovenance (each hash = sha256(stage, previous hash, payload)):")
+    grid = hanging(2)
     for st in s.stages:
-        click.echo(f"  {st.get('stage', '?'):<13} {st.get('hash', '')}  {_summary(st)}")
-    click.echo(f"  {'root':<13} {s.dag_root}")
+        grid.add_row(f"  {st.get('stage', '?')}", f"{str(st.get('hash', ''))[:16]}…", Text(_summary(st)))
+    emit(console, grid)
+    emit(console, Text(f"  {'root':<12} {s.dag_root}"))
 
 
 def _summary(stage: dict) -> str:
@@ -84,7 +101,8 @@ def _summary(stage: dict) -> str:
         kinds = [support_of(c) for c in p.get("claims", []) if isinstance(c, dict)]
         return f"{p.get('audit_mode')}, " + " ".join(f"{MARKS[k]}{kinds.count(k)}" for k in MARKS)
     if name == "label" and isinstance(p, dict):
-        return json.dumps(p)
+        said = {k: v for k, v in p.items() if k != "verifier"}
+        return json.dumps(said) + (f", verifier {str(p['verifier'])[:12]}…" if p.get("verifier") else "")
     return ""
 
 

@@ -92,7 +92,6 @@ def answer_block(text: str) -> list:
     """The rendered answer as a terminal shows it: each marked line with its mark in a column of its own
     (a hanging indent however the line wraps), a qualifier in the mark's colour, the legend last. Marks
     and words tell the three kinds apart without colour (a pipe, NO_COLOR)."""
-    from rich.table import Table
     from rich.text import Text
 
     from pipeline.answers.render import LEGEND_PREFIX, LEGEND_SEP
@@ -101,9 +100,7 @@ def answer_block(text: str) -> list:
     for line in text.splitlines():
         mark, rest = line[:1], line[2:]
         if line.startswith(LEGEND_PREFIX):  # one mark a row, under the label
-            grid = Table.grid(padding=(0, 1))
-            grid.add_column(no_wrap=True)
-            grid.add_column(overflow="fold")
+            grid = hanging()
             for i, said in enumerate(line[len(LEGEND_PREFIX) :].removesuffix(".").split(LEGEND_SEP)):
                 sign, _, meaning = said.partition(" ")
                 row = Text.assemble((sign, f"bold {_MARK_STYLE.get(sign, '')}".strip()), " ", meaning)
@@ -116,12 +113,21 @@ def answer_block(text: str) -> list:
         body = Text(rest)
         if rest.startswith("(") and (end := rest.find(") ")) > 0:  # (reworded, p=…) / (not supported: …)
             body.stylize(_MARK_STYLE[mark], 0, end + 1)
-        grid = Table.grid(padding=(0, 1))
-        grid.add_column(no_wrap=True)
-        grid.add_column(overflow="fold")
+        grid = hanging()
         grid.add_row(Text(mark, style=f"bold {_MARK_STYLE[mark]}"), body)
         out.append(grid)
     return out
+
+
+def hanging(fixed: int = 1):
+    """Columns that never wrap (a mark, a label), then one whose text wraps under itself, never under them."""
+    from rich.table import Table
+
+    grid = Table.grid(padding=(0, 1))
+    for _ in range(fixed):
+        grid.add_column(no_wrap=True)
+    grid.add_column(overflow="fold", ratio=1)  # the rest of the width: the fixed columns keep theirs
+    return grid
 
 
 def statements(answer) -> list[str]:

@@ -13,7 +13,6 @@ from __future__ import annotations
 from pipeline.answers.model import NOT_FOUND, Claim
 
 MARKS = {"quoted": "✓", "supported": "≈", "unsupported": "✗"}
-VERIFIED, UNVERIFIED = MARKS["quoted"], MARKS["unsupported"]
 # What each mark means, in the legend printed after the marked lines (only the marks used), " · " between.
 LEGEND = {
     "quoted": "✓ quoted word for word from the cited evidence",
@@ -23,7 +22,7 @@ LEGEND = {
 PROBABILITY = " (p: how likely it does)"  # after LEGEND["supported"] when a line shows one
 LEGEND_SEP = " · "
 LEGEND_PREFIX = "Marks: "
-# What an audit mode says of the whole answer (the CLI and the page print it; app.js keeps a copy, tested).
+# What an audit mode says of the whole answer (the CLI and the page print it; web/marks.js keeps a copy, tested).
 AUDIT_MEANING = {
     "STRICT": "every line is quoted from the cited evidence",
     "HYBRID": "every line is supported by the cited evidence; some are reworded",
