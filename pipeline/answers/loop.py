@@ -122,9 +122,12 @@ class Answerer:
             key = self._key(conn, run) if ready else None
             hit = cache.lookup(conn, key) if key and use_cache else None
             run.time("cache_lookup", (time.perf_counter() - t) * 1000)
-        if hit is not None:
+        if hit is not None and hit.fresh:
             return self._from_cache(hit, run, t0, trace)
-        run.trace.append(Step("cache", run.timings["cache_lookup"], {"hit": False, "used": bool(use_cache)}))
+        miss: dict[str, Any] = {"hit": False, "used": bool(use_cache)}
+        if hit is not None:  # its evidence changed under it (pipeline.answers.cache.lookup): answered afresh
+            miss["stale"] = hit.id
+        run.trace.append(Step("cache", run.timings["cache_lookup"], miss))
 
         if not ready:
             draft = Draft([], "", heuristic_intent(question), 0, 0.0, True)
@@ -200,7 +203,7 @@ class Answerer:
                 "max_iterations": run.max_iterations if self.llm else None,
                 "search": self.searcher.config.model_dump(mode="json", exclude=set(self.searcher.config.limits)),
                 "answers": self.cfg.model_dump(mode="json", exclude={"cache", "cache_mode"}),
-                "verifier": verify.POLICY,
+                "verifier": {"policy": verify.POLICY, "digest": cache.verifier_digest()},
             }
         )
 
@@ -277,7 +280,7 @@ class Answerer:
         addresses = not abstained and verdict.addresses_question is not None
         return Answer(
             question=run.question,
-            answer=render.render(list(claims), checked.audit, abstained, verdict.deflection),
+            answer=render.render(list(claims), checked.audit, abstained),
             claims=[c.as_dict() for c in claims],
             citations=[Citation(**e.citation()) for e in used],
             sources=list(dict.fromkeys(e.url for e in used)),

@@ -29,6 +29,9 @@ class Hit:
     # and last chunk_index its text spans, in document order; None for one chunk. chunk_id, section,
     # page and score are its best chunk's.
     span: tuple[int, int] | None = None
+    # The ids of every chunk its text joins, in document order (a joined hit's several; one chunk's, its
+    # own): what an answer's provenance re-reads to prove its evidence unchanged (pipeline.answers).
+    chunk_ids: tuple[str, ...] = ()
     # Its text's typed blocks (pipeline.records.Block), offsets into `text` (a joined hit's: re-based
     # onto the joined text); () for a chunk stored before blocks were kept.
     blocks: tuple[Block, ...] = ()

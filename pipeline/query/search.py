@@ -307,6 +307,7 @@ class Searcher:
                     dense_rank=c.dense_rank,
                     keyword_rank=c.keyword_rank,
                     span=span,
+                    chunk_ids=tuple(ch["chunk_id"] for ch in chunks),
                 )
             )
         return collapse(hits)  # a near copy of a better hit (a printable page) adds nothing
