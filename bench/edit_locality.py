@@ -89,8 +89,9 @@ def main() -> None:
     first = per_edit[: args.edits]
     p90 = sorted(per_edit)[int(0.9 * (len(per_edit) - 1))]
     print(f"files {len(files)}  chunks {len(known)}  edits {len(per_edit)}")
-    print(f"embedded per edit: median {statistics.median(per_edit):.1f}  p90 {p90}  mean "
-          f"{statistics.mean(per_edit):.2f}")
+    print(
+        f"embedded per edit: median {statistics.median(per_edit):.1f}  p90 {p90}  mean {statistics.mean(per_edit):.2f}"
+    )
     print(f"first {len(first)} edits as one re-ingest: {sum(first)} chunks embedded")
 
 
