@@ -8,7 +8,8 @@ as plain text, on a line of its own; the chunk's heading path is their common
 prefix): short chunks waste the model's time and lose context. Where both kinds of
 cut fall is anchored to the text around them (pipeline.cuts), not to the text
 before them, so an edit re-chunks only the pieces it touches.
-A chunk never spans part of a section. A chunk carries its first section's anchor. The embedded text is
+A chunk never spans part of a section, and an entry of a reference (`Section.alone`) is never
+packed with another. A chunk carries its first section's anchor. The embedded text is
 "<title> > <heading path>" plus the chunk. A section's blocks (pipeline.records.Block)
 go with its text: a cut falls between two blocks where the budget allows (at a
 paragraph break between them, else a line break, before the patterns above), and
@@ -169,13 +170,13 @@ class Chunker:
             s, e = _strip_span(text, 0, len(text))
             if s < e:
                 path = tuple(scrub(h) for h in sec.heading_path)
-                secs.append((path, text[s:e], _within(sec.blocks, text, s, e), sec.anchor))
-        encs = self.tok.encode_batch([b for _, b, _, _ in secs], add_special_tokens=False)
+                secs.append((path, text[s:e], _within(sec.blocks, text, s, e), sec.anchor, sec.alone))
+        encs = self.tok.encode_batch([b for _, b, _, _, _ in secs], add_special_tokens=False)
         units: list[_Unit] = []
-        for (path, body, blocks, anchor), enc in zip(secs, encs, strict=True):
+        for (path, body, blocks, anchor, alone), enc in zip(secs, encs, strict=True):
             budget = max(1, self.limit - self.specials - self._header(title, path)[1])
             if len(enc.ids) <= budget:
-                units.append(_Unit(path, body, len(enc.ids), True, blocks=blocks, anchor=anchor))
+                units.append(_Unit(path, body, len(enc.ids), not alone, blocks=blocks, anchor=anchor))
             else:
                 fences = list(_FENCE.finditer(body))  # read once: every piece's edges are looked up in it
                 reserve = 2 * max((self._n(f.group(0)) + 1 for f in fences), default=0)  # one re-opened, one closed
@@ -185,7 +186,7 @@ class Chunker:
                 # The tail of a long section may share a chunk with the sections after it.
                 for i, (s, e, n) in enumerate(pieces):
                     text, extra, inner = self._fenced(body, blocks, s, e, fences)
-                    units.append(_Unit(path, text, n + extra, i == len(pieces) - 1, i > 0, inner, anchor))
+                    units.append(_Unit(path, text, n + extra, i == len(pieces) - 1 and not alone, i > 0, inner, anchor))
         return self._verify(title, self._pack(title, units))
 
     def _fenced(

@@ -110,6 +110,9 @@ class Section:
     # The nearest anchor at or above the section's start (an HTML `id` / `<a name>`, an AsciiDoc `[[id]]`,
     # a Confluence heading's id): a link to the document plus "#" + anchor lands on it. None: none known.
     anchor: str | None = None
+    # An entry of a reference (a parameter, an option: pipeline.parse.events): chunked on its own, never
+    # packed with its neighbours, so a hit on it cites it and no other.
+    alone: bool = False
 
 
 @dataclass(frozen=True)

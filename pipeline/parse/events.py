@@ -153,7 +153,8 @@ def sections(events: Iterable[Event]) -> list[Section]:
             pieces.append(ev)
             continue
         if pieces:
-            out.append(_section(tuple(h for _, h in stack if h), pieces, here))
+            entry = bool(stack) and stack[-1][0] >= DERIVED
+            out.append(_section(tuple(h for _, h in stack if h), pieces, here, entry))
         pieces, here = [], anchor
         while stack and stack[-1][0] >= ev[0]:
             stack.pop()
@@ -161,7 +162,7 @@ def sections(events: Iterable[Event]) -> list[Section]:
     return out
 
 
-def _section(path: tuple[str, ...], pieces: list[Piece], anchor: str | None) -> Section:
+def _section(path: tuple[str, ...], pieces: list[Piece], anchor: str | None, entry: bool) -> Section:
     text, blocks = "", []
     for p in pieces:
         if text:
@@ -183,4 +184,4 @@ def _section(path: tuple[str, ...], pieces: list[Piece], anchor: str | None) -> 
         text += p.rich.text
         code = tuple((start + a, start + b) for a, b in p.rich.code if b > a)
         blocks.append(Block(p.kind, start, len(text), header=p.header, cells=p.cells, code=code))
-    return Section(path, text, blocks=tuple(blocks), anchor=anchor)
+    return Section(path, text, blocks=tuple(blocks), anchor=anchor, alone=entry)

@@ -32,6 +32,8 @@ _RUNNING = re.compile(r"^(\S+\([0-9][\w]*\)).*\s\1\s*$")  # NAME(5) ... NAME(5):
 _FOOTER = re.compile(r"^\S.*\s{2,}\S.*\s{2,}(\S+\([0-9][\w]*\))\s*$")  # "chrony 4.3   2022-08-29   NAME(5)"
 _SECTION = re.compile(r"^[A-Z][A-Z0-9 ,/&()'-]*$")  # a section name as man(7) sets it: capitals
 _WORD = re.compile(r"[^\W\d_][\w'-]*")
+_PART = re.compile(r"[^\W\d_]+")  # a word, hyphenated ones in parts
+_COMPOUND = re.compile(r"[^\W\d_]+(?:-[^\W\d_]+)+")  # a hyphenated word, whole
 _PLAIN = re.compile(r"[^\W\d]\w*(?:[.'\u2019-]\w+)*")  # a word as prose writes it ("chrony.conf", "don't")
 _BULLET = re.compile(r"^(?:[\u2022\u00b7*o-]|[0-9]{1,2}[.)])\s+\S")
 _SYNOPSIS = re.compile(r"^SYNOPSIS$", re.I)  # man(7)'s name of the section that shows how a command is called
@@ -122,8 +124,9 @@ class _Vocabulary:
     """The words a document writes whole, and its most frequent ones: how a broken word is joined."""
 
     def __init__(self, lines: list[str]):
-        counts = Counter(w.lower() for ln in lines for w in _WORD.findall(ln))
+        counts = Counter(w.lower() for ln in lines for w in _PART.findall(ln))
         self.words = set(counts)
+        self.compounds = {w.lower() for ln in lines for w in _COMPOUND.findall(ln)}
         self.common = {w for w, _ in counts.most_common(_COMMON)}
 
     def join(self, head: str, tail: str) -> str:
@@ -135,11 +138,13 @@ class _Vocabulary:
         if not a or not b or not head[-2:-1].isalpha():
             return f"{head} {tail}"
         left, right = a[-1].rstrip("-").lower(), b.group(0).lower()
+        if f"{left}-{right}" in self.compounds:
+            return head + tail  # "delta-" "transfer": a hyphenated word broken at its hyphen
         if right in self.common:
             return f"{head} {tail}"  # "comma- or": a hyphen the author wrote before a space
         if (left + right) in self.words or right not in self.words:
             return head[:-1] + tail  # "postmas-" "ter": a word the typesetter broke
-        return head + tail  # "delta-" "transfer": a hyphenated word broken at its hyphen
+        return head + tail
 
 
 def _paragraphs(lines: list[str]) -> Iterator[list[str]]:
