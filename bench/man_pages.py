@@ -1,6 +1,7 @@
 """Man pages, as each way they arrive is indexed: chunks without a heading path, fenced, broken words.
 
-    python bench/man_pages.py [PAGE.gz ...] [--baseline path/to/old/checkout]
+    python bench/man_pages.py [PAGE.gz ...] [--ascii]
+    PYTHONPATH=/path/to/other/checkout python bench/man_pages.py   # the same, with its parsers
 
 Each page is rendered three ways and parsed and chunked as ingest does (no store):
   text      `man -l PAGE` (what `man` prints into a file: no overstrikes);
@@ -32,10 +33,11 @@ from pipeline.embed import Embedder  # noqa: E402
 _BOLD = re.compile(r"((?:(.)\x08\2)+)")
 _BROKEN = re.compile(r"([A-Za-z]{2,})[-\u2010](?:\n\s*| )([a-z]{2,})")
 _WORD = re.compile(r"[A-Za-z]+")
+LOCALE = "C.UTF-8"
 
 
 def render(page: str) -> dict[str, str]:
-    env = {**os.environ, "MANWIDTH": "80", "LC_ALL": "C.UTF-8"}
+    env = {**os.environ, "MANWIDTH": "80", "LC_ALL": LOCALE}
     text = subprocess.run(["man", "-l", page], capture_output=True, text=True, env=env).stdout
     raw = subprocess.run(
         ["man", "-l", page], capture_output=True, text=True, env={**env, "MAN_KEEP_FORMATTING": "1", "MANPAGER": "cat"}
@@ -57,11 +59,13 @@ def broken(text: str, words: set[str]) -> int:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("pages", nargs="*")
+    ap.add_argument("--ascii", action="store_true", help="typeset in the C locale: ASCII hyphens only")
     args = ap.parse_args()
+    global LOCALE
+    LOCALE = "C" if args.ascii else LOCALE
     pages = args.pages or sorted(glob.glob("/work/corpora/man/*.gz"))
-    from pipeline.parse.html import parse_html
-    from pipeline.parse.manpage import looks_like_man, parse_man_text
-    from pipeline.parse.plain import parse_text
+    from pipeline.parse import parse_document  # as ingest reads a file of that name (any checkout's parsers)
+    from pipeline.records import DocRef, Document
 
     emb = Embedder(EmbeddingConfig())
     chunker = Chunker(emb.tokenizer, emb.document_window)
@@ -70,10 +74,9 @@ def main() -> None:
         ways = render(page)
         words = {w.lower() for w in _WORD.findall(ways["groff"])}
         for way, content in ways.items():
-            if way == "text":
-                parsed = parse_man_text(content) if looks_like_man(content) else parse_text(content)
-            else:
-                parsed = parse_html(content)
+            name = f"{Path(page).name}.{'txt' if way == 'text' else 'html'}"
+            kind = "text" if way == "text" else "html"
+            parsed = parse_document(Document(DocRef(f"m:{name}", name), kind, "", "", content, ""))
             chunks = chunker.chunk(parsed.title, parsed.sections)
             row = totals.setdefault(way, [0, 0, 0, 0, 0])
             row[0] += 1

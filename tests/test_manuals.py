@@ -26,7 +26,8 @@ def reference_page(n: int = 12) -> str:
         f"<dd><p>Sets the limit number {i}. {FILLER * 2}</p></dd>"
         for i in range(n)
     )
-    return f"<html><head><title>Parameters</title></head><body><h1>Parameters</h1><h2>Format</h2><dl>{entries}</dl></body></html>"
+    head = "<html><head><title>Parameters</title></head><body><h1>Parameters</h1><h2>Format</h2>"
+    return f"{head}<dl>{entries}</dl></body></html>"
 
 
 def test_definition_entries_of_a_long_section_are_its_sub_sections_with_anchors():

@@ -19,6 +19,7 @@ The running header and footer (`CHRONY.CONF(5)   Configuration Files   CHRONY.CO
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections import Counter
 from collections.abc import Iterator
@@ -173,7 +174,7 @@ def _body(lines: list[str], vocab: _Vocabulary, code: bool, entries: bool = True
         base = min(_indent(ln) for ln in para)
         text = "\n".join(ln[base:] for ln in para)
         if code:
-            yield Piece("code", Rich(_unbroken(text)), fenced=False)
+            yield Piece("code", Rich(_unbroken(text, vocab)), fenced=False)
             continue
         term, rest = _tagged(para) if entries else ("", para)
         if term and _BULLET_MARK.fullmatch(term.strip() + " "):  # a bulleted item set as a tagged paragraph
@@ -208,7 +209,7 @@ def _tagged(para: list[str]) -> tuple[str, list[str]]:
 def _prose_or_code(para: list[str], width: int, vocab: _Vocabulary, alone: bool) -> Iterator[Piece]:
     base = min(_indent(ln) for ln in para)
     if not _reads_as_prose(para, width, alone):
-        yield Piece("code", Rich(_unbroken("\n".join(ln[base:] for ln in para))), fenced=False)
+        yield Piece("code", Rich(_unbroken("\n".join(ln[base:] for ln in para), vocab)), fenced=False)
         return
     items: list[list[str]] = [[]]
     for ln in para:
@@ -226,12 +227,19 @@ def _prose_or_code(para: list[str], width: int, vocab: _Vocabulary, alone: bool)
 _BULLET_MARK = re.compile(r"^(?:[\u2022\u00b7*o-]|[0-9]{1,2}[.)])\s+")
 
 
-def _unbroken(text: str) -> str:
-    """Set text with the typesetter's hyphenation marks (U+2010 at a line's end) joined: never code's."""
-    return _HYPHENATED.sub("", text)
+def _unbroken(text: str, vocab: _Vocabulary) -> str:
+    """Set text with the words the typesetter broke joined, kept as set otherwise: at a hyphenation mark
+    (U+2010, never code's), or at a hyphen where the document writes the joined word elsewhere."""
+
+    def join(m: re.Match[str]) -> str:
+        whole = m.group(1) + m.group(3)
+        return whole if m.group(2) == "\u2010" or whole.lower() in vocab.words else m.group(0)
+
+    return _HYPHENATED.sub(join, text)
 
 
-_HYPHENATED = re.compile(r"(?<=[^\W\d_])\u2010\n[ \t]*(?=[^\W\d_])")
+_HYPHENATED = re.compile(r"([^\W\d_]+)([-\u2010])\n[ \t]*([^\W\d_]+)")
+_BROKEN_AT_END = re.compile(r"[^\W\d_]{2}[-\u2010]$")
 
 
 def _joined(lines: list[str], vocab: _Vocabulary) -> str:
@@ -256,6 +264,7 @@ def _reads_as_prose(para: list[str], width: int | None = None, alone: bool = Fal
     width = width or max(len(ln) for ln in lines)
     words = [w for ln in lines for w in ln.split()]
     wordy = sum(bool(_PLAIN.fullmatch(w.strip(".,;:()\"'"))) for w in words) >= 0.7 * max(1, len(words))
-    if len(lines) >= 2:
-        return wordy and all(len(ln) >= _FILLED * width for ln in lines[:-1])
+    if len(lines) >= 2:  # filled, or hyphenated: a typesetter breaks words only in text it fills
+        broken = any(_BROKEN_AT_END.search(a) and b.lstrip()[:1].islower() for a, b in itertools.pairwise(lines))
+        return wordy and (broken or all(len(ln) >= _FILLED * width for ln in lines[:-1]))
     return wordy and (lines[0].rstrip().endswith((".", ":", ";", ",", "!", "?", ")")) or alone)
