@@ -9,6 +9,7 @@ from pipeline.chunk import Chunker
 from pipeline.config import EmbeddingConfig, load_settings
 from pipeline.embed import Embedder
 from pipeline.ingest import IngestContext, ingest_source
+from pipeline.parse.asciidoc import parse_asciidoc
 from pipeline.parse.furniture import repeated, strip
 from pipeline.parse.html import parse_html
 from pipeline.parse.manpage import looks_like_man, parse_man_text
@@ -150,3 +151,11 @@ def test_ingest_cites_the_entry_with_its_anchor_and_leaves_furniture_out(
     hit = searcher.search("param_7 default", limit=3, mode="keyword")[0]
     assert hit.section.endswith("param_7") and hit.url.endswith("ref.html#param_7") and hit.anchor == "param_7"
     assert not searcher.search("Choose any three", limit=5, mode="keyword")
+
+
+def test_an_asciidoc_labelled_list_of_options_is_the_section_s_entries():
+    options = "".join(f"-{c}::\n--long-{c}::\n\tMakes the tool do thing {c}. {FILLER * 3}\n\n" for c in "abcd")
+    parsed = parse_asciidoc(f"= tool(1)\n\nOPTIONS\n-------\n{options}")
+    entries = [s for s in parsed.sections if len(s.heading_path) == 3]
+    assert [s.heading_path[-1] for s in entries] == [f"-{c} / --long-{c}" for c in "abcd"]
+    assert all(s.alone and s.text.startswith(f"-{c}::") for s, c in zip(entries, "abcd", strict=True))
