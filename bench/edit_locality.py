@@ -2,6 +2,7 @@
 
     python bench/edit_locality.py [--subset 'text/2[0-4]*.md'] [--edits 10] [--data ../shared/data]
     python bench/edit_locality.py --dir /usr/share/doc/pkg/html --edits 50   # any folder of pages
+    python bench/edit_locality.py --smoke     # a tiny made-up history (bench/smoke.py)
 
 Parses and chunks as ingest does (no store): a file's chunks before and after one sentence is
 inserted after a sentence end inside one of its paragraphs; an edited file's chunk is embedded
@@ -65,7 +66,12 @@ def main() -> None:
     ap.add_argument("--edits", type=int, default=10, help="edits counted as one re-ingest")
     ap.add_argument("--data", type=Path, default=DATA)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--smoke", action="store_true", help="the whole path on a tiny input, in seconds (bench/smoke.py)")
     args = ap.parse_args()
+    if args.smoke:
+        from smoke import scratch, tiny_data
+
+        args.data, args.subset = tiny_data(scratch()), "text/*.md"
     with tempfile.TemporaryDirectory(prefix="docforge-edits-") as tmp:
         if args.dir:
             files = sorted(p for p in args.dir.rglob("*") if p.is_file() and detect(p.name))
@@ -87,6 +93,7 @@ def main() -> None:
                 continue
             per_edit.append(sum(c not in known for c in chunk_texts(chunker, f.name, changed)))
     first = per_edit[: args.edits]
+    per_edit = per_edit or [0]
     p90 = sorted(per_edit)[int(0.9 * (len(per_edit) - 1))]
     print(f"files {len(files)}  chunks {len(known)}  edits {len(per_edit)}")
     print(

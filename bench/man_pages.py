@@ -1,6 +1,7 @@
 """Man pages, as each way they arrive is indexed: chunks without a heading path, fenced, broken words.
 
     python bench/man_pages.py [PAGE.gz ...] [--ascii]
+    python bench/man_pages.py --smoke     # one made-up page, typeset text and its <pre> (no man, no groff)
     PYTHONPATH=/path/to/other/checkout python bench/man_pages.py   # the same, with its parsers
 
 Each page is rendered three ways and parsed and chunked as ingest does (no store):
@@ -52,6 +53,29 @@ def render(page: str) -> dict[str, str]:
     return {"text": text, "pre": f"<html><body><pre>{pre}</pre></body></html>", "groff": groff}
 
 
+_PAGE = """\
+FROB(1)                      General Commands                      FROB(1)
+
+NAME
+       frob - frobnicate files
+
+DESCRIPTION
+       Frob reads each file named and frobnicates it in place; values are
+       comma- or whitespace-separated, and a postmas-
+       ter address receives every report the frobnicator writes at exit.
+
+       -v     Say more about what is done, one line for each file read.
+
+frob 1.0                         2024-01-01                        FROB(1)
+"""
+SMOKE = {
+    "text": _PAGE,
+    "pre": "<pre>"
+    + _PAGE.replace("\nNAME\n", "\n<b>NAME</b>\n").replace("\nDESCRIPTION\n", "\n<b>DESCRIPTION</b>\n")
+    + "</pre>",
+}
+
+
 def broken(text: str, words: set[str]) -> int:
     return sum((m.group(1) + m.group(2)).lower() in words or m.group(2) not in words for m in _BROKEN.finditer(text))
 
@@ -60,10 +84,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("pages", nargs="*")
     ap.add_argument("--ascii", action="store_true", help="typeset in the C locale: ASCII hyphens only")
+    ap.add_argument("--smoke", action="store_true", help="one made-up page, in seconds")
     args = ap.parse_args()
     global LOCALE
     LOCALE = "C" if args.ascii else LOCALE
-    pages = args.pages or sorted(glob.glob("/work/corpora/man/*.gz"))
+    pages = ["smoke"] if args.smoke else args.pages or sorted(glob.glob("/work/corpora/man/*.gz"))
     from pipeline.parse import parse_document  # as ingest reads a file of that name (any checkout's parsers)
     from pipeline.records import DocRef, Document
 
@@ -71,8 +96,8 @@ def main() -> None:
     chunker = Chunker(emb.tokenizer, emb.document_window)
     totals: dict[str, list[int]] = {}
     for page in pages:
-        ways = render(page)
-        words = {w.lower() for w in _WORD.findall(ways["groff"])}
+        ways = SMOKE if args.smoke else render(page)
+        words = {w.lower() for w in _WORD.findall(ways.get("groff") or ways["text"])}
         for way, content in ways.items():
             name = f"{Path(page).name}.{'txt' if way == 'text' else 'html'}"
             kind = "text" if way == "text" else "html"
