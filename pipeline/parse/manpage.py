@@ -82,7 +82,9 @@ def pre_events(text: str, bold: set[str], lang: str | None, top: bool) -> Iterat
     margin = {ln.strip() for ln in lines if ln.strip() and not ln[0].isspace()}
     heads = {b for b in bold if b in margin and _SECTION.match(b)}
     if top and len(heads) >= 2:
-        yield from man_events(lines, heads, 2)
+        yield from man_events(
+            [ln for ln in lines if not _RUNNING.match(ln.strip()) and not _FOOTER.match(ln)], heads, 2
+        )
     elif lang is None and _mostly_prose(lines):
         yield from _body(lines, _Vocabulary(lines), False, entries=False)
     else:
