@@ -23,6 +23,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -47,9 +48,10 @@ def render(page: str) -> dict[str, str]:
     bold = _BOLD.sub(lambda m: "\x00" + m.group(1)[::3] + "\x01", raw)
     bold = re.sub(r"_\x08(.)", r"\1", bold)
     pre = html.escape(bold).replace("\x00", "<b>").replace("\x01", "</b>")
-    groff = subprocess.run(
-        f"zcat -f {page} | groff -man -Thtml 2>/dev/null", shell=True, capture_output=True, text=True
-    ).stdout
+    with tempfile.TemporaryDirectory() as tmp:  # grohtml writes its images beside it
+        groff = subprocess.run(
+            f"zcat -f {page} | groff -man -Thtml 2>/dev/null", shell=True, capture_output=True, text=True, cwd=tmp
+        ).stdout
     return {"text": text, "pre": f"<html><body><pre>{pre}</pre></body></html>", "groff": groff}
 
 
