@@ -6,6 +6,7 @@ import pytest
 
 from pipeline.chunk import CHUNKER_VERSION, fingerprint, window
 from pipeline.ingest.ledger import FetchOutcome, Fingerprint, LedgerRow, decide, plan, unwanted_staging
+from pipeline.parse.parsed import PARSER_VERSION
 from pipeline.records import DocRef
 
 NOW = Fingerprint(chunker="2:m:256:0", model="m")
@@ -96,7 +97,7 @@ def test_unwanted_staging():
 
 def test_chunker_fingerprint_is_what_the_chunks_depend_on():
     base = fingerprint("m", 256, None, 0)
-    assert base == f"{CHUNKER_VERSION}:m:256:0"
+    assert base == f"{CHUNKER_VERSION}.{PARSER_VERSION}:m:256:0"
     assert fingerprint("m", 256, 1000, 0) == base  # a budget above the model's window is the window
     assert window(256, 1000) == window(256) == 256 and window(256, 128) == 128
     others = {

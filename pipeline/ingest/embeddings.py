@@ -86,14 +86,14 @@ AND NOT EXISTS (SELECT 1 FROM staged_chunks s WHERE s.doc_key = c.doc_key AND s.
 """
 _INSERT_NEW = """
 INSERT INTO chunks (id, doc_key, ordinal, heading_path, section, text, token_count, text_hash, page, embed_prefix,
-                    blocks)
+                    blocks, anchor)
 SELECT id, doc_key, ordinal, heading_path, array_to_string(heading_path, ' > '), text, token_count,
        text_hash, page, CASE WHEN right(embed_text, length(text)) = text
-                             THEN left(embed_text, length(embed_text) - length(text)) END, blocks
+                             THEN left(embed_text, length(embed_text) - length(text)) END, blocks, anchor
 FROM staged_chunks WHERE doc_key = ANY(%(keys)s)
-ON CONFLICT (id) DO UPDATE SET page = excluded.page, blocks = excluded.blocks
-WHERE (chunks.page, chunks.blocks) IS DISTINCT FROM (excluded.page, excluded.blocks)
-"""  # the same text at the same place may have moved to another page, or be read into other blocks
+ON CONFLICT (id) DO UPDATE SET page = excluded.page, blocks = excluded.blocks, anchor = excluded.anchor
+WHERE (chunks.page, chunks.blocks, chunks.anchor) IS DISTINCT FROM (excluded.page, excluded.blocks, excluded.anchor)
+"""  # the same text at the same place may have moved to another page, be read into other blocks, or anchored
 # The live generation's vectors of the chunks just swapped in (a chunk kept as it was keeps its own).
 _INSERT_VECTORS = """
 INSERT INTO {vectors} (seq, embedding)

@@ -51,7 +51,7 @@ from pipeline.embed import TextEmbedder, for_config, for_generation
 from pipeline.errors import QueryError, StoreError
 from pipeline.query.filters import compile_filter
 from pipeline.query.fusion import Passage, distinct
-from pipeline.query.hits import Hit, joined
+from pipeline.query.hits import Hit, deep_url, joined
 from pipeline.query.near import collapse
 from pipeline.query.plan import MODES, Mode, Plan, check_text, tags_to_boost
 from pipeline.query.ranking import rank
@@ -302,7 +302,7 @@ class Searcher:
             span = (chunks[0]["chunk_index"], chunks[-1]["chunk_index"]) if len(chunks) > 1 else None
             hits.append(
                 Hit(
-                    **{**lead, "text": text, "blocks": blocks},
+                    **{**lead, "text": text, "blocks": blocks, "url": deep_url(lead["url"], lead["anchor"])},
                     score=round(min(1.0, p.lead.score), 6),
                     dense_rank=c.dense_rank,
                     keyword_rank=c.keyword_rank,

@@ -87,6 +87,8 @@ def purge_source(conn: psycopg.Connection, name: str) -> Purged:
 
 def _delete_rows(conn: psycopg.Connection, name: str) -> Purged:
     p = {"p": name}
+    if scalar(conn, "SELECT to_regclass('furniture')"):  # what its pages repeat (migration 0017)
+        conn.execute("DELETE FROM furniture WHERE source = %(p)s", p)
     # Chunks first, counted apart from the FK cascade; orphans (no documents row) go by key prefix.
     chunks = conn.execute(
         "DELETE FROM chunks c WHERE c.doc_key IN (SELECT key FROM documents WHERE source = %(p)s) "
