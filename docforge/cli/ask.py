@@ -51,10 +51,12 @@ def command(
     """
     from pipeline.answers import Answerer
     from pipeline.config import load_settings
+    from pipeline.query import Searcher
     from pipeline.query.filters import with_repo
 
     settings = load_settings(config)
-    with Answerer(settings) as answerer:
+    searcher = Searcher(settings, keep_queries=True)  # a question asked before loads no model for it
+    with searcher, Answerer(settings, searcher=searcher) as answerer:
         answer = answerer.ask(
             question,
             filters=with_repo(filters, filter_repo),
