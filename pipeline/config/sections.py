@@ -56,6 +56,10 @@ class EmbeddingConfig(Section):
     # (MiniLM on CPU: 10.6 ms torch vs 3.6 ms ONNX fp32, same weights). auto: `backend`,
     # except torch becomes auto (ONNX Runtime on a CPU).
     query_backend: Literal["auto", "torch", "onnx", "onnx-int8"] = "auto"
+    # Index pages (link share >= search.index_link_share: sitemaps, keyword indexes, lists of pages) are
+    # indexed for keyword search only, without vectors: they point at answers rather than hold them, and
+    # were 18 % of a manual's chunks (measured: docs/performance.md#index-pages). true: embed them too.
+    index_pages: bool = False
     # Exported ONNX models depend on the model files only: one cache per user, shared by stores.
     cache_dir: Path = Field(default_factory=_user_model_cache)
     # The embedder service (`docforge serve --embedder`): comma-separated URLs, one per model served;
