@@ -19,7 +19,7 @@ graph inserts, and a crash anywhere rolls back to the empty, indexed table.
 An index page (a sitemap, keyword index, list of pages: link share ≥ `search.index_link_share`, as the
 parser measured it) is indexed for keyword search only unless `embedding.index_pages` is on: its document
 is marked `keyword_only` and its chunks get no vector (pipeline.store.generations.KEYWORD_ONLY); dense
-search never finds them, keyword and hybrid search do (docs/performance.md#index-pages).
+search never finds them, keyword and hybrid search do (docs/query.md#index-pages).
 
 Each swap holds the live generation's row (`lock_for_write`): a reindex that
 switches models waits for it, and a swap after the switch finds its vectors
