@@ -49,7 +49,8 @@ class EmbeddingConfig(Section):
     batch_size: int | None = Field(default=None, ge=1)  # None: chosen for the device
     # auto: ONNX Runtime fp32 on a CPU when onnxruntime is installed and the model exports (the same
     # vectors as torch, cosine >= 0.9999, about 3x faster on 2 cores: docs/performance.md), else torch
-    # (fp16 on CUDA), with one log line saying why. onnx-int8 is faster still but drifts (~0.01 cosine):
+    # (fp16 on CUDA), with one log line saying why. onnx-int8 is faster still but drifts (~0.01 cosine)
+    # and lost 3-4 % dense MRR@10 on labelled questions (docs/performance.md, int8 by retrieval quality):
     # only on request.
     backend: Literal["auto", "torch", "onnx", "onnx-int8"] = "auto"
     # Search queries are one short text each, where torch's per-call overhead dominates
