@@ -54,12 +54,20 @@ def command(
       docforge ask "what changed in the deploy process?" --filter-repo handbook --trace
       docforge ask "..." --json | jq .audit_mode
     """
-    from pipeline.answers import Answerer
+    import threading
+
     from pipeline.config import load_settings
-    from pipeline.query.filters import with_repo
+    from pipeline.query import Searcher
 
     settings = load_settings(config)
-    with Answerer(settings) as answerer:
+    searcher = Searcher(settings, keep_queries=True)  # a question asked before loads no model for it
+    # The question's vector (a new question: the model loading) in the background, while the answer
+    # layer imports: the search it runs first then finds it ready.
+    threading.Thread(target=_warm, args=(searcher, question), daemon=True, name="docforge-warm").start()
+    from pipeline.answers import Answerer
+    from pipeline.query.filters import with_repo
+
+    with searcher, Answerer(settings, searcher=searcher) as answerer:
         answer = answerer.ask(
             question,
             filters=with_repo(filters, filter_repo),
@@ -82,6 +90,13 @@ def command(
         click.echo(json.dumps(answer.model_dump(mode="json", exclude_none=False), indent=2, ensure_ascii=False))
         return
     _print(answer, trace)
+
+
+def _warm(searcher, question: str) -> None:
+    try:
+        searcher.query_vector(question)
+    except Exception:  # noqa: BLE001 (the ask itself meets the same error and says it)
+        return
 
 
 _MODE_STYLE = {"STRICT": "bold green", "HYBRID": "bold yellow", "UNGROUNDED": "bold red"}

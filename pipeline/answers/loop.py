@@ -217,7 +217,7 @@ class Answerer:
         return fitted.load(self._model_id(), self.cfg.params)
 
     def _model_id(self) -> str:
-        return str(getattr(self.searcher.embedder, "name", None) or self.settings.embedding.model)
+        return self.searcher.model_name  # the name alone: a cached answer loads no model
 
     def _from_cache(self, hit: cache.Stored, run: Run, t0: float, trace: bool) -> Answer:
         step = Step("cache", run.timings["cache_lookup"], {"hit": True, "answer_id": hit.id})
@@ -253,13 +253,13 @@ class Answerer:
 
     def _embed(self, texts):
         """The question (as a query) and the candidate lines (as documents, each computed once: vectors)."""
-        enc = self.searcher.embedder
-        q = enc.encode([texts[0]], kind="query")
+        q = self.searcher.query_vector(texts[0])[None, :]  # kept on disk by the CLI's searcher
         if len(texts) == 1:
             return q
         if self._vectors is None or self._vectors.model != self._model_id():
             self._vectors = LineVectors(self._model_id(), self.searcher.connection)
-        docs = self._vectors.encode(list(texts[1:]), lambda batch: enc.encode(batch, kind="document"))
+        # the model loads only when a line was never embedded before (LineVectors: memory, then the store)
+        docs = self._vectors.encode(list(texts[1:]), lambda b: self.searcher.embedder.encode(b, kind="document"))
         return np.vstack([np.asarray(q, dtype=np.float32), docs])
 
     def _chat(self, run: Run, stage: str, messages, max_tokens: int | None = None) -> str:

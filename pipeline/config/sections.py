@@ -49,13 +49,18 @@ class EmbeddingConfig(EnvSection):
     batch_size: int | None = Field(default=None, ge=1)  # None: chosen for the device
     # auto: ONNX Runtime fp32 on a CPU when onnxruntime is installed and the model exports (the same
     # vectors as torch, cosine >= 0.9999, about 3x faster on 2 cores: docs/performance.md), else torch
-    # (fp16 on CUDA), with one log line saying why. onnx-int8 is faster still but drifts (~0.01 cosine):
+    # (fp16 on CUDA), with one log line saying why. onnx-int8 is faster still but drifts (~0.01 cosine)
+    # and lost 3-4 % dense MRR@10 on labelled questions (docs/performance.md, int8 by retrieval quality):
     # only on request.
     backend: Literal["auto", "torch", "onnx", "onnx-int8"] = "auto"
     # Search queries are one short text each, where torch's per-call overhead dominates
     # (MiniLM on CPU: 10.6 ms torch vs 3.6 ms ONNX fp32, same weights). auto: `backend`,
     # except torch becomes auto (ONNX Runtime on a CPU).
     query_backend: Literal["auto", "torch", "onnx", "onnx-int8"] = "auto"
+    # Index pages (link share >= search.index_link_share: sitemaps, keyword indexes, lists of pages) are
+    # indexed for keyword search only, without vectors: they point at answers rather than hold them, and
+    # were 18 % of a manual's chunks (measured: docs/performance.md#index-pages). true: embed them too.
+    index_pages: bool = False
     # Exported ONNX models depend on the model files only: one cache per user, shared by stores.
     cache_dir: Path = Field(default_factory=_user_model_cache)
     # The embedder service (`docforge serve --embedder`): comma-separated URLs, one per model served;

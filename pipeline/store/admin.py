@@ -125,7 +125,7 @@ def chunks_without_embedding(conn: psycopg.Connection, source: str | None) -> Fi
         conn,
         sql.SQL(f"""
         SELECT c.id FROM chunks c JOIN documents d ON d.key = c.doc_key WHERE {_IN_SOURCE}
-        AND NOT EXISTS (SELECT 1 FROM {{}} v WHERE v.seq = c.seq)""")
+        AND NOT {generations.KEYWORD_ONLY} AND NOT EXISTS (SELECT 1 FROM {{}} v WHERE v.seq = c.seq)""")
         .format(gen.table)
         .as_string(conn),
         {"p": source},
