@@ -164,10 +164,66 @@ def test_a_definition_comes_under_its_term():
     text = f"Settings\n\n{term}\n\n{definition}"
     blocks = _blocks(text, ("paragraph", "Settings"), ("term", term), ("definition", definition))
     ev = _evidence("E1", text, blocks)
-    always = dataclasses.replace(SHIPPED, threshold=0.0)
+    always = dataclasses.replace(SHIPPED, threshold=0.0, sure=0.0)
     ex = extractive.extract("How do I make GSSAPI user names case-insensitive?", [ev], always, embed=_bag)
     assert [t for t, _ in ex.lines][:2] == [term, definition]
     assert verify(extractive.answer_text(ex.lines), {"E1": text}).audit_mode == "STRICT"
+
+
+def test_an_entry_is_quoted_whole_term_first():
+    # a manual's option: its name, what it does, its default; the line that matches is the middle one
+    term = "`max_msg_size` (`integer`)"
+    body = ("Sets the largest message the server accepts, in bytes.", "The default is 52428800.")
+    text = f"Limits\n\n{term}\n\n{body[0]}\n\n{body[1]}\n\n`next_option`\n\nSomething else."
+    blocks = _blocks(
+        text,
+        ("paragraph", "Limits"),
+        ("term", term),
+        ("definition", body[0]),
+        ("definition", body[1]),
+        ("term", "`next_option`"),
+        ("definition", "Something else."),
+    )
+    ev = _evidence("E1", text, blocks)
+    r = extractive.rank("What is the largest message the server accepts?", [ev], SHIPPED, embed=_bag)
+    best = [u.text for u in r.units].index(body[0])
+    big = np.full(len(r.units), -5.0)
+    big[best] = 5.0
+    chosen = extractive.choose(extractive.Ranked(r.question, r.units, r.x, big), [best], 0.9, 4)
+    assert [u.text for u in chosen] == [term, *body]  # the whole entry, not the next one
+    assert verify(extractive.answer_text([(u.text, ev) for u in chosen]), {"E1": text}).audit_mode == "STRICT"
+
+
+def test_below_the_fitted_sure_it_offers_the_best_lines_of_different_sections():
+    pages = [
+        _evidence("E1", "Backups run nightly at 02:00. Backups are kept 30 days.", section="Backups", doc="a"),
+        _evidence("E2", "Restores are run by the on-call engineer.", section="Restores", doc="a"),
+        _evidence("E3", "Snapshots of backups are taken hourly.", section="Snapshots", doc="b"),
+    ]
+    q = "When do backups run?"
+    unsure = extractive.extract(q, pages, dataclasses.replace(SHIPPED, threshold=0.0, sure=1.0), embed=_bag)
+    assert not unsure.sure and 2 <= len(unsure.lines) <= extractive.CANDIDATES
+    where = [(e.doc_key, e.section) for _, e in unsure.lines]
+    assert len(set(where)) == len(where)  # one line per section, best first
+    assert unsure.lines[0][0] == "Backups run nightly at 02:00."
+    sure = extractive.extract(q, pages, dataclasses.replace(SHIPPED, threshold=0.0, sure=0.0), embed=_bag)
+    assert sure.sure and sure.lines[0][0] == "Backups run nightly at 02:00."
+    assert sure.confidence == unsure.confidence  # the label moves with the threshold, not the probability
+
+
+def test_the_sure_threshold_is_chosen_for_precision_on_left_out_predictions():
+    lo = fit.LeftOut(
+        ["a"] * 6 + ["b"] * 4,
+        np.array([True] * 9 + [False]),
+        np.array([0.95, 0.9, 0.85, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2]),
+        np.array([True, True, True, True, True, False, True, False, False, False]),
+    )
+    t = fit.sure_threshold(lo, 0.9)
+    assert t == 0.7  # 0.5 labels 7 with 6 right (0.86), 0.6 labels 6 with 5; 0.7: 5 of 5
+    ece, auroc = fit.calibration(np.array([0.9, 0.8, 0.2, 0.1]), np.array([True, True, False, False]))
+    assert auroc == 1.0 and 0.0 < ece < 0.25
+    _, tied = fit.calibration(np.array([0.5, 0.5]), np.array([True, False]))
+    assert tied == 0.5
 
 
 def test_parameters_are_one_versioned_file_with_a_digest(tmp_path):
