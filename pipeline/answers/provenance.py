@@ -72,8 +72,11 @@ def claims_payload(raw: str) -> list[dict[str, Any]]:
     return [{"text": c.text, "pointers": list(c.pointers)} for c in verify.parse_claims(raw)]
 
 
-def label_payload(audit_mode: str, abstained: bool, confidence: float) -> dict[str, Any]:
-    return {"audit_mode": audit_mode, "abstained": abstained, "confidence": confidence}
+def label_payload(audit_mode: str, abstained: bool, confidence: float, unsure: str = "") -> dict[str, Any]:
+    """The label; `unsure`: the note an answer offering candidates opens with (kept only when there is one,
+    so earlier chains hash as they did)."""
+    out: dict[str, Any] = {"audit_mode": audit_mode, "abstained": abstained, "confidence": confidence}
+    return out | {"unsure": unsure} if unsure else out
 
 
 @dataclass(frozen=True)
@@ -140,7 +143,10 @@ def check(
         for c in verdict.as_dict()["claims"]
     ]
     if (
-        render.render(claims, verdict.audit_mode, bool(label.get("abstained")), verdict.deflection) != p["rendered"]
+        render.render(
+            claims, verdict.audit_mode, bool(label.get("abstained")), label.get("unsure") or verdict.deflection
+        )
+        != p["rendered"]
         or answer.get("answer") != p["rendered"]
     ):
         return Check(False, "rendered", "the rendered answer differs from what the verdict renders to")
