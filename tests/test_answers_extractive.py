@@ -194,6 +194,17 @@ def test_an_entry_is_quoted_whole_term_first():
     assert verify(extractive.answer_text([(u.text, ev) for u in chosen]), {"E1": text}).audit_mode == "STRICT"
 
 
+def test_a_better_ranked_page_loses_only_by_more_than_the_fitted_margin():
+    x = np.zeros((3, len(features.LINE)))
+    x[:, features.LINE.index("doc_rr")] = [0.5, 1.0, 1.0]  # line 0 on the second page, 1 and 2 on the first
+    close = np.array([2.0, 1.6, 0.1])
+    assert int(np.argmax(extractive.agree(x, close, 0.5))) == 1  # 0.4 ahead: not enough to overrule search
+    assert int(np.argmax(extractive.agree(x, close, 0.0))) == 0  # no margin fitted: the line model alone
+    far = np.array([3.0, 1.6, 0.1])
+    assert int(np.argmax(extractive.agree(x, far, 0.5))) == 0  # 1.4 ahead: a measured reason to
+    assert list(extractive.agree(x, close, 0.5))[2] == 0.1  # nothing else moves
+
+
 def test_below_the_fitted_sure_it_offers_the_best_lines_of_different_sections():
     pages = [
         _evidence("E1", "Backups run nightly at 02:00. Backups are kept 30 days.", section="Backups", doc="a"),

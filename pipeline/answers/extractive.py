@@ -129,7 +129,28 @@ def ranked_rows(x: np.ndarray, rows: np.ndarray, params: Params) -> tuple[np.nda
         x[rows, _SIM_GAP] = x[rows, _SIM] - x[rows, _SIM].max()
     logits = np.full(len(x), -np.inf)
     logits[rows] = params.line.logit(x[rows])
-    return x, logits
+    return x, agree(x, logits, params.overrule)
+
+
+_DOC_RR = ft.LINE.index("doc_rr")
+
+
+def agree(x: np.ndarray, logits: np.ndarray, overrule: float) -> np.ndarray:
+    """Logits where the line choice agrees with search: the best line of the page search ranked first
+    wins unless another page's line scores more than `overrule` (fitted) above it — a better-ranked page
+    loses only for a measured reason. The winner is raised just above the best; nothing else moves."""
+    if not len(logits) or overrule <= 0:
+        return logits
+    first = np.flatnonzero((x[:, _DOC_RR] >= 1.0) & np.isfinite(logits))
+    if not len(first):
+        return logits
+    top = int(first[np.argmax(logits[first])])
+    best = int(np.argmax(logits))
+    if best == top or logits[best] - logits[top] > overrule:
+        return logits
+    out = logits.copy()
+    out[top] = logits[best] + 1e-6
+    return out
 
 
 def extract(

@@ -43,6 +43,7 @@ PRECISION = 0.96
 SURE_PRECISION = 0.9
 L2 = 1.0  # ridge penalty on standardised weights (a few hundred questions: keep the weights modest)
 FOLLOWS = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
+OVERRULES = (0.0, 0.25, 0.5, 1.0, 2.0)  # logit margins tried for `overrule` (extractive.agree)
 KINDS = {  # what each kind of value is, in words the model reads: how a question asking for one sounds
     "number": "How many, how much, how long, what size, what limit, what default number or timeout?",
     "option": "Which option, setting, flag, parameter or configuration directive controls this?",
@@ -189,6 +190,7 @@ class Models:
     threshold: float
     follow: float
     confidence: Logistic
+    overrule: float
     holds: np.ndarray  # per question fitted on: its answer holds the answer (False when it abstains)
     answered: np.ndarray  # per question fitted on: the question model answers it
 
@@ -197,18 +199,19 @@ def models(asked: list[Asked], max_lines: int, target: float = PRECISION) -> Mod
     """Line ranker, question model and its threshold, follow share, and the confidence model: P(the
     answer shown holds the answer) over the answered questions (an unanswerable one's never does)."""
     line = ranker([(a.x, a.y) for a in asked if a.answerable], features.LINE)
-    logits = [line.logit(a.x) for a in asked]
+    overrule = _overrule(asked, line, max_lines)
+    logits = [extractive.agree(a.x, line.logit(a.x), overrule) for a in asked]
     qx = np.array([features.question_features(a.q, g, a.x, a.units) for a, g in zip(asked, logits, strict=True)])
     answerable = np.array([a.answerable for a in asked], dtype=np.float64)
     question = logistic(qx, answerable, features.QUESTION)
     threshold = _threshold(question.prob(qx), answerable, target)
-    follow, hits = _follow(asked, line, max_lines)
+    follow, hits = _follow(asked, line, max_lines, overrule)
     answered = question.prob(qx) >= threshold
     holds = np.array(hits, dtype=np.float64) * answered
     cx = np.array([features.confidence_features(a.q, g, a.x, a.units) for a, g in zip(asked, logits, strict=True)])
     y = holds[answered]
     confidence = logistic(cx[answered], y, features.CONFIDENCE) if 0 < y.sum() < len(y) else _flat(y)
-    return Models(line, question, threshold, follow, confidence, holds.astype(bool), answered)
+    return Models(line, question, threshold, follow, confidence, overrule, holds.astype(bool), answered)
 
 
 def _flat(y: np.ndarray) -> Logistic:
@@ -222,7 +225,7 @@ def predict(m: Models, asked: list[Asked], max_lines: int) -> tuple[np.ndarray, 
     """Per question, with models fitted elsewhere: answered, confidence, its answer holds the answer."""
     answered, conf, holds = [], [], []
     for a in asked:
-        logits = m.line.logit(a.x)
+        logits = extractive.agree(a.x, m.line.logit(a.x), m.overrule)
         answered.append(bool(m.question.prob(features.question_features(a.q, logits, a.x, a.units)) >= m.threshold))
         conf.append(float(m.confidence.prob(features.confidence_features(a.q, logits, a.x, a.units))))
         r = extractive.Ranked(a.q, a.units, a.x, logits)
@@ -323,6 +326,7 @@ def fit(asked: list[Asked], kinds: dict[str, str], max_lines: int) -> dict[str, 
         "threshold": round(m.threshold, 6),
         "sure": round(sure, 6),
         "follow": m.follow,
+        "overrule": m.overrule,
         "kinds": kinds,
         "fitted": fitted,
     }
@@ -362,17 +366,30 @@ def abstentions_left_out(asked: list[Asked], targets: Iterable[float]) -> dict[f
     return out
 
 
-def _follow(asked: list[Asked], line: Logistic, max_lines: int) -> tuple[float, list[bool]]:
+def _overrule(asked: list[Asked], line: Logistic, max_lines: int) -> float:
+    """The smallest logit margin for `overrule` whose answers hold the answer most often (ties: the
+    line model alone, 0, when search's first page buys nothing)."""
+    table = {m: sum(_follow(asked, line, max_lines, m, (FOLLOWS[len(FOLLOWS) // 2],))[1]) for m in OVERRULES}
+    most = max(table.values())
+    return min(m for m, n in table.items() if n >= most)
+
+
+def _follow(
+    asked: list[Asked], line: Logistic, max_lines: int, overrule: float = 0.0, follows: tuple[float, ...] = FOLLOWS
+) -> tuple[float, list[bool]]:
     """The highest follow share losing no answer against the lowest, and each question's hit with it."""
 
     def hits(follow: float) -> list[bool]:
         out = []
         for a in asked:
-            r = extractive.Ranked(a.q, a.units, a.x, line.logit(a.x))
+            if not a.answerable:
+                out.append(False)
+                continue
+            r = extractive.Ranked(a.q, a.units, a.x, extractive.agree(a.x, line.logit(a.x), overrule))
             out.append(_holds(a, extractive.choose(r, r.order(), follow, max_lines)))
         return out
 
-    table = {f: hits(f) for f in FOLLOWS}
+    table = {f: hits(f) for f in follows}
     most = max(sum(h) for h in table.values())
     follow = max(f for f, h in table.items() if sum(h) >= most)
     return follow, table[follow]

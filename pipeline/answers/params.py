@@ -89,6 +89,7 @@ class Params:
     follow: float  # a further line is shown when its p ≥ follow × the best line's
     kinds: dict[str, str]  # kind of value → a description, embedded to tell which kind a question asks for
     sure: float = 1.0  # an answer "answers the question" when its confidence ≥ this (fitted for precision)
+    overrule: float = 0.0  # logits a line of a lower-ranked page needs over search's first page's best line
 
 
 @functools.lru_cache(maxsize=1)
@@ -139,6 +140,7 @@ def _load(path: Path) -> Params:
             float(raw["follow"]),
             dict(raw["kinds"]),
             float(raw["sure"]),
+            float(raw.get("overrule", 0.0)),
         )
     except (OSError, ValueError, KeyError, TypeError) as e:
         raise AnswerError(f"cannot read the answer parameters {path}: {e}; refit with `docforge tune`") from e
