@@ -92,12 +92,12 @@ def question(text: str, idf: dict[str, float], absent: frozenset[str], want: dic
 
 
 def near(text: str, keys: dict[str, float] | dict[str, None]) -> dict[str, frozenset[str]]:
-    """Each content word's WordNet synonyms (first senses), as keys: "biggest" meets "largest"."""
+    """Each content word's WordNet synonyms (its first sense), as keys: "biggest" meets "largest"."""
     out: dict[str, frozenset[str]] = {}
     for w in tx.words(text):
         k = next(iter(tx.content_keys(w)), None)
         if k in keys and k not in out:
-            out[k] = frozenset(s for syn in lexicon.synonyms(w.lower(), senses=2) for s in tx.content_keys(syn)) - {k}
+            out[k] = frozenset(s for syn in lexicon.synonyms(w.lower(), senses=1) for s in tx.content_keys(syn)) - {k}
     return out
 
 
