@@ -67,8 +67,9 @@ def store(entry: dict, stores: Path, whole: bool = False) -> Path | str:
             if isinstance(globs, str):
                 return globs
         d.mkdir(parents=True, exist_ok=True)
-        if entry.get("render") == "man":
-            files, globs = rendered(files, globs, d / "pages"), ["*.txt"]
+        if entry.get("render") in ("man", "rst"):
+            how = entry["render"]
+            files, globs = rendered(files, globs, d / "pages", how), ["**/*.rst" if how == "rst" else "*.txt"]
         if files.suffix == ".bundle":
             subprocess.run(["git", "clone", "-q", str(files), str(d / "repo")], check=True)
             src = f"type: git\n    repo: repo\n    globs: {json.dumps(globs)}"
@@ -83,13 +84,7 @@ def pages(entry: dict, files: Path) -> list[str] | str:
     the same kinds, every n-th in name order (deterministic, spread over the corpus)."""
     named: list[str] = []
     for r in questions(entry["name"]):
-        page = str(r.get("page") or "")
-        p = Path(page)
-        if p.is_absolute() and p.is_relative_to(files):
-            page = str(p.relative_to(files))
-        elif not (files / page).exists():
-            found = sorted(files.rglob(p.name))
-            page = str(found[0].relative_to(files)) if found else ""
+        page = find(files, str(r.get("page") or ""))
         if page and page not in named:
             named.append(page)
     if not named:
@@ -102,16 +97,40 @@ def pages(entry: dict, files: Path) -> list[str] | str:
     return named + (others[::step][:n] if n else [])
 
 
-def rendered(files: Path, globs: list[str], out: Path) -> Path:
-    """Each man page of `globs` rendered to text (MANWIDTH wide: a paragraph per line) under `out`."""
+def find(files: Path, page: str) -> str:
+    """A question's page relative to `files`: as named, under it, or the first file of its name (or of
+    its name before the first dot: a rendered page's source)."""
+    p = Path(page)
+    if not page:
+        return ""
+    if p.is_absolute() and p.is_relative_to(files) and p.exists():
+        return str(p.relative_to(files))
+    if not p.is_absolute() and (files / p).is_file():
+        return page
+    for pattern in (p.name, f"{p.name}.*", f"{p.name.split('.')[0]}.*"):
+        found = sorted(f for f in files.rglob(pattern) if f.is_file())
+        if found:
+            return str(found[0].relative_to(files))
+    return ""
+
+
+def rendered(files: Path, globs: list[str], out: Path, how: str = "man") -> Path:
+    """Each page of `globs` as docforge reads it, under `out`: a man page rendered to text (MANWIDTH
+    wide: a paragraph per line, its indentation dropped); an `.rst.txt` source (Sphinx's copy) as `.rst`."""
     out.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "MANWIDTH": "2000", "MAN_KEEP_FORMATTING": ""}
     for g in globs:
         for f in sorted(files.glob(g)):
+            if how == "rst":
+                target = out / Path(g).parent / f.name.removesuffix(".txt")
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(f.read_bytes())
+                continue
             name = f.name.removesuffix(".gz")
             text = subprocess.run(["man", "-l", str(f)], capture_output=True, text=True, env=env).stdout
             plain = subprocess.run(["col", "-b"], input=text, capture_output=True, text=True).stdout
-            (out / f"{name}.txt").write_text(plain, encoding="utf-8")
+            flat = "\n".join(line.strip() for line in plain.splitlines())  # indented is not code here
+            (out / f"{name}.txt").write_text(flat, encoding="utf-8")
     return out
 
 
