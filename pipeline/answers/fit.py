@@ -12,10 +12,18 @@ phrase. Then, with numpy (L2-regularised logistic regression by Newton's method,
                 best line's scores and how much of the question the index knows; the threshold is the
                 lowest at which at least PRECISION of the answered questions are answerable (the target
                 chosen leaving one corpus out: abstentions_left_out);
-    confidence  P(the answer given holds the answer), over answered questions: Platt scaling of the
-                same features, so a band of confidence holds about that share of right answers;
+    confidence  P(the answer shown holds the answer), over answered questions (an unanswerable one's
+                never does): a logistic fit of the question features and features.AGREEMENT (does
+                search rank the line's page first, the margins to the next page and section, how much
+                of the question the line covers by meaning), so a band of confidence holds about that
+                share of right answers;
+    sure        the confidence at which an answer is labelled as answering the question: the lowest at
+                which SURE_PRECISION of the so-labelled answers hold the answer, on predictions leaving
+                one corpus out (left_out: each corpus's questions scored by models fitted on the others);
     follow      the share of the best line's probability a further line needs, the highest that loses
-                no answer on the labelled set.
+                no answer on the labelled set;
+    overrule    the logit margin a line of a lower-ranked page needs over the best line of search's
+                first page (extractive.agree), the smallest of OVERRULES with the most answers right.
 """
 
 from __future__ import annotations
