@@ -95,7 +95,7 @@ def near(text: str, keys: dict[str, float] | dict[str, None]) -> dict[str, froze
     """Each content word's WordNet synonyms (its first sense), as keys: "biggest" meets "largest"."""
     out: dict[str, frozenset[str]] = {}
     for w in tx.words(text):
-        k = next(iter(tx.content_keys(w)), None)
+        k = next(iter(tx.content_keys(w)), "")
         if k in keys and k not in out:
             out[k] = frozenset(s for syn in lexicon.synonyms(w.lower(), senses=1) for s in tx.content_keys(syn)) - {k}
     return out

@@ -302,7 +302,9 @@ def fit(asked: list[Asked], kinds: dict[str, str], max_lines: int) -> dict[str, 
         raise AnswerError(f"{int(y.sum())} candidate lines hold an answer phrase: too few to fit (5 needed)")
     m = models(with_lines, max_lines)
     lo = left_out(with_lines, max_lines) if len({a.corpus for a in with_lines}) > 1 else None
-    sure = sure_threshold(lo) if lo is not None else 1.0
+    if lo is None:  # one corpus (a team's own questions): its own predictions, an optimistic `sure`
+        lo = LeftOut([a.corpus for a in with_lines], *predict(m, with_lines, max_lines))
+    sure = sure_threshold(lo)
     unanswerable = [not a.answerable for a in with_lines]
     fitted: dict[str, Any] = {
         "questions": len(asked),
@@ -317,16 +319,16 @@ def fit(asked: list[Asked], kinds: dict[str, str], max_lines: int) -> dict[str, 
         "unanswerable": int(sum(unanswerable)),
         "sure_precision_target": SURE_PRECISION,
     }
-    if lo is not None:
-        labelled = lo.answered & (lo.confidence >= sure)
-        ece, auroc = calibration(lo.confidence[lo.answered], lo.holds[lo.answered])
-        fitted |= {
-            "left_out_answered": int(lo.answered.sum()),
-            "left_out_sure": int(labelled.sum()),
-            "left_out_sure_right": int((labelled & lo.holds).sum()),
-            "left_out_ece": round(ece, 4),
-            "left_out_auroc": round(auroc, 4),
-        }
+    labelled = lo.answered & (lo.confidence >= sure)
+    ece, auroc = calibration(lo.confidence[lo.answered], lo.holds[lo.answered])
+    fitted |= {
+        "sure_from": "one corpus left out at a time" if len(set(lo.corpus)) > 1 else "the questions themselves",
+        "left_out_answered": int(lo.answered.sum()),
+        "left_out_sure": int(labelled.sum()),
+        "left_out_sure_right": int((labelled & lo.holds).sum()),
+        "left_out_ece": round(ece, 4),
+        "left_out_auroc": round(auroc, 4),
+    }
     return {
         "line": m.line.dump(),
         "question": m.question.dump(),

@@ -144,7 +144,7 @@ def gaps(
 ) -> Gaps:
     """The report over the last `days` days. `encode`: texts → query vectors; `search`: for the
     documents closest to a group and the re-check of a search's best hit."""
-    p = {"days": days, "low": cfg.low_confidence, "cap": MAX_QUESTIONS}
+    p: dict[str, object] = {"days": days, "low": cfg.low_confidence, "cap": MAX_QUESTIONS}
     since, asks, searches = conn.execute(
         "SELECT now() - make_interval(days => %(days)s), count(*) FILTER (WHERE kind = 'ask'), "
         f"count(*) FILTER (WHERE kind = 'search') FROM usage_events WHERE {_WINDOW}",
