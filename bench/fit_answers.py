@@ -6,6 +6,7 @@
     python bench/fit_answers.py --stores /tmp/stores --only uv,postgresql --report-only -v
     python bench/fit_answers.py --stores /tmp/whole --whole --asked A.pkl --targets 0.95,0.96,0.98
     python bench/fit_answers.py --stores /tmp/whole --whole --asked A.pkl --embedded 12,16,24,32
+    python bench/fit_answers.py --stores /tmp/stores --only bind9,borg --index-only  # index ahead, no asks
     python bench/fit_answers.py --smoke                                # fit and report on a tiny made-up corpus
 
 bench/sets/corpora.yml names each corpus and its split, and under `questions` its files and the pages
@@ -267,6 +268,7 @@ def main() -> None:
     ap.add_argument("--out", type=Path, help="the params file to write (default: the model's shipped one)")
     ap.add_argument("--asked", type=Path, help="keep the asked fit questions here (pickle): a refit reuses them")
     ap.add_argument("--no-report", action="store_true", help="fit only")
+    ap.add_argument("--index-only", action="store_true", help="only index the stores (ahead of a fit or report)")
     ap.add_argument("--embedded", help="comma-separated numbers of lines embedded: answers kept, from --asked")
     ap.add_argument("--targets", help="comma-separated precision targets: abstentions leaving one fit corpus out")
     ap.add_argument("--verbose", "-v", action="store_true")
@@ -292,6 +294,10 @@ def main() -> None:
         else:
             configs[e["name"]] = c
     split = {e["name"]: e["split"] for e in entries}
+    if args.index_only:
+        for c in configs.values():
+            open_store(c).close()
+        return
     if not args.report_only:
         asked, model = [], None
         kinds = fit.KINDS
