@@ -240,12 +240,11 @@ def wrapped_targets(table: dict[float, tuple[int, int, int, int]]) -> None:
         print(f"  {t:.2f}: right abstentions {right}/{n_un}, wrong {wrong}/{n_ans}, balanced {balanced:.3f}")
 
 
-def left_out_table(asked: list) -> None:
+def left_out_table(lo) -> None:
     """Per fit corpus, predicted by the models fitted on the others: the confidence's ECE and AUROC over
     the answered, and the answers labelled as answering at the fitted `sure` (its precision)."""
     from pipeline.answers import fit
 
-    lo = fit.left_out(asked, 4)
     sure = fit.sure_threshold(lo)
     print(f"leaving one fit corpus out (sure = {sure:.3f}, for precision {fit.SURE_PRECISION}):")
     names = np.array(lo.corpus)
@@ -322,12 +321,13 @@ def main() -> None:
             return
         out = args.out or params.file_for(model)
         old = json.loads(out.read_text()) if out.exists() else {}
-        raw = fit.fit(asked, kinds, 4)
+        lo = fit.left_out(asked, 4)
+        raw = fit.fit(asked, kinds, 4, lo)
         if "verifier" in old:
             raw["verifier"] = old["verifier"]
         params.write(out, raw)
         print(f"wrote {out}: {json.dumps(raw['fitted'])}")
-        left_out_table(asked)
+        left_out_table(lo)
     for role in () if args.no_report else ("report", "fit"):
         names = [n for n in configs if split[n] == role]
         if not names:

@@ -66,6 +66,10 @@ AGREEMENT = (
     # a word counting when a WordNet synonym of it is there (by meaning, not spelling)
     "best_head",  # ... its document title and section carry (an entry named as asked)
     "best_want",  # it holds a value of the kind the question asks for
+    "rare",  # the question's rarest word (highest IDF) is carried as for `cover`
+    "sim_first",  # 1 / the best line's rank by similarity alone among the lines
+    "terms_first",  # its share of the question's words less the most any line carries
+    "rivals",  # log(1 + sections whose best line scores within one logit of it)
 )
 CONFIDENCE = QUESTION + AGREEMENT
 MARGIN_CAP = 6.0  # logits: a line with no rival of another section is this far ahead (beyond: all certain)
@@ -241,17 +245,35 @@ def confidence_features(q: Question, logits: np.ndarray, x: np.ndarray, units: S
                 cover(q, units, best),
                 x[best, col["head"]],
                 x[best, col["want_match"]],
+                cover(q, units, best, rarest=True),
+                1.0 / (1 + int((x[:, col["sim"]] > x[best, col["sim"]]).sum())),
+                x[best, col["terms"]] - float(x[:, col["terms"]].max()),
+                math.log1p(len(_close_sections(logits, units, best))),
             ],
         ]
     )
 
 
-def cover(q: Question, units: Sequence[Unit], i: int) -> float:
+def _close_sections(logits: np.ndarray, units: Sequence[Unit], best: int) -> set[tuple[str, str]]:
+    """The other sections (document, section) with a line within one logit of the best line."""
+    where = (units[best].evidence.doc_key, units[best].evidence.section)
+    return {
+        (u.evidence.doc_key, u.evidence.section)
+        for v, u in zip(logits, units, strict=True)
+        if np.isfinite(v) and v >= logits[best] - 1.0
+    } - {where}
+
+
+def cover(q: Question, units: Sequence[Unit], i: int, rarest: bool = False) -> float:
     """IDF share of the question's words that line `i`, its headings and its neighbours in its chunk carry,
-    by spelling or by a WordNet synonym."""
+    by spelling or by a WordNet synonym (`rarest`: whether its rarest word is carried, 1 or 0)."""
     u = units[i]
     near_lines = [units[j] for j in (i - 1, i + 1) if 0 <= j < len(units)]
     same = [o.text for o in near_lines if o.evidence.pointer == u.evidence.pointer]
     have = set(tx.content_keys(" ".join([_read(u), *same])))
-    total = sum(q.keys.values()) or 1.0
-    return sum(w for k, w in q.keys.items() if k in have or q.near.get(k, frozenset()) & have) / total
+    keys = q.keys
+    if rarest and keys:
+        top = max(keys, key=lambda k: keys[k])
+        keys = {top: keys[top]}
+    total = sum(keys.values()) or 1.0
+    return sum(w for k, w in keys.items() if k in have or q.near.get(k, frozenset()) & have) / total

@@ -294,14 +294,16 @@ def calibration(p: np.ndarray, y: np.ndarray, bins: int = 10) -> tuple[float, fl
     return float(ece / len(p)), float(wins / (len(pos) * len(neg)))
 
 
-def fit(asked: list[Asked], kinds: dict[str, str], max_lines: int) -> dict[str, Any]:
-    """The parameters (params file content, without "format" and "verifier") fitted on `asked`."""
+def fit(asked: list[Asked], kinds: dict[str, str], max_lines: int, lo: LeftOut | None = None) -> dict[str, Any]:
+    """The parameters (params file content, without "format" and "verifier") fitted on `asked` (`lo`: its
+    left-out predictions, when already computed)."""
     with_lines = [a for a in asked if len(a.y)]
     y = np.concatenate([a.y for a in with_lines if a.answerable])
     if y.sum() < 5:
         raise AnswerError(f"{int(y.sum())} candidate lines hold an answer phrase: too few to fit (5 needed)")
     m = models(with_lines, max_lines)
-    lo = left_out(with_lines, max_lines) if len({a.corpus for a in with_lines}) > 1 else None
+    if lo is None and len({a.corpus for a in with_lines}) > 1:
+        lo = left_out(with_lines, max_lines)
     if lo is None:  # one corpus (a team's own questions): its own predictions, an optimistic `sure`
         lo = LeftOut([a.corpus for a in with_lines], *predict(m, with_lines, max_lines))
     sure = sure_threshold(lo)
