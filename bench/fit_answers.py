@@ -7,6 +7,7 @@
     python bench/fit_answers.py --stores /tmp/whole --whole --asked A.pkl --targets 0.95,0.96,0.98
     python bench/fit_answers.py --stores /tmp/whole --whole --asked A.pkl --embedded 12,16,24,32
     python bench/fit_answers.py --stores /tmp/stores --only bind9,borg --index-only  # index ahead, no asks
+    python bench/fit_answers.py --stores /tmp/stores --only chrony --asked A.pkl --collect-only  # add to A.pkl
     python bench/fit_answers.py --smoke                                # fit and report on a tiny made-up corpus
 
 bench/sets/corpora.yml names each corpus and its split, and under `questions` its files and the pages
@@ -268,6 +269,7 @@ def main() -> None:
     ap.add_argument("--asked", type=Path, help="keep the asked fit questions here (pickle): a refit reuses them")
     ap.add_argument("--no-report", action="store_true", help="fit only")
     ap.add_argument("--index-only", action="store_true", help="only index the stores (ahead of a fit or report)")
+    ap.add_argument("--collect-only", action="store_true", help="only ask the fit questions into --asked")
     ap.add_argument("--embedded", help="comma-separated numbers of lines embedded: answers kept, from --asked")
     ap.add_argument("--targets", help="comma-separated precision targets: abstentions leaving one fit corpus out")
     ap.add_argument("--verbose", "-v", action="store_true")
@@ -311,6 +313,8 @@ def main() -> None:
                 asked += fit.ask(a, name, questions(name), fit.prior(kinds))
         if args.asked:
             args.asked.write_bytes(pickle.dumps((model, asked)))
+        if args.collect_only:
+            return
         if not asked or model is None:
             sys.exit("no fit corpus is available")
         if args.embedded:
