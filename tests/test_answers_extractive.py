@@ -228,9 +228,11 @@ def test_the_sure_threshold_is_chosen_for_precision_on_left_out_predictions():
         np.array([True] * 9 + [False]),
         np.array([0.95, 0.9, 0.85, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2]),
         np.array([True, True, True, True, True, False, True, False, False, False]),
+        np.array([True] * 7 + [False] * 3),  # the last three unanswerable: two answered, at 0.4 and 0.3
     )
     t = fit.sure_threshold(lo, 0.9)
     assert t == 0.7  # 0.5 labels 7 with 6 right (0.86), 0.6 labels 6 with 5; 0.7: 5 of 5
+    assert fit.floor_threshold(lo) == 0.45  # abstains on both unanswerable, not on the answerable at 0.5
     ece, auroc = fit.calibration(np.array([0.9, 0.8, 0.2, 0.1]), np.array([True, True, False, False]))
     assert auroc == 1.0 and 0.0 < ece < 0.25
     _, tied = fit.calibration(np.array([0.5, 0.5]), np.array([True, False]))

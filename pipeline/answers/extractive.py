@@ -168,9 +168,9 @@ def extract(
 
 
 def decide(question: str, r: Ranked, params: Params, max_lines: int = 4) -> Extract:
-    """Answer, offer candidates, or abstain from ranked lines: below the question model's threshold it
-    abstains; at a confidence ≥ `sure` the chosen lines are the answer; between, the best lines of
-    CANDIDATES different sections are offered, best first, as candidates."""
+    """Answer, offer candidates, or abstain from ranked lines: below the question model's threshold, or
+    below the confidence `floor`, it abstains; at a confidence ≥ `sure` the chosen lines are the answer;
+    between, the best lines of CANDIDATES different sections are offered, best first, as candidates."""
     if r.reason:
         return Extract([], r.reason)
     answerable = float(params.question.prob(r.question_x()))
@@ -181,6 +181,9 @@ def decide(question: str, r: Ranked, params: Params, max_lines: int = 4) -> Extr
     score = round(float(1 / (1 + np.exp(-r.logits[best]))), 3)
     if answerable < params.threshold:
         return Extract([], _why(question, r, answerable, params.threshold), confidence, answerable, sim, score)
+    if confidence < params.floor:
+        why = f"no passage answers it closely enough (confidence {confidence:.2f}, {params.floor:.2f} needed)"
+        return Extract([], why, confidence, round(answerable, 3), sim, score)
     sure = confidence >= params.sure
     chosen = choose(r, order, params.follow, max_lines) if sure else candidates(r, order)
     lines = [(u.text, u.evidence) for u in chosen]

@@ -17,6 +17,8 @@ phrase. Then, with numpy (L2-regularised logistic regression by Newton's method,
                 search rank the line's page first, the margins to the next page and section, how much
                 of the question the line covers by meaning), so a band of confidence holds about that
                 share of right answers;
+    floor       the confidence below which an answer abstains after all: the one of FLOORS whose added
+                abstentions are most often right on the left-out predictions;
     sure        the confidence at which an answer is labelled as answering the question: the lowest at
                 which SURE_PRECISION of the so-labelled answers hold the answer, on predictions leaving
                 one corpus out (left_out: each corpus's questions scored by models fitted on the others);
@@ -249,22 +251,39 @@ class LeftOut:
     answered: np.ndarray
     confidence: np.ndarray
     holds: np.ndarray
+    answerable: np.ndarray
 
 
 def left_out(asked: list[Asked], max_lines: int) -> LeftOut:
     """Each corpus's questions predicted by the models fitted on the other corpora."""
     with_lines = [a for a in asked if len(a.y)]
     names: list[str] = []
-    parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    parts: list[tuple[np.ndarray, ...]] = []
     for corpus in sorted({a.corpus for a in with_lines}):
         rest = [a for a in with_lines if a.corpus != corpus]
         left = [a for a in with_lines if a.corpus == corpus]
         if not any(a.answerable for a in rest):
             continue
-        parts.append(predict(models(rest, max_lines), left, max_lines))
+        parts.append((*predict(models(rest, max_lines), left, max_lines), np.array([a.answerable for a in left])))
         names += [corpus] * len(left)
-    cat = [np.concatenate([p[i] for p in parts]) if parts else np.zeros(0) for i in range(3)]
-    return LeftOut(names, cat[0].astype(bool), cat[1], cat[2].astype(bool))
+    cat = [np.concatenate([p[i] for p in parts]) if parts else np.zeros(0) for i in range(4)]
+    return LeftOut(names, cat[0].astype(bool), cat[1], cat[2].astype(bool), cat[3].astype(bool))
+
+
+FLOORS = tuple(round(0.05 * i, 2) for i in range(11))  # confidences tried for `floor`: 0 to 0.5
+
+
+def floor_threshold(lo: LeftOut) -> float:
+    """The confidence below which an answer abstains: of FLOORS, the one whose abstentions, added to the
+    question model's on the left-out predictions, are most often right (unanswerable abstained less
+    answerable abstained; ties: the lowest)."""
+
+    def gain(f: float) -> int:
+        added = lo.answered & (lo.confidence < f)
+        return int((added & ~lo.answerable).sum()) - int((added & lo.answerable).sum())
+
+    best = max(gain(f) for f in FLOORS)
+    return min(f for f in FLOORS if gain(f) >= best)
 
 
 def sure_threshold(lo: LeftOut, target: float = SURE_PRECISION) -> float:
@@ -305,8 +324,10 @@ def fit(asked: list[Asked], kinds: dict[str, str], max_lines: int, lo: LeftOut |
     if lo is None and len({a.corpus for a in with_lines}) > 1:
         lo = left_out(with_lines, max_lines)
     if lo is None:  # one corpus (a team's own questions): its own predictions, an optimistic `sure`
-        lo = LeftOut([a.corpus for a in with_lines], *predict(m, with_lines, max_lines))
+        answerable = np.array([a.answerable for a in with_lines])
+        lo = LeftOut([a.corpus for a in with_lines], *predict(m, with_lines, max_lines), answerable)
     sure = sure_threshold(lo)
+    floor = floor_threshold(lo)
     unanswerable = [not a.answerable for a in with_lines]
     fitted: dict[str, Any] = {
         "questions": len(asked),
@@ -330,6 +351,8 @@ def fit(asked: list[Asked], kinds: dict[str, str], max_lines: int, lo: LeftOut |
         "left_out_sure_right": int((labelled & lo.holds).sum()),
         "left_out_ece": round(ece, 4),
         "left_out_auroc": round(auroc, 4),
+        "left_out_floor_abstained": int((lo.answered & (lo.confidence < floor) & ~lo.answerable).sum()),
+        "left_out_floor_wrongly": int((lo.answered & (lo.confidence < floor) & lo.answerable).sum()),
     }
     return {
         "line": m.line.dump(),
@@ -337,6 +360,7 @@ def fit(asked: list[Asked], kinds: dict[str, str], max_lines: int, lo: LeftOut |
         "confidence": m.confidence.dump(),
         "threshold": round(m.threshold, 6),
         "sure": round(sure, 6),
+        "floor": floor,
         "follow": m.follow,
         "overrule": m.overrule,
         "kinds": kinds,

@@ -89,6 +89,7 @@ class Params:
     follow: float  # a further line is shown when its p ≥ follow × the best line's
     kinds: dict[str, str]  # kind of value → a description, embedded to tell which kind a question asks for
     sure: float = 1.0  # an answer "answers the question" when its confidence ≥ this (fitted for precision)
+    floor: float = 0.0  # below this confidence an answer abstains (fitted on left-out predictions)
     overrule: float = 0.0  # logits a line of a lower-ranked page needs over search's first page's best line
 
 
@@ -140,6 +141,7 @@ def _load(path: Path) -> Params:
             float(raw["follow"]),
             dict(raw["kinds"]),
             float(raw["sure"]),
+            float(raw.get("floor", 0.0)),
             float(raw.get("overrule", 0.0)),
         )
     except (OSError, ValueError, KeyError, TypeError) as e:
