@@ -262,7 +262,7 @@ def left_out(asked: list[Asked], max_lines: int) -> LeftOut:
     for corpus in sorted({a.corpus for a in with_lines}):
         rest = [a for a in with_lines if a.corpus != corpus]
         left = [a for a in with_lines if a.corpus == corpus]
-        if not any(a.answerable for a in rest):
+        if not any(a.answerable and a.y.any() for a in rest):
             continue
         parts.append((*predict(models(rest, max_lines), left, max_lines), np.array([a.answerable for a in left])))
         names += [corpus] * len(left)
@@ -385,6 +385,8 @@ def abstentions_left_out(asked: list[Asked], targets: Iterable[float]) -> dict[f
     out = {t: (0, 0, 0, 0) for t in targets}
     for corpus in sorted({a.corpus for a in with_lines}):
         rest = [a for a in with_lines if a.corpus != corpus]
+        if not any(a.answerable and a.y.any() for a in rest):
+            continue  # nothing to fit on without it
         line = ranker([(a.x, a.y) for a in rest if a.answerable], features.LINE)
         qx = np.array([features.question_features(a.q, line.logit(a.x), a.x, a.units) for a in rest])
         answerable = np.array([a.answerable for a in rest], dtype=np.float64)
