@@ -200,7 +200,7 @@ def report(answerer, name: str, rows: list[dict], verbose: bool) -> dict:
 
 
 def print_row(name: str, t: dict, p: list[float], y: list[bool]) -> None:
-    from pipeline.answers.fit import calibration
+    from pipeline.answers.calibrate import calibration
 
     ece, auroc = calibration(np.array(p), np.array(y))
     sure = f"{t['sure_right']}/{t['sure']} right" if t["sure"] else "none"
@@ -244,14 +244,14 @@ def wrapped_targets(table: dict[float, tuple[int, int, int, int]]) -> None:
 def left_out_table(lo) -> None:
     """Per fit corpus, predicted by the models fitted on the others: the confidence's ECE and AUROC over
     the answered, and the answers labelled as answering at the fitted `sure` (its precision)."""
-    from pipeline.answers import fit
+    from pipeline.answers import calibrate
 
-    sure = fit.sure_threshold(lo)
-    print(f"leaving one fit corpus out (sure = {sure:.3f}, for precision {fit.SURE_PRECISION}):")
+    sure = calibrate.sure_threshold(lo)
+    print(f"leaving one fit corpus out (sure = {sure:.3f}, for precision {calibrate.SURE_PRECISION}):")
     names = np.array(lo.corpus)
     for name in [*sorted(set(lo.corpus)), None]:
         m = lo.answered & (names == name if name else True)
-        ece, auroc = fit.calibration(lo.confidence[m], lo.holds[m])
+        ece, auroc = calibrate.calibration(lo.confidence[m], lo.holds[m])
         lab = m & (lo.confidence >= sure)
         print(
             f"  {name or 'all':<18} answered {int(m.sum()):>3}, right {int(lo.holds[m].sum()):>3}; "

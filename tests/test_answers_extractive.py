@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pytest
 
-from pipeline.answers import extractive, features, fit, params
+from pipeline.answers import calibrate, extractive, features, fit, params
 from pipeline.answers.model import Evidence, text_hash
 from pipeline.answers.units import Unit, units
 from pipeline.answers.verify import verify
@@ -223,19 +223,19 @@ def test_below_the_fitted_sure_it_offers_the_best_lines_of_different_sections():
 
 
 def test_the_sure_threshold_is_chosen_for_precision_on_left_out_predictions():
-    lo = fit.LeftOut(
+    lo = calibrate.LeftOut(
         ["a"] * 6 + ["b"] * 4,
         np.array([True] * 9 + [False]),
         np.array([0.95, 0.9, 0.85, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2]),
         np.array([True, True, True, True, True, False, True, False, False, False]),
         np.array([True] * 7 + [False] * 3),  # the last three unanswerable: two answered, at 0.4 and 0.3
     )
-    t = fit.sure_threshold(lo, 0.9)
+    t = calibrate.sure_threshold(lo, 0.9)
     assert t == 0.7  # 0.5 labels 7 with 6 right (0.86), 0.6 labels 6 with 5; 0.7: 5 of 5
-    assert fit.floor_threshold(lo) == 0.45  # abstains on both unanswerable, not on the answerable at 0.5
-    ece, auroc = fit.calibration(np.array([0.9, 0.8, 0.2, 0.1]), np.array([True, True, False, False]))
+    assert calibrate.floor_threshold(lo) == 0.45  # abstains on both unanswerable, not on the answerable at 0.5
+    ece, auroc = calibrate.calibration(np.array([0.9, 0.8, 0.2, 0.1]), np.array([True, True, False, False]))
     assert auroc == 1.0 and 0.0 < ece < 0.25
-    _, tied = fit.calibration(np.array([0.5, 0.5]), np.array([True, False]))
+    _, tied = calibrate.calibration(np.array([0.5, 0.5]), np.array([True, False]))
     assert tied == 0.5
 
 

@@ -40,6 +40,7 @@ import numpy as np
 
 from pipeline.answers import extractive, features, retrieve, subject
 from pipeline.answers import words as tx
+from pipeline.answers.calibrate import SURE_PRECISION, LeftOut, calibration, floor_threshold, sure_threshold
 from pipeline.answers.params import Logistic, Params
 from pipeline.errors import AnswerError
 
@@ -48,9 +49,6 @@ from pipeline.errors import AnswerError
 # accuracy there (right abstentions 49/56, wrong 3/219) but the refit loses two regression-set answers;
 # 0.96 is the highest that loses no answer of a regression set (47/56 right, 2/219 wrong; 0.95: 45/56, 1).
 PRECISION = 0.96
-# Of the answers labelled "answers the question", the share that must hold the answer (issue 46: ≥ 0.9):
-# the confidence threshold `sure` is the lowest reaching it on predictions leaving one fit corpus out.
-SURE_PRECISION = 0.9
 L2 = 1.0  # ridge penalty on standardised weights (a few hundred questions: keep the weights modest)
 FOLLOWS = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 OVERRULES = (0.0, 0.25, 0.5, 1.0, 2.0)  # logit margins tried for `overrule` (extractive.agree)
@@ -243,17 +241,6 @@ def predict(m: Models, asked: list[Asked], max_lines: int) -> tuple[np.ndarray, 
     return np.array(answered), np.array(conf), np.array(holds)
 
 
-@dataclass(frozen=True)
-class LeftOut:
-    """Every question predicted by models fitted on the other corpora."""
-
-    corpus: list[str]
-    answered: np.ndarray
-    confidence: np.ndarray
-    holds: np.ndarray
-    answerable: np.ndarray
-
-
 def left_out(asked: list[Asked], max_lines: int) -> LeftOut:
     """Each corpus's questions predicted by the models fitted on the other corpora."""
     with_lines = [a for a in asked if len(a.y)]
@@ -268,49 +255,6 @@ def left_out(asked: list[Asked], max_lines: int) -> LeftOut:
         names += [corpus] * len(left)
     cat = [np.concatenate([p[i] for p in parts]) if parts else np.zeros(0) for i in range(4)]
     return LeftOut(names, cat[0].astype(bool), cat[1], cat[2].astype(bool), cat[3].astype(bool))
-
-
-FLOORS = tuple(round(0.05 * i, 2) for i in range(11))  # confidences tried for `floor`: 0 to 0.5
-
-
-def floor_threshold(lo: LeftOut) -> float:
-    """The confidence below which an answer abstains: of FLOORS, the one whose abstentions, added to the
-    question model's on the left-out predictions, are most often right (unanswerable abstained less
-    answerable abstained; ties: the lowest)."""
-
-    def gain(f: float) -> int:
-        added = lo.answered & (lo.confidence < f)
-        return int((added & ~lo.answerable).sum()) - int((added & lo.answerable).sum())
-
-    best = max(gain(f) for f in FLOORS)
-    return min(f for f in FLOORS if gain(f) >= best)
-
-
-def sure_threshold(lo: LeftOut, target: float = SURE_PRECISION) -> float:
-    """The lowest confidence at which, on the left-out predictions, at least `target` of the answers
-    labelled "answers the question" hold the answer: the most such labels at that precision."""
-    p, y = lo.confidence[lo.answered], lo.holds[lo.answered]
-    for t in sorted(set(np.round(p, 3))):
-        ok = p >= t
-        if ok.any() and y[ok].mean() >= target:
-            return float(t)
-    return 1.0
-
-
-def calibration(p: np.ndarray, y: np.ndarray, bins: int = 10) -> tuple[float, float]:
-    """Expected calibration error (equal-width bins) and AUROC (ties shared) of probabilities `p` for `y`."""
-    p, y = np.asarray(p, dtype=np.float64), np.asarray(y, dtype=bool)
-    if not len(p):
-        return float("nan"), float("nan")
-    which = np.minimum((p * bins).astype(int), bins - 1)
-    ece = sum(
-        abs(p[which == b].mean() - y[which == b].mean()) * (which == b).sum() for b in range(bins) if (which == b).any()
-    )
-    pos, neg = p[y], p[~y]
-    if not len(pos) or not len(neg):
-        return float(ece / len(p)), float("nan")
-    wins = (pos[:, None] > neg[None, :]).sum() + 0.5 * (pos[:, None] == neg[None, :]).sum()
-    return float(ece / len(p)), float(wins / (len(pos) * len(neg)))
 
 
 def fit(asked: list[Asked], kinds: dict[str, str], max_lines: int, lo: LeftOut | None = None) -> dict[str, Any]:
