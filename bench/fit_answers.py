@@ -6,6 +6,8 @@
     python bench/fit_answers.py --stores /tmp/stores --only uv,postgresql --report-only -v
     python bench/fit_answers.py --stores /tmp/whole --whole --asked A.pkl --targets 0.95,0.96,0.98
     python bench/fit_answers.py --stores /tmp/whole --whole --asked A.pkl --embedded 12,16,24,32
+    python bench/fit_answers.py --stores /tmp/stores --only bind9,borg --index-only  # index ahead, no asks
+    python bench/fit_answers.py --stores /tmp/stores --only chrony --asked A.pkl --collect-only  # add to A.pkl
     python bench/fit_answers.py --smoke                                # fit and report on a tiny made-up corpus
 
 bench/sets/corpora.yml names each corpus and its split, and under `questions` its files and the pages
@@ -29,6 +31,8 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -49,23 +53,87 @@ def corpora() -> list[dict]:
 
 
 def store(entry: dict, stores: Path, whole: bool = False) -> Path | str:
-    """STORES/<name>/sources.yml over the corpus's files (a bundle is cloned): the pages its questions were
-    written from, or with `whole` the whole corpus (`questions.whole`); or why it cannot be."""
+    """STORES/<name>/sources.yml over the corpus's files (a bundle is cloned; man pages are rendered to
+    text, as `man -l` shows them): the pages its questions were written from, or with `whole` the whole
+    corpus (`questions.whole`); or why it cannot be. `globs: pages` takes the pages the questions name
+    (their "page"), with `distractors` other pages of the corpus beside them."""
     files = (ROOT / entry["files"]).resolve() if not entry["files"].startswith("/") else Path(entry["files"])
     d = stores / entry["name"]
     config = d / "sources.yml"
     if not files.exists() and not config.exists():
         return f"{files} is absent ({entry.get('install', 'see corpora.yml')})"
     if not config.exists():
+        globs = (whole and entry.get("whole")) or entry.get("globs") or ["**"]
+        if globs == "pages":
+            globs = pages(entry, files)
+            if isinstance(globs, str):
+                return globs
         d.mkdir(parents=True, exist_ok=True)
-        globs = json.dumps((whole and entry.get("whole")) or entry.get("globs") or ["**"])
+        if entry.get("render") in ("man", "rst"):
+            how = entry["render"]
+            files, globs = rendered(files, globs, d / "pages", how), ["**/*.rst" if how == "rst" else "*.txt"]
         if files.suffix == ".bundle":
             subprocess.run(["git", "clone", "-q", str(files), str(d / "repo")], check=True)
-            src = f"type: git\n    repo: repo\n    globs: {globs}"
+            src = f"type: git\n    repo: repo\n    globs: {json.dumps(globs)}"
         else:
-            src = f"type: directory\n    path: {files}\n    globs: {globs}"
+            src = f"type: directory\n    path: {files}\n    globs: {json.dumps(globs)}"
         config.write_text(f"sources:\n  - name: {entry['name']}\n    {src}\n", encoding="utf-8")
     return config
+
+
+def pages(entry: dict, files: Path) -> list[str] | str:
+    """The pages the corpus's questions name (relative to `files`), then `distractors` other pages of
+    the same kinds, every n-th in name order (deterministic, spread over the corpus)."""
+    named: list[str] = []
+    for r in questions(entry["name"]):
+        page = find(files, str(r.get("page") or ""))
+        if page and page not in named:
+            named.append(page)
+    if not named:
+        return f"no question of {entry['name']} names a page under {files}"
+    kinds = {Path(n).suffix for n in named}
+    others = sorted(str(f.relative_to(files)) for f in files.rglob("*") if f.is_file() and f.suffix in kinds)
+    others = [o for o in others if o not in named]
+    n = int(entry.get("distractors", 0))
+    step = max(1, len(others) // n) if n else 0
+    return named + (others[::step][:n] if n else [])
+
+
+def find(files: Path, page: str) -> str:
+    """A question's page relative to `files`: as named, under it, or the first file of its name (or of
+    its name before the first dot: a rendered page's source)."""
+    p = Path(page)
+    if not page:
+        return ""
+    if p.is_absolute() and p.is_relative_to(files) and p.exists():
+        return str(p.relative_to(files))
+    if not p.is_absolute() and (files / p).is_file():
+        return page
+    for pattern in (p.name, f"{p.name}.*", f"{p.name.split('.')[0]}.*"):
+        found = sorted(f for f in files.rglob(pattern) if f.is_file())
+        if found:
+            return str(found[0].relative_to(files))
+    return ""
+
+
+def rendered(files: Path, globs: list[str], out: Path, how: str = "man") -> Path:
+    """Each page of `globs` as docforge reads it, under `out`: a man page rendered to text (MANWIDTH
+    wide: a paragraph per line, its indentation dropped); an `.rst.txt` source (Sphinx's copy) as `.rst`."""
+    out.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "MANWIDTH": "2000", "MAN_KEEP_FORMATTING": ""}
+    for g in globs:
+        for f in sorted(files.glob(g)):
+            if how == "rst":
+                target = out / Path(g).parent / f.name.removesuffix(".txt")
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(f.read_bytes())
+                continue
+            name = f.name.removesuffix(".gz")
+            text = subprocess.run(["man", "-l", str(f)], capture_output=True, text=True, env=env).stdout
+            plain = subprocess.run(["col", "-b"], input=text, capture_output=True, text=True).stdout
+            flat = "\n".join(line.strip() for line in plain.splitlines())  # indented is not code here
+            (out / f"{name}.txt").write_text(flat, encoding="utf-8")
+    return out
 
 
 def open_store(config: Path):
@@ -89,38 +157,59 @@ def questions(name: str) -> list[dict]:
     return read_questions(SETS / name / "questions.jsonl")
 
 
-def report(answerer, name: str, rows: list[dict], verbose: bool) -> tuple[int, int, int, int, int]:
+def refreshed(asked: list) -> list:
+    """Asked questions kept by an earlier run, their question's synonyms read now (features.Question.near)."""
+    import dataclasses
+
+    from pipeline.answers import features
+
+    return [dataclasses.replace(a, q=dataclasses.replace(a.q, near=features.near(a.question, a.q.keys))) for a in asked]
+
+
+def report(answerer, name: str, rows: list[dict], verbose: bool) -> dict:
+    """Every question of a corpus asked: the answer phrase in the reply (candidates included), wrong and
+    right abstentions, the answers labelled as answering and how many of them are right (unanswerable
+    ones count as wrong), and the confidence's calibration (ECE) and AUROC over the answered."""
     from pipeline.answers.fit import holds_phrase
 
-    hit = wrong = right = n_ans = n_none = 0
-    bands = {b: [0, 0] for b in BANDS}
+    t = dict.fromkeys(("hit", "n_ans", "wrong", "right", "n_none", "sure", "sure_right", "unsure"), 0)
+    p: list[float] = []
+    y: list[bool] = []
     for r in rows:
         a = answerer.ask(r["question"], use_cache=False)
         body = " ".join(" ".join(c["text"].split()) for c in a.claims)
+        ok = r["phrases"] is not None and holds_phrase(body, r["phrases"])
         if r["phrases"] is None:
-            n_none += 1
-            right += a.abstained or a.audit_mode == "UNGROUNDED"
-            ok = a.abstained
+            t["n_none"] += 1
+            t["right"] += a.abstained or a.audit_mode == "UNGROUNDED"
         else:
-            n_ans += 1
-            ok = holds_phrase(body, r["phrases"])
-            hit += ok
-            wrong += a.abstained
-            if not a.abstained:
-                band = next(b for b in BANDS if b[0] <= a.confidence < b[1])
-                bands[band][0] += ok
-                bands[band][1] += 1
+            t["n_ans"] += 1
+            t["hit"] += ok
+            t["wrong"] += a.abstained
+        if not a.abstained:
+            p.append(a.confidence)
+            y.append(ok)
+            t["sure"] += bool(a.addresses_question)
+            t["sure_right"] += bool(a.addresses_question) and ok
+            t["unsure"] += not a.addresses_question
         if verbose:
-            tag = ("OK  " if ok else "MISS") if r["phrases"] is not None else ("ABST" if ok else "ANSW")
-            print(f"    {tag} {a.confidence:.2f} {r['question'][:90]}")
+            tag = "ABST" if a.abstained else ("OK  " if ok else "MISS") + ("+" if a.addresses_question else "?")
+            print(f"    {tag} {a.confidence:.2f} {r['question'][:88]}")
+    print_row(name, t, p, y)
+    return {**t, "p": p, "y": y}
+
+
+def print_row(name: str, t: dict, p: list[float], y: list[bool]) -> None:
+    from pipeline.answers.calibrate import calibration
+
+    ece, auroc = calibration(np.array(p), np.array(y))
+    sure = f"{t['sure_right']}/{t['sure']} right" if t["sure"] else "none"
     print(
-        f"  {name}: phrase in the answer {hit}/{n_ans}, wrong abstentions {wrong}/{n_ans}, "
-        f"right abstentions {right}/{n_none}"
+        f"  {name}: phrase {t['hit']}/{t['n_ans']}, wrong abstentions {t['wrong']}/{t['n_ans']}, "
+        f"right abstentions {t['right']}/{t['n_none']}\n"
+        f"    labelled answering: {sure}; unsure (candidates) {t['unsure']}; "
+        f"ECE {ece:.3f}, AUROC {auroc:.3f} over {len(p)} answered"
     )
-    for (lo, hi), (ok, n) in bands.items():
-        if n:
-            print(f"    confidence {lo:.1f}–{min(hi, 1.0):.1f}: {n:>3} answers, {ok / n:6.1%} hold the phrase")
-    return hit, n_ans, wrong, right, n_none
 
 
 def embedded_lines(asked: list, sizes: list[int]) -> None:
@@ -152,6 +241,24 @@ def wrapped_targets(table: dict[float, tuple[int, int, int, int]]) -> None:
         print(f"  {t:.2f}: right abstentions {right}/{n_un}, wrong {wrong}/{n_ans}, balanced {balanced:.3f}")
 
 
+def left_out_table(lo) -> None:
+    """Per fit corpus, predicted by the models fitted on the others: the confidence's ECE and AUROC over
+    the answered, and the answers labelled as answering at the fitted `sure` (its precision)."""
+    from pipeline.answers import calibrate
+
+    sure = calibrate.sure_threshold(lo)
+    print(f"leaving one fit corpus out (sure = {sure:.3f}, for precision {calibrate.SURE_PRECISION}):")
+    names = np.array(lo.corpus)
+    for name in [*sorted(set(lo.corpus)), None]:
+        m = lo.answered & (names == name if name else True)
+        ece, auroc = calibrate.calibration(lo.confidence[m], lo.holds[m])
+        lab = m & (lo.confidence >= sure)
+        print(
+            f"  {name or 'all':<18} answered {int(m.sum()):>3}, right {int(lo.holds[m].sum()):>3}; "
+            f"ECE {ece:.3f} AUROC {auroc:.3f}; labelled {int(lab.sum())}, right {int((lab & lo.holds).sum())}"
+        )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--stores", type=Path, help="where each corpus's store is kept (required but with --smoke)")
@@ -161,6 +268,8 @@ def main() -> None:
     ap.add_argument("--out", type=Path, help="the params file to write (default: the model's shipped one)")
     ap.add_argument("--asked", type=Path, help="keep the asked fit questions here (pickle): a refit reuses them")
     ap.add_argument("--no-report", action="store_true", help="fit only")
+    ap.add_argument("--index-only", action="store_true", help="only index the stores (ahead of a fit or report)")
+    ap.add_argument("--collect-only", action="store_true", help="only ask the fit questions into --asked")
     ap.add_argument("--embedded", help="comma-separated numbers of lines embedded: answers kept, from --asked")
     ap.add_argument("--targets", help="comma-separated precision targets: abstentions leaving one fit corpus out")
     ap.add_argument("--verbose", "-v", action="store_true")
@@ -186,11 +295,16 @@ def main() -> None:
         else:
             configs[e["name"]] = c
     split = {e["name"]: e["split"] for e in entries}
+    if args.index_only:
+        for c in configs.values():
+            open_store(c).close()
+        return
     if not args.report_only:
         asked, model = [], None
         kinds = fit.KINDS
         if args.asked and args.asked.exists():  # features do not depend on the weights: asked once, refit often
             model, asked = pickle.loads(args.asked.read_bytes())
+            asked = refreshed(asked)
         for name, c in configs.items():
             if split[name] != "fit" or any(a.corpus == name for a in asked):
                 continue
@@ -199,6 +313,8 @@ def main() -> None:
                 asked += fit.ask(a, name, questions(name), fit.prior(kinds))
         if args.asked:
             args.asked.write_bytes(pickle.dumps((model, asked)))
+        if args.collect_only:
+            return
         if not asked or model is None:
             sys.exit("no fit corpus is available")
         if args.embedded:
@@ -209,24 +325,24 @@ def main() -> None:
             return
         out = args.out or params.file_for(model)
         old = json.loads(out.read_text()) if out.exists() else {}
-        raw = fit.fit(asked, kinds, 4)
+        lo = fit.left_out(asked, 4)
+        raw = fit.fit(asked, kinds, 4, lo)
         if "verifier" in old:
             raw["verifier"] = old["verifier"]
         params.write(out, raw)
         print(f"wrote {out}: {json.dumps(raw['fitted'])}")
+        left_out_table(lo)
     for role in () if args.no_report else ("report", "fit"):
-        tot = [0, 0, 0, 0, 0]
         names = [n for n in configs if split[n] == role]
         if not names:
             continue
         print(f"{role} corpora ({'never fitted on' if role == 'report' else 'fitted on'}):")
+        rows = []
         for name in names:
             with open_store(configs[name]) as a:
-                tot = [x + y for x, y in zip(tot, report(a, name, questions(name), args.verbose), strict=True)]
-        hit, n_ans, wrong, right, n_none = tot
-        print(
-            f"  all {role}: phrase {hit}/{n_ans}, wrong abstentions {wrong}/{n_ans}, right abstentions {right}/{n_none}"
-        )
+                rows.append(report(a, name, questions(name), args.verbose))
+        tot = {k: sum(r[k] for r in rows) for k in rows[0] if k not in ("p", "y")}
+        print_row(f"all {role}", tot, [x for r in rows for x in r["p"]], [x for r in rows for x in r["y"]])
 
 
 if __name__ == "__main__":

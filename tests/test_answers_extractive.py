@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pytest
 
-from pipeline.answers import extractive, features, fit, params
+from pipeline.answers import calibrate, extractive, features, fit, params
 from pipeline.answers.model import Evidence, text_hash
 from pipeline.answers.units import Unit, units
 from pipeline.answers.verify import verify
@@ -164,19 +164,89 @@ def test_a_definition_comes_under_its_term():
     text = f"Settings\n\n{term}\n\n{definition}"
     blocks = _blocks(text, ("paragraph", "Settings"), ("term", term), ("definition", definition))
     ev = _evidence("E1", text, blocks)
-    always = dataclasses.replace(SHIPPED, threshold=0.0)
+    always = dataclasses.replace(SHIPPED, threshold=0.0, sure=0.0)
     ex = extractive.extract("How do I make GSSAPI user names case-insensitive?", [ev], always, embed=_bag)
     assert [t for t, _ in ex.lines][:2] == [term, definition]
     assert verify(extractive.answer_text(ex.lines), {"E1": text}).audit_mode == "STRICT"
+
+
+def test_an_entry_is_quoted_whole_term_first():
+    # a manual's option: its name, what it does, its default; the line that matches is the middle one
+    term = "`max_msg_size` (`integer`)"
+    body = ("Sets the largest message the server accepts, in bytes.", "The default is 52428800.")
+    text = f"Limits\n\n{term}\n\n{body[0]}\n\n{body[1]}\n\n`next_option`\n\nSomething else."
+    blocks = _blocks(
+        text,
+        ("paragraph", "Limits"),
+        ("term", term),
+        ("definition", body[0]),
+        ("definition", body[1]),
+        ("term", "`next_option`"),
+        ("definition", "Something else."),
+    )
+    ev = _evidence("E1", text, blocks)
+    r = extractive.rank("What is the largest message the server accepts?", [ev], SHIPPED, embed=_bag)
+    best = [u.text for u in r.units].index(body[0])
+    big = np.full(len(r.units), -5.0)
+    big[best] = 5.0
+    chosen = extractive.choose(extractive.Ranked(r.question, r.units, r.x, big), [best], 0.9, 4)
+    assert [u.text for u in chosen] == [term, *body]  # the whole entry, not the next one
+    assert verify(extractive.answer_text([(u.text, ev) for u in chosen]), {"E1": text}).audit_mode == "STRICT"
+
+
+def test_a_better_ranked_page_loses_only_by_more_than_the_fitted_margin():
+    x = np.zeros((3, len(features.LINE)))
+    x[:, features.LINE.index("doc_rr")] = [0.5, 1.0, 1.0]  # line 0 on the second page, 1 and 2 on the first
+    close = np.array([2.0, 1.6, 0.1])
+    assert int(np.argmax(extractive.agree(x, close, 0.5))) == 1  # 0.4 ahead: not enough to overrule search
+    assert int(np.argmax(extractive.agree(x, close, 0.0))) == 0  # no margin fitted: the line model alone
+    far = np.array([3.0, 1.6, 0.1])
+    assert int(np.argmax(extractive.agree(x, far, 0.5))) == 0  # 1.4 ahead: a measured reason to
+    assert list(extractive.agree(x, close, 0.5))[2] == 0.1  # nothing else moves
+
+
+def test_below_the_fitted_sure_it_offers_the_best_lines_of_different_sections():
+    pages = [
+        _evidence("E1", "Backups run nightly at 02:00. Backups are kept 30 days.", section="Backups", doc="a"),
+        _evidence("E2", "Restores are run by the on-call engineer.", section="Restores", doc="a"),
+        _evidence("E3", "Snapshots of backups are taken hourly.", section="Snapshots", doc="b"),
+    ]
+    q = "When do backups run?"
+    unsure = extractive.extract(q, pages, dataclasses.replace(SHIPPED, threshold=0.0, sure=1.0), embed=_bag)
+    assert not unsure.sure and 2 <= len(unsure.lines) <= extractive.CANDIDATES
+    where = [(e.doc_key, e.section) for _, e in unsure.lines]
+    assert len(set(where)) == len(where)  # one line per section, best first
+    assert unsure.lines[0][0] == "Backups run nightly at 02:00."
+    sure = extractive.extract(q, pages, dataclasses.replace(SHIPPED, threshold=0.0, sure=0.0), embed=_bag)
+    assert sure.sure and sure.lines[0][0] == "Backups run nightly at 02:00."
+    assert sure.confidence == unsure.confidence  # the label moves with the threshold, not the probability
+
+
+def test_the_sure_threshold_is_chosen_for_precision_on_left_out_predictions():
+    lo = calibrate.LeftOut(
+        ["a"] * 6 + ["b"] * 4,
+        np.array([True] * 9 + [False]),
+        np.array([0.95, 0.9, 0.85, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2]),
+        np.array([True, True, True, True, True, False, True, False, False, False]),
+        np.array([True] * 7 + [False] * 3),  # the last three unanswerable: two answered, at 0.4 and 0.3
+    )
+    t = calibrate.sure_threshold(lo, 0.9)
+    assert t == 0.7  # 0.5 labels 7 with 6 right (0.86), 0.6 labels 6 with 5; 0.7: 5 of 5
+    assert calibrate.floor_threshold(lo) == 0.45  # abstains on both unanswerable, not on the answerable at 0.5
+    ece, auroc = calibrate.calibration(np.array([0.9, 0.8, 0.2, 0.1]), np.array([True, True, False, False]))
+    assert auroc == 1.0 and 0.0 < ece < 0.25
+    _, tied = calibrate.calibration(np.array([0.5, 0.5]), np.array([True, False]))
+    assert tied == 0.5
 
 
 def test_parameters_are_one_versioned_file_with_a_digest(tmp_path):
     raw = json.loads(params.file_for(params.DEFAULT_MODEL).read_text())
     assert set(raw["line"]["names"]) == set(features.LINE) and 0.0 < raw["threshold"] < 1.0
     other = tmp_path / "p.json"
-    params.write(other, {k: v for k, v in raw.items() if k != "format"} | {"follow": 0.5})
+    follow = round(raw["follow"] + 0.05, 2)  # anything but the shipped share
+    params.write(other, {k: v for k, v in raw.items() if k != "format"} | {"follow": follow})
     p = params.load("any-model", other)
-    assert p.follow == 0.5 and p.digest != SHIPPED.digest and len(params.code_digest()) == 64
+    assert p.follow == follow and p.digest != SHIPPED.digest and len(params.code_digest()) == 64
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"format": params.FORMAT}))
     with pytest.raises(AnswerError, match="docforge tune"):

@@ -55,6 +55,13 @@ def _wrap(text: str, indent: str = "   ", hang: int = 0) -> list[str]:
     return textwrap.wrap(text, WIDTH, initial_indent=indent, subsequent_indent=rest, break_on_hyphens=False)
 
 
+def _how(grp) -> str:
+    """How the group's asks went unanswered: "2 abstained, 1 unsure, 1 rephrased" (the rest: low confidence)."""
+    parts = [f"{grp.abstained} abstained"]
+    parts += [f"{n} {what}" for n, what in ((grp.unsure, "unsure"), (grp.rephrased, "rephrased")) if n]
+    return ", ".join(parts)
+
+
 def lines(g) -> list[str]:
     """The report as text, every line within 80 columns."""
     from docforge.cli.when import ago
@@ -70,7 +77,7 @@ def lines(g) -> list[str]:
     for i, grp in enumerate(g.groups, 1):
         out += _wrap(f"{i:>2}. {grp.representative}", "", hang=4)  # under the question, not its number
         out += _wrap(
-            f"{_n(grp.count, 'ask')} ({grp.abstained} abstained), {_n(grp.questions, 'wording')}, "
+            f"{_n(grp.count, 'ask')} ({_how(grp)}), {_n(grp.questions, 'wording')}, "
             f"{_n(grp.askers, 'caller')}; "
             f"first {ago(grp.first_asked, exact=False)}, last {ago(grp.last_asked, exact=False)}; id {grp.id}"
         )

@@ -62,6 +62,7 @@ def extractive_draft(a: Answerer, run: Run) -> Draft:
     ms = (time.perf_counter() - t) * 1000
     run.time("respond", ms)
     detail: dict[str, object] = {"model": "extractive", "sentences": len(lines)}
+    detail["sure"] = ex.sure
     if run.scope.reader.full_access:
         # The model's scores read the hits' retrieval scores, whose keyword leg weighs words by the whole
         # index (docs/security.md): a restricted caller's trace leaves them out (the rule above).
@@ -71,7 +72,19 @@ def extractive_draft(a: Answerer, run: Run) -> Draft:
     abstained = not lines
     prompt = provenance.prompt_payload("extractive", run.question, pool.items, run.history, a.cfg.extractive_sentences)
     why = (ex.reason or "no line of the evidence could be quoted verbatim") if abstained else ""
-    return Draft(pool.items, raw, intent, 1, 0.0 if abstained else ex.confidence, abstained, prompt, why)
+    conf = 0.0 if abstained else ex.confidence
+    return Draft(pool.items, raw, intent, 1, conf, abstained, prompt, why, ex.sure, _sure_reason(ex, params, lines))
+
+
+def _sure_reason(ex: extractive.Extract, params: Any, lines: list) -> str:
+    """What the calibrated label rests on, as the reader is told it."""
+    if ex.sure:
+        return f"confidence {ex.confidence:.2f} ≥ {params.sure:.2f}: likely answers the question"
+    n = len({(e.doc_key, e.section) for _, e in lines})
+    return (
+        f"unsure: confidence {ex.confidence:.2f} < {params.sure:.2f}; the best candidates from "
+        f"{n} section{'s' if n != 1 else ''}, best first"
+    )
 
 
 def llm_draft(a: Answerer, run: Run, max_iterations: int) -> Draft:

@@ -46,6 +46,7 @@ class Extract:
     answerable: float = 0.0  # fitted P(what was retrieved answers the question)
     similarity: float = 0.0  # of the best line to the question (cosine)
     score: float = 0.0  # the best line's P(holds the answer)
+    sure: bool = False  # confidence ≥ the fitted `sure`: labelled as answering; else `lines` are candidates
 
 
 @dataclass(frozen=True)
@@ -63,6 +64,9 @@ class Ranked:
 
     def question_x(self) -> np.ndarray:
         return ft.question_features(self.question, self.logits, self.x, self.units)
+
+    def confidence_x(self) -> np.ndarray:
+        return ft.confidence_features(self.question, self.logits, self.x, self.units)
 
 
 def rank(
@@ -125,7 +129,28 @@ def ranked_rows(x: np.ndarray, rows: np.ndarray, params: Params) -> tuple[np.nda
         x[rows, _SIM_GAP] = x[rows, _SIM] - x[rows, _SIM].max()
     logits = np.full(len(x), -np.inf)
     logits[rows] = params.line.logit(x[rows])
-    return x, logits
+    return x, agree(x, logits, params.overrule)
+
+
+_DOC_RR = ft.LINE.index("doc_rr")
+
+
+def agree(x: np.ndarray, logits: np.ndarray, overrule: float) -> np.ndarray:
+    """Logits where the line choice agrees with search: the best line of the page search ranked first
+    wins unless another page's line scores more than `overrule` (fitted) above it — a better-ranked page
+    loses only for a measured reason. The winner is raised just above the best; nothing else moves."""
+    if not len(logits) or overrule <= 0:
+        return logits
+    first = np.flatnonzero((x[:, _DOC_RR] >= 1.0) & np.isfinite(logits))
+    if not len(first):
+        return logits
+    top = int(first[np.argmax(logits[first])])
+    best = int(np.argmax(logits))
+    if best == top or logits[best] - logits[top] > overrule:
+        return logits
+    out = logits.copy()
+    out[top] = logits[best] + 1e-6
+    return out
 
 
 def extract(
@@ -143,27 +168,55 @@ def extract(
 
 
 def decide(question: str, r: Ranked, params: Params, max_lines: int = 4) -> Extract:
-    """Answer or abstain from ranked lines: the question model's threshold, then `choose`."""
+    """Answer, offer candidates, or abstain from ranked lines: below the question model's threshold, or
+    below the confidence `floor`, it abstains; at a confidence ≥ `sure` the chosen lines are the answer;
+    between, the best lines of CANDIDATES different sections are offered, best first, as candidates."""
     if r.reason:
         return Extract([], r.reason)
-    qx = r.question_x()
-    answerable = float(params.question.prob(qx))
-    confidence = round(float(params.confidence.prob(qx)), 3)
+    answerable = float(params.question.prob(r.question_x()))
+    confidence = round(float(params.confidence.prob(r.confidence_x())), 3)
     order = r.order()
     best = order[0]
     sim = round(float(r.x[best, ft.LINE.index("sim")]), 3)
     score = round(float(1 / (1 + np.exp(-r.logits[best]))), 3)
     if answerable < params.threshold:
         return Extract([], _why(question, r, answerable, params.threshold), confidence, answerable, sim, score)
-    chosen = choose(r, order, params.follow, max_lines)
+    if confidence < params.floor:
+        why = f"no passage answers it closely enough (confidence {confidence:.2f}, {params.floor:.2f} needed)"
+        return Extract([], why, confidence, round(answerable, 3), sim, score)
+    sure = confidence >= params.sure
+    chosen = choose(r, order, params.follow, max_lines) if sure else candidates(r, order)
     lines = [(u.text, u.evidence) for u in chosen]
-    return Extract(lines, "", confidence, round(answerable, 3), sim, score)
+    return Extract(lines, "", confidence, round(answerable, 3), sim, score, sure)
+
+
+CANDIDATES = 3  # lines offered when unsure: the best of as many different sections (issue 46: 2–3)
+
+
+def candidates(r: Ranked, order: list[int], n: int = CANDIDATES) -> list[Unit]:
+    """The best line of each of the `n` best sections (document and section), best first; a definition
+    under its term."""
+    out: list[Unit] = []
+    seen: set[tuple[str, str]] = set()
+    for i in order:
+        u = r.units[i]
+        where = (u.evidence.doc_key, u.evidence.section)
+        if len(seen) >= n or not np.isfinite(r.logits[i]):
+            break
+        if where in seen or any(_same(u, c) for c in out):
+            continue
+        seen.add(where)
+        if (term := _term(u)) is not None:
+            out.append(term)
+        out.append(u)
+    return out
 
 
 def choose(r: Ranked, order: list[int], follow: float, max_lines: int) -> list[Unit]:
     """The best line, then each next best scoring `follow` of its probability (never one saying the
-    same as a chosen line); a line introducing a code block is followed by the block, and a definition
-    comes under its term (the option or setting it defines is what the reader asked for)."""
+    same as a chosen line); a line introducing a code block is followed by the block, and a line of an
+    entry (a term and its definition: an option, a setting, a command) brings the whole entry, term
+    first, when it is at most ENTRY_LINES long (else the term and the line)."""
     p = 1 / (1 + np.exp(-r.logits))
     chosen: list[Unit] = []
     lead = 0
@@ -173,14 +226,42 @@ def choose(r: Ranked, order: list[int], follow: float, max_lines: int) -> list[U
         u = r.units[i]
         if any(_same(u, c) for c in chosen):
             continue
-        if (term := _term(u)) is not None and not any(_same(term, c) for c in chosen):
-            chosen.append(term)
-        chosen.append(u)
+        entry = _entry(u)
+        if entry:
+            chosen += [e for e in entry if not any(_same(e, c) for c in chosen)]
+        else:
+            if (term := _term(u)) is not None and not any(_same(term, c) for c in chosen):
+                chosen.append(term)
+            chosen.append(u)
         lead += 1
         nxt = _next(r.units, i)
         if u.text.rstrip().endswith(":") and nxt is not None and nxt.kind == "code" and nxt not in chosen:
             chosen.append(nxt)
     return chosen
+
+
+ENTRY_LINES = 6  # an entry up to this many lines is quoted whole (a manual's option: name, text, default)
+
+
+def _entry(u: Unit) -> list[Unit]:
+    """The entry `u` belongs to — its term and every line after it up to the next term, in its chunk —
+    when it has a definition and is at most ENTRY_LINES long; else []."""
+    term: Unit | None = u
+    steps = 0
+    while term is not None and term.kind != "term" and steps < ENTRY_LINES:
+        term, steps = term.previous, steps + 1
+    if term is None or term.kind != "term":
+        return []
+    chunk = units(u.evidence)
+    start = term.position - 1
+    out = [chunk[start]] if start < len(chunk) and chunk[start].text == term.text else []
+    for v in chunk[start + 1 :] if out else []:
+        if v.kind == "term" or len(out) > ENTRY_LINES:
+            break
+        out.append(v)
+    if len(out) < 2 or len(out) > ENTRY_LINES or out[1].kind != "definition":
+        return []
+    return out
 
 
 def _term(u: Unit) -> Unit | None:

@@ -16,10 +16,11 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
+from pipeline.answers import lexicon
 from pipeline.answers import words as tx
 from pipeline.answers.subject import hard_anchors
 from pipeline.answers.units import Unit
@@ -53,6 +54,25 @@ LINE = (
 # No IDF scale, and nothing of the runner-up line: a fact a page says once is as answerable as one it repeats
 # (with the second line's score, a small wiki whose every fact has one line looked unanswerable).
 QUESTION = ("best", "best_sim", "best_terms", "best_doc_terms", "unseen", "anchors_missing")
+# What the confidence model reads besides QUESTION: whether search agrees with the line chosen, by how much
+# the chosen line beats the best of another section, and how much of the question it answers by meaning.
+AGREEMENT = (
+    "best_doc_rr",  # 1 / the retrieval rank of the best line's document (1: search ranked it first)
+    "best_score_rel",  # its chunk's retrieval score ÷ the best chunk's
+    "best_about_gap",  # its document's opening's similarity less the closest opening's (0: the closest)
+    "retrieval_margin",  # the top document's retrieval score less the next document's, ÷ the top one's
+    "line_margin",  # the best line's logit less the best logit of a line of another section (capped)
+    "cover",  # IDF share of the question's words the best line, its headings and neighbours carry,
+    # a word counting when a WordNet synonym of it is there (by meaning, not spelling)
+    "best_head",  # ... its document title and section carry (an entry named as asked)
+    "best_want",  # it holds a value of the kind the question asks for
+    "rare",  # the question's rarest word (highest IDF) is carried as for `cover`
+    "sim_first",  # 1 / the best line's rank by similarity alone among the lines
+    "terms_first",  # its share of the question's words less the most any line carries
+    "rivals",  # log(1 + sections whose best line scores within one logit of it)
+)
+CONFIDENCE = QUESTION + AGREEMENT
+MARGIN_CAP = 6.0  # logits: a line with no rival of another section is this far ahead (beyond: all certain)
 KINDS = ("number", "option", "path", "command", "identifier")
 _DIGIT = re.compile(r"\d")
 
@@ -63,6 +83,7 @@ class Question:
     unseen: float  # share of that weight in words the index lacks altogether
     want: dict[str, float]  # kind → how much more the question asks for it than for the average kind
     anchors: tuple[frozenset[str], ...] = ()  # its names, identifiers and quoted strings (keys of each)
+    near: dict[str, frozenset[str]] = field(default_factory=dict)  # key → its WordNet synonyms' keys
 
 
 def question(text: str, idf: dict[str, float], absent: frozenset[str], want: dict[str, float]) -> Question:
@@ -71,7 +92,17 @@ def question(text: str, idf: dict[str, float], absent: frozenset[str], want: dic
     total = sum(weights.values()) or 1.0
     unseen = sum(w for k, w in weights.items() if k in absent) / total
     anchors = tuple(frozenset(tx.content_keys(a)) for a in hard_anchors(text))
-    return Question(weights, unseen, want, tuple(a for a in anchors if a))
+    return Question(weights, unseen, want, tuple(a for a in anchors if a), near(text, keys))
+
+
+def near(text: str, keys: dict[str, float] | dict[str, None]) -> dict[str, frozenset[str]]:
+    """Each content word's WordNet synonyms (its first sense), as keys: "biggest" meets "largest"."""
+    out: dict[str, frozenset[str]] = {}
+    for w in tx.words(text):
+        k = next(iter(tx.content_keys(w)), "")
+        if k in keys and k not in out:
+            out[k] = frozenset(s for syn in lexicon.synonyms(w.lower(), senses=1) for s in tx.content_keys(syn)) - {k}
+    return out
 
 
 def kinds_of(u: Unit) -> dict[str, float]:
@@ -186,3 +217,63 @@ def question_features(q: Question, logits: np.ndarray, x: np.ndarray, units: Seq
         ],
         dtype=np.float64,
     )
+
+
+def confidence_features(q: Question, logits: np.ndarray, x: np.ndarray, units: Sequence[Unit]) -> np.ndarray:
+    """CONFIDENCE: QUESTION, then AGREEMENT for the best line."""
+    base = question_features(q, logits, x, units)
+    best = int(np.argmax(logits))
+    col = {n: i for i, n in enumerate(LINE)}
+    u = units[best]
+    where = (u.evidence.doc_key, u.evidence.section)
+    rivals = [float(v) for v, o in zip(logits, units, strict=True) if (o.evidence.doc_key, o.evidence.section) != where]
+    rival = max((v for v in rivals if np.isfinite(v)), default=float(logits[best]) - MARGIN_CAP)
+    tops: dict[str, float] = {}
+    for o in units:
+        tops[o.evidence.doc_key] = max(tops.get(o.evidence.doc_key, 0.0), max(0.0, o.evidence.score))
+    ranked = sorted(tops.values(), reverse=True)
+    margin = (ranked[0] - ranked[1]) / ranked[0] if len(ranked) > 1 and ranked[0] > 0 else 1.0
+    return np.concatenate(
+        [
+            base,
+            [
+                x[best, col["doc_rr"]],
+                x[best, col["score_rel"]],
+                x[best, col["about_gap"]],
+                margin,
+                min(MARGIN_CAP, float(logits[best]) - rival),
+                cover(q, units, best),
+                x[best, col["head"]],
+                x[best, col["want_match"]],
+                cover(q, units, best, rarest=True),
+                1.0 / (1 + int((x[:, col["sim"]] > x[best, col["sim"]]).sum())),
+                x[best, col["terms"]] - float(x[:, col["terms"]].max()),
+                math.log1p(len(_close_sections(logits, units, best))),
+            ],
+        ]
+    )
+
+
+def _close_sections(logits: np.ndarray, units: Sequence[Unit], best: int) -> set[tuple[str, str]]:
+    """The other sections (document, section) with a line within one logit of the best line."""
+    where = (units[best].evidence.doc_key, units[best].evidence.section)
+    return {
+        (u.evidence.doc_key, u.evidence.section)
+        for v, u in zip(logits, units, strict=True)
+        if np.isfinite(v) and v >= logits[best] - 1.0
+    } - {where}
+
+
+def cover(q: Question, units: Sequence[Unit], i: int, rarest: bool = False) -> float:
+    """IDF share of the question's words that line `i`, its headings and its neighbours in its chunk carry,
+    by spelling or by a WordNet synonym (`rarest`: whether its rarest word is carried, 1 or 0)."""
+    u = units[i]
+    near_lines = [units[j] for j in (i - 1, i + 1) if 0 <= j < len(units)]
+    same = [o.text for o in near_lines if o.evidence.pointer == u.evidence.pointer]
+    have = set(tx.content_keys(" ".join([_read(u), *same])))
+    keys = q.keys
+    if rarest and keys:
+        top = max(keys, key=lambda k: keys[k])
+        keys = {top: keys[top]}
+    total = sum(keys.values()) or 1.0
+    return sum(w for k, w in keys.items() if k in have or q.near.get(k, frozenset()) & have) / total

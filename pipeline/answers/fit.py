@@ -12,10 +12,20 @@ phrase. Then, with numpy (L2-regularised logistic regression by Newton's method,
                 best line's scores and how much of the question the index knows; the threshold is the
                 lowest at which at least PRECISION of the answered questions are answerable (the target
                 chosen leaving one corpus out: abstentions_left_out);
-    confidence  P(the answer given holds the answer), over answered questions: Platt scaling of the
-                same features, so a band of confidence holds about that share of right answers;
+    confidence  P(the answer shown holds the answer), over answered questions (an unanswerable one's
+                never does): a logistic fit of the question features and features.AGREEMENT (does
+                search rank the line's page first, the margins to the next page and section, how much
+                of the question the line covers by meaning), so a band of confidence holds about that
+                share of right answers;
+    floor       the confidence below which an answer abstains after all: the one of FLOORS whose added
+                abstentions are most often right on the left-out predictions;
+    sure        the confidence at which an answer is labelled as answering the question: the lowest at
+                which SURE_PRECISION of the so-labelled answers hold the answer, on predictions leaving
+                one corpus out (left_out: each corpus's questions scored by models fitted on the others);
     follow      the share of the best line's probability a further line needs, the highest that loses
-                no answer on the labelled set.
+                no answer on the labelled set;
+    overrule    the logit margin a line of a lower-ranked page needs over the best line of search's
+                first page (extractive.agree), the smallest of OVERRULES with the most answers right.
 """
 
 from __future__ import annotations
@@ -30,6 +40,7 @@ import numpy as np
 
 from pipeline.answers import extractive, features, retrieve, subject
 from pipeline.answers import words as tx
+from pipeline.answers.calibrate import SURE_PRECISION, LeftOut, calibration, floor_threshold, sure_threshold
 from pipeline.answers.params import Logistic, Params
 from pipeline.errors import AnswerError
 
@@ -40,6 +51,7 @@ from pipeline.errors import AnswerError
 PRECISION = 0.96
 L2 = 1.0  # ridge penalty on standardised weights (a few hundred questions: keep the weights modest)
 FOLLOWS = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
+OVERRULES = (0.0, 0.25, 0.5, 1.0, 2.0)  # logit margins tried for `overrule` (extractive.agree)
 KINDS = {  # what each kind of value is, in words the model reads: how a question asking for one sounds
     "number": "How many, how much, how long, what size, what limit, what default number or timeout?",
     "option": "Which option, setting, flag, parameter or configuration directive controls this?",
@@ -92,10 +104,11 @@ def read_questions(path: Path) -> list[dict[str, Any]]:
 
 def prior(kinds: dict[str, str] | None = None) -> Params:
     """Parameters to collect features with before any fit (the line scores are not used then)."""
-    n, m = len(features.LINE), len(features.QUESTION)
+    n, m, c = len(features.LINE), len(features.QUESTION), len(features.CONFIDENCE)
     zero = Logistic(features.LINE, np.zeros(n), 0.0, np.zeros(n), np.ones(n))
     qz = Logistic(features.QUESTION, np.zeros(m), 0.0, np.zeros(m), np.ones(m))
-    return Params({}, "", zero, qz, qz, 0.0, 0.5, dict(kinds or KINDS))
+    cz = Logistic(features.CONFIDENCE, np.zeros(c), 0.0, np.zeros(c), np.ones(c))
+    return Params({}, "", zero, qz, cz, 0.0, 0.5, dict(kinds or KINDS), 1.0)
 
 
 def ask(answerer, corpus: str, rows: Iterable[dict[str, Any]], params: Params) -> list[Asked]:
@@ -176,42 +189,126 @@ def ranker(groups: list[tuple[np.ndarray, np.ndarray]], names: tuple[str, ...]) 
     return Logistic(names, w * a, cal.bias - a * float(cal.mean[0]), mean, scale)
 
 
-def fit(asked: list[Asked], kinds: dict[str, str], max_lines: int) -> dict[str, Any]:
-    """The parameters (params file content, without "format" and "verifier") fitted on `asked`."""
+@dataclass(frozen=True)
+class Models:
+    """The models fitted on some questions: what `fit` writes, and what leaving a corpus out refits."""
+
+    line: Logistic
+    question: Logistic
+    threshold: float
+    follow: float
+    confidence: Logistic
+    overrule: float
+    holds: np.ndarray  # per question fitted on: its answer holds the answer (False when it abstains)
+    answered: np.ndarray  # per question fitted on: the question model answers it
+
+
+def models(asked: list[Asked], max_lines: int, target: float = PRECISION) -> Models:
+    """Line ranker, question model and its threshold, follow share, and the confidence model: P(the
+    answer shown holds the answer) over the answered questions (an unanswerable one's never does)."""
+    line = ranker([(a.x, a.y) for a in asked if a.answerable], features.LINE)
+    overrule = _overrule(asked, line, max_lines)
+    logits = [extractive.agree(a.x, line.logit(a.x), overrule) for a in asked]
+    qx = np.array([features.question_features(a.q, g, a.x, a.units) for a, g in zip(asked, logits, strict=True)])
+    answerable = np.array([a.answerable for a in asked], dtype=np.float64)
+    question = logistic(qx, answerable, features.QUESTION)
+    threshold = _threshold(question.prob(qx), answerable, target)
+    follow, hits = _follow(asked, line, max_lines, overrule)
+    answered = question.prob(qx) >= threshold
+    holds = np.array(hits, dtype=np.float64) * answered
+    cx = np.array([features.confidence_features(a.q, g, a.x, a.units) for a, g in zip(asked, logits, strict=True)])
+    y = holds[answered]
+    confidence = logistic(cx[answered], y, features.CONFIDENCE) if 0 < y.sum() < len(y) else _flat(y)
+    return Models(line, question, threshold, follow, confidence, overrule, holds.astype(bool), answered)
+
+
+def _flat(y: np.ndarray) -> Logistic:
+    """A constant probability (every answered question alike): its share of right answers."""
+    n = len(features.CONFIDENCE)
+    share = float(np.clip(y.mean() if len(y) else 0.5, 0.01, 0.99))
+    return Logistic(features.CONFIDENCE, np.zeros(n), float(np.log(share / (1 - share))), np.zeros(n), np.ones(n))
+
+
+def predict(m: Models, asked: list[Asked], max_lines: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per question, with models fitted elsewhere: answered, confidence, its answer holds the answer."""
+    answered, conf, holds = [], [], []
+    for a in asked:
+        logits = extractive.agree(a.x, m.line.logit(a.x), m.overrule)
+        answered.append(bool(m.question.prob(features.question_features(a.q, logits, a.x, a.units)) >= m.threshold))
+        conf.append(float(m.confidence.prob(features.confidence_features(a.q, logits, a.x, a.units))))
+        r = extractive.Ranked(a.q, a.units, a.x, logits)
+        holds.append(answered[-1] and _holds(a, extractive.choose(r, r.order(), m.follow, max_lines)))
+    return np.array(answered), np.array(conf), np.array(holds)
+
+
+def left_out(asked: list[Asked], max_lines: int) -> LeftOut:
+    """Each corpus's questions predicted by the models fitted on the other corpora."""
+    with_lines = [a for a in asked if len(a.y)]
+    names: list[str] = []
+    parts: list[tuple[np.ndarray, ...]] = []
+    for corpus in sorted({a.corpus for a in with_lines}):
+        rest = [a for a in with_lines if a.corpus != corpus]
+        left = [a for a in with_lines if a.corpus == corpus]
+        if not any(a.answerable and a.y.any() for a in rest):
+            continue
+        parts.append((*predict(models(rest, max_lines), left, max_lines), np.array([a.answerable for a in left])))
+        names += [corpus] * len(left)
+    cat = [np.concatenate([p[i] for p in parts]) if parts else np.zeros(0) for i in range(4)]
+    return LeftOut(names, cat[0].astype(bool), cat[1], cat[2].astype(bool), cat[3].astype(bool))
+
+
+def fit(asked: list[Asked], kinds: dict[str, str], max_lines: int, lo: LeftOut | None = None) -> dict[str, Any]:
+    """The parameters (params file content, without "format" and "verifier") fitted on `asked` (`lo`: its
+    left-out predictions, when already computed)."""
     with_lines = [a for a in asked if len(a.y)]
     y = np.concatenate([a.y for a in with_lines if a.answerable])
     if y.sum() < 5:
         raise AnswerError(f"{int(y.sum())} candidate lines hold an answer phrase: too few to fit (5 needed)")
-    line = ranker([(a.x, a.y) for a in with_lines if a.answerable], features.LINE)
-    qx = np.array([features.question_features(a.q, line.logit(a.x), a.x, a.units) for a in with_lines])
-    answerable = np.array([a.answerable for a in with_lines], dtype=np.float64)
-    question = logistic(qx, answerable, features.QUESTION)
-    p = question.prob(qx)
-    threshold = _threshold(p, answerable)
-    follow, hits = _follow(with_lines, line, max_lines)
-    answered = p >= threshold
-    holds = np.array([h for h, ok in zip(hits, answered, strict=True) if ok], dtype=np.float64)
-    confidence = logistic(qx[answered], holds, features.QUESTION) if 0 < holds.sum() < len(holds) else question
+    m = models(with_lines, max_lines)
+    if lo is None and len({a.corpus for a in with_lines}) > 1:
+        lo = left_out(with_lines, max_lines)
+    if lo is None:  # one corpus (a team's own questions): its own predictions, an optimistic `sure`
+        answerable = np.array([a.answerable for a in with_lines])
+        lo = LeftOut([a.corpus for a in with_lines], *predict(m, with_lines, max_lines), answerable)
+    sure = sure_threshold(lo)
+    floor = floor_threshold(lo)
     unanswerable = [not a.answerable for a in with_lines]
+    fitted: dict[str, Any] = {
+        "questions": len(asked),
+        "answerable": sum(a.answerable for a in asked),
+        "lines": int(len(y)),
+        "positive_lines": int(y.sum()),
+        "corpora": sorted({a.corpus for a in asked}),
+        "precision_target": PRECISION,
+        "answered": int(m.answered.sum()),
+        "answer_holds_phrase": int(m.holds.sum()),
+        "unanswerable_abstained": int(sum(u and not ok for u, ok in zip(unanswerable, m.answered, strict=True))),
+        "unanswerable": int(sum(unanswerable)),
+        "sure_precision_target": SURE_PRECISION,
+    }
+    labelled = lo.answered & (lo.confidence >= sure)
+    ece, auroc = calibration(lo.confidence[lo.answered], lo.holds[lo.answered])
+    fitted |= {
+        "sure_from": "one corpus left out at a time" if len(set(lo.corpus)) > 1 else "the questions themselves",
+        "left_out_answered": int(lo.answered.sum()),
+        "left_out_sure": int(labelled.sum()),
+        "left_out_sure_right": int((labelled & lo.holds).sum()),
+        "left_out_ece": round(ece, 4),
+        "left_out_auroc": round(auroc, 4),
+        "left_out_floor_abstained": int((lo.answered & (lo.confidence < floor) & ~lo.answerable).sum()),
+        "left_out_floor_wrongly": int((lo.answered & (lo.confidence < floor) & lo.answerable).sum()),
+    }
     return {
-        "line": line.dump(),
-        "question": question.dump(),
-        "confidence": confidence.dump(),
-        "threshold": round(threshold, 6),
-        "follow": follow,
+        "line": m.line.dump(),
+        "question": m.question.dump(),
+        "confidence": m.confidence.dump(),
+        "threshold": round(m.threshold, 6),
+        "sure": round(sure, 6),
+        "floor": floor,
+        "follow": m.follow,
+        "overrule": m.overrule,
         "kinds": kinds,
-        "fitted": {
-            "questions": len(asked),
-            "answerable": sum(a.answerable for a in asked),
-            "lines": int(len(y)),
-            "positive_lines": int(y.sum()),
-            "corpora": sorted({a.corpus for a in asked}),
-            "precision_target": PRECISION,
-            "answered": int(answered.sum()),
-            "answer_holds_phrase": int(holds.sum()),
-            "unanswerable_abstained": int(sum(u and not ok for u, ok in zip(unanswerable, answered, strict=True))),
-            "unanswerable": int(sum(unanswerable)),
-        },
+        "fitted": fitted,
     }
 
 
@@ -232,6 +329,8 @@ def abstentions_left_out(asked: list[Asked], targets: Iterable[float]) -> dict[f
     out = {t: (0, 0, 0, 0) for t in targets}
     for corpus in sorted({a.corpus for a in with_lines}):
         rest = [a for a in with_lines if a.corpus != corpus]
+        if not any(a.answerable and a.y.any() for a in rest):
+            continue  # nothing to fit on without it
         line = ranker([(a.x, a.y) for a in rest if a.answerable], features.LINE)
         qx = np.array([features.question_features(a.q, line.logit(a.x), a.x, a.units) for a in rest])
         answerable = np.array([a.answerable for a in rest], dtype=np.float64)
@@ -249,19 +348,35 @@ def abstentions_left_out(asked: list[Asked], targets: Iterable[float]) -> dict[f
     return out
 
 
-def _follow(asked: list[Asked], line: Logistic, max_lines: int) -> tuple[float, list[bool]]:
+def _overrule(asked: list[Asked], line: Logistic, max_lines: int) -> float:
+    """The smallest logit margin for `overrule` whose answers hold the answer most often (ties: the
+    line model alone, 0, when search's first page buys nothing)."""
+    table = {m: sum(_follow(asked, line, max_lines, m, (FOLLOWS[len(FOLLOWS) // 2],))[1]) for m in OVERRULES}
+    most = max(table.values())
+    return min(m for m, n in table.items() if n >= most)
+
+
+def _follow(
+    asked: list[Asked], line: Logistic, max_lines: int, overrule: float = 0.0, follows: tuple[float, ...] = FOLLOWS
+) -> tuple[float, list[bool]]:
     """The highest follow share losing no answer against the lowest, and each question's hit with it."""
 
     def hits(follow: float) -> list[bool]:
         out = []
         for a in asked:
-            logits = line.logit(a.x)
-            r = extractive.Ranked(a.q, a.units, a.x, logits)
-            chosen = {id(u) for u in extractive.choose(r, r.order(), follow, max_lines)}
-            out.append(any(a.y[i] for i, u in enumerate(r.units) if id(u) in chosen))
+            if not a.answerable:
+                out.append(False)
+                continue
+            r = extractive.Ranked(a.q, a.units, a.x, extractive.agree(a.x, line.logit(a.x), overrule))
+            out.append(_holds(a, extractive.choose(r, r.order(), follow, max_lines)))
         return out
 
-    table = {f: hits(f) for f in FOLLOWS}
+    table = {f: hits(f) for f in follows}
     most = max(sum(h) for h in table.values())
     follow = max(f for f, h in table.items() if sum(h) >= most)
     return follow, table[follow]
+
+
+def _holds(a: Asked, shown: list[Any]) -> bool:
+    """Whether the lines shown (an entry's lines are not all candidates) hold one of the question's phrases."""
+    return bool(a.phrases) and any(holds_phrase(u.text, a.phrases) for u in shown)

@@ -40,6 +40,11 @@ __all__ = ["Answerer", "heuristic_intent"]
 _UNSET: Any = object()
 
 
+def unsure(draft: Draft, abstained: bool) -> str:
+    """The note an extractive answer below the fitted `sure` opens with (its lines are candidates), or ""."""
+    return draft.sure_reason if draft.sure is False and not abstained else ""
+
+
 class Answerer:
     """Answers questions over one store. Thread-safe: searches and cache statements alike run on the
     Searcher's pooled connections; LLM calls of concurrent asks overlap."""
@@ -277,17 +282,20 @@ class Answerer:
         claims, abstained, verdict = checked.verdict.claims, checked.abstained, checked.verdict
         cited = {p for c in claims for p in c.pointers}
         used = [e for e in draft.evidence if e.pointer in cited]
-        addresses = not abstained and verdict.addresses_question is not None
+        addresses, why = verdict.addresses_question, verdict.reason
+        if draft.sure is not None:  # the extractive answer's calibrated label replaces the lexical one
+            addresses, why = draft.sure, draft.sure_reason
+        known = not abstained and addresses is not None
         return Answer(
             question=run.question,
-            answer=render.render(list(claims), checked.audit, abstained),
+            answer=render.render(list(claims), checked.audit, abstained, unsure(draft, abstained)),
             claims=[c.as_dict() for c in claims],
             citations=[Citation(**e.citation()) for e in used],
             sources=list(dict.fromkeys(e.url for e in used)),
             audit_mode=checked.audit,  # type: ignore[arg-type]
             abstained=abstained,
-            addresses_question=verdict.addresses_question if addresses else None,
-            addresses_reason=verdict.reason if addresses else self._why_not(run, checked) if abstained else "",
+            addresses_question=addresses if known else None,
+            addresses_reason=why if known else self._why_not(run, checked) if abstained else "",
             confidence=0.0 if abstained else checked.confidence,
             intent=draft.intent,
             iterations=draft.iterations,
@@ -319,7 +327,9 @@ class Answerer:
             "claims": provenance.claims_payload("" if answer.abstained else raw),
             "verification": checked.verdict.as_dict(),
             "rendered": answer.answer,
-            "label": provenance.label_payload(answer.audit_mode, answer.abstained, answer.confidence),
+            "label": provenance.label_payload(
+                answer.audit_mode, answer.abstained, answer.confidence, unsure(draft, answer.abstained)
+            ),
         }
         stages, root = provenance.chain(payloads)
         stored = answer.model_dump(

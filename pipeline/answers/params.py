@@ -4,8 +4,11 @@
 
 holds every number the answerer uses — the line model's feature weights (logistic regression over
 standardised features, `features.NAMES`), the question model's (answer or abstain; its threshold was
-chosen for a stated precision on the fit corpora), the confidence model's (Platt-style: a logistic fit of
-"the answer holds the answer phrase"), the selection shares — and how they were fitted (corpora,
+chosen for a stated precision on the fit corpora), the confidence model's (a logistic fit of "the answer
+shown holds the answer phrase" over question-level features: the best line's scores, whether search ranked
+its page first, the margins to the runner-up page and section, how much of the question it covers by
+meaning) with `sure`, the confidence above which an answer is labelled as answering the question (chosen
+for a stated precision leaving one fit corpus out), the selection shares — and how they were fitted (corpora,
 counts, precision). `bench/fit_answers.py` writes it; `docforge tune QUESTIONS.jsonl` refits it on a
 team's own questions (`answers.params` in config points at the result). The `verifier` key belongs to
 the verifier (pipeline.answers.verify) and is carried through a refit untouched.
@@ -29,7 +32,9 @@ if TYPE_CHECKING:  # numpy is imported where a model is used: `docforge verify` 
 log = logging.getLogger(__name__)
 HERE = Path(__file__).with_name("params")
 DEFAULT_MODEL = "all-MiniLM-L6-v2"  # the config default; its file is used, with a warning, for a model without one
-FORMAT = 2  # 2: the question model reads no runner-up line (a file of format 1 has one feature more)
+# 2: the question model reads no runner-up line (a file of format 1 has one feature more); 3: the confidence
+# model reads features.CONFIDENCE, and `sure` is the confidence at which an answer is labelled as answering
+FORMAT = 3
 
 
 @dataclass(frozen=True)
@@ -83,6 +88,9 @@ class Params:
     threshold: float  # answer when the question model's p ≥ this
     follow: float  # a further line is shown when its p ≥ follow × the best line's
     kinds: dict[str, str]  # kind of value → a description, embedded to tell which kind a question asks for
+    sure: float = 1.0  # an answer "answers the question" when its confidence ≥ this (fitted for precision)
+    floor: float = 0.0  # below this confidence an answer abstains (fitted on left-out predictions)
+    overrule: float = 0.0  # logits a line of a lower-ranked page needs over search's first page's best line
 
 
 @functools.lru_cache(maxsize=1)
@@ -132,6 +140,9 @@ def _load(path: Path) -> Params:
             float(raw["threshold"]),
             float(raw["follow"]),
             dict(raw["kinds"]),
+            float(raw["sure"]),
+            float(raw.get("floor", 0.0)),
+            float(raw.get("overrule", 0.0)),
         )
     except (OSError, ValueError, KeyError, TypeError) as e:
         raise AnswerError(f"cannot read the answer parameters {path}: {e}; refit with `docforge tune`") from e

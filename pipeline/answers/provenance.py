@@ -110,10 +110,17 @@ def claims_payload(raw: str) -> list[dict[str, Any]]:
     return [{"text": c.text, "pointers": list(c.pointers)} for c in verify.parse_claims(raw)]
 
 
-def label_payload(audit_mode: str, abstained: bool, confidence: float) -> dict[str, Any]:
+def label_payload(audit_mode: str, abstained: bool, confidence: float, unsure: str = "") -> dict[str, Any]:
     """The label, and the digest of the verifier that gave it (so a verdict that differs later can be
-    told apart: the verifier changed, or the record did)."""
-    return {"audit_mode": audit_mode, "abstained": abstained, "confidence": confidence, "verifier": verifier_digest()}
+    told apart: the verifier changed, or the record did); `unsure`: the note an answer offering candidates
+    opens with (kept only when there is one)."""
+    out: dict[str, Any] = {
+        "audit_mode": audit_mode,
+        "abstained": abstained,
+        "confidence": confidence,
+        "verifier": verifier_digest(),
+    }
+    return out | {"unsure": unsure} if unsure else out
 
 
 @dataclass(frozen=True)
@@ -182,7 +189,8 @@ def _derived(answer: dict[str, Any], p: dict[str, Any], evidence: list[Evidence]
             return Check(False, "verification", why + "; ask again with --no-cache for a verdict of this one")
         return Check(False, "verification", "re-verifying the claims gives another verdict")
     if (
-        render.render(list(verdict.claims), verdict.audit_mode, abstained) != p["rendered"]
+        render.render(list(verdict.claims), verdict.audit_mode, abstained, label.get("unsure") or "")
+        != p["rendered"]
         or answer.get("answer") != p["rendered"]
     ):
         return Check(False, "rendered", "the rendered answer differs from what the verdict renders to")

@@ -28,6 +28,8 @@ AUDIT_MEANING = {
     "HYBRID": "every line is supported by the cited evidence; some are reworded",
     "UNGROUNDED": "some lines are not supported by the cited evidence",
 }
+# Opens an extractive answer below its fitted `sure`: its lines are candidates, not an answer.
+UNSURE_NOTE = "This may not answer the question"
 UNGROUNDED_NOTE = (
     "UNGROUNDED: the statements below could not be verified against the cited documentation; do not rely on them."
 )
@@ -74,11 +76,14 @@ def legend(claims: list[Claim]) -> str:
     return LEGEND_PREFIX + LEGEND_SEP.join(said[s] for s in LEGEND if s in used) + "."
 
 
-def render(claims: list[Claim], audit_mode: str, abstained: bool) -> str:
-    """Plain text, deterministic (it is part of the provenance chain)."""
+def render(claims: list[Claim], audit_mode: str, abstained: bool, unsure: str = "") -> str:
+    """Plain text, deterministic (it is part of the provenance chain). `unsure`: why the lines are only
+    candidates (an extractive answer below its fitted `sure`), said first."""
     if abstained or not claims:
         return NOT_FOUND
     lines = [UNGROUNDED_NOTE] if audit_mode == "UNGROUNDED" else []
+    if unsure:
+        lines.append(f"{UNSURE_NOTE} ({unsure}).")
     lines += [claim_line(c) for c in claims]
     lines.append(legend(claims))
     return "\n".join(lines)

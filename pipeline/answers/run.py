@@ -41,6 +41,10 @@ class Draft:
     abstained: bool
     prompt: Any = None  # what the answer was asked with (the provenance chain's "prompt" stage)
     reason: str = ""  # why it abstained, when it did
+    # The extractive answer's calibrated label: True when its confidence reaches the fitted `sure`, False
+    # when it offers candidates instead; None where no fitted confidence judged it (the LLM path).
+    sure: bool | None = None
+    sure_reason: str = ""  # what the label rests on, said to the reader
 
 
 @dataclass(frozen=True)

@@ -76,9 +76,20 @@ def for_ask(cfg: UsageConfig, surface: str, who: str, question: str, mode: str, 
         ms,
         abstained=bool(answer.abstained),
         confidence=float(answer.confidence),
-        label=str(answer.audit_mode),
+        label=label_of(answer),
         doc_keys=tuple(dict.fromkeys(c.doc_key for c in answer.citations)),
     )
+
+
+UNSURE = "UNSURE"  # the label of an answer shown but not labelled as answering (its lines are candidates)
+
+
+def label_of(answer: Any) -> str:
+    """The audit mode (STRICT / HYBRID / UNGROUNDED), or UNSURE for an answer that did not abstain but is
+    not labelled as answering the question: a reader who got candidates, not an answer."""
+    if not answer.abstained and getattr(answer, "addresses_question", None) is False:
+        return UNSURE
+    return str(answer.audit_mode)
 
 
 def for_search(cfg: UsageConfig, surface: str, who: str, query: str, mode: str, hits: list, ms: float) -> Event:

@@ -1,11 +1,14 @@
 """The gaps report (`docforge gaps`, `GET /gaps`, the page's Gaps tab) from the usage records.
 
-For a window of days: the questions that abstained or were answered below `usage.low_confidence`,
-grouped by meaning (pipeline.usage.cluster, on the store's query embedder) with counts, first and last
-asked, a representative wording and the documents a dense search for it finds now; the searches with no
-good hit; the documents cited most; the documents never retrieved; the documents cited often but
-unchanged for `usage.stale_days` (a staleness hint). Evidence is named by document only, never by text:
-the report is for full-access callers, and says which documents, not what they hold.
+For a window of days: the questions users did not get an answer to — asks that abstained, were
+answered below `usage.low_confidence`, were shown as candidates (label UNSURE: not labelled as
+answering), or were followed by the same caller's rephrased ask (within REPHRASE_S, as close in
+meaning as `usage.same_meaning`) — grouped by meaning (pipeline.usage.cluster, on the store's query
+embedder) with counts, first and last asked, a representative wording and the documents a dense
+search for it finds now; the searches with no good hit; the documents cited most; the documents never
+retrieved; the documents cited often but unchanged for `usage.stale_days` (a staleness hint). Evidence
+is named by document only, never by text: the report is for full-access callers, and says which
+documents, not what they hold.
 """
 
 from __future__ import annotations
@@ -31,6 +34,10 @@ MAX_SEARCHES = 500  # distinct searches re-checked at most (the most frequent)
 TOP = 20  # rows per list
 CLOSEST = 3  # documents shown per group
 OFTEN = 2  # "cited often": more than once in the window
+# A reader who did not get an answer asks again in other words at once: the next ask of the same caller
+# within this many seconds, as close in meaning as `usage.same_meaning` (the grouping's threshold) and
+# worded otherwise, marks the earlier one as not answered. Ten minutes: a conversation's turn, not a new task.
+REPHRASE_S = 600
 
 SearchFn = Callable[[str, int, str], list[Any]]  # (query, limit, mode) -> hits, best first, full access
 
@@ -47,12 +54,14 @@ class Group:
     count: int  # asks in the group
     questions: int  # distinct wordings
     askers: int  # distinct principals (counted, never named)
-    abstained: int  # of `count`, asks that abstained (the rest: low confidence)
+    abstained: int  # of `count`, asks that abstained
     first_asked: str
     last_asked: str
     representative: str
     wordings: list[str]
     closest: list[Doc] = field(default_factory=list)
+    unsure: int = 0  # of `count`, asks shown as candidates, not labelled as answering (UNSURE)
+    rephrased: int = 0  # ... followed by the same caller's rephrased ask (the rest: low confidence)
 
 
 @dataclass
@@ -94,9 +103,14 @@ def _iso(t: datetime) -> str:
 
 _WINDOW = "at >= now() - make_interval(days => %(days)s)"
 _GAP_QUESTIONS = f"""SELECT question_sha, max(question), count(*), array_agg(DISTINCT principal),
-       count(*) FILTER (WHERE abstained), min(at), max(at)
-FROM usage_events WHERE kind = 'ask' AND {_WINDOW} AND (abstained OR confidence < %(low)s)
+       count(*) FILTER (WHERE abstained), min(at), max(at),
+       count(*) FILTER (WHERE label = 'UNSURE' AND NOT abstained),
+       count(*) FILTER (WHERE id = ANY(%(rephrased)s))
+FROM usage_events WHERE kind = 'ask' AND {_WINDOW}
+  AND (abstained OR confidence < %(low)s OR label = 'UNSURE' OR id = ANY(%(rephrased)s))
 GROUP BY question_sha ORDER BY max(at) DESC, question_sha LIMIT %(cap)s"""
+_ASKS = f"""SELECT id, principal, at, question_sha, question FROM usage_events
+WHERE kind = 'ask' AND {_WINDOW} ORDER BY principal, at, id"""
 _SEARCHES = f"""SELECT question_sha, max(question), count(*), max(at), bool_or(cardinality(scores) = 0)
 FROM usage_events WHERE kind = 'search' AND {_WINDOW}
 GROUP BY question_sha ORDER BY count(*) DESC, max(at) DESC, question_sha LIMIT %(cap)s"""
@@ -130,12 +144,13 @@ def gaps(
 ) -> Gaps:
     """The report over the last `days` days. `encode`: texts → query vectors; `search`: for the
     documents closest to a group and the re-check of a search's best hit."""
-    p = {"days": days, "low": cfg.low_confidence, "cap": MAX_QUESTIONS}
+    p: dict[str, object] = {"days": days, "low": cfg.low_confidence, "cap": MAX_QUESTIONS}
     since, asks, searches = conn.execute(
         "SELECT now() - make_interval(days => %(days)s), count(*) FILTER (WHERE kind = 'ask'), "
         f"count(*) FILTER (WHERE kind = 'search') FROM usage_events WHERE {_WINDOW}",
         p,
     ).fetchone() or (None, 0, 0)
+    p["rephrased"] = rephrased(conn.execute(_ASKS, p).fetchall(), encode, cfg.same_meaning)
     rows = conn.execute(_GAP_QUESTIONS, p).fetchall()
     groups = _groups(sorted(rows, key=lambda r: (r[5], r[0])), cfg, encode, search)
     cited = conn.execute(_CITED, p).fetchall()
@@ -156,13 +171,29 @@ def gaps(
     )
 
 
+def rephrased(asks: list, encode: Callable[[list[str]], np.ndarray], same: float) -> list[int]:
+    """Ids of asks (id, principal, at, sha, question; by caller, then time) that the same caller followed
+    within REPHRASE_S by another wording of the same meaning (cosine ≥ `same`)."""
+    pairs = [
+        (a, b)
+        for a, b in zip(asks, asks[1:], strict=False)
+        if a[1] == b[1] and a[3] != b[3] and a[4] and b[4] and (b[2] - a[2]).total_seconds() <= REPHRASE_S
+    ][:MAX_QUESTIONS]
+    if not pairs:
+        return []
+    v = cluster.unit(encode([q for a, b in pairs for q in (a[4], b[4])]))
+    sims = (v[0::2] * v[1::2]).sum(axis=1)
+    return [a[0] for (a, _), s in zip(pairs, sims, strict=True) if s >= same]
+
+
 def _cited(key: str, n: int, changed: dict) -> Cited:
     t = changed.get(key, (None, False))[0]
     return Cited(key, n, _iso(t) if t else None)
 
 
 def _groups(rows: list, cfg: UsageConfig, encode, search: SearchFn) -> list[Group]:
-    """Rows (sha, question, count, askers, abstained, first, last), oldest first → groups, largest first."""
+    """Rows (sha, question, count, askers, abstained, first, last, unsure, rephrased), oldest first →
+    groups, largest first."""
     texts = [r for r in rows if r[1]]
     vectors = encode([r[1] for r in texts]) if texts else np.zeros((0, 1))
     found = cluster.groups(vectors, cfg.same_meaning) if texts else []
@@ -178,6 +209,8 @@ def _groups(rows: list, cfg: UsageConfig, encode, search: SearchFn) -> list[Grou
                 questions=len(group),
                 askers=len({p for r in group for p in r[3]}),
                 abstained=sum(r[4] for r in group),
+                unsure=sum(r[7] for r in group),
+                rephrased=sum(r[8] for r in group),
                 first_asked=_iso(min(r[5] for r in group)),
                 last_asked=_iso(max(r[6] for r in group)),
                 representative=wording,
