@@ -11,9 +11,13 @@ from pydantic import BaseModel, Field
 AuditMode = Literal["STRICT", "HYBRID", "UNGROUNDED"]
 Intent = Literal["factual", "conceptual", "debugging", "comparison", "exploratory"]
 INTENTS: tuple[str, ...] = ("factual", "conceptual", "debugging", "comparison", "exploratory")
-# Strategies from strongest to weakest; STRICT means every claim passed by one of the first two.
-STRATEGIES = ("quote", "span", "entity", "paraphrase")
+# Strategies from strongest to weakest: quoted from the evidence (quote, span: lexical proof), or reworded
+# and judged supported by the verifier's calibrated model. STRICT means every claim quoted.
+STRATEGIES = ("quote", "span", "reworded")
 STRICT_STRATEGIES = frozenset({"quote", "span"})
+# What a claim's evidence does for it: quotes it (lexical proof), supports it reworded (with a probability),
+# or does not support it.
+Support = Literal["quoted", "supported", "unsupported"]
 NOT_FOUND = "Not found in the indexed documentation."
 
 
@@ -53,11 +57,20 @@ class Claim:
 
     text: str
     pointers: tuple[str, ...]
-    verified: bool
+    verified: bool  # support != "unsupported"
     strategy: str | None  # the strategy that passed, None when none did
     violations: tuple[str, ...] = ()
     addresses_question: bool | None = None  # None: verified without the question
     reason: str = ""  # why it does (not) address the question
+    support: Support | None = None  # None: read from verified and strategy (a record written before it)
+    # The calibrated P(the evidence supports the claim) (pipeline.answers.verify.judge); None where not
+    # computed: a quoted claim (lexical proof), one refused by an exact check or citing nothing.
+    probability: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.support is None:
+            quoted = self.verified and self.strategy in STRICT_STRATEGIES
+            object.__setattr__(self, "support", "quoted" if quoted else "supported" if self.verified else "unsupported")
 
     def as_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {
@@ -66,6 +79,8 @@ class Claim:
             "verified": self.verified,
             "strategy": self.strategy,
             "violations": list(self.violations),
+            "support": self.support,
+            "probability": self.probability,
         }
         if self.addresses_question is not None:
             d.update(addresses_question=self.addresses_question, reason=self.reason)

@@ -137,19 +137,6 @@ def _load(path: Path) -> Params:
         raise AnswerError(f"cannot read the answer parameters {path}: {e}; refit with `docforge tune`") from e
 
 
-def verifier() -> dict[str, Any]:
-    """The verifier's thresholds: the "verifier" key of the default model's file (they count words, so
-    one set serves every model; pipeline.answers.verify.policy says what each is)."""
-    path = file_for(DEFAULT_MODEL)
-    try:
-        values = json.loads(path.read_bytes())["verifier"]
-        if not isinstance(values, dict) or not values:
-            raise ValueError("the key holds no thresholds")
-        return values
-    except (OSError, ValueError, KeyError) as e:
-        raise AnswerError(f"cannot read the verifier's thresholds from {path}: {e}") from e
-
-
 def write(path: Path, raw: dict[str, Any]) -> None:
     """Write a parameters file atomically (a reader never sees half of one)."""
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -33,7 +33,7 @@ audit (whole answers, the question-aware layer, `docforge verify`), policy (thre
 """
 
 from pipeline.answers.verify.anchors import Anchors, anchors
-from pipeline.answers.verify.audit import audit_mode, verify, verify_request
+from pipeline.answers.verify.audit import audit_mode, verify, verify_all, verify_request, verify_requests
 from pipeline.answers.verify.blocks import Block, LazyBlocks
 from pipeline.answers.verify.claims import POINTER_GROUP, ParsedClaim, parse_claims
 from pipeline.answers.verify.policy import POLICY, POLICY_VERSION
@@ -52,5 +52,7 @@ __all__ = [
     "check_claim",
     "parse_claims",
     "verify",
+    "verify_all",
     "verify_request",
+    "verify_requests",
 ]
