@@ -295,7 +295,7 @@ def main() -> None:
         everything += report(args, sets, split)
     if args.halueval and not args.smoke:
         for task, lo in (("qa", HELD_OUT), ("summarization", 0)):
-            show(f"[report] halueval-{task[:7]}", score(halueval(task, lo, args.halueval), args.verbose))
+            show(f"[report] HE {task[:7]}", score(halueval(task, lo, args.halueval), args.verbose))
     if everything and args.n and not args.smoke:
         throughput(everything, args.n)
 

@@ -1,7 +1,7 @@
 """The calibrated judge: a reworded claim's features → P(the evidence supports it).
 
-A logistic model (pipeline.answers.params.Logistic) fitted on labelled claims of the fit corpora and
-HaluEval's QA and dialogue splits (`python bench/verify_docs.py --fit`): its output is a probability, and a
+A logistic model (pipeline.answers.params.Logistic) fitted on labelled claims of the fit corpora and a
+third-party QA set (`python bench/verify_docs.py --fit` says which): its output is a probability, and a
 claim is supported when it reaches the fitted threshold. With a cross-encoder NLI judge configured
 (VERIFIER_NLI_MODEL: any sentence-transformers CrossEncoder trained for NLI, a local path or a cached
 name; never downloaded) its entailment probability for (evidence sentence, claim) is one more feature of
