@@ -324,11 +324,8 @@ def main() -> None:
             wrapped_targets(fit.abstentions_left_out(asked, [float(t) for t in args.targets.split(",")]))
             return
         out = args.out or params.file_for(model)
-        old = json.loads(out.read_text()) if out.exists() else {}
         lo = fit.left_out(asked, 4)
         raw = fit.fit(asked, kinds, 4, lo)
-        if "verifier" in old:
-            raw["verifier"] = old["verifier"]
         params.write(out, raw)
         print(f"wrote {out}: {json.dumps(raw['fitted'])}")
         left_out_table(lo)

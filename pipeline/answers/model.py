@@ -9,12 +9,15 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 AuditMode = Literal["STRICT", "HYBRID", "UNGROUNDED"]
-Support = Literal["quoted", "supported", "unsupported"]
 Intent = Literal["factual", "conceptual", "debugging", "comparison", "exploratory"]
 INTENTS: tuple[str, ...] = ("factual", "conceptual", "debugging", "comparison", "exploratory")
-# Strategies from strongest to weakest; STRICT means every claim passed by one of the first two.
-STRATEGIES = ("quote", "span", "entity", "paraphrase")
+# Strategies from strongest to weakest: quoted from the evidence (quote, span: lexical proof), or reworded
+# and judged supported by the verifier's calibrated model. STRICT means every claim quoted.
+STRATEGIES = ("quote", "span", "reworded")
 STRICT_STRATEGIES = frozenset({"quote", "span"})
+# What a claim's evidence does for it: quotes it (lexical proof), supports it reworded (with a probability),
+# or does not support it.
+Support = Literal["quoted", "supported", "unsupported"]
 NOT_FOUND = "Not found in the indexed documentation."
 
 
@@ -62,22 +65,20 @@ class Claim:
 
     text: str
     pointers: tuple[str, ...]
-    verified: bool
+    verified: bool  # support != "unsupported"
     strategy: str | None  # the strategy that passed, None when none did
     violations: tuple[str, ...] = ()
     addresses_question: bool | None = None  # None: verified without the question
     reason: str = ""  # why it does (not) address the question
-    # quoted: the evidence says it word for word (quote, span); supported: reworded, and the evidence
-    # supports it; unsupported: neither. Given by the verifier; else derived from `strategy`.
-    support: Support = None  # type: ignore[assignment]
-    probability: float | None = None  # calibrated P(supported), where the verifier computes one
+    support: Support | None = None  # None: read from verified and strategy (a record written before it)
+    # The calibrated P(the evidence supports the claim) (pipeline.answers.verify.judge); None where not
+    # computed: a quoted claim (lexical proof), one refused by an exact check or citing nothing.
+    probability: float | None = None
 
     def __post_init__(self) -> None:
         if self.support is None:
-            derived = (
-                "quoted" if self.strategy in STRICT_STRATEGIES else "supported" if self.verified else "unsupported"
-            )
-            object.__setattr__(self, "support", derived)
+            quoted = self.verified and self.strategy in STRICT_STRATEGIES
+            object.__setattr__(self, "support", "quoted" if quoted else "supported" if self.verified else "unsupported")
 
     def as_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {

@@ -10,8 +10,8 @@ its page first, the margins to the runner-up page and section, how much of the q
 meaning) with `sure`, the confidence above which an answer is labelled as answering the question (chosen
 for a stated precision leaving one fit corpus out), the selection shares — and how they were fitted (corpora,
 counts, precision). `bench/fit_answers.py` writes it; `docforge tune QUESTIONS.jsonl` refits it on a
-team's own questions (`answers.params` in config points at the result). The `verifier` key belongs to
-the verifier (pipeline.answers.verify) and is carried through a refit untouched.
+team's own questions (`answers.params` in config points at the result). The verifier's parameters are a file of their
+own (params/verifier.json, pipeline.answers.verify.policy).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from pipeline.errors import AnswerError
 
-if TYPE_CHECKING:  # numpy is imported where a model is used: `docforge verify` reads only the verifier key
+if TYPE_CHECKING:  # numpy is imported where a model is used
     import numpy as np
 
 log = logging.getLogger(__name__)
@@ -146,19 +146,6 @@ def _load(path: Path) -> Params:
         )
     except (OSError, ValueError, KeyError, TypeError) as e:
         raise AnswerError(f"cannot read the answer parameters {path}: {e}; refit with `docforge tune`") from e
-
-
-def verifier() -> dict[str, Any]:
-    """The verifier's thresholds: the "verifier" key of the default model's file (they count words, so
-    one set serves every model; pipeline.answers.verify.policy says what each is)."""
-    path = file_for(DEFAULT_MODEL)
-    try:
-        values = json.loads(path.read_bytes())["verifier"]
-        if not isinstance(values, dict) or not values:
-            raise ValueError("the key holds no thresholds")
-        return values
-    except (OSError, ValueError, KeyError) as e:
-        raise AnswerError(f"cannot read the verifier's thresholds from {path}: {e}") from e
 
 
 def write(path: Path, raw: dict[str, Any]) -> None:

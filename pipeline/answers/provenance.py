@@ -189,8 +189,7 @@ def _derived(answer: dict[str, Any], p: dict[str, Any], evidence: list[Evidence]
             return Check(False, "verification", why + "; ask again with --no-cache for a verdict of this one")
         return Check(False, "verification", "re-verifying the claims gives another verdict")
     if (
-        render.render(list(verdict.claims), verdict.audit_mode, abstained, label.get("unsure") or "")
-        != p["rendered"]
+        render.render(list(verdict.claims), verdict.audit_mode, abstained, label.get("unsure") or "") != p["rendered"]
         or answer.get("answer") != p["rendered"]
     ):
         return Check(False, "rendered", "the rendered answer differs from what the verdict renders to")

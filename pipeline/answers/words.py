@@ -317,7 +317,8 @@ def _identifiers(text: str) -> tuple[str, ...]:
             # a part of a longer hyphenated or dotted name stands for the whole ("aarch64" of
             # "aarch64-unknown-linux-gnu"): the evidence must hold that, not the part alone
             found += [whole if p in whole and _JOINED.fullmatch(whole) else p for p in parts if p]
-    return tuple(dict.fromkeys(f for i in found if (f := fold(i)) and not f.isdigit()))
+    # a unit is read with its number, however cased ("KiB", "MiB"): not a name that must occur as typed
+    return tuple(dict.fromkeys(f for i in found if (f := fold(i)) and not f.isdigit() and f not in UNITS))
 
 
 @lru_cache(maxsize=65536)

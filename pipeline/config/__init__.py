@@ -7,6 +7,7 @@
     ├── chunking, schedule
     ├── search           retrieval knobs (DOCFORGE_SEARCH_<KEY>)
     ├── rerank           the optional reranker (RERANK_ENABLED, RERANKER_<KEY>)
+    ├── verifier         the answer verifier's parameters and NLI judge (VERIFIER_<KEY>)
     ├── auth             who may call the HTTP API (DOCFORGE_API_TOKENS, DOCFORGE_JWT_<KEY>)
     ├── api              the HTTP API's request limits (DOCFORGE_API_<KEY>)
     ├── webhook          webhook secret and body cap (DOCFORGE_WEBHOOK_SECRET, DOCFORGE_WEBHOOK_<KEY>)
@@ -68,6 +69,7 @@ from pipeline.config.sections import (
     SearchConfig,
     ServiceConfig,
     UsageConfig,
+    VerifierConfig,
     WebhookConfig,
 )
 from pipeline.config.settings import Settings, secrets, sections
@@ -110,6 +112,7 @@ __all__ = [
     "MetricsConfig",
     "OrchestrationConfig",
     "RerankConfig",
+    "VerifierConfig",
     "ScheduleConfig",
     "SearchConfig",
     "ServiceConfig",

@@ -207,6 +207,20 @@ class RerankConfig(EnvSection):
     timeout_s: float = Field(default=10.0, gt=0)
 
 
+class VerifierConfig(Section):
+    """The answer verifier (pipeline.answers.verify): its fitted parameters, and the optional NLI judge."""
+
+    env_prefix: ClassVar[str] = "VERIFIER_"
+
+    # The verifier's parameters (rules' constants, the calibrated model): None: the shipped
+    # pipeline/answers/params/verifier.json (refit with `python bench/verify_docs.py --fit`).
+    params: Path | None = None
+    # A sentence-transformers CrossEncoder trained for NLI (a local directory or a name in the model cache):
+    # its entailment score of each claim–evidence pair enters the calibrated model. Never downloaded.
+    nli_model: str | None = None
+    nli_device: str = "auto"  # auto: cuda where present, else cpu
+
+
 # --- surfaces ---------------------------------------------------------------------------------------
 
 

@@ -27,6 +27,7 @@ from pipeline.config.sections import (
     SearchConfig,
     ServiceConfig,
     UsageConfig,
+    VerifierConfig,
     WebhookConfig,
 )
 from pipeline.config.sources import SourceConfig
@@ -67,6 +68,7 @@ class Settings(BaseSettings):
     orchestration: OrchestrationConfig = OrchestrationConfig()
     llm: LLMConfig = LLMConfig()
     answers: AnswersConfig = AnswersConfig()
+    verifier: VerifierConfig = VerifierConfig()
     usage: UsageConfig = UsageConfig()
     metrics: MetricsConfig = MetricsConfig()
     home: Path = Path(".docforge")

@@ -6,18 +6,19 @@ import re
 from dataclasses import replace
 
 from pipeline.answers import subject as sj
-from pipeline.answers.model import STRICT_STRATEGIES, Claim, Verdict
+from pipeline.answers.model import Claim, Verdict
 from pipeline.answers.verify.blocks import Block, LazyBlocks
 from pipeline.answers.verify.claims import POINTER_GROUP, parse_claims
-from pipeline.answers.verify.strategies import check_claim
+from pipeline.answers.verify.strategies import check_claims
 
 
 def audit_mode(claims: list[Claim]) -> str:
-    """STRICT: every claim quoted (and, when the question was given, the answer addresses it); HYBRID:
-    every claim verified, some only paraphrased — or quoted right but deflecting; UNGROUNDED otherwise."""
-    if not claims or not all(c.verified for c in claims):
+    """STRICT: every claim quoted (lexical proof); HYBRID: every claim supported, some only reworded;
+    UNGROUNDED otherwise, or when no claim could be parsed. Whether the answer addresses the question is a
+    statement of its own (Verdict.addresses_question), not a mode."""
+    if not claims or not all(c.support != "unsupported" for c in claims):
         return "UNGROUNDED"
-    return "STRICT" if all(c.strategy in STRICT_STRATEGIES for c in claims) else "HYBRID"
+    return "STRICT" if all(c.support == "quoted" for c in claims) else "HYBRID"
 
 
 def verify(
@@ -25,11 +26,24 @@ def verify(
 ) -> Verdict:
     """Parse `answer` into claims and check each against the evidence it cites ({"E1": text, ...}); with
     the question, also whether each claim and the answer address it (the warrant and deflection layers)."""
-    blocks = blocks if blocks is not None else LazyBlocks(evidence)
-    claims = [check_claim(c.text, c.pointers, blocks) for c in parse_claims(answer)]
-    if question is None or not claims:
-        return Verdict(tuple(claims), audit_mode(claims))  # type: ignore[arg-type]
-    return _addressed(question, claims, blocks)
+    return verify_all([(answer, blocks if blocks is not None else LazyBlocks(evidence), question)])[0]
+
+
+def verify_all(answers: list[tuple[str, dict[str, Block], str | None]]) -> list[Verdict]:
+    """Verdicts of several answers ((answer, its blocks, the question or None) each), the embedding work
+    of all their claims in one batch."""
+    parsed = [parse_claims(a) for a, _, _ in answers]
+    checked = iter(
+        check_claims([(c.text, c.pointers, b) for (_, b, _), ps in zip(answers, parsed, strict=True) for c in ps])
+    )
+    out = []
+    for (_, blocks, question), ps in zip(answers, parsed, strict=True):
+        claims = [next(checked) for _ in ps]
+        if question is None or not claims:
+            out.append(Verdict(tuple(claims), audit_mode(claims)))  # type: ignore[arg-type]
+        else:
+            out.append(_addressed(question, claims, blocks))
+    return out
 
 
 def _addressed(question: str, claims: list[Claim], blocks: dict[str, Block]) -> Verdict:
@@ -53,8 +67,8 @@ def _addressed(question: str, claims: list[Claim], blocks: dict[str, Block]) -> 
         why = f"the question asks for {sj.VALUE_SHAPES[shape]}; no claim holds one"
     elif name := sj.unframed(subj, [_cited(c, blocks) for c in good]):
         why = f"no claim speaks of {name} and the question together"
-    if why:  # quoted right, perhaps, but not an answer: never STRICT
-        return Verdict(tuple(out), "HYBRID" if mode == "STRICT" else mode, False, f"deflection: {why}")  # type: ignore[arg-type]
+    if why:  # supported, perhaps, but not an answer: said apart from the mode
+        return Verdict(tuple(out), mode, False, f"deflection: {why}")  # type: ignore[arg-type]
     return Verdict(tuple(out), mode, True, f"{len(good)} of {len(out)} claims carry the question's subject")  # type: ignore[arg-type]
 
 
@@ -65,6 +79,37 @@ def _cited(c: Claim, blocks: dict[str, Block]) -> str:
 
 def verify_request(req: dict) -> dict:
     """One `docforge verify` input object → its verdict (raises ValueError on a malformed object)."""
+    (out,) = verify_requests([req])
+    if isinstance(out, ValueError):
+        raise out
+    return out
+
+
+def verify_requests(reqs: list) -> list[dict | ValueError]:
+    """`docforge verify` input objects → their verdicts, or the ValueError that says what is wrong with
+    one; the embedding work of all of them in one batch."""
+    prepared: list[tuple[str, dict[str, str], str | None, bool, dict] | ValueError] = []
+    for req in reqs:
+        try:
+            prepared.append(_prepared(req))
+        except ValueError as e:
+            prepared.append(e)
+    good = [p for p in prepared if not isinstance(p, ValueError)]
+    verdicts = iter(verify_all([(a, LazyBlocks(ev), q) for a, ev, q, _, _ in good]))
+    out: list[dict | ValueError] = []
+    for p in prepared:
+        if isinstance(p, ValueError):
+            out.append(p)
+            continue
+        d = next(verdicts).as_dict()
+        if p[3]:
+            d["implicit_pointers"] = True
+        out.append({"id": p[4]["id"], **d} if "id" in p[4] else d)
+    return out
+
+
+def _prepared(req: object) -> tuple[str, dict[str, str], str | None, bool, dict]:
+    """(answer, evidence by pointer, question, whether the pointers were implicit, the request)."""
     if not isinstance(req, dict):
         raise ValueError("expected a JSON object with 'answer' and 'evidence'")
     answer, evidence = req.get("answer"), req.get("evidence")
@@ -84,12 +129,7 @@ def verify_request(req: dict) -> dict:
     question = req.get("question")
     if question is not None and not isinstance(question, str):
         raise ValueError("'question' must be a string")
-    out = verify(answer, evidence, question=question or None).as_dict()
-    if implicit:
-        out["implicit_pointers"] = True
-    if "id" in req:
-        out = {"id": req["id"], **out}
-    return out
+    return answer, evidence, question or None, implicit, req
 
 
 def _pointer_name(k: str) -> str:

@@ -1,25 +1,16 @@
-"""Checking one claim: quote, span, entity, paraphrase (first success wins), then the anchor and sense checks."""
+"""Checking claims: quoted (quote, span: lexical proof), else the exact checks and the calibrated model."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pipeline.answers.verify.policy as policy
 from pipeline.answers import words as tx
-from pipeline.answers.model import STRATEGIES, STRICT_STRATEGIES, Claim
-from pipeline.answers.verify import synonyms
-from pipeline.answers.verify.anchors import (
-    Anchors,
-    anchor_problems,
-    anchors,
-    is_anchor_key,
-    near,
-    positions_of,
-    proper_nouns,
-    together,
-)
+from pipeline.answers.model import STRATEGIES, Claim
+from pipeline.answers.verify import features, judge, logic
+from pipeline.answers.verify.anchors import anchor_problems, anchors, proper_nouns
 from pipeline.answers.verify.blocks import Block
-from pipeline.answers.verify.sense import LIGHT as _LIGHT
+from pipeline.answers.verify.features import Reading
 from pipeline.answers.verify.sense import sense_problems
 
 _QUOTED = tx.QUOTED
@@ -43,71 +34,147 @@ def _source(s: str) -> set[str]:
     return set(ks) if len(ks) <= _SOURCE_WORDS and _ATTRIBUTION.intersection(ks) else set()
 
 
-@dataclass
-class _Result:
-    strategy: str | None
-    violations: list[str]
-
-
 def check_claim(text: str, pointers: tuple[str, ...], blocks: dict[str, Block]) -> Claim:
     """Verify one claim against the blocks it cites."""
-    violations = []
+    return check_claims([(text, pointers, blocks)])[0]
+
+
+@dataclass
+class Pending:
+    """A claim the calibrated model judges: its reworded sentences' readings, merged into one."""
+
+    text: str
+    pointers: tuple[str, ...]
+    cited: list[Block]
+    violations: list[str]
+    readings: list[tuple[str, Reading]] = field(default_factory=list)
+    x: dict[str, float] = field(default_factory=dict)
+
+
+def check_claims(claims: list[tuple[str, tuple[str, ...], dict[str, Block]]]) -> list[Claim]:
+    """Verify claims ((text, pointers, the blocks of its answer) each) against the blocks they cite: quoted
+    ones by lexical proof, the others by the calibrated model, their embedding work (and the NLI judge's)
+    in one batch, whichever answers they come from."""
+    out: list[Claim | Pending] = [first_pass(t, p, blocks) for t, p, blocks in claims]
+    pending = [c for c in out if isinstance(c, Pending)]
+    if pending:
+        features.aligned([r for c in pending for r in c.readings], [c.cited for c in pending for _ in c.readings])
+        base, with_nli = judge.current()
+        judge_nli = judge.nli() if with_nli is not None else None
+        if judge_nli is not None:
+            pairs = [(logic.align(s, features.sentences_of(c.cited)), s) for c in pending for s, _ in c.readings]
+            it = iter(judge_nli.scores(pairs))
+            for c in pending:
+                for _, r in c.readings:
+                    r.x["nli"] = next(it)
+        for c in pending:
+            c.x = merged([r for _, r in c.readings])
+        model = with_nli if judge_nli is not None else base
+        out = [_decide(c, model) if isinstance(c, Pending) else c for c in out]
+    return out  # type: ignore[return-value]
+
+
+_HIGHER_IS_BETTER = frozenset({"lex", "lex_sent", "wordnet", "recall", "weakest", "nli"})
+
+
+def merged(readings: list[Reading]) -> dict[str, float]:
+    """One claim's features from its sentences': the weakest support, the worst problem."""
+    names = readings[0].x.keys()
+    return {n: (min if n in _HIGHER_IS_BETTER else max)(r.x[n] for r in readings) for n in names}
+
+
+def first_pass(text: str, pointers: tuple[str, ...], blocks: dict[str, Block]) -> Claim | Pending:
+    """A claim decided without the model (no evidence, quoted, refused by an exact check), or its readings."""
     if not pointers:
-        return Claim(text, pointers, False, None, ("no pointer: the claim cites no evidence",))
-    for p in pointers:
-        if p not in blocks:
-            violations.append(f"pointer {p} names no evidence block")
+        return _refused(text, pointers, ["no pointer: the claim cites no evidence"])
+    violations = [f"pointer {p} names no evidence block" for p in pointers if p not in blocks]
     cited = [blocks[p] for p in pointers if p in blocks]
     if not cited:
-        return Claim(text, pointers, False, None, tuple(violations))
-    whole = _check_sentence(text, cited, whole=True)
-    if whole.strategy in STRICT_STRATEGIES or len(tx.split_sentences(text)) < 2:
-        result = whole
-    else:  # several sentences on one line: each must pass, the weakest strategy counts
-        parts = [_check_sentence(s, cited) for s in tx.split_sentences(text) if tx.words(s)]
-        failed = [r for r in parts if r.strategy is None]
-        if failed:
-            result = _Result(None, [v for r in failed for v in r.violations])
-        else:
-            result = _Result(max((r.strategy for r in parts), key=STRATEGIES.index), [])
-    violations += result.violations
-    ok = result.strategy is not None and not violations
-    return Claim(text, pointers, ok, result.strategy if ok else None, tuple(dict.fromkeys(violations)))
+        return _refused(text, pointers, violations)
+    whole = _quoted(text, cited)
+    if whole is not None and not whole[1] and not violations:
+        return Claim(text, pointers, True, whole[0], support="quoted")
+    sentences = [text] if len(tx.split_sentences(text)) < 2 else [s for s in tx.split_sentences(text) if tx.words(s)]
+    pending = Pending(text, pointers, cited, violations)
+    strategies = []
+    for s in sentences:
+        q = _quoted(s, cited) or (None, [])
+        violations += q[1]
+        if q[0] is not None:
+            strategies.append(q[0])
+            continue
+        if (why := _degenerate(s)) is not None:
+            if why:
+                violations.append(why)
+            continue
+        reading = features.read(s, cited)
+        violations += reading.hard
+        pending.readings.append((s, reading))
+    if violations:
+        return _refused(text, pointers, violations)
+    if not pending.readings:  # every sentence quoted (or a bare yes/no beside them)
+        strict = len(strategies) == len(sentences)
+        return Claim(
+            text,
+            pointers,
+            True,
+            max(strategies, key=STRATEGIES.index) if strategies else "reworded",
+            support="quoted" if strict else "supported",
+        )
+    return pending
 
 
-def _check_sentence(s: str, cited: list[Block], whole: bool = False) -> _Result:
+def _refused(text: str, pointers: tuple[str, ...], violations: list[str], p: float | None = None) -> Claim:
+    return Claim(text, pointers, False, None, tuple(dict.fromkeys(violations)), support="unsupported", probability=p)
+
+
+def _decide(c: Pending, model: judge.Model | None) -> Claim:
+    """The model's verdict on a reworded claim, with its probability and, when refused, why."""
+    soft = list(dict.fromkeys(p for _, r in c.readings for p in r.soft))
+    missing = list(dict.fromkeys(w for _, r in c.readings for w in r.missing))
+    if model is None:  # no fitted model: every word found, no sense problem (what a fitting run starts from)
+        ok = c.x["wordnet"] >= 1 and not soft
+        p, threshold = (1.0 if ok else 0.0), 0.5
+    else:
+        p, threshold = model.probability(c.x), model.threshold
+    p = round(p, 4)
+    if p >= threshold:
+        return Claim(c.text, c.pointers, True, "reworded", support="supported", probability=p)
+    why = soft + ([f"not in the cited evidence: {', '.join(missing[:6])}"] if missing else [])
+    why.append(f"P(supported) {p:.2f} is below {threshold:.2f}")
+    return _refused(c.text, c.pointers, why, p)
+
+
+def _degenerate(s: str) -> str | None:
+    """ "" for a bare yes/no (it asserts nothing the evidence could contradict lexically: passes, never
+    quoted), a reason for a claim that repeats words instead of saying something, None otherwise."""
     norm = tx.normalise(s)
     if norm.strip() == "":
-        return _Result(None, ["empty claim"])
-    if set(norm.split()) <= _VERDICT_WORDS:  # a bare "yes" / "no": it asserts nothing the evidence could
-        return _Result("paraphrase", [])  # contradict lexically; never STRICT (see docs/answers.md)
+        return "empty claim"
+    if set(norm.split()) <= _VERDICT_WORDS:
+        return ""
     content = [w for w in tx.words(s) if tx.is_content(w)]
     if len(content) >= 2 and len(set(content)) / len(content) <= policy.REPEAT_MAX:
-        return _Result(
-            None,
-            [
-                f"degenerate: {len(content)} content words but {len(set(content))} distinct; it repeats"
-                " words instead of saying something the evidence could support"
-            ],
+        return (
+            f"degenerate: {len(content)} content words but {len(set(content))} distinct; it repeats"
+            " words instead of saying something the evidence could support"
         )
-    anc = anchors(s)
-    strategy = _quote(s, cited) or _span(norm, cited)
-    if strategy == "quote":  # "The page says …": the attribution is no claim about the evidence
-        source = _source(s)
-        anc.proper = [p for p in anc.proper if not set(tx.key(w) for w in p.split()) <= _ATTRIBUTION | source]
+    return None
+
+
+def _quoted(s: str, cited: list[Block]) -> tuple[str, list[str]] | None:
+    """("quote" | "span", problems) when the sentence is quoted from the evidence, else None."""
+    strategy = _quote(s, cited) or _span(tx.normalise(s), cited)
     if strategy is None:
-        strategy = _entity(s, anc, cited) or _paraphrase(s, anc, cited)
-        if strategy is None and (reworded := synonyms.in_evidence_words(s, cited, _light)):
-            s, anc = reworded, anchors(reworded)  # checked as if written in the evidence's words
-            strategy = _entity(s, anc, cited) or _paraphrase(s, anc, cited)
-        if strategy is None:
-            return _Result(None, anchor_problems(anc, cited) + [_why_not(s, cited)])
+        return None
+    if strategy == "span":
+        return strategy, []
+    anc = anchors(s)  # "The page says …": the attribution is no claim about the evidence
+    source = _source(s)
+    anc.proper = [p for p in anc.proper if not set(tx.key(w) for w in p.split()) <= _ATTRIBUTION | source]
     problems = anchor_problems(anc, cited)
-    if strategy == "quote":  # the words around a quote may turn it around: same negations as the evidence
-        problems += [p for p in sense_problems(s, anc, cited) if p.startswith("negation")]
-    elif strategy != "span":
-        problems += sense_problems(s, anc, cited)
-    return _Result(None, problems) if problems else _Result(strategy, [])
+    problems += [p for p in sense_problems(s, anc, cited) if p.startswith("negation")]
+    return strategy, problems
 
 
 def _quote(s: str, cited: list[Block]) -> str | None:
@@ -146,69 +213,3 @@ def _span(norm: str, cited: list[Block]) -> str | None:
                     return "span"
                 i = hay.find(norm, i + 1)
     return None
-
-
-def _entity(s: str, anc: Anchors, cited: list[Block]) -> str | None:
-    found_any = anc.all
-    if not found_any:
-        return None
-    other = [k for k in dict.fromkeys(tx.content_keys(s)) if not is_anchor_key(k, anc)]
-    need = policy.ENTITY_OTHER_MIN if len(found_any) >= 2 else policy.ENTITY_SINGLE_MIN
-    for b in cited:
-        spots = [positions_of(a, anc, b) for a in found_any]
-        if any(not p for p in spots):
-            continue
-        if not near(spots, b) or not together(anc.proper, anc, b):
-            continue
-        held = [b.sentences_with(ps) for ps in spots]
-        held = [h for h in held if h]
-
-        # the other words must be found in the sentences that hold the anchors, not anywhere in the block
-        found = [_held_near(k, b, held) for k in other]
-        if other and sum(found) / len(other) < need:
-            continue
-        if any(not f and not _light(k, b) for k, f in zip(other, found, strict=True)):
-            continue  # a changed content word: not a rewording
-        return "entity"
-    return None
-
-
-def _paraphrase(s: str, anc: Anchors, cited: list[Block]) -> str | None:
-    keys = list(dict.fromkeys(tx.content_keys(s)))
-    if not keys:
-        return None
-    for b in cited:
-        if sum(k in b.keyset for k in keys) / len(keys) >= policy.PARAPHRASE_MIN and all(
-            k in b.keyset or _light(k, b) for k in keys
-        ):
-            return "paraphrase"
-    return None
-
-
-def _held_near(k: str, b: Block, held: list) -> bool:
-    """Whether `k` occurs in one of the sentences `held` (those holding the anchors), or in the block
-    when no sentence holds them."""
-    if not held:
-        return k in b.keyset
-    return any(not b.key_sentences.get(k, set()).isdisjoint(h) for h in held)
-
-
-def _light(k: str, b: Block) -> bool:
-    """A word a rewording may add without changing what is claimed: a generic word, or another form of a
-    word of the block (same first five letters). Any other new content word — a swapped name, noun, verb
-    or number — makes the claim say something the block does not."""
-    if k in _LIGHT or k in tx.NEGATIONS:  # polarity is the negation check's
-        return True
-    return len(k) >= 6 and not k.startswith("#") and any(o.startswith(k[:5]) for o in b.keyset)
-
-
-def _why_not(s: str, cited: list[Block]) -> str:
-    keys = list(dict.fromkeys(tx.content_keys(s)))
-    if not keys:
-        return "nothing checkable: no content words"
-    best = max(cited, key=lambda b: sum(k in b.keyset for k in keys))
-    ws = tx.words(s)  # keys in context: "five minutes" is #300 s
-    gone = {w: k for w, k in zip(ws, tx.keys(ws), strict=True) if tx.is_content(w) and k not in best.keyset}
-    missing = list(gone)
-    share = 1 - len(set(gone.values())) / len(keys)
-    return f"not supported: {share:.0%} of its words are in the cited evidence (missing: {', '.join(missing[:6])})"

@@ -33,7 +33,7 @@ def synonym_words(word: str, then: str = "") -> tuple[str, ...]:
     return tuple(s for s in lexicon.synonyms(word, 0 if then else policy.SYNONYM_SENSES, then) if s.isalpha())
 
 
-def _in_block(word: str, b: Block, then: str = "") -> str | None:
+def in_block(word: str, b: Block, then: str = "") -> str | None:
     """A key of the block that a synonym of `word` (of `word then`) has (only synonyms that begin as one of
     the block's keys are stemmed: a stem keeps a word's first letters)."""
     for s in synonym_words(word, then):
@@ -42,7 +42,7 @@ def _in_block(word: str, b: Block, then: str = "") -> str | None:
     return None
 
 
-def _near_in_block(word: str, b: Block, claim: frozenset[str]) -> str | None:
+def near_in_block(word: str, b: Block, claim: frozenset[str]) -> str | None:
     """A key of the block whose word is near `word` in WordNet (lexicon.near): among the words the claim
     does not use of the block's sentence holding most of the claim's words — a word stands for the one
     it replaces, not for any word of a long text."""
@@ -89,8 +89,8 @@ def in_evidence_words(s: str, cited: list[Block], allowed: Callable[[str, Block]
         k = tx.key(folded)
         if any(k in b.keyset or allowed(k, b) for b in cited):
             continue
-        hit = next(((b, h) for b in cited if (h := _in_block(folded, b))), None)
-        hit = hit or next(((b, h) for b in cited if (h := _near_in_block(folded, b, claim))), None)
+        hit = next(((b, h) for b in cited if (h := in_block(folded, b))), None)
+        hit = hit or next(((b, h) for b in cited if (h := near_in_block(folded, b, claim))), None)
         if hit is None:
             return None
         out += [s[last : m.start()], hit[0].word_of(hit[1])]
@@ -115,5 +115,5 @@ def _as_one_lemma(
     ]
     if not lacking:
         return None
-    hit = next(((b, h) for b in cited if (h := _in_block(first, b, then))), None)
+    hit = next(((b, h) for b in cited if (h := in_block(first, b, then))), None)
     return (hit[0].word_of(hit[1]), tokens[i + 1].end()) if hit else None

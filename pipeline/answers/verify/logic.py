@@ -1,0 +1,157 @@
+"""Logical words are content: a claim that changes one changes what is asserted.
+
+Documentation lives on a few small words — "must" or "may", "all" or "some", "before" or "after", "at
+least" or "at most", "enable" or "disable", an added "only". Word-share checks drop them as stopwords, so
+"the file may be removed before the restart" read like "the file must be removed after the restart". Here
+each such word has a dimension (what it says something about) and a value on it; a claim is compared with
+the evidence sentence it is aligned to, dimension by dimension:
+
+    conflict   the claim says a value the sentence does not, and the sentence says another value of the
+               same dimension ("'may' where the evidence says 'must'");
+    added      the claim adds a restricting word the sentence has no word of its dimension for (an added
+               "only", "always"): it says more than the evidence.
+
+A word the claim leaves out weakens it ("must" dropped: the claim says less) and is not refused; a claim
+without the sentence's qualifier is a partial claim. Words of one value stand for each other ("must" and
+"have to", "before" and "prior to"): rewordings keep the value. General English, one table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from functools import lru_cache
+
+from pipeline.answers import words as tx
+
+# dimension → value → its words (phrases as space-joined words, matched longest first).
+TABLE: dict[str, dict[str, tuple[str, ...]]] = {
+    "modality": {  # what is required, advised or merely possible
+        "necessary": ("must", "shall", "have to", "has to", "need to", "needs to", "required", "mandatory"),
+        "advised": ("should", "ought to", "recommended"),
+        "possible": ("may", "might", "can", "could", "optional", "optionally", "possible", "able to"),
+    },
+    "quantity": {  # of how many the claim speaks
+        "all": ("all", "every", "each", "any"),
+        "most": ("most",),
+        "some": ("some", "several", "certain", "a few", "few"),
+    },
+    "order": {  # when, relative to another event
+        "before": ("before", "prior to", "until", "earlier than", "ahead of"),
+        "after": ("after", "following", "once", "later than"),
+    },
+    "rank": {"first": ("first",), "last": ("last", "final")},
+    "frequency": {  # how often
+        "always": ("always", "invariably"),
+        "usually": ("usually", "typically", "normally", "generally", "often", "frequently", "by default"),
+        "sometimes": ("sometimes", "occasionally", "at times"),
+        "rarely": ("rarely", "seldom", "hardly ever"),
+        "never": ("never",),
+    },
+    "bound": {  # a limit's side
+        "lower": ("at least", "no less than", "no fewer than", "not less than", "minimum", "minimal", "min"),
+        "upper": ("at most", "no more than", "not more than", "up to", "maximum", "maximal", "max"),
+    },
+    "comparison": {  # more or less of something
+        "more": ("more", "greater", "larger", "largest", "bigger", "biggest", "higher", "highest", "longer", "above"),
+        "less": ("less", "fewer", "smaller", "smallest", "lower", "lowest", "shorter", "below"),
+    },
+    "direction": {  # a change's direction, a switch's position
+        "increase": ("increase", "raise", "grow", "extend"),
+        "decrease": ("decrease", "reduce", "shrink", "shorten"),
+        "enable": ("enable", "activate", "turn on", "switch on"),
+        "disable": ("disable", "deactivate", "turn off", "switch off"),
+    },
+    "scope": {  # to what the statement is restricted
+        "only": ("only", "solely", "exclusively"),
+        "except": ("except", "excluding", "other than", "apart from"),
+        "unless": ("unless",),
+        "if": ("if", "when", "whenever", "provided that", "in case"),
+    },
+}
+# Values whose addition restricts what is said: a claim that adds one says more than evidence with no word
+# of its dimension ("only root can …" against "root can …"; "always" against no frequency). A universal
+# quantifier is not among them: "each"/"every"/"any" are how a rewording says a plural ("every window").
+RESTRICTING = frozenset({("scope", "only"), ("frequency", "always")})
+# A claim's value the evidence's satisfies: a claim that something "should" be done says less than
+# evidence that it "must" (the other way round it says more).
+SATISFIED_BY = {("modality", "advised"): frozenset({"necessary"})}
+# Dimensions compared only where the evidence sentence holds the same dimension: "if" and "when" open
+# clauses a rewording may add or drop freely, so the scope dimension conflicts only on only/except/unless.
+_CONDITION_FREE = frozenset({("scope", "if")})
+
+
+# Verbs are matched on their Snowball stem ("enables", "enabled", "enabling"); other words as written
+# (a stem would make "optional" the noun "option").
+_INFLECTED = frozenset({"direction"})
+
+
+@lru_cache(maxsize=1)
+def _phrases() -> list[tuple[tuple[str, ...], bool, str, str]]:
+    out = [
+        (tuple(tx.stem(w) if dim in _INFLECTED else w for w in phrase.split()), dim in _INFLECTED, dim, value)
+        for dim, values in TABLE.items()
+        for value, phrases in values.items()
+        for phrase in phrases
+    ]
+    return sorted(out, key=lambda p: -len(p[0]))
+
+
+@lru_cache(maxsize=4096)
+def marks(text: str) -> dict[tuple[str, str], str]:
+    """The logical values a text holds ((dimension, value) → the words that say it), each word read once
+    (longest phrase first: "at least" is a bound, not "least"; "no more than" an upper bound, not "more")."""
+    ws = tx.words(tx.as_read(text))
+    stems = [tx.stem(w) for w in ws]
+    out: dict[tuple[str, str], str] = {}
+    used = [False] * len(ws)
+    for phrase, inflected, dim, value in _phrases():
+        n, seq = len(phrase), stems if inflected else ws
+        for i in range(len(ws) - n + 1):
+            if tuple(seq[i : i + n]) == phrase and not any(used[i : i + n]):
+                used[i : i + n] = [True] * n
+                out.setdefault((dim, value), " ".join(ws[i : i + n]))
+    return out
+
+
+def _said(m: dict[tuple[str, str], str], dim: str) -> Iterable[tuple[str, str]]:
+    return ((v, w) for (d, v), w in m.items() if d == dim)
+
+
+def changed(claim: str, sentence: str, evidence: str = "") -> str | None:
+    """Why the claim's logical words assert something the evidence sentence does not, or None: the claim's
+    word and the sentence's ("'may' where the evidence says 'must'"). A value said anywhere in the
+    `evidence` (the sentence's whole text by default) is no change: a rewording may join sentences."""
+    mine, theirs = marks(claim), marks(sentence)
+    anywhere = marks(evidence) if evidence else theirs
+    for (dim, value), word in mine.items():
+        if (dim, value) in anywhere:
+            continue
+        other = [(v, w) for v, w in _said(theirs, dim) if (dim, v) not in _CONDITION_FREE]
+        if (dim, value) in _CONDITION_FREE:  # "if" for "unless" turns the condition round; "if" for "when" does not
+            other = [(v, w) for v, w in other if v == "unless" and (dim, v) not in mine]
+        other = [(v, w) for v, w in other if v not in SATISFIED_BY.get((dim, value), ())]
+        if other:
+            return f"{word!r} where the evidence says {other[0][1]!r}"
+        if (dim, value) in RESTRICTING and not any(d == dim for d, _ in theirs):
+            return f"{word!r}, which the evidence does not say"
+    return None
+
+
+def align(claim: str, sentences: list[str]) -> str:
+    """The sentence (of the evidence's) that says most of the claim's content words (ties: the shorter)."""
+    keys = set(tx.content_keys(claim))
+    best, best_score = "", (-1, 0)
+    for s in sentences:
+        sk = set(tx.content_keys(s))
+        score = (len(keys & sk), -len(sk))
+        if score > best_score:
+            best, best_score = s, score
+    return best
+
+
+def problem(claim: str, sentences: list[str]) -> str | None:
+    """The logical change of `claim` against the evidence sentence it is aligned to, as a violation."""
+    if not sentences:
+        return None
+    why = changed(claim, align(claim, sentences), " ".join(sentences))
+    return f"logical word changed: {why}" if why else None
