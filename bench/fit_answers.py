@@ -15,7 +15,7 @@ its questions were written from; bench/sets/<corpus>/questions.jsonl holds its q
 ({"question", "phrases": [...] | null}).
 Each corpus is indexed into STORES/<corpus>/ (sources.yml, home/; kept between runs, a no-op ingest when
 unchanged). A corpus whose files are absent is skipped with the reason. The fit uses "fit" corpora only
-and writes pipeline/answers/params/<model>.json (the "verifier" key kept as it was); the report asks
+and writes pipeline/answers/params/<model>.json; the report asks
 every question of the "report" corpora (and, apart, the fit corpora) through `Answerer.ask` and prints,
 per corpus: the answer phrase in the answer, wrong abstentions, right abstentions, confidence bands.
 """

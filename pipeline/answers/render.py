@@ -39,7 +39,7 @@ def support_of(claim: dict) -> str:
     """A claim's `support` as JSON carries it; an answer recorded before claims had one: from its strategy."""
     if claim.get("support") in MARKS:
         return str(claim["support"])
-    return Claim("", (), bool(claim.get("verified")), claim.get("strategy")).support
+    return str(Claim("", (), bool(claim.get("verified")), claim.get("strategy")).support)
 
 
 def meaning(supports: list[str]) -> str:

@@ -207,7 +207,7 @@ class RerankConfig(EnvSection):
     timeout_s: float = Field(default=10.0, gt=0)
 
 
-class VerifierConfig(Section):
+class VerifierConfig(EnvSection):
     """The answer verifier (pipeline.answers.verify): its fitted parameters, and the optional NLI judge."""
 
     env_prefix: ClassVar[str] = "VERIFIER_"
