@@ -237,6 +237,19 @@ def test_html_drops_the_sites_chrome():
     ]
 
 
+def test_html_a_wrapper_named_for_the_menu_beside_it_is_the_page():
+    parsed = parse_html(
+        "<html><body class='wy-body-for-nav'><div class='wy-grid-for-nav'><nav class='wy-nav-side'>"
+        "<a href='a.html'>Introduction</a> <a href='b.html'>Configuration</a></nav>"
+        "<div class='wy-nav-content'><section id='intro'><h1>Introduction<a class='headerlink' href='#intro'>"
+        "\uf0c1</a></h1><p>The resolver caches answers for the time their records allow.</p></section>"
+        "</div></div></body></html>"
+    )
+    assert [(s.heading_path, s.text) for s in parsed.sections] == [
+        (("Introduction",), "The resolver caches answers for the time their records allow.")
+    ]
+
+
 def test_html_sections_from_visible_structure_when_it_has_no_headings():
     faq = parse_html(
         "<html><head><title>No Title</title></head><body><h1>Frequently Asked Questions</h1>"

@@ -50,9 +50,13 @@ _HEADERISH = re.compile(r"^(page-?)?header$|^masthead$")
 # or trail (PostgreSQL/Debian navigation tables, breadcrumb paths score 0.7–1.0); an opening paragraph that
 # cites a few links scores ≤ 0.3.
 LEADING_LINK_SHARE = 0.6
+# A menu, sidebar or footer is a minority of a page's text; an element holding more than half of it is the
+# page's own content whatever its class says (a theme's grid "…-for-nav" wraps the whole article).
+WRAPPER_SHARE = 0.5
 STUB_WORDS = 30  # a redirect or script-only page says at most this much itself ("Redirecting to …")
 _WORD = re.compile(r"\w{3,}")
-_PERMALINK = re.compile(r"[#¶§\U0001f517]")
+# A heading's own link mark: "#", "¶", "§", a link emoji, or an icon font's private-use glyph (Sphinx themes).
+_PERMALINK = re.compile(r"[#¶§\U0001f517\ue000-\uf8ff]")
 _XML_DECL = re.compile(r"^\s*<\?xml[^>]*\?>")
 
 
@@ -151,8 +155,9 @@ def _strip_chrome(soup: BeautifulSoup) -> Tag:
     body = soup.find("body")
     root = body if isinstance(body, Tag) else soup
     gone: set[int] = set()  # what was dropped, descendants included (bs4's `decomposed` searches the subtree)
+    total = _text_size(root)
     for tag in root.find_all(True):
-        if id(tag) not in gone and _is_chrome(tag):
+        if id(tag) not in gone and _is_chrome(tag) and not _wraps_page(tag, total):
             _drop(tag, gone)
     first = root.find(list(HEADINGS))
     if isinstance(first, Tag):
@@ -164,6 +169,16 @@ def _strip_chrome(soup: BeautifulSoup) -> Tag:
         if _PERMALINK.fullmatch(a.get_text().strip()):  # a heading's or item's own link mark: "§", "¶", "#"
             a.decompose()
     return root
+
+
+def _text_size(tag: Tag) -> int:
+    return len("".join(tag.get_text().split()))
+
+
+def _wraps_page(tag: Tag, total: int) -> bool:
+    """Whether a part named like navigation holds most of the page's text: a layout wrapper whose class
+    says what it sits beside ("wy-grid-for-nav" holds a whole manual page), not a menu."""
+    return total > 0 and _text_size(tag) > total * WRAPPER_SHARE
 
 
 def _drop(tag: Tag, gone: set[int]) -> None:
