@@ -84,23 +84,23 @@ def parse_intent(reply: str) -> str | None:
 
 
 @dataclass(frozen=True)
-class Decision:
+class SufficiencyVerdict:
     sufficient: bool
     confidence: float | None  # when sufficient
     query: str | None  # when insufficient: the refined query
     parsed: bool  # False: neither word was found (treated as sufficient)
 
 
-def parse_decision(reply: str) -> Decision:
+def parse_decision(reply: str) -> SufficiencyVerdict:
     s = _clean(reply)
     m = re.search(r"\b(INSUFFICIENT|SUFFICIENT)\b\s*[:=\-–—]?\s*(.*)", s, re.I)
     if not m:
-        return Decision(True, None, None, False)
+        return SufficiencyVerdict(True, None, None, False)
     rest = m.group(2).strip()
     if m.group(1).upper() == "INSUFFICIENT":
         query = re.split(r"\n", rest)[0].strip(" .:;-") or None
-        return Decision(False, None, query, True)
-    return Decision(True, _confidence(rest), None, True)
+        return SufficiencyVerdict(False, None, query, True)
+    return SufficiencyVerdict(True, _confidence(rest), None, True)
 
 
 def _confidence(text: str) -> float:

@@ -124,7 +124,7 @@ def label_payload(audit_mode: str, abstained: bool, confidence: float, unsure: s
 
 
 @dataclass(frozen=True)
-class Check:
+class ProvenanceCheck:
     ok: bool
     stage: str | None = None  # the first stage that does not match
     reason: str = ""
@@ -132,36 +132,36 @@ class Check:
 
 def check(
     dag_root: str, answer: dict[str, Any], stages: list[dict[str, Any]], current_chunks: dict[str, str | None]
-) -> Check:
+) -> ProvenanceCheck:
     """Re-derive every stage; `current_chunks` maps each cited chunk id (`cited_chunks`) to its text now
     (None or absent: gone)."""
     by = {s.get("stage"): s for s in stages if isinstance(s, dict)}
     missing = [n for n in STAGES if n not in by]
     if missing:
-        return Check(False, missing[0], "stage missing from the stored record")
+        return ProvenanceCheck(False, missing[0], "stage missing from the stored record")
     p: dict[str, Any] = {n: by[n].get("payload") for n in STAGES}
     prev = ""
     for n in STAGES:
         prev = stage_hash(n, prev, p[n])
         if prev != by[n].get("hash"):
-            return Check(False, n, "its stored payload no longer hashes to its stored hash")
+            return ProvenanceCheck(False, n, "its stored payload no longer hashes to its stored hash")
     if prev != dag_root or answer.get("dag_root") != dag_root:
-        return Check(False, "label", "the chain's root differs from the stored root")
+        return ProvenanceCheck(False, "label", "the chain's root differs from the stored root")
     if not isinstance(p["question"], dict) or answer.get("question") != p["question"].get("question"):
-        return Check(False, "question", "the stored answer's question differs from the question stage")
+        return ProvenanceCheck(False, "question", "the stored answer's question differs from the question stage")
     try:
         evidence = evidence_from(p["evidence"])
     except (TypeError, AttributeError) as err:
-        return Check(False, "evidence", f"malformed evidence: {err}")
+        return ProvenanceCheck(False, "evidence", f"malformed evidence: {err}")
     for e, d in zip(evidence, p["evidence"], strict=True):
         if text_hash(e.text) != d.get("text_hash") or e.evidence_id != d.get("text_hash"):
-            return Check(False, "evidence", f"{e.pointer}: its text does not match its hash")
+            return ProvenanceCheck(False, "evidence", f"{e.pointer}: its text does not match its hash")
         if why := block_changed(e, current_chunks):
-            return Check(False, "evidence", why)
+            return ProvenanceCheck(False, "evidence", why)
     return _derived(answer, p, evidence)
 
 
-def _derived(answer: dict[str, Any], p: dict[str, Any], evidence: list[Evidence]) -> Check:
+def _derived(answer: dict[str, Any], p: dict[str, Any], evidence: list[Evidence]) -> ProvenanceCheck:
     """The stages after the evidence, each recomputed from the ones before it."""
     q, model = p["question"], answer.get("model", "")
     expected_prompt = prompt_payload(
@@ -172,12 +172,12 @@ def _derived(answer: dict[str, Any], p: dict[str, Any], evidence: list[Evidence]
         (p["prompt"] or {}).get("max_sentences", 0) if model == "extractive" else 0,
     )
     if canonical_json(expected_prompt) != canonical_json(p["prompt"]):
-        return Check(False, "prompt", "the prompt does not follow from the question and the evidence")
+        return ProvenanceCheck(False, "prompt", "the prompt does not follow from the question and the evidence")
     label = p["label"] if isinstance(p["label"], dict) else {}
     abstained = bool(label.get("abstained"))
     raw = p["raw_answer"] if isinstance(p["raw_answer"], str) and not abstained else ""
     if claims_payload(raw) != p["claims"]:
-        return Check(False, "claims", "the claims do not parse from the raw answer")
+        return ProvenanceCheck(False, "claims", "the claims do not parse from the raw answer")
     question_aware = isinstance(p["verification"], dict) and "addresses_question" in p["verification"]
     verdict = verify.verify(
         raw, {e.pointer: e.text for e in evidence}, question=q.get("question") if question_aware else None
@@ -186,13 +186,13 @@ def _derived(answer: dict[str, Any], p: dict[str, Any], evidence: list[Evidence]
         then = label.get("verifier")
         if then and then != verifier_digest():
             why = f"re-verifying gives another verdict: the verifier changed since (digest {then[:12]}…)"
-            return Check(False, "verification", why + "; ask again with --no-cache for a verdict of this one")
-        return Check(False, "verification", "re-verifying the claims gives another verdict")
+            return ProvenanceCheck(False, "verification", why + "; ask again with --no-cache for a verdict of this one")
+        return ProvenanceCheck(False, "verification", "re-verifying the claims gives another verdict")
     if (
         render.render(list(verdict.claims), verdict.audit_mode, abstained, label.get("unsure") or "") != p["rendered"]
         or answer.get("answer") != p["rendered"]
     ):
-        return Check(False, "rendered", "the rendered answer differs from what the verdict renders to")
+        return ProvenanceCheck(False, "rendered", "the rendered answer differs from what the verdict renders to")
     if (
         label.get("audit_mode") != (verdict.audit_mode if not abstained else "UNGROUNDED")
         or answer.get("audit_mode") != label.get("audit_mode")
@@ -200,5 +200,5 @@ def _derived(answer: dict[str, Any], p: dict[str, Any], evidence: list[Evidence]
         or answer.get("confidence") != label.get("confidence")
         or answer.get("claims") != p["verification"]["claims"]
     ):
-        return Check(False, "label", "the stored answer's label or claims differ from the verified ones")
-    return Check(True)
+        return ProvenanceCheck(False, "label", "the stored answer's label or claims differ from the verified ones")
+    return ProvenanceCheck(True)

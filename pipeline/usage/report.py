@@ -49,7 +49,7 @@ class Doc:
 
 
 @dataclass
-class Group:
+class QuestionGroup:
     id: str
     count: int  # asks in the group
     questions: int  # distinct wordings
@@ -86,7 +86,7 @@ class Gaps:
     asks: int
     searches: int
     gap_asks: int
-    groups: list[Group]
+    groups: list[QuestionGroup]
     weak_searches: list[WeakSearch]
     most_cited: list[Cited]
     never_retrieved: list[str]
@@ -191,7 +191,7 @@ def _cited(key: str, n: int, changed: dict) -> Cited:
     return Cited(key, n, _iso(t) if t else None)
 
 
-def _groups(rows: list, cfg: UsageConfig, encode, search: SearchFn) -> list[Group]:
+def _groups(rows: list, cfg: UsageConfig, encode, search: SearchFn) -> list[QuestionGroup]:
     """Rows (sha, question, count, askers, abstained, first, last, unsure, rephrased), oldest first →
     groups, largest first."""
     texts = [r for r in rows if r[1]]
@@ -203,7 +203,7 @@ def _groups(rows: list, cfg: UsageConfig, encode, search: SearchFn) -> list[Grou
     for group, rep in zip(members, rep_of, strict=True):
         wording = rep[1] or f"(question not kept: sha256 {rep[0][:16]}…)"
         out.append(
-            Group(
+            QuestionGroup(
                 id=digest(rep[1])[:12] if rep[1] else rep[0][:12],
                 count=sum(r[2] for r in group),
                 questions=len(group),
