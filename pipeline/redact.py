@@ -27,6 +27,8 @@ import threading
 from collections.abc import Iterable
 from urllib.parse import quote, quote_plus
 
+from pipeline.printable import printable
+
 MASK = "***"
 MIN_SECRET = 6  # shorter strings would blank ordinary words; no real token is this short
 # Secrets whatever they are: an Authorization header's credentials, a URL's password.
@@ -98,17 +100,18 @@ def _lower_hex(text: str) -> str:
 
 
 class RedactingFilter(logging.Filter):
-    """Masks secrets in a record's message and traceback before a handler writes it."""
+    """Masks secrets in a record's message and traceback before a handler writes it, and shows the
+    control characters they hold as escapes (pipeline.printable: a logged document name is data)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         message = record.getMessage()
-        masked = redact(message)
+        masked = printable(redact(message), lines=True)
         if masked != message:
             record.msg, record.args = masked, None
         if record.exc_info and not record.exc_text:
             record.exc_text = logging.Formatter().formatException(record.exc_info)
         if record.exc_text:
-            record.exc_text = redact(record.exc_text)
+            record.exc_text = printable(redact(record.exc_text), lines=True)
         return True
 
 

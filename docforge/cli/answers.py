@@ -8,6 +8,7 @@ import sys
 import click
 
 from docforge.cli.options import config_option, json_option
+from pipeline.printable import printable
 
 
 def _conn(config: str):
@@ -61,11 +62,11 @@ def show(answer_id: str, config: str, as_json: bool) -> None:
         f"answer {s.id} · {s.audit_mode} · model {s.model} · {s.created_at:%Y-%m-%d %H:%M:%S} · "
         f"served from cache {s.hits} time(s)"
     )
-    click.echo(f"question: {s.question}\n")
-    click.echo(s.answer.get("answer", ""))
+    click.echo(f"question: {printable(s.question)}\n")
+    click.echo(printable(s.answer.get("answer", ""), lines=True))
     click.echo("\nprovenance (each hash = sha256(stage, previous hash, payload)):")
     for st in s.stages:
-        click.echo(f"  {st.get('stage', '?'):<13} {st.get('hash', '')}  {_summary(st)}")
+        click.echo(printable(f"  {st.get('stage', '?'):<13} {st.get('hash', '')}  {_summary(st)}"))
     click.echo(f"  {'root':<13} {s.dag_root}")
 
 
@@ -101,7 +102,7 @@ def verify(answer_id: str, config: str) -> None:
         rows = conn.execute("SELECT id, text FROM chunks WHERE id = ANY(%s)", ([str(i) for i in ids],)).fetchall()
     result = provenance.check(s.dag_root, s.answer, s.stages, dict(rows))
     if not result.ok:
-        click.echo(f"answer {answer_id}: stage '{result.stage}' does not match: {result.reason}", err=True)
+        click.echo(printable(f"answer {answer_id}: stage '{result.stage}' does not match: {result.reason}"), err=True)
         sys.exit(1)
     click.echo(f"answer {answer_id}: all {len(provenance.STAGES)} stages match, root {s.dag_root}")
 

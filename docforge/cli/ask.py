@@ -94,12 +94,14 @@ def _print(answer, trace: bool) -> None:
     from rich.markup import escape
     from rich.table import Table
 
+    from pipeline.printable import printable
+
     console = Console()
     for line in answer.answer.splitlines():
         style = "green" if line.startswith("✓") else "red" if line.startswith(("✗", "UNGROUNDED")) else ""
-        console.print(escape(line), style=style or None)
+        console.print(escape(printable(line)), style=style or None)
     if answer.abstained and answer.addresses_reason:
-        console.print(f"Why: {escape(answer.addresses_reason)}.")
+        console.print(f"Why: {escape(printable(answer.addresses_reason))}.")
         console.print("Try other words, or see what is indexed: docforge sources")
     console.print()
     console.print(
@@ -122,5 +124,5 @@ def _print(answer, trace: bool) -> None:
         table = Table("step", "ms", "detail", title="Trace")
         for s in answer.trace:
             detail = ", ".join(f"{k}={v}" for k, v in s.items() if k not in ("step", "ms") and v is not None)
-            table.add_row(s["step"], f"{s['ms']:.1f}", escape(detail))
+            table.add_row(s["step"], f"{s['ms']:.1f}", escape(printable(detail)))
         console.print(table)

@@ -8,6 +8,7 @@ import textwrap
 import click
 
 from docforge.cli.options import config_option, json_option
+from pipeline.printable import printable
 
 WIDTH = 80
 
@@ -49,7 +50,10 @@ def command(config: str, days: int | None, as_json: bool) -> None:
 
 
 def _wrap(text: str, indent: str = "   ") -> list[str]:
-    return textwrap.wrap(text, WIDTH, initial_indent=indent, subsequent_indent=indent, break_on_hyphens=False)
+    """`text` within 80 columns; what a document or a caller wrote (keys, questions) printable first."""
+    return textwrap.wrap(
+        printable(text), WIDTH, initial_indent=indent, subsequent_indent=indent, break_on_hyphens=False
+    )
 
 
 def lines(g) -> list[str]:

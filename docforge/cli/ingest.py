@@ -173,10 +173,13 @@ def _checks_cell(r: dict):
 def print_report(console, report: dict) -> None:
     """The summary: a row per source with the counts stacked in cells (fits 80 columns), then what went wrong.
 
-    Every name, path and message is a rich `Text`, never markup: `[/x]` in a file name prints as is.
+    Every name, path and message is a rich `Text`, never markup: `[/x]` in a file name prints as is,
+    and printable (pipeline.printable): a control character in one shows as `\\x1b`.
     """
     from rich.table import Table
     from rich.text import Text
+
+    from pipeline.printable import printable
 
     wall = sum(r["wall_seconds"] for r in report.values())
     table = Table(title="docforge ingest", caption=f"{len(report)} source(s) in {wall:.1f} s", show_lines=True)
@@ -198,19 +201,20 @@ def print_report(console, report: dict) -> None:
     console.print(table)
     for name, r in report.items():
         if "error" in r:
-            console.print(Text.assemble(("✗ ", "red"), (name, "red bold"), (f": {r['error']}", "red")))
+            console.print(Text.assemble(("✗ ", "red"), (name, "red bold"), (f": {printable(r['error'])}", "red")))
         if langs := r.get("languages"):
             console.print(
                 Text(f"source {name!r}: " + ", ".join(f"{n} {lang}" for lang, n in langs.items()), style="dim")
             )
         skipped = r.get("skipped_files", [])
         for s in skipped[:SKIPS_SHOWN]:
-            console.print(Text(f"- {name}:{s['path']} skipped: {s['reason']}", style="dim"))
+            console.print(Text(printable(f"- {name}:{s['path']} skipped: {s['reason']}"), style="dim"))
         if (more := r.get("files_skipped", len(skipped)) - min(len(skipped), SKIPS_SHOWN)) > 0:
             console.print(Text(f"- … {more} more skipped in {name} (--json lists them)", style="dim"))
         for f in r.get("failures", []):
-            console.print(Text(f"! {f['key']} ({f['stage']}): {f['error']}", style="yellow"))
+            console.print(Text(printable(f"! {f['key']} ({f['stage']}): {f['error']}"), style="yellow"))
         for c in r["checks"]:
             if not c["passed"]:
                 style = "red" if c["severity"] == "ERROR" else "yellow"
-                console.print(Text(f"✗ check {c['name']} ({c['severity']}) on {name}: {c['description']}", style=style))
+                line = f"✗ check {c['name']} ({c['severity']}) on {name}: {c['description']}"
+                console.print(Text(printable(line), style=style))

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, TextIO
 
+from pipeline.printable import printable
 from pipeline.progress import UNITS, Display, listening
 
 if TYPE_CHECKING:
@@ -40,7 +41,7 @@ class LineDisplay:
         self._last: dict[str, float] = {}
 
     def begin_source(self, name: str) -> None:
-        self.source, self._start, self._last = name, {}, {}
+        self.source, self._start, self._last = printable(name), {}, {}
 
     def __call__(self, stage: str, done: int, total: int) -> None:
         now = self.clock()
@@ -97,7 +98,7 @@ class BarDisplay:
         self.bars.start()
 
     def begin_source(self, name: str) -> None:
-        self.source, self.tasks = name, {}
+        self.source, self.tasks = printable(name), {}
 
     def __call__(self, stage: str, done: int, total: int) -> None:
         if stage not in self.tasks:
