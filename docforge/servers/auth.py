@@ -47,6 +47,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 from pipeline.access import Principal
 from pipeline.config import AuthConfig
 from pipeline.errors import ConfigError
+from pipeline.redact import register, register_digest
 
 log = logging.getLogger(__name__)
 __all__ = ["AuthConfig", "Authenticator", "Principal", "read_tokens_file"]
@@ -148,6 +149,8 @@ class Authenticator:
         self.tokens = [t.strip() for t in raw.split(",") if t.strip()]
         self._file = resolve(cfg.tokens_file) if cfg.tokens_file else None
         self._callers = read_tokens_file(self._file) if self._file else []
+        register(*self.tokens)  # a token pasted into a question is masked in every log and record
+        register_digest(*(c.sha256 for c in self._callers))  # known by their digests alone
         self._digest = self._file_digest()
         self._seen: str | None = None  # a changed file's digest at its first read, awaiting the second
         self._checked = clock()
@@ -223,6 +226,7 @@ class Authenticator:
             log.error("%s: keeping the last good %d callers until it is fixed", e, len(self._callers))
             return
         self._callers, self._digest = callers, digest
+        register_digest(*(c.sha256 for c in callers))
         log.info("tokens file %s changed: %d callers", self._file, len(callers))
 
     @cached_property

@@ -8,6 +8,7 @@ import logging
 import os
 from pathlib import Path
 from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 import yaml
 from pydantic import SecretStr, TypeAdapter, ValidationError
@@ -16,6 +17,7 @@ from pipeline.config.base import Section, first_set, generic_name
 from pipeline.config.settings import Settings, secrets, sections
 from pipeline.config.sources import SOURCE_TYPES, SourceConfig
 from pipeline.errors import ConfigError
+from pipeline.redact import register
 
 log = logging.getLogger(__name__)
 DEFAULT_CONFIG = "sources.yml"
@@ -161,9 +163,13 @@ def env_section(cls: type[S]) -> S:
         if found := first_set(cls.env_names(key) or (generic_name(name, key),)):
             values[key] = found[1]
     try:
-        return cls.model_validate(values)
+        section = cls.model_validate(values)
     except ValidationError as e:
         raise ConfigError(_describe(None, {}, e, (name,))) from None
+    for key in cls.model_fields:  # its secrets masked from then on, as a whole tree's are (_build)
+        if isinstance(v := getattr(section, key), SecretStr):
+            register(v.get_secret_value(), *v.get_secret_value().split(","))
+    return section
 
 
 def _refuse_other_spellings(only: str | None = None) -> None:
@@ -187,9 +193,32 @@ def _refuse_other_spellings(only: str | None = None) -> None:
 def _build(data: dict, path: Path | None) -> Settings:
     _refuse_other_spellings()
     try:
-        return Settings(**data, config_path=path)
+        settings = Settings(**data, config_path=path)
     except ValidationError as e:
         raise ConfigError(_describe(path, data, e)) from None
+    register(*secret_values(settings))
+    return settings
+
+
+def secret_values(settings: Settings) -> list[str]:
+    """Every secret `settings` holds, as it is and, for a list (DOCFORGE_API_TOKENS), each entry; the
+    store URL's password; each source's webhook secret: what pipeline.redact masks from then on."""
+    out: list[str] = []
+    for *parents, key in secrets():
+        node: Any = settings
+        for p in parents:
+            node = getattr(node, p, None)
+        value = getattr(node, key, None)
+        if isinstance(value, SecretStr) and (text := value.get_secret_value()):
+            out += [text, *(t.strip() for t in text.split(",") if "," in text)]
+            if "://" in text:
+                out.append(urlsplit(text).password or "")
+    for s in settings.sources:
+        for field in ("webhook_secret_env", "credentials_env"):
+            if name := getattr(s, field, None):
+                value = os.environ.get(name, "")
+                out += [value, value.partition(":")[2]]  # credentials_env may be "user:token"
+    return [v for v in out if v]
 
 
 def _refuse_file_only_problems(path: Path, data: dict) -> None:
