@@ -11,7 +11,7 @@ import click
 
 from docforge.cli.options import config_option, json_option
 from pipeline.config import ADHOC_FILE, load_settings
-from pipeline.errors import ConfigError
+from pipeline.errors import ConfigError, DocforgeError
 
 if TYPE_CHECKING:  # the Dagster wiring costs seconds to import: only when a command runs it
     from orchestration.runs import SourceRun
@@ -85,6 +85,7 @@ def command(config: str | None, names: tuple[str, ...], as_json: bool, paths: tu
         )
     for n in wanted:
         settings.source(n)  # unknown name: ConfigError before any work
+    _say_waits(settings, wanted)  # before Dagster loads (seconds): a wait is named at once
     from orchestration.runs import settled_runs
 
     runs = settled_runs(str(settings.config_path), wanted)  # unchanged sources: proven and checked, no Dagster
@@ -93,8 +94,13 @@ def command(config: str | None, names: tuple[str, ...], as_json: bool, paths: tu
         from orchestration.cli_runs import materialize_sources
 
         level = logging.getLevelName(logging.getLogger().getEffectiveLevel())
-        with showing():  # bars on a terminal, plain lines otherwise; stderr, so --json stays clean
-            runs |= materialize_sources(str(settings.config_path), rest, "CRITICAL" if level == "WARNING" else level)
+        try:
+            with showing():  # bars on a terminal, plain lines otherwise; stderr, so --json stays clean
+                runs |= materialize_sources(
+                    str(settings.config_path), rest, "CRITICAL" if level == "WARNING" else level
+                )
+        except KeyboardInterrupt:  # Ctrl-C/SIGTERM: a wait said it stopped (pool, lock); 128 + SIGINT
+            sys.exit(130)
     report = {name: _source_report(runs[name]) for name in wanted}
     failed = [n for n, r in report.items() if "error" in r or r["failures"] or _failed_checks(r)]
     if as_json:
@@ -118,6 +124,23 @@ def command(config: str | None, names: tuple[str, ...], as_json: bool, paths: tu
             )
     if failed:
         sys.exit(1)
+
+
+def _say_waits(settings, names: list[str]) -> None:
+    """On stderr, each source of `names` another ingest runs now, and who (pid, since when): this run
+    will wait for it (pipeline.store.locks says so again, every 10 s, while it does)."""
+    from docforge.cli.running import holders
+    from pipeline.printable import printable
+    from pipeline.store.db import connect, store_url
+
+    try:
+        with connect(store_url(settings), vector=False) as conn:
+            held = holders(conn, names)
+    except DocforgeError:  # no store yet, or down: the run itself says so
+        return
+    for name, who in held.items():
+        click.echo(printable(f"docforge: waiting for source {name!r}: another ingest runs it (Ctrl-C stops)"), err=True)
+        click.echo(printable(f"  {who}"), err=True)
 
 
 def _settings(config: str | None, paths: tuple[str, ...]):

@@ -220,6 +220,8 @@ class Authenticator:
                 )
             return
         self._seen = None
+        if raw is None or self._file is None:  # (digest is None then: returned above)
+            return
         try:
             callers = parse_tokens(raw, self._file)
         except ConfigError as e:  # a torn or broken file grants nothing new and revokes nothing
