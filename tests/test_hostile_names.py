@@ -13,6 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import httpx
 import pytest
 
 from pipeline.printable import printable
@@ -90,3 +91,53 @@ def test_hostile_names_never_reach_the_terminal_as_controls(site):
     for args in (("gaps",), ("status",), ("sources",), ("search", "\x1b[2Jquuxwidget")):
         res = cli(site, *args)
         assert res.returncode == 0, (args, res.stderr.decode())
+
+
+def test_the_api_page_and_mcp_return_hostile_names_as_escaped_data(site, database_url, embedder, tmp_path):
+    """JSON escapes every control (`\\u001b`): the API's and MCP's replies hold no ESC or BEL byte, and
+    decode to the document's real name; the page writes text through textContent, never as HTML."""
+    from pydantic import SecretStr
+
+    from docforge.servers import LocalSearch
+    from docforge.servers.api import create_app
+    from docforge.servers.auth import AuthConfig, Authenticator
+    from docforge.servers.web import LocalStore
+    from pipeline.config import load_settings
+    from pipeline.ingest import IngestContext, ingest_source
+    from pipeline.query import Searcher
+    from tests.helpers import ServerThread
+    from tests.test_mcp import RawSession
+
+    settings = load_settings(site["DOCFORGE_CONFIG"])
+    ingest_source(IngestContext(settings, url=database_url, embedder=embedder), "kb")
+    wanted = {"kb:" + TITLE_ESC, "kb:" + NEWLINE}
+    token = "hostile-names-token"
+    with Searcher(settings, url=database_url, embedder=embedder, reranker=None) as searcher:
+        auth = Authenticator(AuthConfig(api_tokens=SecretStr(token)))
+        app = create_app(LocalSearch(searcher), auth, store=LocalStore(searcher))
+        with ServerThread(app) as srv:
+            headers = {"Authorization": f"Bearer {token}"}
+            body = {"query": "quuxwidget frobnicate", "user_name": "t", "team_name": "t"}
+            res = httpx.post(f"{srv.url}/search", json=body, headers=headers, timeout=120)
+            assert res.status_code == 200 and b"\x1b" not in res.content and b"\x07" not in res.content
+            hits = res.json()["hits"]
+            assert wanted <= {h["doc_key"] for h in hits}
+            assert any(h["title"].startswith(COLOURED) for h in hits)
+    page = (Path(__file__).parents[1] / "docforge/servers/web/app.js").read_text()
+    assert "innerHTML" not in page.split("\n", 3)[3] and "insertAdjacentHTML" not in page
+
+    with open(tmp_path / "mcp.log", "wb") as errlog:
+        s = RawSession({k: v for k, v in site.items() if k != "COLUMNS"}, errlog)
+        try:
+            hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+            s.call(1, "initialize", hello)
+            s.send(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}')
+            args = {"query": "quuxwidget frobnicate", "user_name": "t", "team_name": "t"}
+            s.send(json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                               "params": {"name": "search_documentation", "arguments": args}}).encode())  # fmt: skip
+            line = s.proc.stdout.readline()
+            assert b"\x1b" not in line and b"\x07" not in line
+            found = json.loads(line)["result"]["structuredContent"]["hits"]
+            assert wanted <= {h["doc_key"] for h in found}
+        finally:
+            s.close()
