@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
@@ -21,6 +22,10 @@ from pipeline.redact import register
 
 log = logging.getLogger(__name__)
 DEFAULT_CONFIG = "sources.yml"
+# A file read while serving (a sensor's tick) is read twice this far apart, and taken only when both
+# reads agree (issue 48): a writer's pieces land within it (an editor's save takes milliseconds), so a
+# file caught half written (valid YAML listing fewer sources: the sensor would purge the rest) differs.
+SETTLE_S = 0.5
 
 # Keys the file may not hold, and why.
 _ORCHESTRATION_NAMES = "DOCFORGE_EXECUTOR, DOCFORGE_EMBED_POOL, DOCFORGE_EMBED_GPUS or DOCFORGE_EMBED_NODE_SELECTOR"
@@ -37,8 +42,9 @@ def config_file() -> Path:
     return Path(os.environ.get("DOCFORGE_CONFIG") or DEFAULT_CONFIG)
 
 
-def load_settings(path: str | Path | None = None) -> Settings:
+def load_settings(path: str | Path | None = None, settled: bool = False) -> Settings:
     """Read and validate sources.yml, then the environment; raise ConfigError naming the key and source.
+    `settled` (a file read again while serving): read twice SETTLE_S apart, a ConfigError unless alike.
 
     No path given, no $DOCFORGE_CONFIG and no ./sources.yml: the ad-hoc file of `docforge ingest PATH…`
     is the configuration (`adhoc_home()` says where it is), so the ad-hoc flow works from any directory.
@@ -53,7 +59,7 @@ def load_settings(path: str | Path | None = None) -> Settings:
         path = f
     path = Path(path or config_file()).resolve()
     try:
-        data = _yaml(path.read_text(encoding="utf-8"))
+        data = _yaml(_read(path, settled).decode("utf-8"))
     except FileNotFoundError:
         raise ConfigError(f"{path}: file not found (pass --config or set DOCFORGE_CONFIG)") from None
     except IsADirectoryError:
@@ -69,6 +75,20 @@ def load_settings(path: str | Path | None = None) -> Settings:
     if path.name == ADHOC_FILE and "home" not in data:
         data = {**data, "home": path.parent}  # the ad-hoc file lives in its store's home (DOCFORGE_HOME wins)
     return _with_adhoc(_build(data, path))
+
+
+def _read(path: Path, settled: bool) -> bytes:
+    """The file's bytes; `settled`: the same bytes twice, SETTLE_S apart, else ConfigError."""
+    first = path.read_bytes()
+    if not settled:
+        return first
+    time.sleep(SETTLE_S)
+    if path.read_bytes() != first:
+        raise ConfigError(
+            f"{path}: changed while it was read (a write in progress?): it is read again next time; "
+            "replace it by rename (write a new file, then `mv` it over) so that every read sees it whole"
+        )
+    return first
 
 
 def source_secret(env_name: str) -> SecretStr | None:
