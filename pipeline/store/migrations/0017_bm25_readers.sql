@@ -48,21 +48,30 @@ BEGIN
 END $$;
 
 -- Count chunks (their tsvectors, each under the access list of the same place in `lists`) in
--- (sign 1) or out (sign -1) of their lists' numbers.
+-- (sign 1) or out (sign -1) of their lists' numbers; a lexeme's row left at 0 goes (found by what the
+-- upsert returns: one index probe each, never a join against the whole input again).
 CREATE OR REPLACE FUNCTION docforge_bm25_access_count(lists int[], tsvs tsvector[], sign int) RETURNS void
-LANGUAGE sql SET work_mem = '64MB' AS $$
-    WITH r AS MATERIALIZED (SELECT a, tsv FROM unnest(lists, tsvs) x(a, tsv)),
-    totals AS (
-        UPDATE bm25_access b SET n = b.n + sign * d.n, total_len = b.total_len + sign * d.len
-        FROM (SELECT a, count(*) AS n, coalesce(sum(docforge_tsv_length(tsv)), 0) AS len FROM r GROUP BY a) d
-        WHERE b.id = d.a)
-    INSERT INTO bm25_access_terms AS t (term, access_id, df)
-    SELECT u.lexeme, r.a, sign * count(*) FROM r, unnest(r.tsv) u GROUP BY 1, 2 ORDER BY 1, 2
-    ON CONFLICT (term, access_id) DO UPDATE SET df = t.df + excluded.df;
-    DELETE FROM bm25_access_terms t
-    USING (SELECT DISTINCT u.lexeme, r.a FROM unnest(lists, tsvs) r(a, tsv), unnest(r.tsv) u) d
-    WHERE t.term = d.lexeme AND t.access_id = d.a AND t.df <= 0;
-$$;
+LANGUAGE plpgsql SET work_mem = '64MB' AS $$
+DECLARE
+    zero_terms text[];
+    zero_ids int[];
+BEGIN
+    UPDATE bm25_access b SET n = b.n + sign * d.n, total_len = b.total_len + sign * d.len
+    FROM (SELECT a, count(*) AS n, coalesce(sum(docforge_tsv_length(tsv)), 0) AS len
+          FROM unnest(lists, tsvs) x(a, tsv) GROUP BY a) d
+    WHERE b.id = d.a;
+    WITH changed AS (
+        INSERT INTO bm25_access_terms AS t (term, access_id, df)
+        SELECT u.lexeme, r.a, sign * count(*) FROM unnest(lists, tsvs) r(a, tsv), unnest(r.tsv) u
+        GROUP BY 1, 2 ORDER BY 1, 2
+        ON CONFLICT (term, access_id) DO UPDATE SET df = t.df + excluded.df
+        RETURNING t.term, t.access_id, t.df)
+    SELECT array_agg(term), array_agg(access_id) INTO zero_terms, zero_ids FROM changed WHERE df <= 0;
+    IF zero_terms IS NOT NULL THEN
+        DELETE FROM bm25_access_terms t USING unnest(zero_terms, zero_ids) z(term, access_id)
+        WHERE t.term = z.term AND t.access_id = z.access_id;
+    END IF;
+END $$;
 
 CREATE OR REPLACE FUNCTION docforge_bm25_access_chunks() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
@@ -99,6 +108,8 @@ BEGIN
 END $$;
 
 -- A document's access list changed in place: its chunks move from the old list's numbers to the new's.
+-- Compared with the list its chunks are counted under (an index probe per row), not with old_rows: a
+-- join of two transition tables has no index, and an UPDATE of every document would pay rows squared.
 CREATE OR REPLACE FUNCTION docforge_bm25_access_moved() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
     keys text[];
@@ -108,19 +119,18 @@ DECLARE
     news int[];
     tsvs tsvector[];
 BEGIN
-    IF NOT EXISTS (SELECT FROM old_rows o JOIN new_rows n ON n.key = o.key WHERE o.access IS DISTINCT FROM n.access) THEN
-        RETURN NULL;
+    IF NOT EXISTS (
+        SELECT FROM new_rows n JOIN bm25_access_docs m ON m.doc_key = n.key JOIN bm25_access a ON a.id = m.access_id
+        WHERE a.key <> coalesce(n.access::text, '')) THEN
+        RETURN NULL;  -- no counted document changed its access list
     END IF;
     PERFORM FROM bm25_stats WHERE id = 1 FOR UPDATE;  -- the writers' lock order (0002)
     SELECT array_agg(m.doc_key ORDER BY m.doc_key), array_agg(m.access_id ORDER BY m.doc_key),
            array_agg(docforge_bm25_access_id(n.access) ORDER BY m.doc_key) INTO keys, from_ids, to_ids
-    FROM old_rows o JOIN new_rows n ON n.key = o.key JOIN bm25_access_docs m ON m.doc_key = n.key
-    WHERE o.access IS DISTINCT FROM n.access;
-    IF keys IS NULL THEN
-        RETURN NULL;  -- documents without chunks: nothing counted
-    END IF;
+    FROM new_rows n JOIN bm25_access_docs m ON m.doc_key = n.key JOIN bm25_access a ON a.id = m.access_id
+    WHERE a.key <> coalesce(n.access::text, '');
     SELECT array_agg(v.o), array_agg(v.n), array_agg(c.tsv) INTO olds, news, tsvs
-    FROM unnest(keys, from_ids, to_ids) v(k, o, n) JOIN chunks c ON c.doc_key = v.k WHERE v.o <> v.n;
+    FROM unnest(keys, from_ids, to_ids) v(k, o, n) JOIN chunks c ON c.doc_key = v.k;
     IF olds IS NOT NULL THEN
         PERFORM docforge_bm25_access_count(olds, tsvs, -1);
         PERFORM docforge_bm25_access_count(news, tsvs, 1);
@@ -148,7 +158,7 @@ CREATE TRIGGER chunks_readers_update AFTER UPDATE ON chunks REFERENCING OLD TABL
     FOR EACH STATEMENT EXECUTE FUNCTION docforge_bm25_access_chunks();
 CREATE TRIGGER chunks_readers_truncate AFTER TRUNCATE ON chunks
     FOR EACH STATEMENT EXECUTE FUNCTION docforge_bm25_access_truncated();
-CREATE TRIGGER documents_readers_update AFTER UPDATE ON documents REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+CREATE TRIGGER documents_readers_update AFTER UPDATE ON documents REFERENCING NEW TABLE AS new_rows
     FOR EACH STATEMENT EXECUTE FUNCTION docforge_bm25_access_moved();
 
 -- Backfill from what the store holds (from scratch: the migration may run again).
