@@ -19,7 +19,7 @@ from dagster import (
 )
 
 from assets.ingest import chunk_embeddings
-from pipeline.ingest.checks import CHECKS, Check, window
+from pipeline.ingest.checks import CHECKS, IndexCheck, window
 from pipeline.store import admin
 from pipeline.store.db import connect
 from resources import EmbedderResource, PostgresResource, SourcesResource
@@ -32,7 +32,7 @@ def _store(sources: SourcesResource, store: PostgresResource):
         yield settings, conn
 
 
-def _result(check: Check, finding: admin.Finding, scope: str) -> AssetCheckResult:
+def _result(check: IndexCheck, finding: admin.Finding, scope: str) -> AssetCheckResult:
     passed, description = check.verdict(finding, scope)
     if passed:
         return AssetCheckResult(passed=True, description=description, metadata={"count": 0})
@@ -48,7 +48,7 @@ def _result(check: Check, finding: admin.Finding, scope: str) -> AssetCheckResul
     )
 
 
-def _make_check(check: Check) -> AssetChecksDefinition:
+def _make_check(check: IndexCheck) -> AssetChecksDefinition:
     # Not partitioned itself (partitioned checks are a Dagster preview): in a partition's run
     # the context still carries that partition, so the check scopes its queries to it.
     @asset_check(name=check.name, asset=chunk_embeddings, description=check.rule)

@@ -34,7 +34,7 @@ def main() -> None:
     if args.url:
         run(args)
     else:
-        from smoke import on_kept_store
+        from query import on_kept_store
 
         on_kept_store(run, args)
 

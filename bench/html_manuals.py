@@ -10,6 +10,7 @@ Per manual: pages, pages skipped (stubs), chunks, and the share of chunks
   # marks   with a markdown heading marker line (`#`…`######` + space) outside code: a `# ` line in a
             code block is a shell's root prompt or a comment, the page's own text;
   titled    pages whose title is not the same as ≥ 20 % of the manual's others (a generic title).
+  furniture blocks found repeated across the manual's pages and left out (`--furniture`, as ingest does).
 `--baseline` parses with another html.py too (e.g. a checkout's), for a before/after in one run.
 """
 
@@ -21,6 +22,7 @@ import importlib.util
 import re
 import sys
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -60,8 +62,8 @@ def prose(text: str) -> list[str]:
     return [line for line in unfenced(text) if len(line) >= MIN_LINE and not MARK.match(line)]
 
 
-def measure(files: list[Path], parse, chunker: Chunker) -> dict[str, float]:
-    docs, skipped, failed = [], 0, 0
+def measure(files: list[Path], parse, chunker: Chunker, furniture: bool = False) -> dict[str, float]:
+    pages, skipped, failed = [], 0, 0
     for f in files:
         text = f.read_text("utf-8", "replace")
         try:
@@ -72,7 +74,14 @@ def measure(files: list[Path], parse, chunker: Chunker) -> dict[str, float]:
         if not parsed.sections:
             skipped += 1
             continue
-        docs.append((parsed.title, chunker.chunk(parsed.title, parsed.sections)))
+        pages.append(parsed)
+    found: set[str] = set()
+    if furniture:  # as ingest leaves a source's repeated blocks out (pipeline.parse.furniture)
+        from pipeline.parse.furniture import repeated, strip
+
+        found = repeated(p.sections for p in pages)
+        pages = [replace(p, sections=strip(p.sections, found)) for p in pages]
+    docs = [(p.title, chunker.chunk(p.title, p.sections)) for p in pages]
     per_page = Counter(line for _, cs in docs for line in {ln for c in cs for ln in prose(c.text)})
     common = {ln for ln, n in per_page.items() if n >= max(3, SHARE * len(docs))}
     chunks = [c for _, cs in docs for c in cs]
@@ -87,6 +96,7 @@ def measure(files: list[Path], parse, chunker: Chunker) -> dict[str, float]:
         "no path %": 100 * sum(not c.heading_path for c in chunks) / n,
         "# marks %": 100 * sum(any(MARK.match(ln) for ln in unfenced(c.text)) for c in chunks) / n,
         "generic titles": sum(k for t, k in titles.items() if k >= max(3, SHARE * len(docs)) or not t),
+        "furniture": len(found),
     }
 
 
@@ -95,6 +105,7 @@ def main() -> None:
     ap.add_argument("manuals", nargs="*")
     ap.add_argument("--baseline")
     ap.add_argument("--limit", type=int)
+    ap.add_argument("--furniture", action="store_true", help="leave each manual's repeated blocks out, as ingest does")
     ap.add_argument("--smoke", action="store_true", help="the whole path on a tiny input, in seconds (bench/smoke.py)")
     args = ap.parse_args()
     if args.smoke:
@@ -115,7 +126,7 @@ def main() -> None:
     for spec_ in args.manuals:
         files = pages(spec_, args.limit)
         for name, parse in parsers.items():
-            row = measure(files, parse, chunker)
+            row = measure(files, parse, chunker, args.furniture and name == "now")
             print(
                 f"{spec_[-40:]:40} {name:6} "
                 + "  ".join(f"{k} {v:.1f}" if isinstance(v, float) else f"{k} {v}" for k, v in row.items())

@@ -3,6 +3,8 @@
     python bench/index_pages.py --manual /usr/share/doc/apache2-doc/manual/en \\
         --questions bench/sets/apache/questions.jsonl --stores /tmp/stores
     python bench/index_pages.py --smoke      # a made-up manual of three pages and two questions
+    python bench/index_pages.py --manual /usr/share/doc/exim4-doc-html/spec_html \
+        --questions /work/labels/exim4/questions.jsonl --stores /tmp/stores --vectors --subset
 
 The manual is indexed whole, index pages included, into STORES/<name>-whole/ (kept between runs: a no-op
 ingest when unchanged). First the pages' link shares (pipeline.parse.Parsed.link_share): how many reach
@@ -10,6 +12,14 @@ ingest when unchanged). First the pages' link shares (pipeline.parse.Parsed.link
 ({"question", "phrases"}) is searched as `docforge search` does (hybrid, top 5) with index pages
 weighted 1 (off) and `search.index_weight` (on); per setting: the top-5 slots index pages take, the
 questions whose first hit is an index page, and the questions with an answer phrase in a top-5 hit.
+
+`--vectors`: what indexing index pages for keyword search only (the default, `embedding.index_pages`
+false) costs and saves. The store (STORES/<name>-vectors/) is built with every page embedded, its
+ingest timed; questions are searched (hybrid and dense, top 5: answer phrase found); the index pages'
+chunk texts are encoded again alone, timed (the embedding the default skips); then their vectors are
+deleted and their documents marked keyword-only, as the default ingest stores them, and the questions
+searched again. `--subset`: only the pages the questions name ("page") and the index pages, copied
+into STORES/<name>-subset/ (a manual too large to embed twice on a busy machine).
 """
 
 from __future__ import annotations
@@ -51,6 +61,8 @@ def main() -> None:
     ap.add_argument("--manual", type=Path, help="a folder of HTML pages: the whole manual")
     ap.add_argument("--questions", type=Path, help="questions.jsonl: {question, phrases}")
     ap.add_argument("--stores", type=Path, help="where the store is kept (STORES/<manual name>-whole/)")
+    ap.add_argument("--vectors", action="store_true", help="index pages with and without vectors, timed")
+    ap.add_argument("--subset", action="store_true", help="only the questions' pages and the index pages")
     ap.add_argument("--smoke", action="store_true", help="a made-up manual, a temporary store")
     args = ap.parse_args()
     if args.smoke:
@@ -64,6 +76,12 @@ def main() -> None:
 
     from pipeline.store.db import stop_embedded
 
+    if args.vectors:
+        from index_vectors import run_vectors
+
+        home = run_vectors(args)
+        stop_embedded(home)
+        return
     try:
         run(args)
     finally:

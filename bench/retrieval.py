@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import subprocess
 import sys
 import time
@@ -80,15 +81,19 @@ def load_beir(data: Path, split: str) -> tuple[dict[str, dict], dict[str, str], 
     return corpus, queries, qrels
 
 
-def subset(corpus: dict, queries: dict, qrels: Qrels, n_queries: int | None, n_docs: int | None):
-    """The first n queries, and a corpus of n docs that holds every judged document of those queries."""
+def subset(corpus: dict, queries: dict, qrels: Qrels, n_queries: int | None, n_docs: int | None, seed=None):
+    """The first n queries, and a corpus of n docs that holds every judged document of those queries; the
+    other documents in corpus order, or with `seed` a fixed-seed sample of them (distractors)."""
     if n_queries:
         keep = sorted(queries, key=lambda q: int(q) if q.isdigit() else q)[:n_queries]
         queries = {q: queries[q] for q in keep}
         qrels = {q: qrels[q] for q in keep}
     if n_docs:
         wanted = [d for q in qrels for d in qrels[q] if d in corpus]
-        ids = list(dict.fromkeys(wanted + list(corpus)))[: max(n_docs, len(set(wanted)))]
+        rest = [d for d in corpus if d not in set(wanted)]
+        if seed is not None:
+            random.Random(seed).shuffle(rest)
+        ids = list(dict.fromkeys(wanted + rest))[: max(n_docs, len(set(wanted)))]
         corpus = {d: corpus[d] for d in ids}
     return corpus, queries, qrels
 
@@ -150,15 +155,29 @@ def load_questions(path: Path) -> list[dict]:
     return out
 
 
-def corpus_store(workdir: Path, corpus: Path) -> Path:
-    """The questions' corpus as a git source in `workdir` (repo/, sources.yml); kept when present."""
+def corpus_store(workdir: Path, corpus: Path, sample: tuple[list[str], int, int] | None = None) -> Path:
+    """The questions' corpus as a git source in `workdir` (repo/, sources.yml); kept when present.
+    `sample` = (expected files, n, seed): only those files and n others drawn with that seed."""
     repo, config = workdir / "repo", workdir / "sources.yml"
     if not (repo / ".git").exists():
         workdir.mkdir(parents=True, exist_ok=True)
         subprocess.run(["git", "clone", "-q", str(corpus), str(repo)], check=True)
-    if not config.exists():
+    if sample:
+        globs = sampled_files(repo, *sample)
+        head = "sources:\n  - name: docs\n    type: git\n    repo: repo\n    globs: "
+        config.write_text(head + json.dumps(globs) + "\n")
+    elif not config.exists():
         config.write_text("sources:\n  - name: docs\n    type: git\n    repo: repo\n    globs: ['**/*.md']\n")
     return config
+
+
+def sampled_files(repo: Path, expected: list[str], n: int, seed: int) -> list[str]:
+    """Every expected file and n other markdown files of the clone, drawn with a fixed seed, sorted."""
+    listed = subprocess.run(["git", "-C", str(repo), "ls-files", "*.md"], capture_output=True, text=True, check=True)
+    wanted = set(expected)
+    rest = sorted(f for f in listed.stdout.splitlines() if f not in wanted)
+    random.Random(seed).shuffle(rest)
+    return sorted(wanted | set(rest[:n]))
 
 
 def evaluate_questions(searcher, questions: list[dict], mode: str, per_doc: int | None) -> dict:
@@ -260,6 +279,14 @@ def evaluate(searcher, queries: dict, qrels: Qrels, mode: str, depth: int, reran
     default=None,
     help="Chunks of one document per result list for the questions (0: no limit) [default: configured].",
 )
+@click.option(
+    "--sample-docs",
+    type=click.IntRange(0),
+    default=None,
+    help="Index only each question set's expected files and N other files of its corpus (distractors, "
+    "drawn with --seed) [default: every file].",
+)
+@click.option("--seed", type=int, default=None, help="Seed of the distractor samples (--limit-docs, --sample-docs).")
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
 @click.option("--smoke", is_flag=True, help="The whole path on tiny made-up data, in seconds (bench/smoke.py).")
 def main(
@@ -277,6 +304,8 @@ def main(
     questions_workdir: Path | None,
     questions_database_url: str | None,
     per_doc: int | None,
+    sample_docs: int | None,
+    seed: int | None,
     as_json: bool,
     smoke: bool,
 ) -> None:
@@ -299,13 +328,14 @@ def main(
     if questions_database_url and len(sets) > 1:
         raise click.BadParameter("one database holds one corpus: give one --questions set with it")
     beir_results = (
-        run_beir(data, split, limit_docs, n_queries, mode_list, depth, workdir, database_url) if beir else None
+        run_beir(data, split, (limit_docs, seed), n_queries, mode_list, depth, workdir, database_url) if beir else None
     )
     asked = []
     for file, questions, corpus in sets:
         name = corpus.name.removesuffix(".bundle")
         qwork = ((questions_workdir or ROOT / "bench" / "results") / name).resolve()
-        results = run_questions(questions, corpus, qwork, questions_database_url, mode_list, per_doc)
+        sample = ([q["expected"] for q in questions], sample_docs, seed or 0) if sample_docs is not None else None
+        results = run_questions(questions, corpus, qwork, questions_database_url, mode_list, per_doc, sample)
         asked.append((f"{name} ({file.name})", len(questions), results))
     if beir_results:
         _report(*beir_results, as_json)
@@ -338,7 +368,7 @@ def run_beir(
 ):
     from pipeline.query import Searcher
 
-    corpus, queries, qrels = subset(*load_beir(data, split), n_queries, limit_docs)
+    corpus, queries, qrels = subset(*load_beir(data, split), n_queries, *limit_docs)
     workdir = (workdir or ROOT / "bench" / "results" / data.name).resolve()
     _own_store(workdir)
     print(f"{data.name}: {len(corpus)} documents, {len(queries)} queries ({split})", file=sys.stderr)
@@ -359,12 +389,18 @@ def run_beir(
 
 
 def run_questions(
-    questions: list[dict], corpus: Path, workdir: Path, url: str | None, modes: list[str], per_doc: int | None
+    questions: list[dict],
+    corpus: Path,
+    workdir: Path,
+    url: str | None,
+    modes: list[str],
+    per_doc: int | None,
+    sample: tuple[list[str], int, int] | None = None,
 ) -> dict:
     from pipeline.query import Searcher
 
     _own_store(workdir)
-    config = corpus_store(workdir, corpus)
+    config = corpus_store(workdir, corpus, sample)
     t0 = time.perf_counter()
     settings, url_, stats, embedder = ingest_source_at(config, None, url)
     _ingested(corpus.name, t0, stats)

@@ -74,42 +74,6 @@ def tiny_data(root: Path, rfcs: int = 6) -> Path:
     return root
 
 
-def kept_store(home: Path) -> str:
-    """The store `bench/query.py --smoke --keep` leaves, on an embedded server under `home` (stop it with
-    `pipeline.store.db.stop_embedded(home)`): the input of bench/churn.py and bench/partitions.py."""
-    import sys
-
-    import psycopg
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    import query
-
-    from pipeline.store.db import database_url
-
-    server = database_url(home)
-    argv, sys.argv = sys.argv, ["query.py", "--smoke", "--keep"]
-    env = os.environ.get("DATABASE_URL")
-    os.environ["DATABASE_URL"] = server
-    try:
-        query.main()
-    finally:
-        sys.argv = argv
-        os.environ.pop("DATABASE_URL") if env is None else os.environ.update(DATABASE_URL=env)
-    return psycopg.conninfo.make_conninfo(server, dbname="docforge_query_150")
-
-
-def on_kept_store(run, args) -> None:
-    """`run(args)` with `args.url` the store kept_store makes; its server stopped afterwards."""
-    from pipeline.store.db import stop_embedded
-
-    home = scratch() / "home"
-    try:
-        args.url = kept_store(home)
-        run(args)
-    finally:
-        stop_embedded(home)
-
-
 def tiny_html(root: Path, pages: int = 3) -> Path:
     """A folder of made-up HTML pages that share a site menu and footer, as a manual's pages do."""
     menu = (

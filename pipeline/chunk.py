@@ -1,12 +1,15 @@
 """Sections → chunks that fit the embedding model's window, exactly.
 
 Section bodies are tokenised once, in a batch, with character offsets, by the
-model's own tokenizer. A section longer than the budget is cut at the last
-paragraph break, else line break, else sentence end, else word boundary inside
-the budget. Consecutive whole sections that fit together are packed into one
-chunk (each keeps its heading, as plain text, on a line of its own; the chunk's heading path is
-their common prefix): short chunks waste the model's time and lose context.
-A chunk never spans part of a section. The embedded text is
+model's own tokenizer. A section longer than the budget is cut between blocks,
+else at a paragraph break, line break, sentence end or word boundary; runs of
+consecutive whole sections are packed into chunks that fit (each keeps its heading,
+as plain text, on a line of its own; the chunk's heading path is their common
+prefix): short chunks waste the model's time and lose context. Where both kinds of
+cut fall is anchored to the text around them (pipeline.cuts), not to the text
+before them, so an edit re-chunks only the pieces it touches.
+A chunk never spans part of a section, and an entry of a reference (`Section.alone`) is never
+packed with another. A chunk carries its first section's anchor. The embedded text is
 "<title> > <heading path>" plus the chunk. A section's blocks (pipeline.records.Block)
 go with its text: a cut falls between two blocks where the budget allows (at a
 paragraph break between them, else a line break, before the patterns above), and
@@ -31,16 +34,20 @@ from dataclasses import dataclass, replace
 
 from tokenizers import Tokenizer
 
+from pipeline import cuts
+from pipeline.cuts import BREAKS
+from pipeline.cuts import strip_span as _strip_span
+from pipeline.parse.parsed import PARSER_VERSION
 from pipeline.parse.text import scrub
 from pipeline.records import Block, Chunk, Section
 
+# 6: cuts anchored to the content (pipeline.cuts), anchors; parsers of PARSER_VERSION (in the fingerprint)
 # 5: a code block cut across chunks is closed and re-opened with its own fence line in each
 # 4: blocks, packed headings without "#" markers; 3: pages; code, data, HTML, rst and text files parsed by format
-CHUNKER_VERSION = "5"
-_BREAKS = (re.compile(r"\n[ \t]*\n"), re.compile(r"\n"), re.compile(r"[.!?;:][)\"']?\s"), re.compile(r"\s"))
+CHUNKER_VERSION = "6"
 _FENCE = re.compile(r"^(`{3,}|~{3,})([^\n`]*)$", re.M)  # a fenced code block's opening or closing line
 _Blocks = tuple[Block, ...]
-_MIN_FILL = 0.4  # never cut before 40% of the budget: no runt chunks
+_CONTEXT = 48  # characters of each side of a cut between sections its anchor reads
 _MAX_HEADER_SHARE = 0.25  # a heading path may take at most this share of the window
 _MAX_FENCE_SHARE = 0.25  # fences re-opened and closed may take at most this share of a piece's budget
 
@@ -53,7 +60,7 @@ def window(max_seq_length: int, max_tokens: int | None = None) -> int:
 def fingerprint(tokenizer_id: str, max_seq_length: int, max_tokens: int | None, overlap_tokens: int) -> str:
     """The chunker as the ledger records it: any change re-chunks every document. Built from
     settings alone, so a run that skips every document never loads the tokenizer."""
-    return f"{CHUNKER_VERSION}:{tokenizer_id}:{window(max_seq_length, max_tokens)}:{overlap_tokens}"
+    return f"{CHUNKER_VERSION}.{PARSER_VERSION}:{tokenizer_id}:{window(max_seq_length, max_tokens)}:{overlap_tokens}"
 
 
 def make_header(title: str, path: Sequence[str]) -> str:
@@ -65,12 +72,6 @@ def make_header(title: str, path: Sequence[str]) -> str:
 
 def _join(header: str, text: str) -> str:
     return f"{header}\n\n{text}" if header else text
-
-
-def _strip_span(body: str, start: int, end: int) -> tuple[int, int]:
-    """The span of body[start:end] with surrounding whitespace left out."""
-    piece = body[start:end]
-    return start + len(piece) - len(piece.lstrip()), start + len(piece.rstrip())
 
 
 def _within(blocks: _Blocks, text: str, start: int, end: int) -> _Blocks:
@@ -95,7 +96,7 @@ def _between(body: str, blocks: _Blocks) -> tuple[list[int], list[int]]:
     lines: list[int] = []
     for a, b in itertools.pairwise(blocks):
         gap = body[a.end : b.start]
-        if _BREAKS[0].search(gap):
+        if BREAKS[0].search(gap):
             paras.append(b.start)
         elif "\n" in gap:
             lines.append(b.start)
@@ -117,9 +118,10 @@ class _Unit:
     whole: bool  # may be packed with neighbours: a whole section or a long one's tail
     tail: bool = False  # the last piece of a long section: its heading is already spent
     blocks: _Blocks = ()  # offsets into text
+    anchor: str | None = None  # its section's nearest anchor
 
 
-_Piece = tuple[tuple[str, ...], str, int, _Blocks]  # path, text, estimated tokens, blocks
+_Piece = tuple[tuple[str, ...], str, int, _Blocks, str | None]  # path, text, estimated tokens, blocks, anchor
 
 
 class Chunker:
@@ -167,13 +169,14 @@ class Chunker:
             text = scrub(sec.text)  # one character for one: offsets hold
             s, e = _strip_span(text, 0, len(text))
             if s < e:
-                secs.append((tuple(scrub(h) for h in sec.heading_path), text[s:e], _within(sec.blocks, text, s, e)))
-        encs = self.tok.encode_batch([b for _, b, _ in secs], add_special_tokens=False)
+                path = tuple(scrub(h) for h in sec.heading_path)
+                secs.append((path, text[s:e], _within(sec.blocks, text, s, e), sec.anchor, sec.alone))
+        encs = self.tok.encode_batch([b for _, b, _, _, _ in secs], add_special_tokens=False)
         units: list[_Unit] = []
-        for (path, body, blocks), enc in zip(secs, encs, strict=True):
+        for (path, body, blocks, anchor, alone), enc in zip(secs, encs, strict=True):
             budget = max(1, self.limit - self.specials - self._header(title, path)[1])
             if len(enc.ids) <= budget:
-                units.append(_Unit(path, body, len(enc.ids), True, blocks=blocks))
+                units.append(_Unit(path, body, len(enc.ids), not alone, blocks=blocks, anchor=anchor))
             else:
                 fences = list(_FENCE.finditer(body))  # read once: every piece's edges are looked up in it
                 reserve = 2 * max((self._n(f.group(0)) + 1 for f in fences), default=0)  # one re-opened, one closed
@@ -183,7 +186,7 @@ class Chunker:
                 # The tail of a long section may share a chunk with the sections after it.
                 for i, (s, e, n) in enumerate(pieces):
                     text, extra, inner = self._fenced(body, blocks, s, e, fences)
-                    units.append(_Unit(path, text, n + extra, i == len(pieces) - 1, i > 0, inner))
+                    units.append(_Unit(path, text, n + extra, i == len(pieces) - 1 and not alone, i > 0, inner, anchor))
         return self._verify(title, self._pack(title, units))
 
     def _fenced(
@@ -212,19 +215,31 @@ class Chunker:
         return self._headers[key]
 
     def _pack(self, title: str, units: list[_Unit]) -> list[_Piece]:
-        """Greedily merge consecutive whole sections while they fit together."""
+        """Merge runs of consecutive whole sections into chunks that fit, cut where pipeline.cuts
+        anchors them: between sections of different headings first (the higher the heading, the
+        better), then where the text around the cut hashes highest."""
         out: list[_Piece] = []
-        group: list[_Unit] = []
-        for u in units:
-            if group and u.whole and group[-1].whole and self._cost(title, group + [u]) <= self.limit:
-                group.append(u)
+        run: list[_Unit] = []
+        for u in [*units, None]:
+            if u is not None and u.whole and (not run or run[-1].whole):
+                run.append(u)
                 continue
-            if group:
-                out.append(self._merge(title, group))
-            group = [u]
-        if group:
-            out.append(self._merge(title, group))
+            out += [self._merge(title, run[lo:hi]) for lo, hi in self._runs(title, run)]
+            run = [u] if u is not None else []
         return out
+
+    def _runs(self, title: str, run: list[_Unit]) -> list[tuple[int, int]]:
+        if len(run) <= 1 or self._cost(title, run) <= self.limit:
+            return [(0, len(run))] if run else []
+        weights = [u.tokens + self.sep + self._n(" › ".join(u.path)) for u in run]
+        budget = max(1, self.limit - self.specials - self._header(title, ())[1])
+
+        def rank(j: int) -> tuple[int, int]:
+            a, b = run[j - 1], run[j]
+            near = a.text[-_CONTEXT:] + "\x00" + " › ".join(b.path) + "\x00" + b.text[:_CONTEXT]
+            return -len(_common(a.path, b.path)), cuts.mark(near, len(near) // 2)
+
+        return cuts.partition(weights, budget, rank, lambda lo, hi: self._cost(title, run[lo:hi]) <= self.limit)
 
     def _cost(self, title: str, group: list[_Unit]) -> int:
         """Tokens of the merged chunk's embedded text, special tokens included."""
@@ -258,7 +273,7 @@ class Chunker:
             blocks += [b.shifted(at + len(head)) for b in u.blocks]
             parts.append(head + u.text)
             at += len(parts[-1]) + 2  # "\n\n" joins the parts
-        return path, "\n\n".join(parts), self._cost(title, group), tuple(blocks)
+        return path, "\n\n".join(parts), self._cost(title, group), tuple(blocks), group[0].anchor
 
     def _split(
         self,
@@ -269,35 +284,16 @@ class Chunker:
         between: tuple[list[int], list[int]] = ([], []),
     ) -> list[tuple[int, int, int]]:
         """Cut a body into stripped pieces of at most `budget` tokens (as offsets count them): (start, end,
-        count) of each. `between`: where a cut falls between blocks (`_between`), preferred."""
+        count) of each. `between`: where a cut falls between blocks (`_between`), preferred. Without overlap
+        the cuts are anchored to the text around them (pipeline.cuts); with it, each piece is filled greedily
+        from where the one before ends, less the overlap."""
         overlap = self.overlap if overlap is None else overlap
         starts = [o[0] for o in offsets]
-        out, pos, ti = [], 0, 0
-        while ti < len(offsets):
-            if len(offsets) - ti <= budget:
-                out.append(_strip_span(body, pos, len(body)))
-                break
-            cut = self._cut(body, pos, offsets[ti + budget - 1][1], between)
-            out.append(_strip_span(body, pos, cut))
-            next_ti = max(ti + 1, bisect.bisect_left(starts, cut))
-            if overlap:
-                next_ti = max(ti + 1, next_ti - overlap)
-            pos, ti = min(cut, starts[next_ti]) if next_ti < len(starts) else cut, next_ti
+        if overlap:
+            out = cuts.greedy(body, offsets, budget, overlap, between)
+        else:
+            out = cuts.anchored(body, starts, budget, between)
         return [(s, e, bisect.bisect_left(starts, e) - bisect.bisect_left(starts, s)) for s, e in out if e > s]
-
-    @staticmethod
-    def _cut(body: str, pos: int, end_char: int, between: tuple[list[int], list[int]] = ([], [])) -> int:
-        """Where to end a chunk that may not reach past end_char."""
-        floor = pos + int((end_char - pos) * _MIN_FILL)
-        for cuts in between:  # between two blocks first
-            i = bisect.bisect_right(cuts, end_char)
-            if i and cuts[i - 1] > floor:
-                return cuts[i - 1]
-        window = body[floor:end_char]
-        for pattern in _BREAKS:
-            if matches := list(pattern.finditer(window)):
-                return floor + matches[-1].end()
-        return end_char  # one long run without spaces: cut at the token boundary
 
     def _verify(self, title: str, pieces: list[_Piece]) -> list[Chunk]:
         """Count every embedded text afresh, exactly; cut again any piece the estimate let past the window.
@@ -307,18 +303,18 @@ class Chunker:
         identifiers and base64, Hangul decomposed by the normaliser): only a fresh count of
         the final text is a guarantee.
         """
-        texts = [_join(self._header(title, p)[0], t) for p, t, _, _ in pieces]
+        texts = [_join(self._header(title, p)[0], t) for p, t, _, _, _ in pieces]
         counts = self.count(texts) if texts else []
-        out: list[tuple[tuple[str, ...], str, str, int, _Blocks]] = []
-        for (path, text, _, blocks), embed_text, n in zip(pieces, texts, counts, strict=True):
+        out: list[tuple[tuple[str, ...], str, str, int, _Blocks, str | None]] = []
+        for (path, text, _, blocks, anchor), embed_text, n in zip(pieces, texts, counts, strict=True):
             if n <= self.limit:
-                out.append((path, text, embed_text, n, blocks))
+                out.append((path, text, embed_text, n, blocks, anchor))
             else:
                 for s, e, fit_embed, fit_n in self._fit(self._header(title, path)[0], text, n, _between(text, blocks)):
-                    out.append((path, text[s:e], fit_embed, fit_n, _within(blocks, text, s, e)))
+                    out.append((path, text[s:e], fit_embed, fit_n, _within(blocks, text, s, e), anchor))
         return [
-            Chunk(i, path, text, embed_text, n, blocks=blocks)
-            for i, (path, text, embed_text, n, blocks) in enumerate(out)
+            Chunk(i, path, text, embed_text, n, blocks=blocks, anchor=anchor)
+            for i, (path, text, embed_text, n, blocks, anchor) in enumerate(out)
         ]
 
     def _fit(
@@ -341,12 +337,12 @@ class Chunker:
                 continue
             enc = self.tok.encode(text, add_special_tokens=False)
             budget = min(len(enc.ids) - 1, len(enc.ids) - (n - self.limit))
-            cuts = ([c - at for c in between[0] if at < c < end], [c - at for c in between[1] if at < c < end])
+            inside = ([c - at for c in between[0] if at < c < end], [c - at for c in between[1] if at < c < end])
             spans = (
-                [(s, e) for s, e, _ in self._split(text, enc.offsets, max(1, budget), 0, cuts)] if budget >= 1 else []
+                [(s, e) for s, e, _ in self._split(text, enc.offsets, max(1, budget), 0, inside)] if budget >= 1 else []
             )
             if len(spans) < 2 or max(e - s for s, e in spans) >= len(text):
-                spans = _halve(text, enc.offsets)
+                spans = cuts.halve(text, enc.offsets)
             if not spans:  # one character the header leaves no room for: embed it bare
                 out.append((at, end, text, self.count([text])[0]))
                 continue
@@ -377,13 +373,3 @@ def _closes(m: re.Match[str], opening: str) -> bool:
 def _marker(fence: str) -> str:
     """The fence's backticks or tildes, without the language after them."""
     return fence[: len(fence) - len(fence.lstrip(fence[0]))]
-
-
-def _halve(text: str, offsets: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    """Two shorter stripped pieces cut at a token boundary near the middle, as spans; [] if there is none."""
-    ends = sorted({e for _, e in offsets if 0 < e < len(text)}, key=lambda e: abs(e - len(text) // 2))
-    for cut in ends:
-        spans = [_strip_span(text, 0, cut), _strip_span(text, cut, len(text))]
-        if all(e > s for s, e in spans):
-            return spans
-    return []

@@ -107,6 +107,12 @@ class Section:
     text: str
     page: int | None = None  # 1-based page of a paged document (PDF), else None
     blocks: tuple[Block, ...] = ()  # typed pieces of `text`, in order; () where the parser emits none
+    # The nearest anchor at or above the section's start (an HTML `id` / `<a name>`, an AsciiDoc `[[id]]`,
+    # a Confluence heading's id): a link to the document plus "#" + anchor lands on it. None: none known.
+    anchor: str | None = None
+    # An entry of a reference (a parameter, an option: pipeline.parse.events): chunked on its own, never
+    # packed with its neighbours, so a hit on it cites it and no other.
+    alone: bool = False
 
 
 @dataclass(frozen=True)
@@ -120,6 +126,7 @@ class Chunk:
     token_count: int  # tokens of embed_text, special tokens included
     page: int | None = None  # the page its sections are on (a chunk never spans two pages)
     blocks: tuple[Block, ...] = ()  # its sections' blocks, offsets re-based onto `text`, clipped at its edges
+    anchor: str | None = None  # the nearest anchor above its text (its first section's `anchor`)
 
 
 @dataclass(frozen=True)

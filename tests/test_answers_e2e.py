@@ -109,7 +109,7 @@ def test_audit_modes_and_per_claim_verdicts_of_a_scripted_model(kb, llm):
     assert "pointer E99 names no evidence block" in res.claims[3]["violations"]
     assert "no pointer" in res.claims[4]["violations"][0]
     assert "date April 2021 is not in the cited evidence" in res.claims[5]["violations"]
-    assert res.answer.startswith("UNGROUNDED") and "✗ (unverified" in res.answer  # never shown as fact
+    assert res.answer.startswith("UNGROUNDED") and "✗ (not supported: " in res.answer  # never shown as fact
     assert [c.title for c in res.citations] == ["Deploying"] and res.sources[0].endswith("docs/deploy.md")
     assert res.input_tokens == 300 and res.output_tokens == 60  # classify + reason + respond, from `usage`
 

@@ -188,7 +188,7 @@ def test_html_definition_lists_and_code_languages_from_classes():
     )
     # A page with no heading below its title is cut at its terms (a reader sees them as headings)
     first, second = parse_html(f"<html><body>{page}</body></html>").sections
-    assert (first.heading_path, second.heading_path) == (("T", "`--verbose`"), ("T", "-q"))
+    assert (first.heading_path, second.heading_path) == (("T", "--verbose"), ("T", "-q"))
     assert described(first) == [
         ("definition", "Say more.", (), (), [], None),
         ("definition", "Much more.", (), (), [], None),

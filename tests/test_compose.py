@@ -58,3 +58,17 @@ def test_the_files_it_names_exist():
     for copied in re.findall(r"^COPY (.+) \S+$", (ROOT / "deploy" / "Dockerfile").read_text(), re.M):
         for path in copied.split():
             assert (ROOT / path).exists(), path
+
+
+def test_every_image_ships_the_wordnet_the_verifier_was_measured_with(monkeypatch):
+    """The stage every role builds from installs Debian's wordnet-base where the verifier reads it."""
+    from pipeline.answers import lexicon
+
+    dockerfile = (ROOT / "deploy" / "Dockerfile").read_text()
+    source = dockerfile.split("FROM ", 2)[1]  # the first stage, `source`: api and full both build FROM it
+    assert source.startswith("python:") and " AS source" in source.splitlines()[0]
+    assert re.search(r"apt-get install [^\n]*\bwordnet-base\b", source)
+    assert set(re.findall(r"^FROM (\S+) AS (?!source)", dockerfile, re.M)) == {"source"}
+    monkeypatch.delenv("DOCFORGE_WORDNET", raising=False)
+    assert str(lexicon.folder()) == "/usr/share/wordnet"  # Debian's path: the image sets no DOCFORGE_WORDNET
+    assert "DOCFORGE_WORDNET" not in dockerfile

@@ -148,3 +148,36 @@ def test_the_answer_layer_names_no_corpus_product_or_dataset():
         for m in pattern.finditer(line)
     ]
     assert not found, found
+
+
+def bench_imports() -> dict[str, set[str]]:
+    """bench/'s modules and the bench modules each imports (by its bare name or as `bench.x`)."""
+    names = {p.stem for p in tracked("bench/*.py")}
+    graph: dict[str, set[str]] = {}
+    for path in tracked("bench/*.py"):
+        found: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                found.add(node.module.removeprefix("bench."))
+                if node.module == "bench":
+                    found |= {a.name for a in node.names}
+            elif isinstance(node, ast.Import):
+                found |= {a.name.removeprefix("bench.") for a in node.names}
+        graph[path.stem] = found & names - {path.stem}
+    return graph
+
+
+def test_no_bench_module_imports_back_what_imports_it():
+    """bench/'s scripts share helpers through modules that import none of them back (issue 50)."""
+    graph, found = bench_imports(), []
+    for start in graph:
+        stack, seen = [(start, [start])], set()
+        while stack:
+            node, path = stack.pop()
+            for nxt in graph[node]:
+                if nxt == start:
+                    found.append(" -> ".join([*path, nxt]))
+                elif nxt not in seen:
+                    seen.add(nxt)
+                    stack.append((nxt, [*path, nxt]))
+    assert graph["query"] and not found, f"bench import circles: {sorted(set(found))}"

@@ -1,5 +1,5 @@
 """Scores from what the caller may read (issue 48): a restricted caller's keyword statistics (N,
-average length, document frequencies) come only from the access lists it may read (migration 0017),
+average length, document frequencies) come only from the access lists it may read (migration 0018),
 so a word that occurs only in a hidden document scores exactly as a word that occurs nowhere, in the
 keyword and hybrid modes; the per-list numbers stay equal to the whole index's through inserts,
 access edits in place and deletes."""

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from pipeline.chunk import CHUNKER_VERSION, fingerprint, window
-from pipeline.ingest.ledger import Decision, Fingerprint, LedgerRow, decide, plan, unwanted_staging
+from pipeline.ingest.ledger import FetchOutcome, Fingerprint, LedgerRow, decide, plan, unwanted_staging
+from pipeline.parse.parsed import PARSER_VERSION
 from pipeline.records import DocRef
 
 NOW = Fingerprint(chunker="2:m:256:0", model="m")
@@ -59,7 +60,7 @@ def test_rows_of_another_chunker_or_model_count_for_nothing(built_with):
     rows = [row("s:a", version="v1", now=built_with)]
     refs = [DocRef("s:a", "a", version="v1")]
     assert planned(refs, rows) == ((), ("s:a",), ())
-    assert decide("h", rows[0], NOW) is Decision.UPDATE  # same content, but chunked by another
+    assert decide("h", rows[0], NOW) is FetchOutcome.UPDATE  # same content, but chunked by another
 
 
 def test_indexed_documents_no_longer_listed_are_deleted():
@@ -78,9 +79,9 @@ def test_an_empty_listing_deletes_everything_and_an_empty_ledger_fetches_everyth
 
 def test_decide_fetched_documents():
     indexed = row("s:a", content_hash="h1")
-    assert decide("h1", indexed, NOW) is Decision.REFRESH  # touched, not changed
-    assert decide("h2", indexed, NOW) is Decision.UPDATE
-    assert decide("h1", None, NOW) is Decision.ADD
+    assert decide("h1", indexed, NOW) is FetchOutcome.REFRESH  # touched, not changed
+    assert decide("h2", indexed, NOW) is FetchOutcome.UPDATE
+    assert decide("h1", None, NOW) is FetchOutcome.ADD
 
 
 def test_unwanted_staging():
@@ -96,7 +97,7 @@ def test_unwanted_staging():
 
 def test_chunker_fingerprint_is_what_the_chunks_depend_on():
     base = fingerprint("m", 256, None, 0)
-    assert base == f"{CHUNKER_VERSION}:m:256:0"
+    assert base == f"{CHUNKER_VERSION}.{PARSER_VERSION}:m:256:0"
     assert fingerprint("m", 256, 1000, 0) == base  # a budget above the model's window is the window
     assert window(256, 1000) == window(256) == 256 and window(256, 128) == 128
     others = {

@@ -16,6 +16,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import httpx
+import psycopg
 import pytest
 from pydantic import SecretStr
 
@@ -26,6 +27,7 @@ from docforge.servers.ask import LocalAsk
 from docforge.servers.auth import AuthConfig, Authenticator
 from docforge.servers.web import CSP, LocalStore
 from pipeline.answers import Answerer
+from pipeline.answers import render as render_answers
 from pipeline.query import Searcher
 from pipeline.query.hits import where
 from tests.helpers import ServerThread
@@ -33,6 +35,8 @@ from tests.query_corpus import build_corpus
 
 TOKEN = "web-test-token"
 CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
+# The legend as the page says it for a quoted, a reworded (with its probability) and an unsupported claim.
+LEGEND_SAID = [v + (render_answers.PROBABILITY if k == "supported" else "") for k, v in render_answers.LEGEND.items()]
 
 
 @pytest.fixture(scope="module")
@@ -65,7 +69,8 @@ def test_page_is_open_and_everything_it_reads_is_guarded(site):
     page = httpx.get(f"{site.url}/")
     assert page.status_code == 200 and 'id="login-view"' in page.text
     assert page.headers["content-security-policy"] == CSP and TOKEN not in page.text
-    for asset in ("web/app.js", "web/app.css", "web/favicon.svg", "favicon.ico"):  # no 401 in the console
+    assets = ("web/app.js", "web/marks.js", "web/app.css", "web/favicon.svg", "favicon.ico")
+    for asset in assets:  # no 401 in the console
         assert httpx.get(f"{site.url}/{asset}").status_code == 200, asset
     assert httpx.get(f"{site.url}/favicon.ico").headers["content-type"].startswith("image/svg+xml")
     assert "http" not in httpx.get(f"{site.url}/web/app.css").text  # no external asset
@@ -238,14 +243,55 @@ def test_the_page_in_headless_chromium(site, browser, tmp_path):
     find(By.CSS_SELECTOR, "#ask-form button").click()
     visible("answer")
     assert "audit STRICT" in find(By.CSS_SELECTOR, "#answer .audit").text
-    claims = browser.find_elements(By.CSS_SELECTOR, "#answer .claim.verified")
-    assert claims and "verified" in claims[0].find_element(By.CSS_SELECTOR, ".badge").text
+    assert find(By.CSS_SELECTOR, "#answer .audit-meaning").text == "every line is quoted from the cited evidence."
+    claims = browser.find_elements(By.CSS_SELECTOR, "#answer .claim.quoted")
+    assert claims and claims[0].find_element(By.CSS_SELECTOR, ".badge").text == "✓ quoted"
+    legend = find(By.CSS_SELECTOR, "#answer .claims + .legend").text.splitlines()  # right under the marks
+    assert legend == ["Marks:", "✓ quoted word for word from the cited evidence"]
+    # The three kinds read apart: a mark and a word each (not a colour only), the probability and the reason
+    # shown; the legend names only the marks used.
+    three = [
+        {"text": "Q.", "pointers": ["E1"], "verified": True, "support": "quoted"},
+        {"text": "R.", "pointers": ["E1"], "verified": True, "support": "supported", "probability": 0.912},
+        {"text": "U.", "pointers": ["E1"], "verified": False, "support": "unsupported", "violations": ["no E1"]},
+    ]
+    shown = browser.execute_script(
+        "return arguments[0].map(c => { const li = claimItem(c); return [li.className, li.textContent]; })"
+        ".concat([[legend(arguments[0]).textContent]])",
+        three,
+    )
+    assert shown == [
+        ["claim quoted", "✓ quoted Q. E1"],
+        ["claim supported", "≈ reworded, p=0.91 R. E1"],
+        ["claim unsupported", "✗ not supported (no E1) U. E1"],
+        ["Marks:" + "".join(LEGEND_SAID)],
+    ]
+    assert browser.execute_script("return meaning(arguments[0])", three) == render_answers.meaning(
+        ["quoted", "supported", "unsupported"]
+    )
+    page = browser.execute_script("return [AUDIT_MEANING, MARKS, LEGEND, PROBABILITY]")
+    r = render_answers
+    assert page == [r.AUDIT_MEANING, r.MARKS, r.LEGEND, r.PROBABILITY]  # the page's copies are the server's
     card = find(By.CSS_SELECTOR, "#answer details.citation")
     assert card.get_attribute("open") is None
     claims[0].find_element(By.CSS_SELECTOR, "button.pointer").click()  # the claim's pointer opens its card
     wait.until(lambda d: card.get_attribute("open") is not None)
     evidence = card.find_element(By.CSS_SELECTOR, ".evidence")
     wait.until(lambda d: "90 days" in evidence.text)
+    # A block of a joined passage spans several chunks: its card shows them all, joined as the search joined them.
+    with psycopg.connect(site.corpus.url) as conn:
+        two = conn.execute("SELECT id, text FROM chunks ORDER BY doc_key, ordinal LIMIT 2").fetchall()
+    joined = browser.execute_script(
+        "const card = citationCard({pointer: 'E9', title: 'T', section: '', source: 's', chunk_index: 0, url: '',"
+        " chunk_id: arguments[0], chunk_ids: arguments[1]}); document.body.append(card); card.open = true;"
+        " return card.id",
+        two[0][0],
+        [two[0][0], two[1][0]],
+    )
+    wanted = two[0][1] + "\n\n" + two[1][1]
+    text_of = f"return document.getElementById('{joined}').querySelector('.evidence').textContent"
+    wait.until(lambda d: d.execute_script(text_of) == wanted)
+    browser.execute_script(f"document.getElementById('{joined}').remove()")
     find(By.CSS_SELECTOR, "#answer details.trace summary").click()
     assert "retrieve" in find(By.CSS_SELECTOR, "#answer details.trace pre").text
     browser.save_screenshot(str(shots / "3-ask.png"))

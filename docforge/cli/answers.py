@@ -58,16 +58,33 @@ def show(answer_id: str, config: str, as_json: bool) -> None:
             )
         )
         return
-    click.echo(
-        f"answer {s.id} · {s.audit_mode} · model {s.model} · {s.created_at:%Y-%m-%d %H:%M:%S} · "
+    _print(s)
+
+
+def _print(s) -> None:
+    """The record at any width (80 columns too): the answer with its marks and legend, then each stage's
+    hash (its first 16 digits; --json has them whole) beside what it holds, and the root in full."""
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.text import Text
+
+    from docforge.cli.ask import answer_block, hanging
+    from docforge.cli.render import emit
+
+    console = Console()
+    console.print(
+        f"answer {s.id} · {s.audit_mode} · model {escape(s.model)} · {s.created_at:%Y-%m-%d %H:%M:%S} · "
         f"served from cache {s.hits} time(s)"
     )
-    click.echo(f"question: {printable(s.question)}\n")
-    click.echo(printable(s.answer.get("answer", ""), lines=True))
-    click.echo("\nprovenance (each hash = sha256(stage, previous hash, payload)):")
+    emit(console, Text(f"question: {printable(s.question)}\n"))
+    for part in answer_block(s.answer.get("answer", "")):
+        emit(console, part)
+    console.print("\nprovenance (each hash = sha256(stage, previous hash, payload)):")
+    grid = hanging(2)
     for st in s.stages:
-        click.echo(printable(f"  {st.get('stage', '?'):<13} {st.get('hash', '')}  {_summary(st)}"))
-    click.echo(f"  {'root':<13} {s.dag_root}")
+        grid.add_row(f"  {st.get('stage', '?')}", f"{str(st.get('hash', ''))[:16]}…", Text(printable(_summary(st))))
+    emit(console, grid)
+    emit(console, Text(f"  {'root':<12} {s.dag_root}"))
 
 
 def _summary(stage: dict) -> str:
@@ -76,14 +93,24 @@ def _summary(stage: dict) -> str:
     if name == "retrieval" and isinstance(p, list):
         return f"{len(p)} search(es): " + "; ".join(f"{r.get('query')!r} → {len(r.get('hits', []))}" for r in p)
     if name == "evidence" and isinstance(p, list):
-        return f"{len(p)} block(s): " + ", ".join(f"{e.get('pointer')}→{str(e.get('chunk_id'))[:10]}" for e in p[:8])
+        return f"{len(p)} block(s): " + ", ".join(_block(e) for e in p[:8] if isinstance(e, dict))
     if name in ("claims",) and isinstance(p, list):
         return f"{len(p)} claim(s)"
     if name == "verification" and isinstance(p, dict):
-        return f"{p.get('audit_mode')}, {sum(c.get('verified', False) for c in p.get('claims', []))} verified"
+        from pipeline.answers.render import MARKS, support_of
+
+        kinds = [support_of(c) for c in p.get("claims", []) if isinstance(c, dict)]
+        return f"{p.get('audit_mode')}, " + " ".join(f"{MARKS[k]}{kinds.count(k)}" for k in MARKS)
     if name == "label" and isinstance(p, dict):
-        return json.dumps(p)
+        said = {k: v for k, v in p.items() if k != "verifier"}
+        return json.dumps(said) + (f", verifier {str(p['verifier'])[:12]}…" if p.get("verifier") else "")
     return ""
+
+
+def _block(e: dict) -> str:
+    """`E1→0123456789` for a block of one chunk; `E2→0123456789+1` for one that joins its neighbour."""
+    more = len(e.get("chunk_ids") or []) - 1
+    return f"{e.get('pointer')}→{str(e.get('chunk_id'))[:10]}{f'+{more}' if more > 0 else ''}"
 
 
 @command.command("verify")
@@ -95,11 +122,8 @@ def verify(answer_id: str, config: str) -> None:
 
     with _conn(config) as conn:
         s = _load(conn, answer_id)
-        ids = [
-            e.get("chunk_id")
-            for e in next((st.get("payload") or [] for st in s.stages if st.get("stage") == "evidence"), [])
-        ]
-        rows = conn.execute("SELECT id, text FROM chunks WHERE id = ANY(%s)", ([str(i) for i in ids],)).fetchall()
+        ids = provenance.cited_chunks(s.stages)  # every chunk each evidence block joins
+        rows = conn.execute("SELECT id, text FROM chunks WHERE id = ANY(%s)", (ids,)).fetchall()
     result = provenance.check(s.dag_root, s.answer, s.stages, dict(rows))
     if not result.ok:
         click.echo(printable(f"answer {answer_id}: stage '{result.stage}' does not match: {result.reason}"), err=True)

@@ -40,8 +40,13 @@ def command(
     With an LLM configured (llm: in sources.yml, key in DOCFORGE_LLM_API_KEY or
     OPENAI_API_KEY) the answer is written by the model; without one it is
     extractive: the best-supported sentences of the evidence, verbatim.
-    Claims are verified lexically: STRICT (all quoted), HYBRID (some
-    paraphrased) or UNGROUNDED (not shown as fact).
+    Each claim is marked: ✓ quoted word for word from the cited evidence,
+    ≈ reworded and supported (with the probability that the evidence
+    supports it), ✗ not supported (never shown as fact); the legend is
+    printed under them. The answer is STRICT (all quoted), HYBRID (all
+    supported, some reworded) or UNGROUNDED; whether it answers the
+    question is said apart. Check a recorded answer's provenance with
+    `docforge answers verify ID`.
 
     \b
     Examples:
@@ -49,12 +54,20 @@ def command(
       docforge ask "what changed in the deploy process?" --filter-repo handbook --trace
       docforge ask "..." --json | jq .audit_mode
     """
-    from pipeline.answers import Answerer
+    import threading
+
     from pipeline.config import load_settings
-    from pipeline.query.filters import with_repo
+    from pipeline.query import Searcher
 
     settings = load_settings(config)
-    with Answerer(settings) as answerer:
+    searcher = Searcher(settings, keep_queries=True)  # a question asked before loads no model for it
+    # The question's vector (a new question: the model loading) in the background, while the answer
+    # layer imports: the search it runs first then finds it ready.
+    threading.Thread(target=_warm, args=(searcher, question), daemon=True, name="docforge-warm").start()
+    from pipeline.answers import Answerer
+    from pipeline.query.filters import with_repo
+
+    with searcher, Answerer(settings, searcher=searcher) as answerer:
         answer = answerer.ask(
             question,
             filters=with_repo(filters, filter_repo),
@@ -79,39 +92,104 @@ def command(
     _print(answer, trace)
 
 
+def _warm(searcher, question: str) -> None:
+    try:
+        searcher.query_vector(question)
+    except Exception:  # noqa: BLE001 (the ask itself meets the same error and says it)
+        return
+
+
 _MODE_STYLE = {"STRICT": "bold green", "HYBRID": "bold yellow", "UNGROUNDED": "bold red"}
+_MARK_STYLE = {"✓": "green", "≈": "yellow", "✗": "red"}  # pipeline.answers.render.MARKS
 
 
-def _addresses(answer) -> str:
-    """STRICT means quoted; whether it answers the question is said apart (the deflection check)."""
-    if answer.addresses_question is False:
-        return " [yellow](quoted, but may not answer the question)[/]"
-    return " (answers the question)" if answer.addresses_question else ""
+def answer_block(text: str) -> list:
+    """The rendered answer as a terminal shows it: each marked line with its mark in a column of its own
+    (a hanging indent however the line wraps), a qualifier in the mark's colour, the legend last. Marks
+    and words tell the three kinds apart without colour (a pipe, NO_COLOR)."""
+    from rich.text import Text
+
+    from pipeline.answers.render import LEGEND_PREFIX, LEGEND_SEP
+    from pipeline.printable import printable
+
+    out: list = []
+    for line in map(printable, text.splitlines()):  # quoted text is data: its controls shown, not obeyed
+        mark, rest = line[:1], line[2:]
+        if line.startswith(LEGEND_PREFIX):  # one mark a row, under the label
+            grid = hanging()
+            for i, said in enumerate(line[len(LEGEND_PREFIX) :].removesuffix(".").split(LEGEND_SEP)):
+                sign, _, meaning = said.partition(" ")
+                row = Text.assemble((sign, f"bold {_MARK_STYLE.get(sign, '')}".strip()), " ", meaning)
+                grid.add_row(Text(LEGEND_PREFIX.strip() if i == 0 else "", style="dim"), row)
+            out.append(grid)
+            continue
+        if mark not in _MARK_STYLE or line[1:2] != " ":
+            out.append(Text(line, style="bold red" if line.startswith("UNGROUNDED") else ""))
+            continue
+        body = Text(rest)
+        if rest.startswith("(") and (end := rest.find(") ")) > 0:  # (reworded, p=…) / (not supported: …)
+            body.stylize(_MARK_STYLE[mark], 0, end + 1)
+        grid = hanging()
+        grid.add_row(Text(mark, style=f"bold {_MARK_STYLE[mark]}"), body)
+        out.append(grid)
+    return out
+
+
+def hanging(fixed: int = 1):
+    """Columns that never wrap (a mark, a label), then one whose text wraps under itself, never under them."""
+    from rich.table import Table
+
+    grid = Table.grid(padding=(0, 1))
+    for _ in range(fixed):
+        grid.add_column(no_wrap=True)
+    grid.add_column(overflow="fold", ratio=1)  # the rest of the width: the fixed columns keep theirs
+    return grid
+
+
+def statements(answer) -> list[str]:
+    """What the answer is, said apart: how the evidence backs it (the audit mode), then whether it answers
+    the question; rich markup, document text escaped."""
+    from rich.markup import escape
+
+    from pipeline.answers.render import meaning, support_of
+
+    out = []
+    if not answer.abstained and (said := meaning([support_of(c) for c in answer.claims])):
+        mode = answer.audit_mode
+        out.append(f"[{_MODE_STYLE[mode]}]{mode}[/]: {said}.")
+    if answer.addresses_question is True:
+        out.append("Answers the question: yes.")
+    elif answer.addresses_question is False:
+        why = escape(answer.addresses_reason.removeprefix("deflection: "))
+        out.append(f"Answers the question: [yellow]perhaps not[/]{f' ({why})' if why else ''}.")
+    return out
 
 
 def _print(answer, trace: bool) -> None:
     from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
+    from rich.text import Text
 
+    import docforge.cli.render as render
     from pipeline.printable import printable
 
     console = Console()
-    for line in answer.answer.splitlines():
-        style = "green" if line.startswith("✓") else "red" if line.startswith(("✗", "UNGROUNDED")) else ""
-        console.print(escape(printable(line)), style=style or None)
+    for part in answer_block(answer.answer):
+        render.emit(console, part)
     if answer.abstained and answer.addresses_reason:
         console.print(f"Why: {escape(printable(answer.addresses_reason))}.")
         console.print("Try other words, or see what is indexed: docforge sources")
     console.print()
+    for line in statements(answer):
+        render.emit(console, Text.from_markup(line))
     console.print(
-        f"[{_MODE_STYLE[answer.audit_mode]}]{answer.audit_mode}[/]{_addresses(answer)} · "
-        f"confidence {answer.confidence:.2f} · "
-        f"intent {answer.intent} · model {escape(answer.model)} · cache {answer.cache} · "
-        f"{answer.latency_ms:.0f} ms · answer {answer.answer_id or '-'}"
+        f"confidence {answer.confidence:.2f} · intent {answer.intent} · model {escape(answer.model)} · "
+        f"cache {answer.cache} · {answer.latency_ms:.0f} ms"
     )
+    if answer.answer_id:
+        console.print(f"answer {answer.answer_id} · check it: docforge answers verify {answer.answer_id}")
     if answer.citations:
-        import docforge.cli.render as render
         from pipeline.query.hits import where
 
         console.print()

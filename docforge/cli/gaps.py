@@ -49,11 +49,11 @@ def command(config: str, days: int | None, as_json: bool) -> None:
     click.echo("\n".join(lines(found)))
 
 
-def _wrap(text: str, indent: str = "   ") -> list[str]:
-    """`text` within 80 columns; what a document or a caller wrote (keys, questions) printable first."""
-    return textwrap.wrap(
-        printable(text), WIDTH, initial_indent=indent, subsequent_indent=indent, break_on_hyphens=False
-    )
+def _wrap(text: str, indent: str = "   ", hang: int = 0) -> list[str]:
+    """`text` within WIDTH, every line at `indent`; continuation lines `hang` further in, under the text
+    after a number or a label (never at column 0); what a document or a caller wrote printable first."""
+    rest = indent + " " * hang
+    return textwrap.wrap(printable(text), WIDTH, initial_indent=indent, subsequent_indent=rest, break_on_hyphens=False)
 
 
 def lines(g) -> list[str]:
@@ -64,25 +64,29 @@ def lines(g) -> list[str]:
         f"Gaps over the last {g.days} days: {_n(g.asks, 'ask')} ({g.gap_asks} unanswered or unsure), "
         f"{_n(g.searches, 'search', 'searches')}"
     ]
-    out = _wrap(out[0], "")
+    out = _wrap(out[0], "", hang=2)
     out += ["", f"Unanswered questions, by meaning ({_n(len(g.groups), 'group')})"]
     if not g.groups:
         out.append("   none: every question found a confident answer")
     for i, grp in enumerate(g.groups, 1):
-        out += _wrap(f"{i:>2}. {grp.representative}", "")
+        out += _wrap(f"{i:>2}. {grp.representative}", "", hang=4)  # under the question, not its number
         out += _wrap(
             f"{_n(grp.count, 'ask')} ({grp.abstained} abstained), {_n(grp.questions, 'wording')}, "
             f"{_n(grp.askers, 'caller')}; "
             f"first {ago(grp.first_asked, exact=False)}, last {ago(grp.last_asked, exact=False)}; id {grp.id}"
         )
         for w in [w for w in grp.wordings if w != grp.representative][:2]:
-            out += _wrap(f"also: {w}", "     ")
+            out += _wrap(f"also: {w}", "     ", hang=6)
         if grp.closest:
-            out += _wrap("closest: " + ", ".join(d.doc_key for d in grp.closest))
+            out += _wrap("closest: " + ", ".join(d.doc_key for d in grp.closest), hang=9)
     out += ["", f"Searches with no good hit ({len(g.weak_searches)})"]
-    out += [ln for w in g.weak_searches for ln in _wrap(f"{w.count}x {w.query} (best {_score(w.best)})")] or ["   none"]
+    out += [
+        ln
+        for w in g.weak_searches
+        for ln in _wrap(f"{w.count}x {w.query} (best {_score(w.best)})", hang=len(f"{w.count}x "))
+    ] or ["   none"]
     out += ["", "Most cited documents"]
-    out += [ln for c in g.most_cited for ln in _wrap(f"{c.citations:>4}  {c.doc_key}")] or ["   none yet"]
+    out += [ln for c in g.most_cited for ln in _wrap(f"{c.citations:>4}  {c.doc_key}", hang=6)] or ["   none yet"]
     out += ["", f"Never retrieved in the window ({g.never_retrieved_total} documents)"]
     out += [ln for k in g.never_retrieved for ln in _wrap(k)]
     if g.never_retrieved_total > len(g.never_retrieved):
@@ -91,7 +95,7 @@ def lines(g) -> list[str]:
     out += [
         ln
         for c in g.stale
-        for ln in _wrap(f"{c.citations:>4}  {c.doc_key} (changed {ago(c.last_changed, exact=False)})")
+        for ln in _wrap(f"{c.citations:>4}  {c.doc_key} (changed {ago(c.last_changed, exact=False)})", hang=6)
     ] or ["   none"]
     return out
 

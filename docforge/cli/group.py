@@ -34,7 +34,7 @@ COMMANDS = {
 }
 
 
-class Group(click.Group):
+class LazyGroup(click.Group):
     """Commands loaded on use; DocforgeError becomes a clean one-line error (exit 1) instead of a traceback."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
@@ -61,7 +61,7 @@ class Group(click.Group):
             raise click.ClickException(hint) from None
 
 
-@click.group(cls=Group, context_settings=CONTEXT)
+@click.group(cls=LazyGroup, context_settings=CONTEXT)
 @click.version_option(__version__, "--version", prog_name="docforge")
 @click.option("-v", "--verbose", count=True, help="More log output on stderr (-vv for debug).")
 @click.option("--config", "-c", "config", default=None, type=click.Path(dir_okay=False), help=CONFIG_HELP)

@@ -27,11 +27,18 @@ FILE_COUNTS = (
     ("failed", "files_failed"),
 )
 SKIPS_SHOWN = 10  # skipped files listed per source under the table (--json lists them all)
+# Two sums, each stated under the table (CHUNKS_NOTE): the index's rows (written - removed = its change;
+# an edited file's unchanged chunks are kept, neither written nor removed) and the changed files' chunks
+# (each one's vector embedded, or reused from a chunk of the same text).
 CHUNK_COUNTS = (
-    ("indexed", "chunks_indexed"),
-    ("embedded", "chunks_embedded"),
-    ("reused", "chunks_reused"),
-    ("deleted", "chunks_deleted"),
+    ("written", "chunks_indexed"),  # chunk rows added or changed in the index
+    ("removed", "chunks_deleted"),  # chunk rows gone from it (changed, or their file deleted)
+    ("embedded", "chunks_embedded"),  # texts the model encoded (a text several chunks share, once)
+    ("reused", "chunks_reused"),  # chunks whose text had a vector already
+)
+CHUNKS_NOTE = (
+    "chunks: written − removed is the index's change (an edited file's unchanged chunks stay as they "
+    "are); embedded + reused are the changed files' chunks (a text several share is embedded once)."
 )
 
 
@@ -222,6 +229,8 @@ def print_report(console, report: dict) -> None:
             Text(f"{r['wall_seconds']:.1f}", justify="right"),
         )
     console.print(table)
+    if any(r.get(key) for r in report.values() for _, key in CHUNK_COUNTS):
+        console.print(Text(CHUNKS_NOTE, style="dim"))
     for name, r in report.items():
         if "error" in r:
             console.print(Text.assemble(("✗ ", "red"), (name, "red bold"), (f": {printable(r['error'])}", "red")))

@@ -39,9 +39,10 @@ class LineDisplay:
         self.source = ""
         self._start: dict[str, tuple[float, int]] = {}  # stage → (time, done) when first seen
         self._last: dict[str, float] = {}
+        self._shown: dict[str, tuple[int, int]] = {}  # stage → (done, total) of its last line
 
     def begin_source(self, name: str) -> None:
-        self.source, self._start, self._last = printable(name), {}, {}
+        self.source, self._start, self._last, self._shown = printable(name), {}, {}, {}
 
     def __call__(self, stage: str, done: int, total: int) -> None:
         now = self.clock()
@@ -49,6 +50,9 @@ class LineDisplay:
         finished = done >= total
         if not finished and stage in self._last and now - self._last[stage] < self.interval:
             return
+        if self._shown.get(stage) == (done, total):
+            return  # nothing moved since its last line (a block encoded, not yet committed; an end said twice)
+        self._shown[stage] = (done, total)
         self._last[stage] = now
         self.stream.write(self.line(stage, done, total, now - start[0], done - start[1]) + "\n")
         self.stream.flush()

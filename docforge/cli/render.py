@@ -79,7 +79,8 @@ def citation(doc_key: str, source: str, url: str, page: int | None) -> Text:
     a hyperlink to `url`."""
     prefix = f"{source}:"
     path = doc_key[len(prefix) :] if doc_key.startswith(prefix) and _is_file(url) else ""
-    shown = printable(path or url or doc_key)
+    shown = path + ("#" + url.partition("#")[2] if path and "#" in url else "") or url or doc_key  # its anchor too
+    shown = printable(shown)
     if page is not None:
         shown += f", page {page}"
     link = url.startswith(("http://", "https://", "file://")) and url.isprintable()  # a control ends OSC 8 early

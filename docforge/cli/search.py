@@ -103,7 +103,7 @@ def command(
     from pipeline.usage import for_search, record_once
 
     settings = load_settings(config)
-    with Searcher(settings) as searcher:
+    with Searcher(settings, keep_queries=True) as searcher:  # a query asked before loads no model
         t = time.perf_counter()
         hits = searcher.search(query, limit=limit, mode=mode, filters=filters, rerank=rerank, per_doc=per_doc)
         ms = (time.perf_counter() - t) * 1000

@@ -18,6 +18,7 @@ store does not answer (or a search ran past its statement time limit).
 
 import json
 import logging
+from collections.abc import Callable
 from importlib.resources import files
 from typing import Annotated, Any
 
@@ -109,6 +110,29 @@ def create_app(
         # A safety net: the search path says so itself (StoreDown); anything else that meets a lost store too.
         return JSONResponse({"detail": "the store is unavailable; try again shortly"}, status_code=503, headers=RETRY)
 
+    principal = _principal(auth)
+
+    @app.get("/health", tags=["meta"])
+    def get_health() -> JSONResponse:
+        ok = health() if health else True  # the only unauthenticated route
+        body = {"status": "ok" if ok else "unavailable", "admission": admissions.report()}
+        return JSONResponse(body, status_code=200 if ok else 503, headers=None if ok else RETRY)
+
+    _add_search(app, search, principal)
+    if ask is not None:
+        _add_ask(app, ask, principal)
+    _add_docs(app, principal)
+    add_page(app, principal, store, limits.dagster_url)
+    if usage is not None:
+        add_gaps(app, principal, usage)
+    if hooks is not None:  # POST /hooks/git, /hooks/confluence: verified by signature (docforge.servers.hooks)
+        app.include_router(hooks_router(hooks))
+    return app
+
+
+def _principal(auth: Authenticator) -> Callable[..., Principal]:
+    """The dependency that names the caller (401 without one)."""
+
     def principal(
         request: Request, creds: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
     ) -> Principal:
@@ -118,16 +142,12 @@ def create_app(
             raise HTTPException(401, "missing or invalid bearer token", headers={"WWW-Authenticate": "Bearer"})
         return who
 
-    Caller = Annotated[Principal, Depends(principal)]
+    return principal
 
-    @app.get("/health", tags=["meta"])
-    def get_health() -> JSONResponse:
-        ok = health() if health else True  # the only unauthenticated route
-        body = {"status": "ok" if ok else "unavailable", "admission": admissions.report()}
-        return JSONResponse(body, status_code=200 if ok else 503, headers=None if ok else RETRY)
 
+def _add_search(app: FastAPI, search: SearchFn, principal: Callable[..., Principal]) -> None:
     @app.post("/search", response_model=SearchResponse, tags=["search"])
-    def post_search(req: SearchRequest, who: Caller) -> SearchResponse:
+    def post_search(req: SearchRequest, who: Annotated[Principal, Depends(principal)]) -> SearchResponse:
         """Hybrid (or dense/keyword) search with citations; same parameters as the MCP tool."""
         log_request("api", req, who.name)
         try:
@@ -141,45 +161,42 @@ def create_app(
             raise HTTPException(503, str(e), headers=RETRY) from None
         return SearchResponse(query=req.query, hits=[SearchHit(**h) for h in hits])
 
-    if ask is not None:
 
-        @app.post("/ask", response_model=Answer, tags=["answers"])
-        def post_ask(req: AskRequest, who: Caller) -> Answer:
-            """A grounded answer: claims cited, verified (STRICT / HYBRID / UNGROUNDED), cached; see docs/answers.md."""
-            log_ask("api", req, who.name)
+def _add_ask(app: FastAPI, ask: AskFn, principal: Callable[..., Principal]) -> None:
+    @app.post("/ask", response_model=Answer, tags=["answers"])
+    def post_ask(req: AskRequest, who: Annotated[Principal, Depends(principal)]) -> Answer:
+        """A grounded answer: claims cited, verified (STRICT / HYBRID / UNGROUNDED), cached; see docs/answers.md."""
+        log_ask("api", req, who.name)
+        try:
             try:
-                try:
-                    return ask(req, who)
-                except psycopg.OperationalError:  # a connection a store restart dropped: once more, on a new one
-                    return ask(req, who)
-            except (QueryError, AnswerError) as e:
-                if isinstance(e, LLMError):
-                    raise HTTPException(502, str(e)) from None
-                raise HTTPException(400, str(e)) from None
-            except StoreDown as e:
-                log.warning("ask: %s", e)
-                raise unavailable() from None
-            except DocforgeError as e:
-                raise HTTPException(503, str(e), headers=RETRY) from None
+                return ask(req, who)
+            except psycopg.OperationalError:  # a connection a store restart dropped: once more, on a new one
+                return ask(req, who)
+        except (QueryError, AnswerError) as e:
+            if isinstance(e, LLMError):
+                raise HTTPException(502, str(e)) from None
+            raise HTTPException(400, str(e)) from None
+        except StoreDown as e:
+            log.warning("ask: %s", e)
+            raise unavailable() from None
+        except DocforgeError as e:
+            raise HTTPException(503, str(e), headers=RETRY) from None
+
+
+def _add_docs(app: FastAPI, principal: Callable[..., Principal]) -> None:
+    """The OpenAPI document and its Swagger page, behind a token; Swagger UI's vendor files open."""
 
     @app.get("/openapi.json", include_in_schema=False)
-    def openapi(_: Caller) -> JSONResponse:
+    def openapi(_: Annotated[Principal, Depends(principal)]) -> JSONResponse:
         return JSONResponse(app.openapi())
 
     @app.get("/docs", include_in_schema=False)
-    def docs(request: Request, _: Caller) -> HTMLResponse:
+    def docs(request: Request, _: Annotated[Principal, Depends(principal)]) -> HTMLResponse:
         assets = request.scope.get("root_path", "").rstrip("/") + DOCS_ASSETS  # behind a path-prefix proxy too
         spec = json.dumps(app.openapi()).replace("</", "<\\/")
         return HTMLResponse(_SWAGGER.replace("ASSETS", assets).replace("SPEC", spec))
 
     app.mount(DOCS_ASSETS, StaticFiles(directory=str(files("fastapi_offline") / "static")), name="docs-assets")
-    add_page(app, principal, store, limits.dagster_url)
-    if usage is not None:
-        add_gaps(app, principal, usage)
-    if hooks is not None:  # POST /hooks/git, /hooks/confluence: verified by signature (docforge.servers.hooks)
-        app.include_router(hooks_router(hooks))
-
-    return app
 
 
 def server_config(app: FastAPI, host: str, port: int, limits: ApiConfig | None = None, **kw: Any):

@@ -88,14 +88,17 @@ def build_mcp(search: SearchFn, ask: AskFn | None = None, reader: Principal = FU
 
 
 ASK_DESCRIPTION = """Answer a question from the documentation: every claim cites numbered evidence and is
-checked against it deterministically.
+checked against it.
 
-Returns answer (claims marked ✓ verified / ✗ unverified), claims (text, pointers,
-verified, strategy), citations (pointer, title, section, url, score), audit_mode
-(STRICT: all quoted and on the question; HYBRID: some paraphrased, or quoted but
-not answering the question; UNGROUNDED: do not rely on it), addresses_question and
-addresses_reason, confidence, abstained (true: not found in the documentation). user_name,
-team_name, area_name identify who asks; filters is a filter expression."""
+Returns answer: one line a claim, each marked, with the legend ("Marks: ...") as its
+last line: ✓ quoted word for word from the cited evidence; ≈ reworded, supported by
+the evidence (p: the probability that it is); ✗ not supported (do not rely on it).
+claims: text, pointers, support (quoted | supported | unsupported), probability,
+violations. citations: pointer, title, section, url, score. audit_mode: STRICT (all
+quoted), HYBRID (all supported, some reworded), UNGROUNDED (do not rely on it).
+Whether it answers the question is said apart: addresses_question, addresses_reason.
+Also confidence, abstained (true: not found in the documentation), answer_id.
+user_name, team_name, area_name identify who asks; filters is a filter expression."""
 
 
 def _add_ask_tool(server: MCPServer, ask: AskFn, reader: Principal) -> None:

@@ -11,21 +11,30 @@ The key is sha256 over canonical JSON of:
   answerer's version), the conversation's prior turns, the request's scope (the caller's access
   fingerprint: `full`, or a hash of its sorted principals, so one caller's answer is never served to
   another who may read otherwise; filters, a `filter_repo` among them, mode, rerank, boost tags;
-  max_iterations with an LLM), the search and answers settings, the schema version, CANON_VERSION
-  and the verifier's policy.
+  max_iterations with an LLM), the search and answers settings, the schema version, CANON_VERSION,
+  the verifier's policy, and the verifier's code-and-parameters digest (`verifier_digest`), for LLM
+  answers as for extractive ones.
+
+A stored answer is served only while its evidence is what the store holds now (`lookup`): every chunk
+each evidence block joins, re-read and hashed in the statement that finds the answer. A chunk changed
+under it (without an ingest, which would change the key) makes it a miss, and the answer is recomputed.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
+import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import psycopg
 from psycopg.types.json import Jsonb
 
 from pipeline.answers import words as tx
+from pipeline.query.hits import JOIN
 
 CANON_VERSION = "1"
 KEY_VERSION = "1"
@@ -108,6 +117,44 @@ def cache_key(parts: dict[str, Any]) -> str:
     ).hexdigest()
 
 
+ANSWERS = Path(__file__).parent  # pipeline/answers
+
+
+@functools.cache
+def verifier_digest() -> str:
+    """sha256 of what a verdict depends on: the source of the verifier package (pipeline/answers/verify)
+    and of every pipeline.answers module it imports, directly or not (found by reading their imports, so
+    it stays right as the verifier changes), and every parameters file under pipeline/answers/params/
+    (the verifier's own among them; the policy in force, a config path's included, is in the key apart)."""
+    files = set((ANSWERS / "verify").rglob("*.py"))
+    todo = list(files)
+    while todo:
+        for name in _answers_imports(todo.pop()):
+            rel = Path(*name.split(".")[2:])
+            for f in (ANSWERS / rel.with_suffix(".py"), ANSWERS / rel / "__init__.py"):
+                if f.is_file() and f not in files:
+                    files.add(f)
+                    todo.append(f)
+    files |= {f for f in (ANSWERS / "params").rglob("*") if f.is_file()}
+    h = hashlib.sha256()
+    for f in sorted(files):
+        h.update(f.relative_to(ANSWERS).as_posix().encode() + b"\0" + f.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+_FROM = re.compile(r"^\s*from\s+(pipeline\.answers[\w.]*)\s+import\s+(\([^)]*\)|[^\n]*)", re.M)
+_IMPORT = re.compile(r"^\s*import\s+(pipeline\.answers\.[\w.]+)", re.M)
+
+
+def _answers_imports(path: Path) -> list[str]:
+    """The pipeline.answers modules `path` imports (`from pipeline.answers import words` names a module)."""
+    text = re.sub(r"#[^\n]*", "", path.read_text(encoding="utf-8"))
+    out = _IMPORT.findall(text)
+    for module, names in _FROM.findall(text):
+        out += [module, *(f"{module}.{n.split()[0]}" for n in names.strip("()").split(",") if n.strip())]
+    return [n for n in out if n.startswith("pipeline.answers.")]
+
+
 def canonical_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
 
@@ -127,18 +174,51 @@ class Stored:
     stages: list[dict[str, Any]]
     created_at: Any
     hits: int
+    fresh: bool = True  # its evidence is what the store holds now (`lookup`; `get` does not look)
 
 
 _COLS = "id, cache_key, question, model, audit_mode, dag_root, answer, stages, created_at, hits"
 
+# The newest answer under a key, whether every evidence block of it is still what its chunks hold (their
+# texts now, joined as the search joined them, hash to the block's recorded hash; a block recorded with
+# one chunk id is read as that chunk), and a hit counted only when it is.
+_LOOKUP = f"""
+WITH newest AS (
+    SELECT {_COLS} FROM answers WHERE cache_key = %(key)s ORDER BY created_at DESC LIMIT 1
+), blocks AS (
+    SELECT b.value AS block, b.ordinality AS n
+    FROM newest,
+         LATERAL (SELECT s->'payload' AS p FROM jsonb_array_elements(newest.stages) s
+                  WHERE s->>'stage' = 'evidence') ev,
+         LATERAL jsonb_array_elements(CASE WHEN jsonb_typeof(ev.p) = 'array' THEN ev.p ELSE '[]' END)
+             WITH ORDINALITY b
+), changed AS (
+    SELECT count(*) AS n FROM (
+        SELECT bl.block->>'text_hash' AS recorded,
+               encode(sha256(convert_to(string_agg(c.text, %(join)s ORDER BY part.i), 'UTF8')), 'hex') AS now,
+               count(c.id) AS found, count(*) AS wanted
+        FROM blocks bl
+        CROSS JOIN LATERAL jsonb_array_elements_text(
+            CASE WHEN jsonb_typeof(bl.block->'chunk_ids') = 'array' AND jsonb_array_length(bl.block->'chunk_ids') > 0
+                 THEN bl.block->'chunk_ids' ELSE jsonb_build_array(bl.block->'chunk_id') END
+        ) WITH ORDINALITY part(id, i)
+        LEFT JOIN chunks c ON c.id = part.id
+        GROUP BY bl.n, bl.block->>'text_hash'
+    ) b WHERE b.found < b.wanted OR b.now IS DISTINCT FROM b.recorded
+), counted AS (
+    UPDATE answers a SET hits = a.hits + 1, last_hit_at = now()
+    FROM newest, changed WHERE a.id = newest.id AND changed.n = 0
+    RETURNING a.hits
+)
+SELECT {_COLS.replace("hits", "coalesce((SELECT hits FROM counted), newest.hits)")}, changed.n = 0
+FROM newest, changed
+"""
+
 
 def lookup(conn: psycopg.Connection, key: str) -> Stored | None:
-    """The newest answer stored under `key`, counted as a hit."""
-    row = conn.execute(
-        f"UPDATE answers SET hits = hits + 1, last_hit_at = now() WHERE id = "
-        f"(SELECT id FROM answers WHERE cache_key = %s ORDER BY created_at DESC LIMIT 1) RETURNING {_COLS}",
-        (key,),
-    ).fetchone()
+    """The newest answer stored under `key`, counted as a hit when its evidence is unchanged; one whose
+    evidence changed comes back with `fresh` False and uncounted (the caller answers afresh)."""
+    row = conn.execute(_LOOKUP, {"key": key, "join": JOIN}).fetchone()
     return Stored(*row) if row else None
 
 

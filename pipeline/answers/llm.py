@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import httpx
-
-from pipeline import http
 from pipeline.config import LLMConfig
 from pipeline.errors import ConfigError, LLMError
+
+if TYPE_CHECKING:  # httpx loads with the first client: an extractive `docforge ask` never imports it
+    import httpx
+
+    from pipeline import http
 
 
 @dataclass(frozen=True)
@@ -32,6 +35,8 @@ class ChatClient:
     def __init__(
         self, cfg: LLMConfig, *, transport: httpx.BaseTransport | None = None, clock: http.Clock | None = None
     ):
+        from pipeline import http
+
         if not cfg.base_url or not cfg.model:
             raise ConfigError("llm: set both base_url and model (e.g. DOCFORGE_LLM_BASE_URL, DOCFORGE_LLM_MODEL)")
         self.cfg = cfg
@@ -83,6 +88,8 @@ class ChatClient:
         return self._completion(resp, t0, attempts)
 
     def _completion(self, resp: httpx.Response, t0: float, attempt: int) -> Completion:
+        from pipeline import http
+
         try:
             data = resp.json()
             text = data["choices"][0]["message"]["content"]

@@ -125,9 +125,12 @@ class Answerer:
             key = self._key(conn, run) if ready else None
             hit = cache.lookup(conn, key) if key and use_cache else None
             run.time("cache_lookup", (time.perf_counter() - t) * 1000)
-        if hit is not None:
+        if hit is not None and hit.fresh:
             return self._from_cache(hit, run, t0, trace)
-        run.trace.append(Step("cache", run.timings["cache_lookup"], {"hit": False, "used": bool(use_cache)}))
+        miss: dict[str, Any] = {"hit": False, "used": bool(use_cache)}
+        if hit is not None:  # its evidence changed under it (pipeline.answers.cache.lookup): answered afresh
+            miss["stale"] = hit.id
+        run.trace.append(Step("cache", run.timings["cache_lookup"], miss))
 
         if not ready:
             draft = Draft([], "", heuristic_intent(question), 0, 0.0, True)
@@ -203,7 +206,7 @@ class Answerer:
                 "max_iterations": run.max_iterations if self.llm else None,
                 "search": self.searcher.config.model_dump(mode="json", exclude=set(self.searcher.config.limits)),
                 "answers": self.cfg.model_dump(mode="json", exclude={"cache", "cache_mode"}),
-                "verifier": verify.POLICY,
+                "verifier": {"policy": verify.POLICY, "digest": cache.verifier_digest()},
             }
         )
 
@@ -217,7 +220,7 @@ class Answerer:
         return fitted.load(self._model_id(), self.cfg.params)
 
     def _model_id(self) -> str:
-        return str(getattr(self.searcher.embedder, "name", None) or self.settings.embedding.model)
+        return self.searcher.model_name  # the name alone: a cached answer loads no model
 
     def _from_cache(self, hit: cache.Stored, run: Run, t0: float, trace: bool) -> Answer:
         step = Step("cache", run.timings["cache_lookup"], {"hit": True, "answer_id": hit.id})
@@ -253,13 +256,13 @@ class Answerer:
 
     def _embed(self, texts):
         """The question (as a query) and the candidate lines (as documents, each computed once: vectors)."""
-        enc = self.searcher.embedder
-        q = enc.encode([texts[0]], kind="query")
+        q = self.searcher.query_vector(texts[0])[None, :]  # kept on disk by the CLI's searcher
         if len(texts) == 1:
             return q
         if self._vectors is None or self._vectors.model != self._model_id():
             self._vectors = LineVectors(self._model_id(), self.searcher.connection)
-        docs = self._vectors.encode(list(texts[1:]), lambda batch: enc.encode(batch, kind="document"))
+        # the model loads only when a line was never embedded before (LineVectors: memory, then the store)
+        docs = self._vectors.encode(list(texts[1:]), lambda b: self.searcher.embedder.encode(b, kind="document"))
         return np.vstack([np.asarray(q, dtype=np.float32), docs])
 
     def _chat(self, run: Run, stage: str, messages, max_tokens: int | None = None) -> str:
@@ -280,7 +283,7 @@ class Answerer:
         addresses = not abstained and verdict.addresses_question is not None
         return Answer(
             question=run.question,
-            answer=render.render(list(claims), checked.audit, abstained, verdict.deflection),
+            answer=render.render(list(claims), checked.audit, abstained),
             claims=[c.as_dict() for c in claims],
             citations=[Citation(**e.citation()) for e in used],
             sources=list(dict.fromkeys(e.url for e in used)),

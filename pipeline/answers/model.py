@@ -9,6 +9,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 AuditMode = Literal["STRICT", "HYBRID", "UNGROUNDED"]
+Support = Literal["quoted", "supported", "unsupported"]
 Intent = Literal["factual", "conceptual", "debugging", "comparison", "exploratory"]
 INTENTS: tuple[str, ...] = ("factual", "conceptual", "debugging", "comparison", "exploratory")
 # Strategies from strongest to weakest; STRICT means every claim passed by one of the first two.
@@ -39,11 +40,19 @@ class Evidence:
     page: int | None = None
     rerank_score: float | None = None
     blocks: tuple[Any, ...] = ()  # its typed blocks (pipeline.records.Block), () for a chunk stored without
+    # Every chunk its text joins, in document order (a search passage joins neighbours); () for the one
+    # chunk `chunk_id`. The provenance chain records each with its text hash (pipeline.answers.provenance).
+    chunk_ids: tuple[str, ...] = ()
+
+    @property
+    def chunks(self) -> tuple[str, ...]:
+        return self.chunk_ids or (self.chunk_id,)
 
     def citation(self) -> dict[str, Any]:
         d = asdict(self)
         d.pop("text")
         d.pop("blocks")
+        d["chunk_ids"] = list(self.chunks)
         return d
 
 
@@ -58,6 +67,17 @@ class Claim:
     violations: tuple[str, ...] = ()
     addresses_question: bool | None = None  # None: verified without the question
     reason: str = ""  # why it does (not) address the question
+    # quoted: the evidence says it word for word (quote, span); supported: reworded, and the evidence
+    # supports it; unsupported: neither. Given by the verifier; else derived from `strategy`.
+    support: Support = None  # type: ignore[assignment]
+    probability: float | None = None  # calibrated P(supported), where the verifier computes one
+
+    def __post_init__(self) -> None:
+        if self.support is None:
+            derived = (
+                "quoted" if self.strategy in STRICT_STRATEGIES else "supported" if self.verified else "unsupported"
+            )
+            object.__setattr__(self, "support", derived)
 
     def as_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {
@@ -66,6 +86,8 @@ class Claim:
             "verified": self.verified,
             "strategy": self.strategy,
             "violations": list(self.violations),
+            "support": self.support,
+            "probability": self.probability,
         }
         if self.addresses_question is not None:
             d.update(addresses_question=self.addresses_question, reason=self.reason)
@@ -126,6 +148,9 @@ class Citation(BaseModel):
     rerank_score: float | None = None
     evidence_id: str
     chunk_id: str
+    # Every chunk the evidence block joins, in document order (a search passage joins neighbours; the
+    # block's text is their texts joined by a blank line); [chunk_id] for one. Older records: empty.
+    chunk_ids: list[str] = Field(default_factory=list)
 
 
 class Answer(BaseModel):

@@ -4,8 +4,9 @@
 
 Stage i's hash is sha256(name, hash of stage i-1, canonical JSON of its payload);
 the last hash is the root (`dag_root`), stored beside the answer. `check` recomputes
-every stage from what is stored — the chain itself, the evidence's text hashes
-against the chunks now in the store, the prompt from question and evidence, the
+every stage from what is stored — the chain itself, each evidence block against
+every chunk it joins as the store holds them now (a passage of the search joins
+neighbouring chunks, so a block may span several), the prompt from question and evidence, the
 claims from the raw answer, the verdict from claims and evidence, the rendering
 and the label — and names the first stage that does not match.
 """
@@ -17,8 +18,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from pipeline.answers import params, prompts, render, verify
-from pipeline.answers.cache import canonical_json
-from pipeline.answers.model import Claim, Evidence, text_hash
+from pipeline.answers.cache import canonical_json, verifier_digest
+from pipeline.answers.model import Evidence, text_hash
+from pipeline.query.hits import JOIN
 
 STAGES = ("question", "retrieval", "evidence", "prompt", "raw_answer", "claims", "verification", "rendered", "label")
 
@@ -37,11 +39,14 @@ def chain(payloads: dict[str, Any]) -> tuple[list[dict[str, Any]], str]:
 
 
 def evidence_payload(evidence: list[Evidence]) -> list[dict[str, Any]]:
+    """Each block with its text, that text's hash, and every chunk it joins (in order): a block of a
+    passage spans several chunks, and `check` proves it from all of them."""
     return [
         {
             "pointer": e.pointer,
             "evidence_id": e.evidence_id,
             "chunk_id": e.chunk_id,
+            "chunk_ids": list(e.chunks),
             "text_hash": text_hash(e.text),
             "text": e.text,
             "title": e.title,
@@ -59,7 +64,40 @@ def evidence_payload(evidence: list[Evidence]) -> list[dict[str, Any]]:
 
 
 def evidence_from(payload: list[dict[str, Any]]) -> list[Evidence]:
-    return [Evidence(**{k: v for k, v in d.items() if k != "text_hash"}) for d in payload]
+    out = []
+    for d in payload:
+        fields = {k: v for k, v in d.items() if k != "text_hash"}
+        fields["chunk_ids"] = tuple(fields.get("chunk_ids") or ())
+        out.append(Evidence(**fields))
+    return out
+
+
+def cited_chunks(stages: list[dict[str, Any]]) -> list[str]:
+    """Every chunk id a recorded answer's evidence joins (for `check`'s `current_chunks`)."""
+    payload = next((s.get("payload") for s in stages if isinstance(s, dict) and s.get("stage") == "evidence"), None)
+    ids: list[str] = []
+    for d in payload if isinstance(payload, list) else []:
+        if isinstance(d, dict):
+            ids += [str(i) for i in (d.get("chunk_ids") or [d.get("chunk_id")])]
+    return list(dict.fromkeys(ids))
+
+
+def block_changed(e: Evidence, current: dict[str, str | None]) -> str:
+    """Why evidence block `e` no longer is what its chunks hold now, naming the chunk; "" when it still is
+    (its chunks' texts now, joined as the search joined them, are its text)."""
+    at = 0
+    for cid in e.chunks:
+        now = current.get(cid)
+        if now is None:
+            return f"{e.pointer}: chunk {cid[:12]}… is no longer in the index"
+        if not e.text.startswith(now, at):
+            return f"{e.pointer}: chunk {cid[:12]}… has changed since"
+        at += len(now) + len(JOIN)
+    if text_hash(JOIN.join(current[c] or "" for c in e.chunks)) == e.evidence_id:
+        return ""
+    if not e.chunk_ids:  # recorded with its first chunk only, before blocks named every chunk they join
+        return f"{e.pointer}: its record names one chunk of several; ask again with --no-cache to record it whole"
+    return f"{e.pointer}: its chunks no longer join to its text"
 
 
 def prompt_payload(model: str, question: str, evidence: list[Evidence], history, max_sentences: int) -> Any:
@@ -73,7 +111,9 @@ def claims_payload(raw: str) -> list[dict[str, Any]]:
 
 
 def label_payload(audit_mode: str, abstained: bool, confidence: float) -> dict[str, Any]:
-    return {"audit_mode": audit_mode, "abstained": abstained, "confidence": confidence}
+    """The label, and the digest of the verifier that gave it (so a verdict that differs later can be
+    told apart: the verifier changed, or the record did)."""
+    return {"audit_mode": audit_mode, "abstained": abstained, "confidence": confidence, "verifier": verifier_digest()}
 
 
 @dataclass(frozen=True)
@@ -86,7 +126,8 @@ class Check:
 def check(
     dag_root: str, answer: dict[str, Any], stages: list[dict[str, Any]], current_chunks: dict[str, str | None]
 ) -> Check:
-    """Re-derive every stage; `current_chunks` maps each cited chunk id to its text now (None: gone)."""
+    """Re-derive every stage; `current_chunks` maps each cited chunk id (`cited_chunks`) to its text now
+    (None or absent: gone)."""
     by = {s.get("stage"): s for s in stages if isinstance(s, dict)}
     missing = [n for n in STAGES if n not in by]
     if missing:
@@ -99,22 +140,23 @@ def check(
             return Check(False, n, "its stored payload no longer hashes to its stored hash")
     if prev != dag_root or answer.get("dag_root") != dag_root:
         return Check(False, "label", "the chain's root differs from the stored root")
-    q = p["question"]
-    if answer.get("question") != q.get("question"):
+    if not isinstance(p["question"], dict) or answer.get("question") != p["question"].get("question"):
         return Check(False, "question", "the stored answer's question differs from the question stage")
     try:
         evidence = evidence_from(p["evidence"])
-    except TypeError as err:
+    except (TypeError, AttributeError) as err:
         return Check(False, "evidence", f"malformed evidence: {err}")
-    for e, d in zip(evidence, p["evidence"], strict=False):
+    for e, d in zip(evidence, p["evidence"], strict=True):
         if text_hash(e.text) != d.get("text_hash") or e.evidence_id != d.get("text_hash"):
             return Check(False, "evidence", f"{e.pointer}: its text does not match its hash")
-        now = current_chunks.get(e.chunk_id)
-        if now is None:
-            return Check(False, "evidence", f"{e.pointer}: chunk {e.chunk_id[:12]}… is no longer in the index")
-        if text_hash(now) != d["text_hash"]:
-            return Check(False, "evidence", f"{e.pointer}: chunk {e.chunk_id[:12]}… has changed since")
-    model = answer.get("model", "")
+        if why := block_changed(e, current_chunks):
+            return Check(False, "evidence", why)
+    return _derived(answer, p, evidence)
+
+
+def _derived(answer: dict[str, Any], p: dict[str, Any], evidence: list[Evidence]) -> Check:
+    """The stages after the evidence, each recomputed from the ones before it."""
+    q, model = p["question"], answer.get("model", "")
     expected_prompt = prompt_payload(
         model,
         q.get("question", ""),
@@ -125,27 +167,27 @@ def check(
     if canonical_json(expected_prompt) != canonical_json(p["prompt"]):
         return Check(False, "prompt", "the prompt does not follow from the question and the evidence")
     label = p["label"] if isinstance(p["label"], dict) else {}
-    raw = p["raw_answer"] if isinstance(p["raw_answer"], str) and not label.get("abstained") else ""
+    abstained = bool(label.get("abstained"))
+    raw = p["raw_answer"] if isinstance(p["raw_answer"], str) and not abstained else ""
     if claims_payload(raw) != p["claims"]:
         return Check(False, "claims", "the claims do not parse from the raw answer")
-    stored_question = p["question"].get("question") if isinstance(p["question"], dict) else None
     question_aware = isinstance(p["verification"], dict) and "addresses_question" in p["verification"]
     verdict = verify.verify(
-        raw, {e.pointer: e.text for e in evidence}, question=stored_question if question_aware else None
+        raw, {e.pointer: e.text for e in evidence}, question=q.get("question") if question_aware else None
     )
     if canonical_json(verdict.as_dict()) != canonical_json(p["verification"]):
+        then = label.get("verifier")
+        if then and then != verifier_digest():
+            why = f"re-verifying gives another verdict: the verifier changed since (digest {then[:12]}…)"
+            return Check(False, "verification", why + "; ask again with --no-cache for a verdict of this one")
         return Check(False, "verification", "re-verifying the claims gives another verdict")
-    claims = [
-        Claim(c["text"], tuple(c["pointers"]), c["verified"], c["strategy"], tuple(c["violations"]))
-        for c in verdict.as_dict()["claims"]
-    ]
     if (
-        render.render(claims, verdict.audit_mode, bool(label.get("abstained")), verdict.deflection) != p["rendered"]
+        render.render(list(verdict.claims), verdict.audit_mode, abstained) != p["rendered"]
         or answer.get("answer") != p["rendered"]
     ):
         return Check(False, "rendered", "the rendered answer differs from what the verdict renders to")
     if (
-        label.get("audit_mode") != (verdict.audit_mode if not label.get("abstained") else "UNGROUNDED")
+        label.get("audit_mode") != (verdict.audit_mode if not abstained else "UNGROUNDED")
         or answer.get("audit_mode") != label.get("audit_mode")
         or answer.get("abstained", False) != label.get("abstained")
         or answer.get("confidence") != label.get("confidence")

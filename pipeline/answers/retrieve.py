@@ -81,6 +81,7 @@ class EvidencePool:
                     page=h.page,
                     rerank_score=h.rerank_score,
                     blocks=tuple(getattr(h, "blocks", None) or ()),  # Hit.blocks: stores with typed blocks
+                    chunk_ids=tuple(h.chunk_ids),
                 )
             )
             new += 1

@@ -29,14 +29,14 @@ and no error or repr ever shows a secret's value.
 
 This package is the one place the process environment is read for configuration:
 
-    base.py      the strict model, `Section` and its environment names, the one lookup of them
+    base.py      the strict model, `EnvSection` and its environment names, the one lookup of them
     sources.py   the source schemas (git, directory, confluence) and a source name's rules
     sections.py  the settings sections (embedding … orchestration)
     settings.py  the root, `Settings`, and what it knows of its sections (env names, secrets)
     loader.py    load_settings / env_settings / env_section, the ad-hoc sources' file, error messages
 """
 
-from pipeline.config.base import Section, Strict
+from pipeline.config.base import EnvSection, Strict
 from pipeline.config.loader import (
     ADHOC_FILE,
     DEFAULT_CONFIG,
@@ -103,6 +103,7 @@ __all__ = [
     "ConfluenceSourceConfig",
     "DirectorySourceConfig",
     "EmbeddingConfig",
+    "EnvSection",
     "Executor",
     "GitSourceConfig",
     "LLMConfig",
@@ -111,7 +112,6 @@ __all__ = [
     "RerankConfig",
     "ScheduleConfig",
     "SearchConfig",
-    "Section",
     "ServiceConfig",
     "Settings",
     "SourceConfig",

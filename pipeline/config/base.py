@@ -20,7 +20,7 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class Section(Strict):
+class EnvSection(Strict):
     """A part of the tree with environment names of its own, instead of DOCFORGE_<SECTION>__<KEY>.
 
     A field's names are `env_aliases[field]` when listed, else `env_prefix + FIELD`

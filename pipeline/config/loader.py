@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 import yaml
 from pydantic import SecretStr, TypeAdapter, ValidationError
 
-from pipeline.config.base import Section, first_set, generic_name
+from pipeline.config.base import EnvSection, first_set, generic_name
 from pipeline.config.settings import Settings, secrets, sections
 from pipeline.config.sources import SOURCE_TYPES, SourceConfig
 from pipeline.errors import ConfigError
@@ -170,7 +170,7 @@ def env_settings() -> Settings:
     return _build({}, None)
 
 
-S = TypeVar("S", bound=Section)
+S = TypeVar("S", bound=EnvSection)
 
 
 def env_section(cls: type[S]) -> S:

@@ -1,6 +1,6 @@
 """The settings sections: what each part of docforge is configured with, and its environment names.
 
-Each section is a frozen model; one that is a `Section` is also read from its documented environment
+Each section is a frozen model; one that is an `EnvSection` is also read from its documented environment
 names (pipeline.config.base). The tree that holds them is `pipeline.config.settings.Settings`.
 """
 
@@ -13,7 +13,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field, SecretStr, field_validator
 
-from pipeline.config.base import Section, Strict
+from pipeline.config.base import EnvSection, Strict
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 DEFAULT_CHUNK_TOKENS = 512  # chunking.max_tokens: the cap, below a large model's window
@@ -28,7 +28,7 @@ def _user_model_cache() -> Path:
 # --- ingest -----------------------------------------------------------------------------------------
 
 
-class EmbeddingConfig(Section):
+class EmbeddingConfig(EnvSection):
     """Which model embeds: `model`, else the first of `fallbacks` that loads (tried in order, each
     failure logged with its reason). With `url` set (EMBEDDER_URL), an embedder service embeds instead
     (pipeline.embed.remote): always for search, for ingest too with `remote_ingest`."""
@@ -49,13 +49,18 @@ class EmbeddingConfig(Section):
     batch_size: int | None = Field(default=None, ge=1)  # None: chosen for the device
     # auto: ONNX Runtime fp32 on a CPU when onnxruntime is installed and the model exports (the same
     # vectors as torch, cosine >= 0.9999, about 3x faster on 2 cores: docs/performance.md), else torch
-    # (fp16 on CUDA), with one log line saying why. onnx-int8 is faster still but drifts (~0.01 cosine):
+    # (fp16 on CUDA), with one log line saying why. onnx-int8 is faster still but drifts (~0.01 cosine)
+    # and lost 3-4 % dense MRR@10 on labelled questions (docs/performance.md, int8 by retrieval quality):
     # only on request.
     backend: Literal["auto", "torch", "onnx", "onnx-int8"] = "auto"
     # Search queries are one short text each, where torch's per-call overhead dominates
     # (MiniLM on CPU: 10.6 ms torch vs 3.6 ms ONNX fp32, same weights). auto: `backend`,
     # except torch becomes auto (ONNX Runtime on a CPU).
     query_backend: Literal["auto", "torch", "onnx", "onnx-int8"] = "auto"
+    # Index pages (link share >= search.index_link_share: sitemaps, keyword indexes, lists of pages) are
+    # indexed for keyword search only, without vectors: they point at answers rather than hold them, and
+    # were 18 % of a manual's chunks (measured: docs/performance.md#index-pages). true: embed them too.
+    index_pages: bool = False
     # Exported ONNX models depend on the model files only: one cache per user, shared by stores.
     cache_dir: Path = Field(default_factory=_user_model_cache)
     # The embedder service (`docforge serve --embedder`): comma-separated URLs, one per model served;
@@ -99,7 +104,7 @@ class ScheduleConfig(Strict):
 # --- query ------------------------------------------------------------------------------------------
 
 
-class SearchConfig(Section):
+class SearchConfig(EnvSection):
     """Retrieval knobs; `DOCFORGE_SEARCH_<KEY>` overrides each."""
 
     env_prefix: ClassVar[str] = "DOCFORGE_SEARCH_"
@@ -165,7 +170,7 @@ def _per_core(n: int) -> int:
     return max(2, min(64, n * cores))
 
 
-class ApiConfig(Section):
+class ApiConfig(EnvSection):
     """The HTTP API's request limits, checked before a body is read (docforge.servers.api)."""
 
     env_prefix: ClassVar[str] = "DOCFORGE_API_"
@@ -175,15 +180,16 @@ class ApiConfig(Section):
     # The Dagster UI the page's Sources tab links each source's partition to (docs/web.md).
     dagster_url: str = "http://127.0.0.1:3000"
     # Admission control (docforge.servers.gate, docs/deploy.md "Sizing the API"): at most max_in_flight
-    # searches (and page reads) and max_asks_in_flight asks are worked on at once; others wait, at most
-    # max_wait_s and at most max_queued of them, then get 503 with Retry-After at once.
+    # searches (and page reads) and max_asks_in_flight asks are worked on at once; others wait only while
+    # their expected wait (queue × recent service time ÷ slots) fits max_wait_s and fewer than max_queued
+    # wait, else get 503 with Retry-After at once; a wait past max_wait_s ends in 503 too.
     max_in_flight: int = Field(default_factory=lambda: _per_core(2), ge=1, le=1000)
     max_asks_in_flight: int = Field(default_factory=lambda: _per_core(2), ge=1, le=1000)
     max_queued: int = Field(default=256, ge=0, le=100_000)
     max_wait_s: float = Field(default=1.0, ge=0, le=60)
 
 
-class WebhookConfig(Section):
+class WebhookConfig(EnvSection):
     """Webhook deliveries from git hosts and Confluence (docforge.servers.hooks, docs/orchestration.md)."""
 
     env_prefix: ClassVar[str] = "DOCFORGE_WEBHOOK_"
@@ -192,7 +198,7 @@ class WebhookConfig(Section):
     max_body_bytes: int = Field(default=2**20, ge=1024)  # larger: 413, before the signature is checked
 
 
-class RerankConfig(Section):
+class RerankConfig(EnvSection):
     """The optional reranker: on only when enabled and a model or URL is set (pipeline.query.rerank)."""
 
     env_prefix: ClassVar[str] = "RERANKER_"
@@ -208,7 +214,7 @@ class RerankConfig(Section):
 # --- surfaces ---------------------------------------------------------------------------------------
 
 
-class ServiceConfig(Section):
+class ServiceConfig(EnvSection):
     """The model sidecars, `docforge serve --embedder` and `--reranker`: what one request may ask
     (docforge.servers.embedder, docforge.servers.reranker). Over a limit: 413 (body) or 422 (items)."""
 
@@ -223,7 +229,7 @@ class ServiceConfig(Section):
     max_batch: int | None = Field(default=None, ge=1)
 
 
-class AuthConfig(Section):
+class AuthConfig(EnvSection):
     """Who may call the HTTP API (docforge.servers.auth), and the token `serve --remote-api` sends."""
 
     env_prefix: ClassVar[str] = "DOCFORGE_"
@@ -254,7 +260,7 @@ class AuthConfig(Section):
     mcp_groups: str = ""
 
 
-class LLMConfig(Section):
+class LLMConfig(EnvSection):
     """An OpenAI-compatible chat server for `docforge ask`; none (no base_url) means extractive answers."""
 
     env_prefix: ClassVar[str] = "DOCFORGE_LLM_"
@@ -270,7 +276,7 @@ class LLMConfig(Section):
     api_key: SecretStr | None = None
 
 
-class AnswersConfig(Section):
+class AnswersConfig(EnvSection):
     """The answer layer (pipeline.answers): loop, evidence and cache."""
 
     env_prefix: ClassVar[str] = "DOCFORGE_ANSWERS_"
@@ -287,7 +293,7 @@ class AnswersConfig(Section):
     params: Path | None = None
 
 
-class UsageConfig(Section):
+class UsageConfig(EnvSection):
     """What each ask and search leaves behind for `docforge gaps` (pipeline.usage, docs/gaps.md). Its one
     environment spelling is the generic DOCFORGE_USAGE__<KEY>."""
 
@@ -310,7 +316,7 @@ class UsageConfig(Section):
     stale_days: int = Field(default=365, ge=1)  # a document cited often, unchanged this long: a staleness hint
 
 
-class MetricsConfig(Section):
+class MetricsConfig(EnvSection):
     """`GET /metrics` (docforge.servers.metrics, docs/metrics.md); spelled DOCFORGE_METRICS__<KEY>. With
     `token` set, a scrape needs it; without, an API token with full access. `bind` (host:port) serves the
     metrics on a listener of their own as well (no token: bind it where only Prometheus reaches)."""
@@ -330,7 +336,7 @@ class MetricsConfig(Section):
 # --- sources' credentials ---------------------------------------------------------------------------
 
 
-class ConfluenceCredentials(Section):
+class ConfluenceCredentials(EnvSection):
     """Confluence Cloud auth: email + API token (basic), else a bearer token / PAT."""
 
     env_prefix: ClassVar[str] = "CONFLUENCE_"
@@ -346,7 +352,7 @@ class ConfluenceCredentials(Section):
 Executor = Literal["multiprocess", "in_process", "k8s"]
 
 
-class OrchestrationConfig(Section):
+class OrchestrationConfig(EnvSection):
     """How Dagster runs the ingest; read when the code location loads, so from the environment only."""
 
     env_prefix: ClassVar[str] = "DOCFORGE_"

@@ -11,7 +11,7 @@ from pydantic import AliasChoices, Field, SecretStr, field_validator
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
-from pipeline.config.base import Section, first_set, generic_name
+from pipeline.config.base import EnvSection, first_set, generic_name
 from pipeline.config.sections import (
     AnswersConfig,
     ApiConfig,
@@ -34,7 +34,7 @@ from pipeline.errors import ConfigError
 
 
 class _SectionEnv(PydanticBaseSettingsSource):
-    """The sections' own environment names (`Section.env_names`), as a nested dict."""
+    """The sections' own environment names (`EnvSection.env_names`), as a nested dict."""
 
     def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
         return None, field_name, False  # unused: __call__ reads whole sections
@@ -108,11 +108,11 @@ class Settings(BaseSettings):
         return (base / os.path.expanduser(p)).resolve()
 
 
-def sections() -> dict[str, type[Section]]:
+def sections() -> dict[str, type[EnvSection]]:
     """The root's fields that are sections with environment names of their own."""
     out = {}
     for name, f in Settings.model_fields.items():
-        if isinstance(f.annotation, type) and issubclass(f.annotation, Section):
+        if isinstance(f.annotation, type) and issubclass(f.annotation, EnvSection):
             out[name] = f.annotation
     return out
 

@@ -16,6 +16,7 @@ mps > cpu unless configured.
     model.py      `Embedder` (one model: metadata, tokenizer, encode) and the `TextEmbedder` protocol
     loading.py    the first model that loads (`load_embedder`), the query embedder
     batching.py   concurrent encodes share forward passes (`Batcher`); recent vectors (`SharedEncoder`)
+    saved.py      query vectors kept on disk between processes (`SavedQueries`: the CLI's)
     selection.py  which embedder serves a generation: this process's model or the service's
 
 Callers import from here (`from pipeline.embed import ...`); the modules import each other, never this.
@@ -27,7 +28,17 @@ from pipeline.embed.files import KINDS, PACKAGED_ID, Kind, ModelFiles, locate
 from pipeline.embed.loading import candidates, load_embedder, query_embedder, query_embedder_loading
 from pipeline.embed.model import Embedder, TextEmbedder
 from pipeline.embed.remote import RemoteEmbedder, connect
-from pipeline.embed.selection import Purpose, config_for, for_config, for_generation, for_new_store, uses_service
+from pipeline.embed.saved import SavedQueries
+from pipeline.embed.selection import (
+    Purpose,
+    config_for,
+    for_config,
+    for_generation,
+    for_new_store,
+    model_name,
+    saved_queries,
+    uses_service,
+)
 
 __all__ = [
     "KINDS",
@@ -39,6 +50,7 @@ __all__ = [
     "Purpose",
     "RemoteEmbedder",
     "Runner",
+    "SavedQueries",
     "SharedEncoder",
     "TextEmbedder",
     "candidates",
@@ -49,8 +61,10 @@ __all__ = [
     "for_new_store",
     "load_embedder",
     "locate",
+    "model_name",
     "query_embedder",
     "query_embedder_loading",
+    "saved_queries",
     "shared",
     "uses_service",
 ]

@@ -38,7 +38,7 @@ def locate(name: str) -> tuple[str, Path | None]:
         from huggingface_hub import snapshot_download
 
         return name, Path(snapshot_download(name, local_files_only=True))
-    except Exception:
+    except (ImportError, OSError, ValueError):  # no hub library; not cached (an OSError); no hub id (a ValueError)
         return name, None
 
 

@@ -266,7 +266,7 @@ class Embedder:
         prep = getattr(self.model, "preprocess", None) or self.model.tokenize
         try:
             theirs = prep([probe])
-        except Exception:
+        except Exception:  # noqa: BLE001 (a model's own tokenizer that cannot take the probe: it tokenises for itself)
             return None
         ok = self.path is not None and theirs["input_ids"][0].tolist() == self.encoder_tokenizer.encode(probe).ids
         return [k for k in theirs if k in ("input_ids", "attention_mask", "token_type_ids")] if ok else None

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import importlib.util
 import logging
 import os
 import shutil
@@ -60,9 +61,13 @@ class OnnxModel:
 
 
 def _require() -> Any:
+    """onnxruntime, imported; onnx only looked up (its import costs more than a query: the export and
+    the quantiser import it where they need it)."""
     try:
-        import onnx  # noqa: F401
         import onnxruntime
+
+        if importlib.util.find_spec("onnx") is None:
+            raise ImportError("onnx")
     except ImportError:
         raise EmbedError(
             "embedding.backend onnx/onnx-int8 needs onnxruntime and onnx: "

@@ -24,15 +24,15 @@ from collections.abc import Sequence
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-import httpx
-
-from pipeline import http
 from pipeline.config import EmbeddingConfig
 from pipeline.errors import EmbedError
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # httpx loads when a client is made: a process with a local model never imports it
+    import httpx
     import numpy as np
     from tokenizers import Tokenizer
+
+    from pipeline import http
 
 MAX_WAIT_S = 4.0  # one wait before a retry at most (Retry-After included)
 
@@ -50,6 +50,8 @@ class RemoteEmbedder:
         max_wait_s: float = MAX_WAIT_S,
         clock: http.Clock | None = None,
     ):
+        from pipeline import http
+
         self.url = url.rstrip("/")
         self.service = http.Service(
             "the embedder service",

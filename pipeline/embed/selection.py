@@ -19,9 +19,10 @@ from typing import Literal
 from pipeline.config import EmbeddingConfig
 from pipeline.embed.batching import shared
 from pipeline.embed.files import locate
-from pipeline.embed.loading import candidates, load_embedder, query_embedder
+from pipeline.embed.loading import candidates, load_embedder, query_config, query_embedder
 from pipeline.embed.model import Embedder, TextEmbedder
 from pipeline.embed.remote import connect
+from pipeline.embed.saved import SavedQueries
 from pipeline.errors import EmbedError
 from pipeline.store.generations import Generation
 
@@ -71,6 +72,20 @@ def for_generation(
             "to its local path, or EMBEDDER_URL to a service serving it"
         )
     return _for(purpose, emb)
+
+
+def model_name(cfg: EmbeddingConfig, gen: Generation) -> str:
+    """The name a local embedder of `gen` goes by (`Embedder.name`), found without loading it."""
+    return config_for(cfg, gen).model
+
+
+def saved_queries(cfg: EmbeddingConfig, gen: Generation) -> SavedQueries | None:
+    """Where this machine keeps `gen`'s query vectors between processes; None when queries go to the
+    embedder service (it keeps its own)."""
+    if uses_service(cfg, "query"):
+        return None
+    backend = query_config(cfg).backend
+    return SavedQueries(cfg.cache_dir / "queries", gen.model, gen.dimension, backend, cfg.device)
 
 
 def for_config(cfg: EmbeddingConfig, purpose: Purpose) -> TextEmbedder:

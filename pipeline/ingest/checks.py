@@ -31,7 +31,7 @@ class CheckOutcome:
 
 
 @dataclass(frozen=True)
-class Check:
+class IndexCheck:
     name: str
     what: str  # what a failing row is
     rule: str  # the description shown in the UI
@@ -43,26 +43,26 @@ class Check:
 
 
 CHECKS = (
-    Check(
+    IndexCheck(
         "chunks_have_embeddings",
         "chunks without an embedding of the store's model and dimension",
         "Every chunk has a vector of the store's dimension, from the store's model.",
         lambda c, s, w: admin.chunks_without_embedding(c, s),
     ),
-    Check(
+    IndexCheck(
         "no_orphan_chunks",
         "orphan chunks (no document row; nothing would ever delete them)",
         "Every chunk belongs to a stored document.",
         lambda c, s, w: admin.orphan_chunks(c, s),
     ),
-    Check(
+    IndexCheck(
         "ledger_matches_index",
         "documents whose ledger row disagrees with the index (missing on one side, "
         "or content hash / chunk count differ)",
         "Ledger rows and stored documents match one to one, hashes and chunk counts.",
         lambda c, s, w: admin.ledger_mismatches(c, s),
     ),
-    Check(
+    IndexCheck(
         "chunks_fit_model_window",
         "chunks longer than the model's window (the model truncates them)",
         "No chunk has more tokens than the embedding model reads.",

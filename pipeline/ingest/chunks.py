@@ -1,5 +1,7 @@
 """Stage 2: parse and chunk every staged document not yet chunked.
 
+The documents are parsed first, all of them, so that the blocks their pages repeat (a site's
+furniture: pipeline.parse.furniture) are known and left out before any is chunked.
 Each document's chunks are written with its `chunked` flag in one transaction,
 so an interrupted run re-chunks only the documents it had not finished.
 Chunk id = sha256(document key, ordinal, text hash): the same content at the
@@ -12,13 +14,15 @@ import hashlib
 import time
 from dataclasses import dataclass
 
+import psycopg
 from psycopg.rows import class_row
 from psycopg.types.json import Jsonb
 
 from pipeline.ingest.context import IngestContext, IngestStats, record_failures
 from pipeline.ingest.faults import failure, store_lost
-from pipeline.parse import parse_document
-from pipeline.records import DocRef, Document, Failure, pack_blocks
+from pipeline.parse import Parsed, parse_document
+from pipeline.parse.furniture import MIN_PAGES, repeated, strip
+from pipeline.records import Chunk, DocRef, Document, Failure, Section, pack_blocks
 
 
 def chunk_id(doc_key: str, ordinal: int, text_hash: str) -> str:
@@ -47,6 +51,64 @@ class _Staged:
         )
 
 
+def _parse(doc: Document) -> Parsed | Exception:
+    try:
+        return parse_document(doc)
+    except Exception as e:  # recorded against the document when its turn comes
+        return e
+
+
+def _furniture(conn: psycopg.Connection, source: str, pages: list[list[Section]]) -> set[str]:
+    """The source's furniture (pipeline.parse.furniture): found on the pages parsed now when they are at least
+    half as many as the last finding counted (and kept for later runs), else the last finding."""
+    row = conn.execute("SELECT keys, pages FROM furniture WHERE source = %s", (source,)).fetchone()
+    if row is not None and len(pages) < row[1] / 2:
+        return set(row[0])
+    found = repeated(pages)
+    if len(pages) >= MIN_PAGES:
+        conn.execute(
+            "INSERT INTO furniture (source, keys, pages) VALUES (%s, %s, %s) ON CONFLICT (source) DO UPDATE "
+            "SET keys = excluded.keys, pages = excluded.pages, at = now()",
+            (source, Jsonb(sorted(found)), len(pages)),
+        )
+    elif row is not None:
+        return set(row[0])
+    return found
+
+
+def _write(conn: psycopg.Connection, key: str, chunks: list[Chunk], title: str, links: float) -> None:
+    """A document's chunks staged with its `chunked` flag, in one transaction."""
+    with conn.transaction(), conn.cursor() as cur:
+        cur.execute("DELETE FROM staged_chunks WHERE doc_key = %s", (key,))
+        with cur.copy(
+            "COPY staged_chunks (doc_key, ordinal, id, heading_path, text, embed_text, "
+            "token_count, text_hash, page, blocks, anchor) FROM STDIN"
+        ) as copy:
+            for c in chunks:
+                h = text_hash(c.embed_text)
+                copy.write_row(
+                    (
+                        key,
+                        c.ordinal,
+                        chunk_id(key, c.ordinal, h),
+                        list(c.heading_path),
+                        c.text,
+                        c.embed_text,
+                        c.token_count,
+                        h,
+                        c.page,
+                        Jsonb(pack_blocks(c.blocks)),
+                        c.anchor,
+                    )
+                )
+        cur.execute(  # the page's link share rides in its meta (the legs read it to rank index pages)
+            "UPDATE staged_documents SET chunked = true, title = %(title)s, meta = CASE WHEN %(links)s > 0 "
+            "THEN coalesce(meta, '{}') || jsonb_build_object('link_share', %(links)s) "
+            "ELSE meta - 'link_share' END WHERE doc_key = %(key)s",
+            {"title": title, "links": links, "key": key},
+        )
+
+
 def stage_chunks(ctx: IngestContext, name: str) -> IngestStats:
     t0 = time.perf_counter()
     failures: list[Failure] = []
@@ -57,40 +119,17 @@ def stage_chunks(ctx: IngestContext, name: str) -> IngestStats:
                 "WHERE source = %s AND action = 'upsert' AND NOT chunked ORDER BY doc_key",
                 (name,),
             ).fetchall()
+        parsed = {row.doc_key: _parse(row.document()) for row in rows}  # all first: furniture is what they repeat
+        furniture = _furniture(conn, name, [p.sections for p in parsed.values() if isinstance(p, Parsed)])
         for i, row in enumerate(rows, 1):
             chunker = ctx.chunker  # the tokenizer loads once, on the first document, outside its fault handling
-            key, doc = row.doc_key, row.document()
+            key = row.doc_key
             try:  # any fault of one document (parser, chunker, its rows) is recorded against it alone
-                parsed = parse_document(doc)
-                chunks = chunker.chunk(parsed.title, parsed.sections, parsed.pack)
-                with conn.transaction(), conn.cursor() as cur:
-                    cur.execute("DELETE FROM staged_chunks WHERE doc_key = %s", (key,))
-                    with cur.copy(
-                        "COPY staged_chunks (doc_key, ordinal, id, heading_path, text, embed_text, "
-                        "token_count, text_hash, page, blocks) FROM STDIN"
-                    ) as copy:
-                        for c in chunks:
-                            h = text_hash(c.embed_text)
-                            copy.write_row(
-                                (
-                                    key,
-                                    c.ordinal,
-                                    chunk_id(key, c.ordinal, h),
-                                    list(c.heading_path),
-                                    c.text,
-                                    c.embed_text,
-                                    c.token_count,
-                                    h,
-                                    c.page,
-                                    Jsonb(pack_blocks(c.blocks)),
-                                )
-                            )
-                    cur.execute(  # the page's link share rides in its meta (the legs read it to rank index pages)
-                        "UPDATE staged_documents SET chunked = true, title = %(title)s, meta = CASE WHEN %(links)s > 0 "
-                        "THEN coalesce(meta, '{}') || jsonb_build_object('link_share', %(links)s) "
-                        "ELSE meta - 'link_share' END WHERE doc_key = %(key)s",
-                        {"title": parsed.title or row.title, "links": parsed.link_share, "key": key},
-                    )
+                page = parsed[key]
+                if isinstance(page, Exception):
+                    raise page
+                chunks = chunker.chunk(page.title, strip(page.sections, furniture), page.pack)
+                _write(conn, key, chunks, page.title or row.title, page.link_share)
             except Exception as e:
                 if store_lost(e):
                     raise

@@ -20,7 +20,7 @@ from pipeline import access
 from pipeline.ingest import ledger
 from pipeline.ingest.context import IngestContext, IngestStats, record_failures
 from pipeline.ingest.faults import failure, store_lost, unstorable
-from pipeline.ingest.ledger import Decision, LedgerRow, Plan
+from pipeline.ingest.ledger import FetchOutcome, LedgerRow, ListingPlan
 from pipeline.records import DocRef, Document, Failure, Part
 from pipeline.sources import failed_by, open_source, skipped_by
 
@@ -80,7 +80,7 @@ def _apply(
     name: str,
     source,
     refs: list[DocRef],
-    plan: Plan,
+    plan: ListingPlan,
     indexed: dict[str, LedgerRow],
     readers: access.Readers,
     part: Part | None = None,
@@ -91,7 +91,7 @@ def _apply(
         for k, h, a in conn.execute(_STAGED, (name,)).fetchall()
         if part is None or part.owns(k)
     }
-    decisions: Counter[Decision] = Counter()
+    decisions: Counter[FetchOutcome] = Counter()
     settled, failures = set(plan.skip), []
     refs_by_key = {r.key: r for r in refs}
     with conn.cursor() as cur:
@@ -106,7 +106,7 @@ def _apply(
                 continue
             try:  # one document's fault is its own: recorded, and the rest go on
                 decision = ledger.decide(item.content_hash, indexed.get(item.ref.key), ctx.fingerprint)
-                if decision is Decision.REFRESH:
+                if decision is FetchOutcome.REFRESH:
                     ledger.refresh(cur, item.ref)
                     settled.add(item.ref.key)
                 elif staged.get(item.ref.key) != (item.content_hash, readers.hash(item.ref.access)):  # else:
@@ -134,9 +134,9 @@ def _apply(
             cur.execute("DELETE FROM failures WHERE source = %s AND doc_key = ANY(%s)", (name, owned))
         record_failures(conn, name, failures, ctx.run_id)
     return IngestStats(
-        files_added=decisions[Decision.ADD],
-        files_updated=decisions[Decision.UPDATE],
-        files_unchanged=len(plan.skip) + decisions[Decision.REFRESH],
+        files_added=decisions[FetchOutcome.ADD],
+        files_updated=decisions[FetchOutcome.UPDATE],
+        files_unchanged=len(plan.skip) + decisions[FetchOutcome.REFRESH],
         files_deleted=len(plan.delete),
         files_access_updated=len(plan.reaccess),
         files_failed=len(failures),

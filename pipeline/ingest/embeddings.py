@@ -16,6 +16,11 @@ load) all documents go in one transaction instead, with the HNSW/GIN indexes
 dropped and rebuilt inside it: a bulk build costs a fraction of row-by-row
 graph inserts, and a crash anywhere rolls back to the empty, indexed table.
 
+An index page (a sitemap, keyword index, list of pages: link share ≥ `search.index_link_share`, as the
+parser measured it) is indexed for keyword search only unless `embedding.index_pages` is on: its document
+is marked `keyword_only` and its chunks get no vector (pipeline.store.generations.KEYWORD_ONLY); dense
+search never finds them, keyword and hybrid search do (docs/query.md#index-pages).
+
 Each swap holds the live generation's row (`lock_for_write`): a reindex that
 switches models waits for it, and a swap after the switch finds its vectors
 made for a retired generation, so the stage embeds again for the new one.
@@ -64,10 +69,17 @@ FROM (SELECT DISTINCT ON (text_hash) text_hash, embedding FROM staged_chunks
       WHERE embedding IS NOT NULL AND generation = %(gen)s) o
 WHERE s.text_hash = o.text_hash AND s.embedding IS NULL AND s.doc_key IN ({_MINE})
 """
-_PENDING = """
+# Which staged documents are index pages, kept for keyword search only (their chunks wait for no vector).
+_KEYWORD_ONLY = """
+UPDATE staged_documents SET meta = CASE
+    WHEN NOT %(embed_index)s AND coalesce((meta->>'link_share')::real, 0) >= %(share)s
+    THEN coalesce(meta, '{}') || '{"keyword_only": true}' ELSE meta - 'keyword_only' END
+WHERE source = %(source)s AND action = 'upsert'
+"""
+_PENDING = f"""
 SELECT DISTINCT ON (s.text_hash) s.text_hash, s.embed_text, s.token_count
 FROM staged_chunks s JOIN staged_documents d USING (doc_key)
-WHERE d.source = %s AND s.embedding IS NULL
+WHERE d.source = %s AND s.embedding IS NULL AND NOT {generations.KEYWORD_ONLY}
 """
 _UPSERT_DOCUMENT = """
 INSERT INTO documents (key, source, type, uri, url, title, tags, meta, content_hash, version, mtime_ns,
@@ -86,19 +98,19 @@ AND NOT EXISTS (SELECT 1 FROM staged_chunks s WHERE s.doc_key = c.doc_key AND s.
 """
 _INSERT_NEW = """
 INSERT INTO chunks (id, doc_key, ordinal, heading_path, section, text, token_count, text_hash, page, embed_prefix,
-                    blocks)
+                    blocks, anchor)
 SELECT id, doc_key, ordinal, heading_path, array_to_string(heading_path, ' > '), text, token_count,
        text_hash, page, CASE WHEN right(embed_text, length(text)) = text
-                             THEN left(embed_text, length(embed_text) - length(text)) END, blocks
+                             THEN left(embed_text, length(embed_text) - length(text)) END, blocks, anchor
 FROM staged_chunks WHERE doc_key = ANY(%(keys)s)
-ON CONFLICT (id) DO UPDATE SET page = excluded.page, blocks = excluded.blocks
-WHERE (chunks.page, chunks.blocks) IS DISTINCT FROM (excluded.page, excluded.blocks)
-"""  # the same text at the same place may have moved to another page, or be read into other blocks
+ON CONFLICT (id) DO UPDATE SET page = excluded.page, blocks = excluded.blocks, anchor = excluded.anchor
+WHERE (chunks.page, chunks.blocks, chunks.anchor) IS DISTINCT FROM (excluded.page, excluded.blocks, excluded.anchor)
+"""  # the same text at the same place may have moved to another page, be read into other blocks, or anchored
 # The live generation's vectors of the chunks just swapped in (a chunk kept as it was keeps its own).
 _INSERT_VECTORS = """
 INSERT INTO {vectors} (seq, embedding)
 SELECT c.seq, s.embedding::{type} FROM staged_chunks s JOIN chunks c ON c.id = s.id
-WHERE s.doc_key = ANY(%(keys)s)
+WHERE s.doc_key = ANY(%(keys)s) AND s.embedding IS NOT NULL
 ON CONFLICT (seq) DO NOTHING
 """
 # Indexes whose bulk build beats row-by-row inserts: pgvector graphs and GIN. (The keyword
@@ -128,6 +140,8 @@ def _embed_and_swap(ctx: IngestContext, name: str) -> IngestStats:
     gen = ctx.generation
     p = {"gen": gen.id, "source": name}
     with ctx.store(name) as conn:
+        index = {"embed_index": ctx.settings.embedding.index_pages, "share": ctx.settings.search.index_link_share}
+        conn.execute(_KEYWORD_ONLY, {**p, **index})
         conn.execute(_STALE_STAGED, p)
         reused = conn.execute(_REUSE_INDEX.format(vectors=f'"{gen.table_name}"'), p).rowcount
         reused += conn.execute(_REUSE_STAGED, p).rowcount
@@ -193,7 +207,7 @@ def _encode(
     """
     try:
         vectors = embedder.encode([r.embed_text for r in block])
-    except Exception as e:
+    except Exception as e:  # any backend's fault (torch, ONNX Runtime, the service): found text by text below
         if len(block) == 1:
             raise
         kept: list[tuple[_Pending, np.ndarray]] = []
@@ -201,7 +215,7 @@ def _encode(
         for r in block:
             try:
                 kept.append((r, embedder.encode([r.embed_text])[0]))
-            except Exception as one:
+            except Exception as one:  # a per-text fault boundary: this text's document fails, alone
                 errors[r.text_hash] = one
         if not kept:
             raise e
@@ -294,7 +308,8 @@ def _swap_in(ctx: IngestContext, conn: psycopg.Connection, name: str, gen: Gener
         k
         for (k,) in conn.execute(
             "SELECT d.doc_key FROM staged_documents d WHERE d.source = %s AND d.action = 'upsert' AND d.chunked "
-            "AND NOT EXISTS (SELECT 1 FROM staged_chunks s WHERE s.doc_key = d.doc_key AND s.embedding IS NULL) "
+            f"AND ({generations.KEYWORD_ONLY} OR NOT EXISTS "
+            "(SELECT 1 FROM staged_chunks s WHERE s.doc_key = d.doc_key AND s.embedding IS NULL)) "
             "ORDER BY d.doc_key",
             (name,),
         ).fetchall()

@@ -57,7 +57,7 @@ class Fingerprint:
     model: str
 
 
-class Decision(Enum):
+class FetchOutcome(Enum):
     """What becomes of a fetched document."""
 
     REFRESH = "refresh"
@@ -66,7 +66,7 @@ class Decision(Enum):
 
 
 @dataclass(frozen=True)
-class Plan:
+class ListingPlan:
     """What the listing alone decides."""
 
     skip: tuple[str, ...]  # keys proven unchanged: not read
@@ -91,7 +91,7 @@ def plan(
     ledger: Mapping[str, LedgerRow],
     now: Fingerprint,
     access_hash: Callable[[Clauses | None], str | None] = lambda found: None,
-) -> Plan:
+) -> ListingPlan:
     """Rules 1 and 4: which listed documents to skip or read, which indexed ones to delete; and which
     indexed ones' access changed (`access_hash`: a document's fingerprint now, from what its listing
     found, `DocRef.access`)."""
@@ -105,14 +105,14 @@ def plan(
             skip.append(ref.key)
         else:
             fetch.append(ref)
-    return Plan(tuple(skip), tuple(fetch), tuple(k for k in ledger if k not in listed), tuple(reaccess))
+    return ListingPlan(tuple(skip), tuple(fetch), tuple(k for k in ledger if k not in listed), tuple(reaccess))
 
 
-def decide(content_hash: str, row: LedgerRow | None, now: Fingerprint) -> Decision:
+def decide(content_hash: str, row: LedgerRow | None, now: Fingerprint) -> FetchOutcome:
     """Rules 2 and 3, for one fetched document and its ledger row (None: never indexed)."""
     if row is not None and _current(row, now) and row.content_hash == content_hash:
-        return Decision.REFRESH
-    return Decision.ADD if row is None else Decision.UPDATE
+        return FetchOutcome.REFRESH
+    return FetchOutcome.ADD if row is None else FetchOutcome.UPDATE
 
 
 def unwanted_staging(

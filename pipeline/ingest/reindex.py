@@ -83,12 +83,17 @@ class _Row:
     title: str | None
 
 
-_PENDING = sql.SQL("""
+_PENDING = sql.SQL(
+    """
 SELECT c.seq, c.doc_key, c.text_hash, c.embed_prefix, c.text, c.heading_path, d.title
 FROM chunks c LEFT JOIN documents d ON d.key = c.doc_key
-WHERE c.seq > %s AND NOT EXISTS (SELECT 1 FROM {vectors} v WHERE v.seq = c.seq)
+WHERE c.seq > %s AND NOT """
+    + generations.KEYWORD_ONLY
+    + """
+  AND NOT EXISTS (SELECT 1 FROM {vectors} v WHERE v.seq = c.seq)
 ORDER BY c.seq LIMIT %s
-""")
+"""
+)
 # A text another chunk already has a new vector for: copied, not embedded again.
 _REUSE_SAME_TEXT = sql.SQL("""
 INSERT INTO {vectors} (seq, embedding)

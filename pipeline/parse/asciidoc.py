@@ -23,10 +23,12 @@ with its definition), and `|===` tables' rows with their header cells.
 from __future__ import annotations
 
 import bisect
+import itertools
 import re
 from dataclasses import replace
 
 from pipeline.parse.blocks import block, code_spans, text_blocks
+from pipeline.parse.events import ENTRY_SHARE, LONG_SECTION, MIN_ENTRIES
 from pipeline.parse.parsed import Parsed
 from pipeline.parse.plain import paragraphs
 from pipeline.parse.text import scrub
@@ -62,7 +64,44 @@ def parse_asciidoc(text: str) -> Parsed:
             stack.pop()
         stack.append((level, heading))
         pos = end
-    return Parsed(title, _tables(_adoc_blocks(sections)), pack=False)
+    return Parsed(title, _entries(_tables(_adoc_blocks(sections))), pack=False)
+
+
+def _entries(sections: list[Section]) -> list[Section]:
+    """A labelled list that structures a long section (pipeline.parse.events' measure) as its sub-sections:
+    each term's paragraphs one section under the term's name (`OPTIONS › --verbose`), chunked alone."""
+    out: list[Section] = []
+    for _, run in itertools.groupby(sections, key=lambda s: s.heading_path):
+        group = list(run)
+        starts = [i for i, s in enumerate(group) if s.blocks and s.blocks[0].kind == "term"]
+        total = sum(len(s.text) for s in group)
+        inside = sum(len(s.text) for s in group[starts[0] :]) if starts else 0
+        if len(starts) < MIN_ENTRIES or total < LONG_SECTION or inside < ENTRY_SHARE * total:
+            out += group
+            continue
+        out += group[: starts[0]]
+        for a, b in itertools.pairwise([*starts, len(group)]):
+            out.append(_entry(group[a:b]))
+    return out
+
+
+def _term_name(term: str) -> str:
+    """`-f::` and `--force::` on two lines: `-f / --force`."""
+    names = [re.sub(r"(?::{2,4}|;;)$", "", " ".join(ln.split())) for ln in term.split("\n")]
+    return " / ".join(n for n in names if n)
+
+
+def _entry(paras: list[Section]) -> Section:
+    first = paras[0]
+    term = first.text[first.blocks[0].start : first.blocks[0].end]
+    text, blocks = "", []
+    for p in paras:
+        at = len(text) + (2 if text else 0)
+        text = f"{text}\n\n{p.text}" if text else p.text
+        blocks += [b.shifted(at) for b in p.blocks]
+    return replace(
+        first, heading_path=(*first.heading_path, _term_name(term)), text=text, blocks=tuple(blocks), alone=True
+    )
 
 
 def _adoc_blocks(sections: list[Section]) -> list[Section]:

@@ -66,6 +66,11 @@ def _parse_file(doc: Document) -> Parsed:
         from pipeline.parse.code import parse_code
 
         return parse_code(doc.content, kind, doc.ref.path)
+    if kind == "text":
+        from pipeline.parse.manpage import looks_like_man, parse_man_text
+
+        if looks_like_man(doc.content):  # `man -l PAGE > page.txt`: a man page as man sets it
+            return parse_man_text(doc.content)
     if kind in ("asciidoc", "text"):
         from pipeline.parse.asciidoc import looks_like_asciidoc, parse_asciidoc
 

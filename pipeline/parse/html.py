@@ -33,7 +33,8 @@ from lxml import etree, html
 
 from pipeline.errors import ParseError
 from pipeline.parse.confluence import MAX_DEPTH, _depth
-from pipeline.parse.html_blocks import DERIVED, HEADINGS, Event, Walk, heading_text, sections
+from pipeline.parse.events import DERIVED, Event, resolve, sections
+from pipeline.parse.html_blocks import HEADINGS, Walk, heading_text
 from pipeline.parse.parsed import Parsed
 from pipeline.parse.text import scrub
 
@@ -73,11 +74,11 @@ def parse_html(text: str) -> Parsed:
     body = _strip_chrome(soup)
     heads = [h for h in body.find_all(list(HEADINGS)) if heading_text(h)]
     title = _title(title, texts := [heading_text(h) for h in heads])
-    events = Walk(derived=len(heads) <= 1).events(body)
+    events = Walk().events(body)
     if texts and _shares_word(title, texts[0]):
         events = _under_first(events)
     try:
-        found = sections(events)
+        found = sections(resolve(events, always=len(heads) <= 1))
     except RecursionError:
         raise ParseError(f"the HTML nests too deeply to read ({depth} elements)") from None
     return Parsed(title, found, link_share=round(_link_share(body), 3))

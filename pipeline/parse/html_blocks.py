@@ -19,15 +19,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 
 from bs4 import NavigableString, Tag
 from bs4.element import Comment, Declaration, Doctype, ProcessingInstruction
 
-from pipeline.records import Block, Section
+from pipeline.parse.events import Anchor, Entry, Event, Piece, Rich, join
+from pipeline.parse.manpage import pre_events
 
 HEADINGS = {"h1", "h2", "h3", "h4", "h5", "h6"}
-DERIVED = 8  # a derived heading's level: below every real one (a nested page's h6 reads 7), under the current section
 _INLINE_CODE = {"code", "tt", "kbd", "samp", "var"}
 _BLOCKS = HEADINGS | {
     "p", "div", "section", "article", "main", "header", "aside", "ul", "ol", "dl", "dt", "dd", "table",
@@ -38,36 +37,10 @@ _LAYOUT_CELL = HEADINGS | {"table", "pre"}  # a cell holding one of these makes 
 _SKIPPED = (Comment, Declaration, Doctype, ProcessingInstruction)
 _WS = re.compile(r"[ \t\r\n\f\v\u00a0\u200b]+")
 _LANG = re.compile(r"^(?:language|lang|highlight|brush:?)-?(\w[\w+#.-]*)$")
+_CAPITALS = re.compile(r"^[A-Z][A-Z0-9 ,/&()'-]{2,60}$")
+_SET_HEADING = 7  # its level: below the page's own headings (h1-h6), above the entries under it
+_KEYWORD_LINE = 200  # characters: a keyword line or term longer than this is a paragraph, not an entry's name
 _ANCHOR_MARK = re.compile(r"[\s#¶§\u00b6\U0001f517]+$")  # a heading's own permalink symbol
-
-
-@dataclass
-class Rich:
-    """Text with the spans of inline code in it."""
-
-    text: str = ""
-    code: list[tuple[int, int]] = field(default_factory=list)
-
-    def indent(self, pad: str) -> Rich:
-        """Every line after the first indented by `pad` (a list item's continuation lines)."""
-        starts = [i for i, c in enumerate(self.text) if c == "\n"]
-
-        def at(i: int) -> int:
-            return i + len(pad) * sum(1 for s in starts if s < i)
-
-        return Rich(self.text.replace("\n", "\n" + pad), [(at(a), at(b)) for a, b in self.code])
-
-
-def join(parts: list[Rich], sep: str) -> Rich:
-    out = Rich()
-    for p in parts:
-        if not p.text:
-            continue
-        if out.text:
-            out.text += sep
-        out.code += [(a + len(out.text), b + len(out.text)) for a, b in p.code]
-        out.text += p.text
-    return out
 
 
 class _Line:
@@ -147,25 +120,10 @@ def heading_text(tag: Tag) -> str:
     return _ANCHOR_MARK.sub("", " ".join(inline(tag).rich().text.split()))
 
 
-@dataclass
-class _Piece:
-    kind: str
-    rich: Rich
-    sep: str = "\n\n"  # what comes before it in the section text
-    marker: str = ""  # "- " before a list item: in the text, outside the block
-    header: tuple[str, ...] = ()
-    cells: tuple[str, ...] = ()
-    lang: str | None = None
-
-
-Event = tuple[int, str] | _Piece
-
-
 class Walk:
-    """One page's walk; `derived`: headings come from terms, bold lead-ins and captions."""
-
-    def __init__(self, derived: bool):
-        self.derived = derived
+    """One page's walk: pieces, headings, anchors, and the entries its visible structure offers (definition
+    terms, keyword lines, bold lead-ins, a one-row table heading a description, a table's caption), which
+    pipeline.parse.events.resolve makes sub-sections or leaves as text."""
 
     def events(self, node: Tag, kind: str = "paragraph", top: bool = True) -> Iterator[Event]:
         line = _Line()
@@ -173,44 +131,63 @@ class Walk:
             if isinstance(child, Tag) and child.name in _BLOCKS:
                 yield from self._flush(line, kind)
                 line = _Line()
+                if name := _own_anchor(child):
+                    yield Anchor(name)
                 yield from self._block(child, kind, top)
             else:
+                if isinstance(child, Tag):
+                    yield from (Anchor(a) for a in _anchors(child))
                 inline(child, line)
         yield from self._flush(line, kind)
 
     @staticmethod
-    def _flush(line: _Line, kind: str) -> Iterator[_Piece]:
+    def _flush(line: _Line, kind: str) -> Iterator[Piece]:
         if (rich := line.rich()).text:
-            yield _Piece(kind, rich)
+            yield Piece(kind, rich)
 
     def _block(self, tag: Tag, kind: str, top: bool) -> Iterator[Event]:
         name = tag.name
+        at_top = top and kind == "paragraph"
         if name in HEADINGS:
-            if top and kind == "paragraph" and (text := heading_text(tag)):
+            if at_top and (text := heading_text(tag)):
+                yield from (Anchor(a) for a in _anchors(tag)[:1])
                 yield int(name[1]), text
             else:  # inside a note, list or cell: a line of it, not a new section
                 yield from self._flush(inline(tag), kind)
         elif name in ("ul", "ol"):
-            yield from self._list(tag, top and kind == "paragraph")
+            yield from self._list(tag, at_top)
         elif name == "dl":
             yield from self._dl(tag, kind, top)
         elif name == "table":
             yield from self._table(tag, kind, top)
         elif name == "pre":
-            yield _Piece("code", Rich(tag.get_text().strip("\n")), lang=_lang(tag))
+            yield from pre_events(tag.get_text().strip("\n"), _bold_lines(tag), _lang(tag), at_top)
         elif name == "blockquote":
             yield from self.events(tag, "quote", False)
         elif name == "hr":
             return
         elif name == "aside" or _is_note(tag):
             yield from self.events(tag, "note", False)
-        elif name == "p" and self.derived and top and kind == "paragraph" and (lead := _lead_in(tag)):
-            yield DERIVED, lead
-            yield from self._rest(tag, kind)
+        elif name == "p" and at_top and (lead := _lead_in(tag)) and _CAPITALS.match(lead) and lead == heading_text(tag):
+            yield _SET_HEADING, lead  # a paragraph of bold capitals alone: a section name as man pages set one
+        elif name in ("p", "div") and at_top and (lead := _lead_in(tag)):
+            whole = inline(tag).rich()
+            if (
+                name == "div"
+                and len(whole.text) <= _KEYWORD_LINE
+                and "\n" not in whole.text
+                and not tag.find(list(_BLOCKS))
+            ):
+                kept = [Piece("term", whole)] if whole.text != lead else []  # a keyword line: its term, its values
+                yield Entry(lead, kept, [Piece(kind, whole)], _entry_anchor(tag))
+            elif name == "p":
+                yield Entry(lead, list(self._rest(tag, kind)), [Piece(kind, whole)], _entry_anchor(tag))
+            else:
+                yield from self.events(tag, kind, top)
         else:
             yield from self.events(tag, kind, top)
 
-    def _rest(self, tag: Tag, kind: str) -> Iterator[Event]:
+    def _rest(self, tag: Tag, kind: str) -> Iterator[Piece]:
         """A paragraph without its bold lead-in (already a heading)."""
         lead = _first_child(tag)
         line = _Line()
@@ -221,13 +198,13 @@ class Walk:
         rich.text = rich.text.lstrip(" :.-–—")
         shift = len(line.rich().text) - len(rich.text)
         rich.code = [(a - shift, b - shift) for a, b in rich.code if a >= shift]
-        yield from ([_Piece(kind, rich)] if rich.text else [])
+        yield from ([Piece(kind, rich)] if rich.text else [])
 
     def _item(self, li: Tag) -> Rich:
         """A list item's text: its own lines, a nested list's items as indented `- ` lines."""
         parts: list[Rich] = []
         for ev in self.events(li, "list_item", False):
-            if isinstance(ev, _Piece):
+            if isinstance(ev, Piece):
                 parts.append(
                     Rich(ev.marker + ev.rich.text, [(a + len(ev.marker), b + len(ev.marker)) for a, b in ev.rich.code])
                 )
@@ -239,35 +216,36 @@ class Walk:
         n = int(raw) if ordered and raw.isascii() and raw.isdigit() and len(raw) < 10 else 1
         first = True
         for li in tag.find_all("li", recursive=False):
-            if self.derived and top and (lead := _lead_in(li)):
-                yield DERIVED, lead
-                yield from self._rest(li, "paragraph")
-                first = True
-                continue
             marker = f"{n}. " if ordered else "- "
             n += 1
             rich = self._item(li)
-            if rich.text:
-                pad = " " * len(marker)
-                yield _Piece("list_item", rich.indent(pad), "\n\n" if first else "\n", marker)
-                first = False
+            if not rich.text:
+                continue
+            pad = " " * len(marker)
+            item = Piece("list_item", rich.indent(pad), "\n\n" if first else "\n", marker)
+            if top and (lead := _lead_in(li)):
+                yield Entry(lead, list(self._rest(li, "paragraph")), [item], _entry_anchor(li))
+            else:
+                yield item
+            first = False
 
     def _dl(self, tag: Tag, kind: str, top: bool) -> Iterator[Event]:
-        terms: list[str] = []
+        terms: list[tuple[str, Rich, str | None]] = []
+        at_top = top and kind == "paragraph"
         for child in tag.find_all(["dt", "dd"], recursive=False):
             if child.name == "dt":
-                text = " ".join(inline(child).rich().text.split())
-                if self.derived and top and kind == "paragraph":
-                    terms.append(text)
-                elif text:
-                    yield _Piece("term", inline(child).rich())
+                rich = inline(child).rich()
+                if at_top and rich.text:
+                    terms.append((_term(child, rich.text), rich, _entry_anchor(child)))
+                elif rich.text:
+                    yield Piece("term", rich)
                 continue
             if terms:
-                yield DERIVED, " / ".join(t for t in terms if t)
+                yield _dl_entry(terms)
                 terms = []
             yield from self.events(child, "definition" if kind == "paragraph" else kind, False)
         if terms:
-            yield DERIVED, " / ".join(t for t in terms if t)
+            yield _dl_entry(terms)
 
     def _table(self, tag: Tag, kind: str, top: bool) -> Iterator[Event]:
         rows = [tr for tr in tag.find_all("tr") if tr.find_parent("table") is tag]
@@ -278,8 +256,16 @@ class Walk:
                     yield from self.events(c, kind, top)
             return
         caption = tag.find("caption")
+        at_top = top and kind == "paragraph"
         if caption is not None and (text := " ".join(inline(caption).rich().text.split())):
-            yield (DERIVED, text) if self.derived and top and kind == "paragraph" else _Piece(kind, Rich(text))
+            line = Piece(kind, Rich(text))
+            yield Entry(text, [], [line], _entry_anchor(caption)) if at_top else line
+        if at_top and len(rows) == 1 and len(cells_of[0]) >= 2 and tag.find("th") is None:
+            texts = [self._cell(c) for c in cells_of[0]]
+            if 0 < len(term := " ".join(texts[0].text.split())) <= _KEYWORD_LINE:  # an entry's heading line
+                row = join(texts, " | ")
+                yield Entry(term, [Piece("term", row)], [Piece("table_row", row, cells=tuple(t.text for t in texts))])
+                return
         header: tuple[str, ...] = ()
         first = True
         for tr, cells in zip(rows, cells_of, strict=True):
@@ -290,13 +276,66 @@ class Walk:
             is_header = all(c.name == "th" for c in cells) or tr.find_parent("thead") is not None
             named = header if not is_header else ()
             row = join([_headed(named[i] if i < len(named) else "", t) for i, t in enumerate(texts)], " | ")
-            yield _Piece("table_row", row, "\n\n" if first else "\n", header=() if is_header else header, cells=plain)
+            yield Piece("table_row", row, "\n\n" if first else "\n", header=() if is_header else header, cells=plain)
             header = plain if is_header and not header else header
             first = False
 
     def _cell(self, cell: Tag) -> Rich:
-        parts = [ev.rich for ev in self.events(cell, "table_row", False) if isinstance(ev, _Piece)]
+        parts = [ev.rich for ev in self.events(cell, "table_row", False) if isinstance(ev, Piece)]
         return join(parts, " ")
+
+
+def _dl_entry(terms: list[tuple[str, Rich, str | None]]) -> Entry:
+    """The entry of one or more `<dt>` terms: their names as its heading, each `<dt>` as it reads (a
+    parameter's default, an option's argument) its first lines unless it is only the name."""
+    heading = " / ".join(t for t, _, _ in terms)
+    kept = [Piece("term", r, "\n") for t, r, _ in terms if r.text.strip("`") != t]
+    plain = [Piece("term", r, "\n") for _, r, _ in terms]
+    return Entry(heading, kept, plain, next((a for _, _, a in terms if a), None))
+
+
+def _term(dt: Tag, text: str) -> str:
+    """A term's name: the text of its anchor or of its first code or bold element where that starts the
+    term (`max_connections (integer)`, `header_size_limit (default: 102400)`), else the whole term."""
+    for el in dt.find_all(["a", "code", "tt", "b", "strong", "kbd", "samp", "var"]):
+        name = " ".join(el.get_text(" ").split())
+        if name and text.lstrip("`").startswith(name) and len(name) < len(text):
+            return name
+    return " ".join(text.split())[:_KEYWORD_LINE]
+
+
+def _own_anchor(tag: Tag) -> str | None:
+    value = tag.get("id") or (tag.get("name") if tag.name == "a" else None)
+    return str(value) if value else None
+
+
+def _anchors(tag: Tag) -> list[str]:
+    """The anchors an inline element holds, its own first."""
+    found = [a] if (a := _own_anchor(tag)) else []
+    return found + [str(d.get("id") or d.get("name")) for d in tag.find_all(_ANCHORED)]
+
+
+def _ANCHORED(tag: Tag) -> bool:
+    return bool(tag.get("id") or (tag.name == "a" and tag.get("name")))
+
+
+def _entry_anchor(tag: Tag) -> str | None:
+    """An entry's anchor: its element's own, else the first inside it."""
+    return _own_anchor(tag) or next(iter(_anchors(tag)), None)
+
+
+def _bold_lines(pre: Tag) -> set[str]:
+    """The lines of a `<pre>` that are bold from start to end (a rendered man page's section names)."""
+    out = set()
+    for b in pre.find_all(["b", "strong"]):
+        text = b.get_text()
+        if "\n" not in text and text.strip():
+            prev = b.previous_sibling
+            if prev is None or (isinstance(prev, NavigableString) and str(prev).endswith("\n")):
+                nxt = b.next_sibling
+                if nxt is None or (isinstance(nxt, NavigableString) and str(nxt).startswith("\n")):
+                    out.add(text.strip())
+    return out
 
 
 def _headed(name: str, cell: Rich) -> Rich:
@@ -337,42 +376,3 @@ def _lang(pre: Tag) -> str | None:
             if (m := _LANG.match(c.lower())) and m.group(1) not in ("none", "text", "default"):
                 return m.group(1)
     return None
-
-
-def sections(events: Iterator[Event]) -> list[Section]:
-    """Events → sections: each heading closes the section before it; blocks get their offsets."""
-    out: list[Section] = []
-    stack: list[tuple[int, str]] = []
-    pieces: list[_Piece] = []
-    for ev in [*events, (0, "")]:  # the sentinel heading flushes the last section
-        if isinstance(ev, _Piece):
-            pieces.append(ev)
-            continue
-        if pieces:
-            out.append(_section(tuple(h for _, h in stack if h), pieces))
-        pieces = []
-        while stack and stack[-1][0] >= ev[0]:
-            stack.pop()
-        stack.append(ev)
-    return out
-
-
-def _section(path: tuple[str, ...], pieces: list[_Piece]) -> Section:
-    text, blocks = "", []
-    for p in pieces:
-        if text:
-            text += p.sep
-        if p.kind == "code":
-            fence = "````" if "```" in p.rich.text else "```"
-            text += f"{fence}{p.lang or ''}\n"
-            start = len(text)
-            text += p.rich.text
-            blocks.append(Block("code", start, len(text), lang=p.lang))
-            text += f"\n{fence}"
-            continue
-        text += p.marker
-        start = len(text)
-        text += p.rich.text
-        code = tuple((start + a, start + b) for a, b in p.rich.code if b > a)
-        blocks.append(Block(p.kind, start, len(text), header=p.header, cells=p.cells, code=code))
-    return Section(path, text, blocks=tuple(blocks))

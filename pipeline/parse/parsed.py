@@ -6,6 +6,12 @@ from dataclasses import dataclass
 
 from pipeline.records import Section
 
+# What the parsers make of the same text, as the ledger records it (in the chunker's fingerprint): bump it
+# when a parser's sections change, and every store re-chunks its documents on the next ingest, re-embedding
+# only chunks whose text changed (vectors are reused by text hash).
+# 2: entries as sections, man pages, anchors, furniture removed across a source's pages
+PARSER_VERSION = "2"
+
 
 @dataclass(frozen=True)
 class Parsed:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from urllib.parse import quote
 
 from pipeline.records import Block, unpack_blocks
 
@@ -29,9 +30,14 @@ class Hit:
     # and last chunk_index its text spans, in document order; None for one chunk. chunk_id, section,
     # page and score are its best chunk's.
     span: tuple[int, int] | None = None
+    # The ids of every chunk its text joins, in document order (a joined hit's several; one chunk's, its
+    # own): what an answer's provenance re-reads to prove its evidence unchanged (pipeline.answers).
+    chunk_ids: tuple[str, ...] = ()
     # Its text's typed blocks (pipeline.records.Block), offsets into `text` (a joined hit's: re-based
     # onto the joined text); () for a chunk stored before blocks were kept.
     blocks: tuple[Block, ...] = ()
+    # The nearest anchor above its text (an HTML id, `<a name>`); `url` already links to it (`deep_url`).
+    anchor: str | None = None
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -39,6 +45,17 @@ class Hit:
     def label(self) -> str:
         """How a citation names the place: "guide.pdf, page 3, Setup › Install"."""
         return cite_label(self.title, self.page, self.section)
+
+
+def deep_url(url: str, anchor: str | None) -> str:
+    """The document's URL to the place `anchor` names (`…/page.html#maxconn`): a file URI, a git web URL
+    or a Confluence page URL alike; the URL as it is where there is no anchor, no URL, or a fragment already."""
+    if not anchor or not url or "#" in url:
+        return url
+    return f"{url}#{quote(anchor, safe=_FRAGMENT_SAFE)}"
+
+
+_FRAGMENT_SAFE = "-._~!$&'()*+,;=:@/?"  # what RFC 3986 lets a fragment hold unencoded
 
 
 JOIN = "\n\n"  # between the texts of neighbouring chunks a hit joins

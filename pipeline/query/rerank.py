@@ -23,7 +23,6 @@ from dataclasses import replace
 from functools import cached_property
 from typing import Protocol
 
-from pipeline import http
 from pipeline.config import RerankConfig
 from pipeline.errors import ConfigError, RerankError
 from pipeline.query.hits import Hit
@@ -105,6 +104,8 @@ class RemoteReranker:
     it keeps the fused order instead (`rerank_or_keep`)."""
 
     def __init__(self, url: str, api_key: str | None = None, timeout_s: float = 10.0):
+        from pipeline import http  # httpx only when a rerank service is configured
+
         self.url = url.rstrip("/") + "/rerank"
         self.service = http.Service(
             "the rerank service",

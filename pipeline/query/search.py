@@ -12,10 +12,9 @@ in [0, 1] for every mode:
 - hybrid:  the document-aware fused score of `pipeline.query.fusion` (convex by
            default), × 1 + tag_boost when a tag matches, capped at 1.
 
-Every mode keeps at most `per_doc` chunks of one document in a result list
-(reading deeper when the cap leaves too few: `Searcher._read`), lists a
-document's best chunk before its others; hybrid joins neighbouring chunks of one
-document into one hit led by the better of them (`fusion.passages`).
+Every mode keeps at most `per_doc` chunks of one document in a result list (reading deeper when the
+cap leaves too few: `Searcher._read`), lists a document's best chunk before its others; hybrid joins
+neighbouring chunks of one document into one hit led by the better of them (`fusion.passages`).
 
 Keyword ranking is Okapi BM25 (k1, b) with Lucene's non-negative IDF, computed in
 Postgres from posting lists and corpus statistics that triggers keep exact
@@ -26,10 +25,9 @@ Optional reranking (`pipeline.query.rerank`) reorders the fused candidates and s
 
 Dense ranking reads the live model generation's vectors (`vectors_<id>`,
 pipeline.store.generations) with a query embedded by that generation's model.
-The dense statement also returns which generation is live in its snapshot: when a
-reindex has switched (or the old table is already dropped), the query is
-embedded again by the new model and the statement re-run, so a search never
-mixes generations and never fails for a switch.
+The dense statement also returns which generation is live in its snapshot: when a reindex has switched
+(or the old table is already dropped), the query is embedded again by the new model and the statement
+re-run, so a search never mixes generations and never fails for a switch.
 """
 
 from __future__ import annotations
@@ -47,11 +45,11 @@ from psycopg.rows import dict_row
 
 from pipeline import access
 from pipeline.config import SearchConfig, Settings
-from pipeline.embed import TextEmbedder, for_config, for_generation
+from pipeline.embed import TextEmbedder, for_config, for_generation, model_name, saved_queries, uses_service
 from pipeline.errors import QueryError, StoreError
 from pipeline.query.filters import compile_filter
 from pipeline.query.fusion import Passage, distinct
-from pipeline.query.hits import Hit, joined
+from pipeline.query.hits import Hit, deep_url, joined
 from pipeline.query.near import collapse
 from pipeline.query.plan import MODES, Mode, Plan, check_text, tags_to_boost
 from pipeline.query.ranking import rank
@@ -83,8 +81,10 @@ class Searcher:
         embedder: TextEmbedder | None = None,
         reranker: Reranker | None | object = _UNSET,
         config: SearchConfig | None = None,
+        keep_queries: bool = False,
     ):
         self.settings = settings
+        self._keep_queries = keep_queries  # query vectors kept on disk between processes (the CLI's)
         self.config = config or settings.search
         self.url = store_url(settings, url)
         connect(self.url).close()  # fails now, clearly, on a wrong URL; installs pgvector in a fresh database
@@ -94,7 +94,6 @@ class Searcher:
         self._once = threading.Lock()
         self._checked = False
         self._live: Generation | None = None  # the live generation, as the last statement saw it
-        self._embedders: dict[int, TextEmbedder] = {}  # by generation: the query embedder follows the live one
         self._ef_search: weakref.WeakKeyDictionary[psycopg.Connection, int] = weakref.WeakKeyDictionary()
         self.pool = open_pool(
             self.url,
@@ -121,6 +120,25 @@ class Searcher:
             return for_generation(self.settings.embedding, gen, "query", self._embedder)
 
         return self._load(f"embedder:{gen.id}", load)  # type: ignore[return-value]
+
+    @property
+    def model_name(self) -> str:
+        """The query model's name (`Embedder.name`), without loading a local model to learn it."""
+        gen, cfg = self._generation(), self.settings.embedding
+        if gen is None or self._embedder is not None or uses_service(cfg, "query"):
+            return str(getattr(self.embedder, "name", None) or cfg.model)
+        return model_name(cfg, gen)
+
+    def query_vector(self, query: str, gen: Generation | None = None):
+        """`query` embedded for `gen` (default: the live one); with `keep_queries`, read back from disk when
+        this machine embedded it before, so that no model loads for it."""
+        gen, cfg = gen or self._generation(), self.settings.embedding
+        kept = saved_queries(cfg, gen) if gen and self._keep_queries and not self._embedder else None
+        if kept is None or (vec := kept.get(query)) is None:
+            vec = (self._embedder_for(gen) if gen else self.embedder).encode([query], kind="query")[0]
+            if kept:
+                kept.put(query, vec)
+        return vec
 
     def _generation(self, refresh: bool = False) -> Generation | None:
         """The live generation: as the last statement saw it, else read from the store."""
@@ -220,8 +238,8 @@ class Searcher:
         k = max(fetch_k or cfg.fetch_k, n) if mode == "hybrid" else (2 * n if cap else n)
         for _ in range(_SWITCHES):  # a reindex switching generations mid-search: embed again, search again
             gen = None if mode == "keyword" else self._generation()
-            # One cache of query vectors: the query embedder's own (pipeline.embed.batching), none here.
-            vec = self._embedder_for(gen).encode([query], kind="query")[0] if gen is not None else None
+            # Query vectors: the query embedder's recent ones (pipeline.embed.batching), the CLI's on disk.
+            vec = self.query_vector(query, gen) if gen is not None else None
             try:
                 with self.connection() as conn:
                     hits = self._read(conn, plan, Reading.first(query, k, bool(filters) or restricted, cfg, vec), gen)
@@ -303,11 +321,12 @@ class Searcher:
             span = (chunks[0]["chunk_index"], chunks[-1]["chunk_index"]) if len(chunks) > 1 else None
             hits.append(
                 Hit(
-                    **{**lead, "text": text, "blocks": blocks},
+                    **{**lead, "text": text, "blocks": blocks, "url": deep_url(lead["url"], lead["anchor"])},
                     score=round(min(1.0, p.lead.score), 6),
                     dense_rank=c.dense_rank,
                     keyword_rank=c.keyword_rank,
                     span=span,
+                    chunk_ids=tuple(ch["chunk_id"] for ch in chunks),
                 )
             )
         return collapse(hits)  # a near copy of a better hit (a printable page) adds nothing

@@ -87,6 +87,8 @@ def purge_source(conn: psycopg.Connection, name: str) -> Purged:
 
 def _delete_rows(conn: psycopg.Connection, name: str) -> Purged:
     p = {"p": name}
+    if scalar(conn, "SELECT to_regclass('furniture')"):  # what its pages repeat (migration 0017)
+        conn.execute("DELETE FROM furniture WHERE source = %(p)s", p)
     # Chunks first, counted apart from the FK cascade; orphans (no documents row) go by key prefix.
     chunks = conn.execute(
         "DELETE FROM chunks c WHERE c.doc_key IN (SELECT key FROM documents WHERE source = %(p)s) "
@@ -123,7 +125,7 @@ def chunks_without_embedding(conn: psycopg.Connection, source: str | None) -> Fi
         conn,
         sql.SQL(f"""
         SELECT c.id FROM chunks c JOIN documents d ON d.key = c.doc_key WHERE {_IN_SOURCE}
-        AND NOT EXISTS (SELECT 1 FROM {{}} v WHERE v.seq = c.seq)""")
+        AND NOT {generations.KEYWORD_ONLY} AND NOT EXISTS (SELECT 1 FROM {{}} v WHERE v.seq = c.seq)""")
         .format(gen.table)
         .as_string(conn),
         {"p": source},

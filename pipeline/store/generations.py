@@ -33,6 +33,9 @@ VECTOR_MAX = 2000  # pgvector's HNSW limit for `vector`; above it, `halfvec` (up
 HNSW = "WITH (m = 16, ef_construction = 64)"  # as migration 0001 built chunks_embedding
 State = Literal["building", "live", "retired", "dropped"]
 _COLUMNS = "id, model, name, dimension, vector_type, state, created_at, live_at, retired_at"
+# A chunk of a page indexed for keyword search only (an index page: pipeline.ingest.embeddings) has no
+# vector in any generation; whatever counts chunks without one leaves them out. `d`: the chunk's document.
+KEYWORD_ONLY = "coalesce((d.meta->>'keyword_only')::boolean, false)"
 
 
 @dataclass(frozen=True)
@@ -150,18 +153,22 @@ def _count(conn: psycopg.Connection, query: sql.Composed | sql.SQL) -> int:
 
 
 def missing(conn: psycopg.Connection, gen: Generation) -> int:
-    """Chunks without a vector of `gen`."""
+    """Chunks that should have a vector of `gen` and have none."""
     return _count(
         conn,
-        sql.SQL("SELECT count(*) FROM chunks c WHERE NOT EXISTS (SELECT 1 FROM {} v WHERE v.seq = c.seq)").format(
-            gen.table
-        ),
+        sql.SQL(
+            "SELECT count(*) FROM chunks c LEFT JOIN documents d ON d.key = c.doc_key "
+            f"WHERE NOT {KEYWORD_ONLY} AND NOT EXISTS (SELECT 1 FROM {{}} v WHERE v.seq = c.seq)"
+        ).format(gen.table),
     )
 
 
 def coverage(conn: psycopg.Connection, gen: Generation) -> tuple[int, int]:
-    """(chunks with a vector of `gen`, chunks): a building generation's progress."""
-    chunks = _count(conn, sql.SQL("SELECT count(*) FROM chunks"))
+    """(chunks with a vector of `gen`, chunks that should have one): a building generation's progress."""
+    chunks = _count(
+        conn,
+        sql.SQL(f"SELECT count(*) FROM chunks c LEFT JOIN documents d ON d.key = c.doc_key WHERE NOT {KEYWORD_ONLY}"),
+    )
     return (0 if gen.state == "dropped" else _count(conn, sql.SQL("SELECT count(*) FROM {}").format(gen.table))), chunks
 
 

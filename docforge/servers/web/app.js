@@ -186,13 +186,16 @@ async function runSearch(event) {
 // --- ask -----------------------------------------------------------------------------------------------
 
 function claimItem(c) {
-  const ok = Boolean(c.verified);
-  const badge = el("span", { class: ok ? "badge ok" : "badge warn",
-                             text: ok ? `verified${c.strategy ? " · " + c.strategy : ""}` : "unverified" });
+  const kind = support(c);
+  const p = kind === "supported" && typeof c.probability === "number" ? `, p=${c.probability.toFixed(2)}` : "";
+  const label = { quoted: "quoted", supported: `reworded${p}`, unsupported: "not supported" }[kind];
+  const badge = el("span", { class: "badge mark-" + kind, text: `${MARKS[kind]} ${label}` });
+  const why = kind === "unsupported" && c.violations && c.violations.length
+    ? el("span", { class: "why", text: `(${c.violations[0]}) ` }) : null;
   const refs = (c.pointers || []).map((p) => el("button", {
     type: "button", class: "pointer", "aria-label": `Open citation ${p}`, text: p,
     onclick: () => openCitation(p) }));
-  return el("li", { class: ok ? "claim verified" : "claim unverified" }, badge, " ", el("span", { text: c.text }),
+  return el("li", { class: "claim " + kind }, badge, " ", why, el("span", { class: "claim-text", text: c.text }),
             " ", ...refs);
 }
 
@@ -210,8 +213,10 @@ function citationCard(c) {
     if (!card.open || loaded) return;
     loaded = true;
     try {
-      const chunk = await api("chunks/" + encodeURIComponent(c.chunk_id));
-      evidence.textContent = chunk.text;
+      // A block of a joined passage spans several chunks: all of them, in order, as the search joined them.
+      const ids = c.chunk_ids && c.chunk_ids.length ? c.chunk_ids : [c.chunk_id];
+      const chunks = await Promise.all(ids.map((id) => api("chunks/" + encodeURIComponent(id))));
+      evidence.textContent = chunks.map((chunk) => chunk.text).join("\n\n");
     } catch (err) {
       loaded = false;
       if (err instanceof Unauthorized) showLogin("Your token was refused; log in again.");
@@ -239,17 +244,23 @@ async function runAsk(event) {
   try {
     const a = await api("ask", { question, mode: $("ask-mode").value, trace: $("ask-trace").checked });
     $("ask-status").textContent = "";
-    const head = el("p", { class: "answer-head" },
-      el("span", { class: "badge audit audit-" + String(a.audit_mode).toLowerCase(), text: `audit ${a.audit_mode}` }),
-      " ", el("span", { class: "meta", text: `${a.addresses_question === false ? "quoted, but may not answer the question · " : a.addresses_question ? "answers the question · " : ""}confidence ${Number(a.confidence).toFixed(2)} · ${a.model} · cache ${a.cache}` }));
-    out.append(head);
+    const mode = String(a.audit_mode);
+    out.append(el("p", { class: "answer-head" },
+      el("span", { class: "badge audit audit-" + mode.toLowerCase(), text: `audit ${mode}` }), " ",
+      el("span", { class: "audit-meaning", text: a.abstained ? "no answer" : `${meaning(a.claims || [])}.` })));
+    const said = a.abstained ? null : addresses(a);
+    if (said) out.append(el("p", { class: "addresses", text: said }));
+    out.append(el("p", { class: "meta", text: `confidence ${Number(a.confidence).toFixed(2)} · ${a.model} · ` +
+                         `cache ${a.cache}${a.answer_id ? " · answer " + a.answer_id : ""}` }));
     if (a.abstained) {
       const why = a.addresses_reason ? ` (${a.addresses_reason})` : "";
       out.append(el("p", { class: "warn-text", text: `No answer: the sources do not support one${why}.` }));
     }
-    out.append(el("p", { class: "answer-text", text: a.answer }));
-    if (a.claims && a.claims.length) {
-      out.append(el("h3", { text: "Claims" }), el("ul", { class: "claims" }, ...a.claims.map(claimItem)));
+    if (a.claims && a.claims.length) {  // the marked claims and their legend: the rendered answer, structured
+      out.append(el("h3", { text: "Claims" }), el("ul", { class: "claims" }, ...a.claims.map(claimItem)),
+                 legend(a.claims));
+    } else {
+      out.append(el("p", { class: "answer-text", text: a.answer }));
     }
     if (a.citations && a.citations.length) {
       out.append(el("h3", { text: "Citations" }), el("div", { class: "citations" }, ...a.citations.map(citationCard)));

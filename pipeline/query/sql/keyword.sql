@@ -5,7 +5,7 @@
 -- whether there is one; {per_term}, {pool}, {k} literals, so that a cached plan still knows them.
 --
 -- The statistics (N, average length, document frequencies) are the whole index's for full access,
--- and for a restricted caller only those of the access lists it may read (migration 0017): a word
+-- and for a restricted caller only those of the access lists it may read (migration 0018): a word
 -- in a hidden document moves no score of what the caller sees. A term none of them holds reads no
 -- postings (its id is NULL).
 WITH st AS (
