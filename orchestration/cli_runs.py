@@ -43,14 +43,15 @@ def materialize_sources(config_path: str, names: list[str], log_level: str = "CR
     asset_steps = {a.op.name for a in ingest_assets}
     check_names = {c.op.name: key.name for c in ingest_checks for key in c.check_keys}  # step → check
     out: dict[str, SourceRun] = {}
-    url = store_url(load_settings(config_path))
+    settings = load_settings(config_path)
+    url, wait_s = store_url(settings), settings.schedule.lock_wait_s
     for name in names:
         begin_source(name)
         t0 = time.perf_counter()
         waiting = Waiting(instance)  # a persistent instance's pools are shared with other processes
         if not instance.is_ephemeral:
             waiting.start()
-        with one_run_of(url, name), collecting() as stages:
+        with one_run_of(url, name, wait_s), collecting() as stages:
             try:
                 res = materialize(
                     [*ingest_assets, *ingest_checks],

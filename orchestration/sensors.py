@@ -141,9 +141,9 @@ def build_push_sensor(
     )
     def push_sensor(context: SensorEvaluationContext, sources: SourcesResource, store: PostgresResource):
         try:
-            settings = sources.settings()
+            settings = sources.settings(settled=True)
         except ConfigError as e:
-            return SkipReason(f"sources.yml is invalid, no repository watched: {e}")
+            return SkipReason(f"sources.yml is invalid or being written, no repository watched: {e}")
         seen, polled = _read_cursor(context.cursor)
         requests = _delivered(context, settings, store)
         for r in requests:  # a delivered commit is seen: the next poll does not ask for it again
@@ -220,9 +220,9 @@ def build_sources_sync_sensor(job: UnresolvedAssetJobDefinition, minimum_interva
     )
     def sources_sync(context: SensorEvaluationContext, sources: SourcesResource, store: PostgresResource):
         try:
-            settings = sources.settings()
+            settings = sources.settings(settled=True)
         except ConfigError as e:
-            return SkipReason(f"sources.yml is invalid, partitions and data left as they are: {e}")
+            return SkipReason(f"sources.yml is invalid or being written, partitions and data left as they are: {e}")
         registered = set(context.instance.get_dynamic_partitions(source_partitions.name))
         new = [s.name for s in settings.sources if s.name not in registered]
         purged = _purge_removed(context, settings, store, registered)

@@ -11,6 +11,13 @@ an `Authorization: Basic|Bearer …` value and a password in a URL are masked to
 Secrets are registered where they are read (`register`, `register_basic`), once
 per process, so every sink (error messages, logs, the failures table, Dagster
 metadata) redacts with the one function and never needs the secrets passed in.
+Loading the configuration registers every secret it holds (pipeline.config: the
+API's admin tokens one by one, the embedder's, the LLM's, Confluence's, the
+store URL's password, webhook secrets). A tokens file holds only the SHA-256 of
+each token (docforge.servers.auth): `register_digest` takes those, and `redact`
+masks any word of a text whose SHA-256 is one of them, so a caller's token
+pasted into a question is masked in the log, the usage records, the answer
+cache and the gaps report (issue 48) although the token itself is never known.
 
 Logs: `redact_logs()` puts a `RedactingFilter` on every handler configured so
 far (the CLI's, uvicorn's), so every record that reaches one is redacted,
@@ -21,11 +28,14 @@ request and response headers a server echoed back, Authorization included.
 from __future__ import annotations
 
 import base64
+import hashlib
 import logging
 import re
 import threading
 from collections.abc import Iterable
 from urllib.parse import quote, quote_plus
+
+from pipeline.printable import printable
 
 MASK = "***"
 MIN_SECRET = 6  # shorter strings would blank ordinary words; no real token is this short
@@ -45,6 +55,11 @@ _GENERIC = (
 _lock = threading.Lock()
 _forms: set[str] = set()
 _pattern: re.Pattern[str] | None = None
+_digests: frozenset[str] = frozenset()  # SHA-256 (hex) of tokens known only by their digest
+# A word that could be a token: a run of the characters tokens are made of, at least MIN_SECRET long;
+# inside it, the pieces between URL and form punctuation (`q=TOKEN&x`, `a+TOKEN`) are tried too.
+_WORD = re.compile(r"[A-Za-z0-9_\-.~+/=:%&?#@!$*]{" + str(MIN_SECRET) + ",}")
+_PIECE = re.compile(r"[^=&?+/:#@%]{" + str(MIN_SECRET) + ",}")
 
 
 def forms(secret: str) -> set[str]:
@@ -71,16 +86,39 @@ def register_basic(user: str, secret: str) -> None:
         _add(forms(f"{user}:{secret}"))
 
 
+def register_digest(*digests: str) -> None:
+    """Redact every word whose SHA-256 (hex) is one of `digests`: tokens known only by their digest."""
+    global _digests
+    with _lock:
+        _digests = _digests | {d.lower() for d in digests if d}
+
+
 def redact(text: str, limit: int | None = None) -> str:
     """`text` with every registered secret masked, then cut to `limit` characters (with an ellipsis)."""
     pattern = _pattern
     if pattern is not None:
         text = pattern.sub(MASK, text)
+    if _digests:
+        text = _WORD.sub(_masked_word, text)
     for generic, repl in _GENERIC:
         text = generic.sub(repl, text)
     if limit is not None and len(text) > limit:
         text = text[: max(0, limit - 1)] + "…"
     return text
+
+
+def _masked_word(m: re.Match[str]) -> str:
+    word = m.group(0)
+    if _known(word):
+        return MASK
+    core = word.rstrip(".:!?")  # a sentence's end after the token
+    if core != word and _known(core):
+        return MASK + word[len(core) :]
+    return _PIECE.sub(lambda p: MASK if _known(p.group(0)) else p.group(0), word)
+
+
+def _known(word: str) -> bool:
+    return hashlib.sha256(word.encode()).hexdigest() in _digests
 
 
 def _add(new: Iterable[str]) -> None:
@@ -98,17 +136,18 @@ def _lower_hex(text: str) -> str:
 
 
 class RedactingFilter(logging.Filter):
-    """Masks secrets in a record's message and traceback before a handler writes it."""
+    """Masks secrets in a record's message and traceback before a handler writes it, and shows the
+    control characters they hold as escapes (pipeline.printable: a logged document name is data)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         message = record.getMessage()
-        masked = redact(message)
+        masked = printable(redact(message), lines=True)
         if masked != message:
             record.msg, record.args = masked, None
         if record.exc_info and not record.exc_text:
             record.exc_text = logging.Formatter().formatException(record.exc_info)
         if record.exc_text:
-            record.exc_text = redact(record.exc_text)
+            record.exc_text = printable(redact(record.exc_text), lines=True)
         return True
 
 

@@ -24,9 +24,11 @@ class SourcesResource(ConfigurableResource):
     def setup_for_execution(self, context: InitResourceContext) -> None:
         self._settings = None  # Dagster sets up a fresh copy for each run: read the file again
 
-    def settings(self) -> Settings:
+    def settings(self, settled: bool = False) -> Settings:
+        """The settings of this run; `settled` (a sensor's tick, while the file may be rewritten): the file
+        read twice a moment apart and taken only when alike (load_settings), else a ConfigError."""
         if self._settings is None:
-            self._settings = load_settings(self.config_path)
+            self._settings = load_settings(self.config_path, settled=settled)
         return self._settings
 
 

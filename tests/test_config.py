@@ -374,3 +374,21 @@ def test_a_repository_without_a_commit_indexes_its_working_tree(write_config, tm
     assert all(isinstance(d, Document) for d in docs) and docs[0].url == (repo / "README.md").resolve().as_uri()
     with pytest.raises(GitSourceError, match="branch 'main' not found"):  # a branch still needs a commit
         open_source(s, s.source("fresh").model_copy(update={"branch": "main"}))
+
+
+def test_a_sources_file_read_while_serving_is_taken_only_when_two_reads_agree(tmp_path):
+    """Issue 48: a sensor's tick reads sources.yml twice, SETTLE_S apart; a file written meanwhile (cut
+    after its first source: valid YAML, and the sync sensor would purge the rest) is refused, not taken."""
+    import threading
+
+    from pipeline.config.loader import SETTLE_S
+
+    whole = "sources:\n  - name: a\n    type: directory\n    path: a\n  - name: b\n    type: directory\n    path: b\n"
+    path = tmp_path / "sources.yml"
+    path.write_text(whole[: whole.index("  - name: b")])  # the torn moment: only `a`
+    finish = threading.Timer(SETTLE_S / 3, lambda: path.write_text(whole))
+    finish.start()
+    with pytest.raises(ConfigError, match="changed while it was read.*replace it by rename"):
+        load_settings(path, settled=True)
+    finish.join()
+    assert [s.name for s in load_settings(path, settled=True).sources] == ["a", "b"]

@@ -8,6 +8,7 @@ import sys
 import click
 
 from docforge.cli.options import config_option, json_option
+from pipeline.printable import printable
 
 
 def _conn(config: str):
@@ -75,13 +76,13 @@ def _print(s) -> None:
         f"answer {s.id} · {s.audit_mode} · model {escape(s.model)} · {s.created_at:%Y-%m-%d %H:%M:%S} · "
         f"served from cache {s.hits} time(s)"
     )
-    emit(console, Text(f"question: {s.question}\n"))
+    emit(console, Text(f"question: {printable(s.question)}\n"))
     for part in answer_block(s.answer.get("answer", "")):
         emit(console, part)
     console.print("\nprovenance (each hash = sha256(stage, previous hash, payload)):")
     grid = hanging(2)
     for st in s.stages:
-        grid.add_row(f"  {st.get('stage', '?')}", f"{str(st.get('hash', ''))[:16]}…", Text(_summary(st)))
+        grid.add_row(f"  {st.get('stage', '?')}", f"{str(st.get('hash', ''))[:16]}…", Text(printable(_summary(st))))
     emit(console, grid)
     emit(console, Text(f"  {'root':<12} {s.dag_root}"))
 
@@ -125,7 +126,7 @@ def verify(answer_id: str, config: str) -> None:
         rows = conn.execute("SELECT id, text FROM chunks WHERE id = ANY(%s)", (ids,)).fetchall()
     result = provenance.check(s.dag_root, s.answer, s.stages, dict(rows))
     if not result.ok:
-        click.echo(f"answer {answer_id}: stage '{result.stage}' does not match: {result.reason}", err=True)
+        click.echo(printable(f"answer {answer_id}: stage '{result.stage}' does not match: {result.reason}"), err=True)
         sys.exit(1)
     click.echo(f"answer {answer_id}: all {len(provenance.STAGES)} stages match, root {s.dag_root}")
 

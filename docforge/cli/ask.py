@@ -110,9 +110,10 @@ def answer_block(text: str) -> list:
     from rich.text import Text
 
     from pipeline.answers.render import LEGEND_PREFIX, LEGEND_SEP
+    from pipeline.printable import printable
 
     out: list = []
-    for line in text.splitlines():
+    for line in map(printable, text.splitlines()):  # quoted text is data: its controls shown, not obeyed
         mark, rest = line[:1], line[2:]
         if line.startswith(LEGEND_PREFIX):  # one mark a row, under the label
             grid = hanging()
@@ -171,12 +172,13 @@ def _print(answer, trace: bool) -> None:
     from rich.text import Text
 
     import docforge.cli.render as render
+    from pipeline.printable import printable
 
     console = Console()
     for part in answer_block(answer.answer):
         render.emit(console, part)
     if answer.abstained and answer.addresses_reason:
-        console.print(f"Why: {escape(answer.addresses_reason)}.")
+        console.print(f"Why: {escape(printable(answer.addresses_reason))}.")
         console.print("Try other words, or see what is indexed: docforge sources")
     console.print()
     for line in statements(answer):
@@ -200,5 +202,5 @@ def _print(answer, trace: bool) -> None:
         table = Table("step", "ms", "detail", title="Trace")
         for s in answer.trace:
             detail = ", ".join(f"{k}={v}" for k, v in s.items() if k not in ("step", "ms") and v is not None)
-            table.add_row(s["step"], f"{s['ms']:.1f}", escape(detail))
+            table.add_row(s["step"], f"{s['ms']:.1f}", escape(printable(detail)))
         console.print(table)

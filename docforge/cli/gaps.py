@@ -8,6 +8,7 @@ import textwrap
 import click
 
 from docforge.cli.options import config_option, json_option
+from pipeline.printable import printable
 
 WIDTH = 80
 
@@ -50,9 +51,9 @@ def command(config: str, days: int | None, as_json: bool) -> None:
 
 def _wrap(text: str, indent: str = "   ", hang: int = 0) -> list[str]:
     """`text` within WIDTH, every line at `indent`; continuation lines `hang` further in, under the text
-    after a number or a label (never at column 0)."""
+    after a number or a label (never at column 0); what a document or a caller wrote printable first."""
     rest = indent + " " * hang
-    return textwrap.wrap(text, WIDTH, initial_indent=indent, subsequent_indent=rest, break_on_hyphens=False)
+    return textwrap.wrap(printable(text), WIDTH, initial_indent=indent, subsequent_indent=rest, break_on_hyphens=False)
 
 
 def _how(grp) -> str:

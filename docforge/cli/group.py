@@ -46,10 +46,15 @@ class LazyGroup(click.Group):
         return importlib.import_module(f"docforge.cli.{COMMANDS[cmd_name]}").command
 
     def invoke(self, ctx: click.Context):
+        from pipeline.printable import printable
+
         try:
             return super().invoke(ctx)
+        except click.ClickException as e:  # a message may name a document: its controls shown, not obeyed
+            e.message = printable(e.message, lines=True)
+            raise
         except DocforgeError as e:
-            raise click.ClickException(str(e)) from None
+            raise click.ClickException(printable(str(e), lines=True)) from None
         except ModuleNotFoundError as e:  # an install without the extra this command needs
             if (hint := missing_extra(e)) is None:
                 raise

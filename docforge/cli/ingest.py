@@ -11,7 +11,7 @@ import click
 
 from docforge.cli.options import config_option, json_option
 from pipeline.config import ADHOC_FILE, load_settings
-from pipeline.errors import ConfigError
+from pipeline.errors import ConfigError, DocforgeError
 
 if TYPE_CHECKING:  # the Dagster wiring costs seconds to import: only when a command runs it
     from orchestration.runs import SourceRun
@@ -92,6 +92,7 @@ def command(config: str | None, names: tuple[str, ...], as_json: bool, paths: tu
         )
     for n in wanted:
         settings.source(n)  # unknown name: ConfigError before any work
+    _say_waits(settings, wanted)  # before Dagster loads (seconds): a wait is named at once
     from orchestration.runs import settled_runs
 
     runs = settled_runs(str(settings.config_path), wanted)  # unchanged sources: proven and checked, no Dagster
@@ -100,8 +101,13 @@ def command(config: str | None, names: tuple[str, ...], as_json: bool, paths: tu
         from orchestration.cli_runs import materialize_sources
 
         level = logging.getLevelName(logging.getLogger().getEffectiveLevel())
-        with showing():  # bars on a terminal, plain lines otherwise; stderr, so --json stays clean
-            runs |= materialize_sources(str(settings.config_path), rest, "CRITICAL" if level == "WARNING" else level)
+        try:
+            with showing():  # bars on a terminal, plain lines otherwise; stderr, so --json stays clean
+                runs |= materialize_sources(
+                    str(settings.config_path), rest, "CRITICAL" if level == "WARNING" else level
+                )
+        except KeyboardInterrupt:  # Ctrl-C/SIGTERM: a wait said it stopped (pool, lock); 128 + SIGINT
+            sys.exit(130)
     report = {name: _source_report(runs[name]) for name in wanted}
     failed = [n for n, r in report.items() if "error" in r or r["failures"] or _failed_checks(r)]
     if as_json:
@@ -125,6 +131,23 @@ def command(config: str | None, names: tuple[str, ...], as_json: bool, paths: tu
             )
     if failed:
         sys.exit(1)
+
+
+def _say_waits(settings, names: list[str]) -> None:
+    """On stderr, each source of `names` another ingest runs now, and who (pid, since when): this run
+    will wait for it (pipeline.store.locks says so again, every 10 s, while it does)."""
+    from docforge.cli.running import holders
+    from pipeline.printable import printable
+    from pipeline.store.db import connect, store_url
+
+    try:
+        with connect(store_url(settings), vector=False) as conn:
+            held = holders(conn, names)
+    except DocforgeError:  # no store yet, or down: the run itself says so
+        return
+    for name, who in held.items():
+        click.echo(printable(f"docforge: waiting for source {name!r}: another ingest runs it (Ctrl-C stops)"), err=True)
+        click.echo(printable(f"  {who}"), err=True)
 
 
 def _settings(config: str | None, paths: tuple[str, ...]):
@@ -180,10 +203,13 @@ def _checks_cell(r: dict):
 def print_report(console, report: dict) -> None:
     """The summary: a row per source with the counts stacked in cells (fits 80 columns), then what went wrong.
 
-    Every name, path and message is a rich `Text`, never markup: `[/x]` in a file name prints as is.
+    Every name, path and message is a rich `Text`, never markup: `[/x]` in a file name prints as is,
+    and printable (pipeline.printable): a control character in one shows as `\\x1b`.
     """
     from rich.table import Table
     from rich.text import Text
+
+    from pipeline.printable import printable
 
     wall = sum(r["wall_seconds"] for r in report.values())
     table = Table(title="docforge ingest", caption=f"{len(report)} source(s) in {wall:.1f} s", show_lines=True)
@@ -207,19 +233,20 @@ def print_report(console, report: dict) -> None:
         console.print(Text(CHUNKS_NOTE, style="dim"))
     for name, r in report.items():
         if "error" in r:
-            console.print(Text.assemble(("✗ ", "red"), (name, "red bold"), (f": {r['error']}", "red")))
+            console.print(Text.assemble(("✗ ", "red"), (name, "red bold"), (f": {printable(r['error'])}", "red")))
         if langs := r.get("languages"):
             console.print(
                 Text(f"source {name!r}: " + ", ".join(f"{n} {lang}" for lang, n in langs.items()), style="dim")
             )
         skipped = r.get("skipped_files", [])
         for s in skipped[:SKIPS_SHOWN]:
-            console.print(Text(f"- {name}:{s['path']} skipped: {s['reason']}", style="dim"))
+            console.print(Text(printable(f"- {name}:{s['path']} skipped: {s['reason']}"), style="dim"))
         if (more := r.get("files_skipped", len(skipped)) - min(len(skipped), SKIPS_SHOWN)) > 0:
             console.print(Text(f"- … {more} more skipped in {name} (--json lists them)", style="dim"))
         for f in r.get("failures", []):
-            console.print(Text(f"! {f['key']} ({f['stage']}): {f['error']}", style="yellow"))
+            console.print(Text(printable(f"! {f['key']} ({f['stage']}): {f['error']}"), style="yellow"))
         for c in r["checks"]:
             if not c["passed"]:
                 style = "red" if c["severity"] == "ERROR" else "yellow"
-                console.print(Text(f"✗ check {c['name']} ({c['severity']}) on {name}: {c['description']}", style=style))
+                line = f"✗ check {c['name']} ({c['severity']}) on {name}: {c['description']}"
+                console.print(Text(printable(line), style=style))

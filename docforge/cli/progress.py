@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, TextIO
 
+from pipeline.printable import printable
 from pipeline.progress import UNITS, Display, listening
 
 if TYPE_CHECKING:
@@ -41,7 +42,7 @@ class LineDisplay:
         self._shown: dict[str, tuple[int, int]] = {}  # stage → (done, total) of its last line
 
     def begin_source(self, name: str) -> None:
-        self.source, self._start, self._last, self._shown = name, {}, {}, {}
+        self.source, self._start, self._last, self._shown = printable(name), {}, {}, {}
 
     def __call__(self, stage: str, done: int, total: int) -> None:
         now = self.clock()
@@ -101,7 +102,7 @@ class BarDisplay:
         self.bars.start()
 
     def begin_source(self, name: str) -> None:
-        self.source, self.tasks = name, {}
+        self.source, self.tasks = printable(name), {}
 
     def __call__(self, stage: str, done: int, total: int) -> None:
         if stage not in self.tasks:

@@ -9,7 +9,9 @@ its own and never cut (the path from the source's root, with its page; or the
 URL of a page), as a terminal hyperlink to the document where the terminal
 shows them (rich writes OSC 8 only to a terminal), then the part of the text
 around the query's terms, each term in bold. Every name and excerpt is a rich
-`Text`, never markup: `[/x]` in a file name prints as is.
+`Text`, never markup: `[/x]` in a file name prints as is; and each passes
+`pipeline.printable` first, so a control character in a name or a text shows as
+`\\x1b` and never reaches the terminal as one (nor the hyperlink's target).
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from rich.padding import Padding
 from rich.style import Style
 from rich.table import Table
 from rich.text import Text
+
+from pipeline.printable import printable
 
 EXCERPT_CHARS = 240  # about three lines at 80 columns
 _WORD = re.compile(r"[^\W_]{2,}|\d+", re.U)
@@ -39,7 +43,7 @@ def terms(query: str) -> list[str]:
 
 def excerpt(text: str, words: Iterable[str], size: int = EXCERPT_CHARS) -> Text:
     """The window of `size` characters holding most whole-word matches, the matches in bold."""
-    flat = " ".join(text.split())
+    flat = " ".join(printable(text).split())
     pattern = _pattern(words)
     spans = [m.span() for m in pattern.finditer(flat)] if pattern else []
     start = 0
@@ -76,9 +80,11 @@ def citation(doc_key: str, source: str, url: str, page: int | None) -> Text:
     prefix = f"{source}:"
     path = doc_key[len(prefix) :] if doc_key.startswith(prefix) and _is_file(url) else ""
     shown = path + ("#" + url.partition("#")[2] if path and "#" in url else "") or url or doc_key  # its anchor too
+    shown = printable(shown)
     if page is not None:
         shown += f", page {page}"
-    return Text(shown, style=Style(link=url) if url.startswith(("http://", "https://", "file://")) else "")
+    link = url.startswith(("http://", "https://", "file://")) and url.isprintable()  # a control ends OSC 8 early
+    return Text(shown, style=Style(link=url) if link else "")
 
 
 def _is_file(url: str) -> bool:
@@ -128,4 +134,4 @@ def emit(console: Console, renderable: RenderableType) -> None:
 
 def heading(title: str, extra: str = "") -> Text:
     """`title › section` in bold, then what else the reader asked to see (rerank, ranks), dim."""
-    return Text.assemble((title, "bold"), (f" {extra}" if extra else "", "dim"))
+    return Text.assemble((printable(title), "bold"), (f" {printable(extra)}" if extra else "", "dim"))

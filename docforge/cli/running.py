@@ -23,6 +23,14 @@ def ingesting(conn: psycopg.Connection, sources: Sequence[str]) -> list[str]:
     return out
 
 
+def holders(conn: psycopg.Connection, sources: Sequence[str]) -> dict[str, str]:
+    """{source: who holds its run lock, since when} for the sources of `sources` an ingest runs now."""
+    from pipeline.store.db import lock_id
+    from pipeline.store.locks import holder
+
+    return {name: holder(conn, lock_id(f"run:{name}")) for name in ingesting(conn, sources)}
+
+
 def in_progress_line(names: Sequence[str]) -> str:
     """What to say while a first ingest runs."""
     shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")

@@ -33,9 +33,10 @@ def command(config: str | None, as_json: bool, no_counts: bool) -> None:
 
     import docforge.cli.render as render
     from docforge.cli.when import ago
+    from pipeline.printable import printable  # a path holding a control shows it as `\\x1b`
 
     console = Console(highlight=False)
-    console.print(Text(f"config: {settings.config_path}", style="dim"))
+    console.print(Text(printable(f"config: {settings.config_path}"), style="dim"))
     if not settings.sources:
         console.print("No sources configured: add a `sources:` list, or run `docforge ingest PATH…` for a folder.")
         return
@@ -49,20 +50,20 @@ def command(config: str | None, as_json: bool, no_counts: bool) -> None:
     for s in settings.sources:
         stored = counts.get(s.name)
         table.add_row(
-            Text(s.name),
+            Text(printable(s.name)),
             s.type,
             str(stored["documents"]) if stored else "-",
             str(stored["chunks"]) if stored else "-",
             ago(stored["last_indexed"], exact=False) if stored else "-",
         )
-        where = render.path_lines(Text(_location(s)), console.width - name_width - 2)
+        where = render.path_lines(Text(printable(_location(s))), console.width - name_width - 2)
         if s.access is not None:
-            where.append(f"\nreadable by: {', '.join(s.access) or 'admins only'}")
-        places.add_row(Text(s.name + ":", style="bold"), where)
+            where.append(f"\nreadable by: {printable(', '.join(s.access)) or 'admins only'}")
+        places.add_row(Text(printable(s.name) + ":", style="bold"), where)
     console.print(table)
     console.print(places)
     if problem:
-        console.print(Text(f"counts unavailable: {problem}", style="yellow"))
+        console.print(Text(printable(f"counts unavailable: {problem}"), style="yellow"))
 
 
 def _location(s) -> str:

@@ -46,6 +46,7 @@ def command(config: str, as_json: bool) -> None:
     from rich.text import Text  # names and the model path are text, never rich markup
 
     from docforge.cli.when import ago
+    from pipeline.printable import printable  # a name or path holding a control shows it as `\\x1b`
 
     if built:
         heading = f"model {report['model']} · dim {report['dimension']}"
@@ -55,31 +56,33 @@ def command(config: str, as_json: bool) -> None:
         heading = (
             "nothing indexed yet: `docforge ingest` indexes the configured sources, `docforge ingest PATH…` a folder"
         )
-    table = Table("source", "documents", "chunks", "failures", "last indexed", title=Text(heading))
+    table = Table("source", "documents", "chunks", "failures", "last indexed", title=Text(printable(heading)))
     for s in sources:
         table.add_row(
-            Text(s["name"] + ("" if s["configured"] else " (not in config)")),
+            Text(printable(s["name"]) + ("" if s["configured"] else " (not in config)")),
             str(s["documents"]),
             str(s["chunks"]),
             str(s["failures"]),
             "ingesting now" if s["name"] in running else ago(s["last_indexed"]),
         )
     console = Console()
-    console.print(Text(f"config: {settings.config_path} · store: {settings.home}", style="dim"))
+    console.print(Text(printable(f"config: {settings.config_path} · store: {settings.home}"), style="dim"))
     console.print(table)
     if "configured_model" in report:
         console.print(
             Text(
-                f"embedding.model is {report['configured_model']}, but the store's vectors come from "
-                f"{report['model']}: search and ingest follow the store; `docforge reindex --model "
-                f"{settings.embedding.model}` switches it"
+                printable(
+                    f"embedding.model is {report['configured_model']}, but the store's vectors come from "
+                    f"{report['model']}: search and ingest follow the store; `docforge reindex --model "
+                    f"{settings.embedding.model}` switches it"
+                )
             )
         )
     for g in gens:
         line = f"generation {g['id']} · {g['state']} · {g['model']} · dim {g['dimension']} ({g['vector_type']})"
         if g["state"] == "building":
             line += f" · {g['vectors']}/{g['chunks']} chunks embedded"
-        console.print(Text(line))
+        console.print(Text(printable(line)))
 
 
 def _generation(conn, gen) -> dict:

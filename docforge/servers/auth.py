@@ -17,8 +17,14 @@ environment only (never in sources.yml):
 
 With no tokens, no tokens file and no JWKS URL the API refuses to start: it never serves
 unauthenticated (only /health is open). The tokens file is read again when it changes (its digest is
-checked at most every RELOAD_S seconds): removing an entry revokes that token without a restart. A file
-that turns unreadable or malformed lets no caller of it in until it is fixed (fail closed), and says why.
+checked at most every RELOAD_S seconds): removing an entry revokes that token without a restart.
+
+A file is taken whole or not at all (issue 48): a changed file is read twice, SETTLE_S apart, and taken
+only when both reads agree and it validates. A write caught half done (a YAML that still parses, with
+`groups: hr` of `hr-auditors`) differs from the next read, so it is never taken; a file that stays
+unreadable or invalid keeps the last good set of callers, and the log says so, every RELOAD_S, until it
+is fixed. Replace the file by rename (write a new file beside it, then `mv` it over: docs/security.md),
+never in place: then every read sees one whole file.
 """
 
 from __future__ import annotations
@@ -41,6 +47,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 from pipeline.access import Principal
 from pipeline.config import AuthConfig
 from pipeline.errors import ConfigError
+from pipeline.redact import register, register_digest
 
 log = logging.getLogger(__name__)
 __all__ = ["AuthConfig", "Authenticator", "Principal", "read_tokens_file"]
@@ -48,6 +55,9 @@ _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 # How often the tokens file's digest is checked: hashing a small file costs microseconds, and a revoked
 # token is refused within this many seconds (the promise is 10).
 RELOAD_S = 2.0
+# A changed file's second read, this long after the first: a writer's pieces land within it (an editor's
+# save, a `cat >` of a few kB take milliseconds), so a file still being written differs between them.
+SETTLE_S = 0.5
 
 
 class TokenEntry(BaseModel):
@@ -83,13 +93,22 @@ def read_tokens_file(path: Path) -> list[TokenEntry]:
     """The callers a tokens file lists (YAML or JSON: a list, or {"tokens": [...]}); ConfigError naming the
     file, the entry and its line when one is malformed."""
     try:
-        text = path.read_text(encoding="utf-8")
-        node = yaml.compose(text)  # JSON is YAML: one parser, and each entry's line
-        data = yaml.safe_load(text)
+        raw = path.read_bytes()
     except OSError as e:
         raise ConfigError(
             f"tokens file {path}: cannot read it ({e.strerror}); check DOCFORGE_API_TOKENS_FILE (auth.tokens_file)"
         ) from None
+    return parse_tokens(raw, path)
+
+
+def parse_tokens(raw: bytes, path: Path) -> list[TokenEntry]:
+    """The callers of a tokens file's bytes (read_tokens_file); ConfigError saying what is wrong."""
+    try:
+        text = raw.decode("utf-8")
+        node = yaml.compose(text)  # JSON is YAML: one parser, and each entry's line
+        data = yaml.safe_load(text)
+    except UnicodeDecodeError:
+        raise ConfigError(f"tokens file {path}: not UTF-8 text") from None
     except yaml.YAMLError as e:
         raise ConfigError(f"tokens file {path}: not valid YAML or JSON: {e}") from None
     if isinstance(data, dict) and set(data) == {"tokens"}:
@@ -130,7 +149,10 @@ class Authenticator:
         self.tokens = [t.strip() for t in raw.split(",") if t.strip()]
         self._file = resolve(cfg.tokens_file) if cfg.tokens_file else None
         self._callers = read_tokens_file(self._file) if self._file else []
+        register(*self.tokens)  # a token pasted into a question is masked in every log and record
+        register_digest(*(c.sha256 for c in self._callers))  # known by their digests alone
         self._digest = self._file_digest()
+        self._seen: str | None = None  # a changed file's digest at its first read, awaiting the second
         self._checked = clock()
         self._reload = threading.Lock()
         self.algorithms = [a.strip() for a in self.cfg.jwt_algorithms.split(",") if a.strip()]
@@ -155,30 +177,59 @@ class Authenticator:
         if self.cfg.jwt_jwks_url and not self.user_claims:
             raise ConfigError("DOCFORGE_JWT_USER_CLAIMS is empty: name the claim that names the caller (email, sub)")
 
-    def _file_digest(self) -> str | None:
+    def _file_bytes(self) -> bytes | None:
         try:
-            return hashlib.sha256(self._file.read_bytes()).hexdigest() if self._file else None
+            return self._file.read_bytes() if self._file else None
         except OSError:
             return None
 
+    def _file_digest(self, raw: bytes | None = None) -> str | None:
+        raw = self._file_bytes() if raw is None else raw
+        return None if raw is None else hashlib.sha256(raw).hexdigest()
+
     @property
     def callers(self) -> list[TokenEntry]:
-        """The tokens file's callers, read again when its digest changed (checked every RELOAD_S at most)."""
-        if self._file is None or self._clock() - self._checked < RELOAD_S:
+        """The tokens file's callers, read again when its digest changed (checked every RELOAD_S at most;
+        a change is taken when a second read SETTLE_S later agrees and it validates)."""
+        if self._file is None:
+            return self._callers
+        wait = SETTLE_S if self._seen is not None else RELOAD_S
+        if self._clock() - self._checked < wait:
             return self._callers
         with self._reload:
-            if self._clock() - self._checked >= RELOAD_S:
-                digest = self._file_digest()
-                if digest != self._digest:
-                    try:
-                        self._callers = read_tokens_file(self._file)
-                        log.info("tokens file %s changed: %d callers", self._file, len(self._callers))
-                    except ConfigError as e:  # fail closed: a broken edit must not keep a revoked token valid
-                        self._callers = []
-                        log.error("%s: no caller of it is let in until it is fixed", e)
-                    self._digest = digest
+            if self._clock() - self._checked >= wait:
+                self._refresh()
                 self._checked = self._clock()
         return self._callers
+
+    def _refresh(self) -> None:
+        """One look at the file: unchanged, first seen changed (looked at again SETTLE_S later), or seen
+        the same twice: taken if it validates, else the last good callers kept (logged)."""
+        raw = self._file_bytes()
+        digest = self._file_digest(raw) if raw is not None else None
+        if digest == self._digest:
+            self._seen = None
+            return
+        if digest is None or digest != self._seen:  # changed since the last look: read it again in a moment
+            self._seen = digest if raw is not None else None
+            if raw is None:
+                log.error(
+                    "tokens file %s cannot be read: keeping its last good %d callers until it can",
+                    self._file,
+                    len(self._callers),
+                )
+            return
+        self._seen = None
+        if raw is None or self._file is None:  # (digest is None then: returned above)
+            return
+        try:
+            callers = parse_tokens(raw, self._file)
+        except ConfigError as e:  # a torn or broken file grants nothing new and revokes nothing
+            log.error("%s: keeping the last good %d callers until it is fixed", e, len(self._callers))
+            return
+        self._callers, self._digest = callers, digest
+        register_digest(*(c.sha256 for c in callers))
+        log.info("tokens file %s changed: %d callers", self._file, len(callers))
 
     @cached_property
     def jwks(self) -> jwt.PyJWKClient:

@@ -32,6 +32,7 @@ from pipeline.answers.vectors import LineVectors
 from pipeline.config import Settings
 from pipeline.errors import AnswerError, StoreError
 from pipeline.query import Searcher
+from pipeline.redact import redact
 from pipeline.store.schema import open_built
 
 log = logging.getLogger(__name__)
@@ -111,7 +112,9 @@ class Answerer:
     ) -> Answer:
         """A verified answer from what `reader` may read (full access by default: the CLI, the Python API)."""
         t0 = time.perf_counter()
-        question = " ".join(question.replace("\x00", " ").split())
+        # A secret pasted into a question (a configured token) is masked before anything keeps it: the
+        # cache, the provenance chain, the usage record, the log (pipeline.redact; issue 48).
+        question = redact(" ".join(question.replace("\x00", " ").split()))
         if not question:
             raise AnswerError("the question is empty")
         if len(question) > MAX_QUESTION:

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from pathlib import Path
 from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 import yaml
 from pydantic import SecretStr, TypeAdapter, ValidationError
@@ -16,9 +18,14 @@ from pipeline.config.base import EnvSection, first_set, generic_name
 from pipeline.config.settings import Settings, secrets, sections
 from pipeline.config.sources import SOURCE_TYPES, SourceConfig
 from pipeline.errors import ConfigError
+from pipeline.redact import register
 
 log = logging.getLogger(__name__)
 DEFAULT_CONFIG = "sources.yml"
+# A file read while serving (a sensor's tick) is read twice this far apart, and taken only when both
+# reads agree (issue 48): a writer's pieces land within it (an editor's save takes milliseconds), so a
+# file caught half written (valid YAML listing fewer sources: the sensor would purge the rest) differs.
+SETTLE_S = 0.5
 
 # Keys the file may not hold, and why.
 _ORCHESTRATION_NAMES = "DOCFORGE_EXECUTOR, DOCFORGE_EMBED_POOL, DOCFORGE_EMBED_GPUS or DOCFORGE_EMBED_NODE_SELECTOR"
@@ -35,8 +42,9 @@ def config_file() -> Path:
     return Path(os.environ.get("DOCFORGE_CONFIG") or DEFAULT_CONFIG)
 
 
-def load_settings(path: str | Path | None = None) -> Settings:
+def load_settings(path: str | Path | None = None, settled: bool = False) -> Settings:
     """Read and validate sources.yml, then the environment; raise ConfigError naming the key and source.
+    `settled` (a file read again while serving): read twice SETTLE_S apart, a ConfigError unless alike.
 
     No path given, no $DOCFORGE_CONFIG and no ./sources.yml: the ad-hoc file of `docforge ingest PATH…`
     is the configuration (`adhoc_home()` says where it is), so the ad-hoc flow works from any directory.
@@ -51,7 +59,7 @@ def load_settings(path: str | Path | None = None) -> Settings:
         path = f
     path = Path(path or config_file()).resolve()
     try:
-        data = _yaml(path.read_text(encoding="utf-8"))
+        data = _yaml(_read(path, settled).decode("utf-8"))
     except FileNotFoundError:
         raise ConfigError(f"{path}: file not found (pass --config or set DOCFORGE_CONFIG)") from None
     except IsADirectoryError:
@@ -67,6 +75,20 @@ def load_settings(path: str | Path | None = None) -> Settings:
     if path.name == ADHOC_FILE and "home" not in data:
         data = {**data, "home": path.parent}  # the ad-hoc file lives in its store's home (DOCFORGE_HOME wins)
     return _with_adhoc(_build(data, path))
+
+
+def _read(path: Path, settled: bool) -> bytes:
+    """The file's bytes; `settled`: the same bytes twice, SETTLE_S apart, else ConfigError."""
+    first = path.read_bytes()
+    if not settled:
+        return first
+    time.sleep(SETTLE_S)
+    if path.read_bytes() != first:
+        raise ConfigError(
+            f"{path}: changed while it was read (a write in progress?): it is read again next time; "
+            "replace it by rename (write a new file, then `mv` it over) so that every read sees it whole"
+        )
+    return first
 
 
 def source_secret(env_name: str) -> SecretStr | None:
@@ -161,9 +183,13 @@ def env_section(cls: type[S]) -> S:
         if found := first_set(cls.env_names(key) or (generic_name(name, key),)):
             values[key] = found[1]
     try:
-        return cls.model_validate(values)
+        section = cls.model_validate(values)
     except ValidationError as e:
         raise ConfigError(_describe(None, {}, e, (name,))) from None
+    for key in cls.model_fields:  # its secrets masked from then on, as a whole tree's are (_build)
+        if isinstance(v := getattr(section, key), SecretStr):
+            register(v.get_secret_value(), *v.get_secret_value().split(","))
+    return section
 
 
 def _refuse_other_spellings(only: str | None = None) -> None:
@@ -187,9 +213,32 @@ def _refuse_other_spellings(only: str | None = None) -> None:
 def _build(data: dict, path: Path | None) -> Settings:
     _refuse_other_spellings()
     try:
-        return Settings(**data, config_path=path)
+        settings = Settings(**data, config_path=path)
     except ValidationError as e:
         raise ConfigError(_describe(path, data, e)) from None
+    register(*secret_values(settings))
+    return settings
+
+
+def secret_values(settings: Settings) -> list[str]:
+    """Every secret `settings` holds, as it is and, for a list (DOCFORGE_API_TOKENS), each entry; the
+    store URL's password; each source's webhook secret: what pipeline.redact masks from then on."""
+    out: list[str] = []
+    for *parents, key in secrets():
+        node: Any = settings
+        for p in parents:
+            node = getattr(node, p, None)
+        value = getattr(node, key, None)
+        if isinstance(value, SecretStr) and (text := value.get_secret_value()):
+            out += [text, *(t.strip() for t in text.split(",") if "," in text)]
+            if "://" in text:
+                out.append(urlsplit(text).password or "")
+    for s in settings.sources:
+        for field in ("webhook_secret_env", "credentials_env"):
+            if name := getattr(s, field, None):
+                value = os.environ.get(name, "")
+                out += [value, value.partition(":")[2]]  # credentials_env may be "user:token"
+    return [v for v in out if v]
 
 
 def _refuse_file_only_problems(path: Path, data: dict) -> None:

@@ -95,6 +95,10 @@ class ChunkingConfig(Strict):
 class ScheduleConfig(Strict):
     cron: str = "0 2 * * *"
     timezone: str = "UTC"
+    # How long an ingest waits for another ingest of the same source (its run or rows lock), saying so
+    # every 10 s (pipeline.store.locks), before it gives up; 0: as long as the other runs (a cold ingest
+    # of a large source takes hours, so no fixed default fits every store).
+    lock_wait_s: float = Field(default=0, ge=0)
 
 
 # --- query ------------------------------------------------------------------------------------------

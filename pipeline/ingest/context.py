@@ -152,7 +152,8 @@ class IngestContext:
             if source is None:
                 yield conn
             else:
-                with advisory_lock(conn, source_lock(source)):
+                what, wait_s = f"source {source!r}'s rows", self.settings.schedule.lock_wait_s
+                with advisory_lock(conn, source_lock(source), what, wait_s):
                     yield conn
 
 

@@ -288,7 +288,7 @@ class Searcher:
         """One leg's candidates, best first; _Switched when `gen` was not live in the statement's snapshot."""
         if leg == "dense":  # exact enough candidates, even when a filter drops most of them
             self._set_ef_search(conn, min(1000, max(self.config.ef_search, r.k)))
-        rows = self._run(conn, statement(leg, r, plan.where, gen), {**r.binds(), **plan.fparams})
+        rows = self._run(conn, statement(leg, r, plan.where, gen, plan.may_read), {**r.binds(), **plan.fparams})
         if gen is not None and (rows[0]["live_generation"] if rows else _live_id(conn)) != gen.id:
             raise _Switched
         return rows

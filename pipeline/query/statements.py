@@ -77,14 +77,18 @@ def text(name: str) -> str:
     return files("pipeline.query").joinpath("sql", f"{name}.sql").read_text(encoding="utf-8")
 
 
-def statement(leg: Leg, r: Reading, where: sql.Composable, gen: Generation | None = None) -> sql.Composed:
-    """A leg's statement at the depths of `r`, with the filter `where` (and, dense, `gen`'s vectors)."""
+def statement(
+    leg: Leg, r: Reading, where: sql.Composable, gen: Generation | None = None, access: sql.Composable = EVERYONE
+) -> sql.Composed:
+    """A leg's statement at the depths of `r`, with the filter `where` (and, dense, `gen`'s vectors);
+    keyword: its statistics those of what the access condition `access` (over `doc`) may read."""
     depths = {"k": sql.Literal(r.k), "pool": sql.Literal(r.pool), "per_term": sql.Literal(r.per_term)}
     if leg == "dense":
         if gen is None:
             raise ValueError("the dense leg reads a generation's vectors: pass `gen`")
         return sql.SQL(text("dense")).format(filter=where, vectors=gen.table, vtype=gen.column_type, k=depths["k"])
-    return sql.SQL(text("keyword")).format(filter=where, **depths)
+    restricted = sql.Literal(access is not EVERYONE)
+    return sql.SQL(text("keyword")).format(filter=where, access=access, restricted=restricted, **depths)
 
 
 def centroids(gen: Generation, access: sql.Composable = EVERYONE) -> sql.Composed:

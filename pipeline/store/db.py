@@ -23,6 +23,7 @@ from pgvector.psycopg import register_vector
 
 from pipeline.errors import StoreDown, StoreError
 from pipeline.redact import redact
+from pipeline.store.locks import acquire, app_name
 
 log = logging.getLogger(__name__)
 DB_NAME = "docforge"
@@ -162,7 +163,7 @@ def running_store_url(settings) -> str | None:
 
 def connect(url: str, *, vector: bool = True) -> psycopg.Connection:
     try:
-        conn = psycopg.connect(url, autocommit=True)
+        conn = psycopg.connect(url, autocommit=True, application_name=app_name())  # its holder named (locks)
     except psycopg.OperationalError as e:
         raise StoreDown(f"cannot connect to the database: {redact(str(e))}") from None
     if vector:
@@ -201,10 +202,13 @@ def source_lock(source: str) -> str:
 
 
 @contextmanager
-def advisory_lock(conn: psycopg.Connection, name: str) -> Iterator[None]:
-    """Serialise work on one thing (a source, the schema) across processes (session-level lock)."""
+def advisory_lock(
+    conn: psycopg.Connection, name: str, what: str | None = None, limit_s: float | None = None
+) -> Iterator[None]:
+    """Serialise work on one thing (a source, the schema) across processes (session-level lock); a wait
+    says what it waits for (`what`, else the lock's name) and who holds it (pipeline.store.locks)."""
     key = lock_id(name)
-    conn.execute("SELECT pg_advisory_lock(%s)", (key,))
+    acquire(conn, key, what or f"the {name!r} lock", limit_s)
     try:
         yield
     finally:
@@ -212,16 +216,14 @@ def advisory_lock(conn: psycopg.Connection, name: str) -> Iterator[None]:
 
 
 @contextmanager
-def one_run_of(url: str, source: str) -> Iterator[None]:
+def one_run_of(url: str, source: str, limit_s: float | None = None) -> Iterator[None]:
     """Hold the source for a whole ingest run: a second run of it, from any process, says that another
     ingest of this source is running and waits for it to finish, then finds the work done (the stages'
     own locks keep the rows right either way; this keeps two runs from doing the same work twice).
-    A session lock: a killed run's connection closes, and the lock goes with it."""
+    A session lock: a killed run's connection closes, and the lock goes with it. The wait says whose
+    ingest it waits for, and gives up after `limit_s` (pipeline.store.locks)."""
     with connect(url, vector=False) as conn:
-        key = lock_id(f"run:{source}")
-        if not scalar(conn, "SELECT pg_try_advisory_lock(%s)", (key,)):
-            log.warning("another ingest of source %r is running: waiting for it to finish", source)
-            conn.execute("SELECT pg_advisory_lock(%s)", (key,))
+        acquire(conn, lock_id(f"run:{source}"), f"source {source!r}", limit_s)
         yield
 
 

@@ -2,7 +2,8 @@
 
 What is kept is what the caller already saw: its own question, the documents its answer cited or its
 search returned (so only what it may read), the scores, its name. Never a token, a filter or a text.
-With `store_question` / `store_principal` off, only SHA-256 digests of those are kept.
+With `store_question` / `store_principal` off, only SHA-256 digests of those are kept. A configured
+secret in a question (pipeline.redact) is masked before either is taken.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pipeline.config import UsageConfig
+from pipeline.redact import redact
 
 Kind = Literal["ask", "search"]
 TOP_HITS = 5  # a search's top hits kept: enough to tell a weak page of results from a good one
@@ -61,6 +63,7 @@ COLUMNS = (
 def _event(cfg: UsageConfig, kind: Kind, surface: str, who: str, text: str, mode: str, ms: float, **rest) -> Event:
     """What every record holds, kept as `cfg` says (the text and the name, or only their digests)."""
     name = who if cfg.store_principal else "sha256:" + digest(who)
+    text = redact(text)  # a configured secret pasted into a question is never kept (issue 48)
     return Event(kind, surface, text if cfg.store_question else None, digest(text), name, mode, round(ms, 3), **rest)
 
 

@@ -1,14 +1,31 @@
 -- The keyword leg: Okapi BM25 (Lucene's IDF), the {k} best chunks that pass the filter, best first.
 -- Placeholders (pipeline.query.statements): {filter} the compiled filter over `c` and `doc` (TRUE
 -- without one), ANDed with the caller's access condition (pipeline.access; none for full access);
--- {per_term}, {pool}, {k} literals, so that a cached plan still knows them.
-WITH terms AS (  -- the query's lexemes, their ids, document frequencies and IDF
-    SELECT t.term, b.id, coalesce(b.df, 0) AS df,
-           ln(1 + (st.n - coalesce(b.df, 0) + 0.5) / (coalesce(b.df, 0) + 0.5)) AS idf,
+-- {access} that condition alone, over an access list (`doc`, a bm25_access row), and {restricted}
+-- whether there is one; {per_term}, {pool}, {k} literals, so that a cached plan still knows them.
+--
+-- The statistics (N, average length, document frequencies) are the whole index's for full access,
+-- and for a restricted caller only those of the access lists it may read (migration 0018): a word
+-- in a hidden document moves no score of what the caller sees. A term none of them holds reads no
+-- postings (its id is NULL).
+WITH st AS (
+    SELECT n::float8 AS n, total_len::float8 / greatest(n, 1) AS avgdl FROM bm25_stats WHERE NOT {restricted}
+    UNION ALL
+    SELECT coalesce(sum(doc.n), 0)::float8, coalesce(sum(doc.total_len), 0)::float8 / greatest(sum(doc.n), 1)
+    FROM bm25_access doc WHERE {restricted} AND {access}
+),
+terms AS (  -- the query's lexemes, their ids, document frequencies and IDF
+    SELECT t.term, CASE WHEN f.df > 0 THEN b.id END AS id, f.df,
+           ln(1 + (st.n - f.df + 0.5) / (f.df + 0.5)) AS idf,
            st.avgdl
-    FROM (SELECT n::float8 AS n, total_len::float8 / greatest(n, 1) AS avgdl FROM bm25_stats LIMIT 1) st
+    FROM (SELECT * FROM st LIMIT 1) st
     CROSS JOIN unnest(tsvector_to_array(to_tsvector('english', %(q)s))) t(term)
     LEFT JOIN bm25_terms b ON b.term = t.term
+    CROSS JOIN LATERAL (
+        SELECT CASE WHEN {restricted} THEN (
+                   SELECT coalesce(sum(a.df), 0) FROM bm25_access_terms a JOIN bm25_access doc ON doc.id = a.access_id
+                   WHERE a.term = t.term AND {access})
+               ELSE coalesce(b.df, 0) END AS df) f
 ),
 -- The best {per_term} postings of each term (impact order, migrations 0008 and 0009), summed per
 -- chunk. A very common term (in more than prune_df chunks, IDF under prune_idf) adds none when the
