@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 
 import pytest
 from click.testing import CliRunner
@@ -85,13 +86,14 @@ def test_the_cli_at_80_columns_marks_each_kind_and_prints_the_legend_under_them(
     lines = res.output.splitlines()
     assert all(cell_len(line) <= 80 for line in lines), max(lines, key=cell_len)
     marked = [i for i, line in enumerate(lines) if line[:2] in ("✓ ", "≈ ", "✗ ")]
-    assert [lines[i][:14] for i in marked] == ["✓ Releases go ", "≈ (reworded) B", "✗ (not support"]
+    assert [lines[i][:11] for i in marked] == ["✓ Releases ", "≈ (reworded", "✗ (not supp"]
+    assert re.match(r"≈ \(reworded, p=0\.\d\d\) Blue-green", lines[marked[1]])  # with its probability
     wrapped = lines[marked[-1] + 1]  # the unsupported line wraps under its text, not under its mark
     assert wrapped.startswith("  ") and not wrapped.startswith("   ")
     legend = lines[marked[-1] + 2 : marked[-1] + 5]  # right under the marked lines: one mark a row
     assert legend == [
         "Marks: ✓ quoted word for word from the cited evidence",
-        "       ≈ reworded; the cited evidence supports it",
+        "       ≈ reworded; the cited evidence supports it (p: how likely it does)",
         "       ✗ not supported by the cited evidence: do not rely on it",
     ]
     # How the evidence backs it, and whether it answers the question: two statements, two lines.
