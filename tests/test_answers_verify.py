@@ -14,9 +14,13 @@ from pipeline.answers import cache, prompts
 from pipeline.answers.model import Evidence, text_hash
 from pipeline.answers.verify import anchors, parse_claims, verify, verify_request
 
-# Cases the hand rules were written for that the fitted model (issue 45) now judges otherwise: kept,
-# expected to pass again as the model improves (refit with bench/verify_docs.py --fit).
-MODEL_CASE = "judged by the calibrated model, not the hand rules this case was written for"
+# True claims the fitted model (issue 45) refuses, kept as strict xfails (fixed, they fail loudly): every
+# content word is in the evidence, yet not as one span, and the model weighs that lexical share negatively
+# (lex -1.81: in its fit data such claims are mostly evidence words recombined) and short claims low
+# (length +0.90). A refit with each weight held to its sign accepted them but lost 1.5 points of
+# leave-one-corpus-out accuracy (83.9 % → 82.4 %) and accepted an antonym, so the model stayed.
+FULL_MATCH = "all its words are in the evidence, not as one span: the model's lex weight is negative"
+MISSED = pytest.mark.xfail(reason=FULL_MATCH, strict=True)
 EV = {
     "E1": (
         "RFC 2094 introduces non-lexical lifetimes. The borrow checker no longer ties a borrow to its "
@@ -36,17 +40,16 @@ def one(line: str, evidence: dict = EV):
     return v.claims[0]
 
 
-@pytest.mark.xfail(reason=MODEL_CASE, strict=False)
 @pytest.mark.parametrize(
     "line, strategy",
     [
         ("The borrow checker no longer ties a borrow to its lexical scope. [E1]", "span"),
         ("the BORROW checker   no longer ties a borrow to its lexical scope [E1]", "span"),
         ('The RFC says the checker "no longer ties a borrow to its lexical scope". [E1]', "quote"),
-        ("RFC 2094 was accepted in August 2017. [E1]", "reworded"),
+        pytest.param("RFC 2094 was accepted in August 2017. [E1]", "reworded", marks=MISSED),
         ("The borrow checker does not tie a borrow to its lexical scope any longer. [E1]", "reworded"),
-        ("Arthur's Magazine was published in Philadelphia. [E2]", "reworded"),
-        ("It was accepted after 3 rounds of review [E1]", "reworded"),
+        pytest.param("Arthur's Magazine was published in Philadelphia. [E2]", "reworded", marks=MISSED),
+        pytest.param("It was accepted after 3 rounds of review [E1]", "reworded", marks=MISSED),
     ],
 )
 def test_true_claims_pass_with_the_expected_strategy(line, strategy):
@@ -55,19 +58,23 @@ def test_true_claims_pass_with_the_expected_strategy(line, strategy):
     assert c.strategy == strategy
 
 
-@pytest.mark.xfail(reason=MODEL_CASE, strict=False)
+# The reasons as the exact checks word them now: a number is named by its value ("number 4", not the
+# "four" of the claim); a pointer to the wrong block leaves the claim's words unfound there.
 @pytest.mark.parametrize(
     "line, why",
     [
         ("RFC 2094 was accepted in September 2017. [E1]", "september"),  # wrong date
         ("RFC 2094 was accepted in August 2016. [E1]", "2016"),
-        ("It was accepted after four rounds of review. [E1]", "four"),  # wrong count
+        ("It was accepted after four rounds of review. [E1]", "number 4"),  # wrong count
         ("The borrow checker ties a borrow to its lexical scope. [E1]", "negation"),  # negation dropped
         ("It supports custom targets. [E3]", "negation"),
         ("Bauer Media Group publishes Arthur's Magazine in the USA. [E2]", "together"),  # swapped entity
         ("First for Women was started first. [E2]", "started"),  # fabricated relation
-        ("RFC 2094 was written by Niko Matsakis in Rust 1.0. [E1]", "niko"),
-        ("The borrow checker no longer ties a borrow to its lexical scope. [E3]", "not supported"),  # wrong pointer
+        ("RFC 2094 was written by Niko Matsakis in Rust 1.0. [E1]", "number 1"),  # refused by its first check
+        (
+            "The borrow checker no longer ties a borrow to its lexical scope. [E3]",
+            "not in the cited evidence",
+        ),  # wrong pointer
         ("The borrow checker no longer ties a borrow to its lexical scope. [E9]", "names no evidence"),
         ("The borrow checker no longer ties a borrow to its lexical scope.", "no pointer"),
     ],
@@ -89,7 +96,6 @@ ROLES = {
 }
 
 
-@pytest.mark.xfail(reason=MODEL_CASE, strict=False)
 @pytest.mark.parametrize(
     "line",
     [
@@ -97,9 +103,13 @@ ROLES = {
         "Harbour Lights was directed by Ada Lindqvist. [E1]",
         "Tomas Berg wrote Harbour Lights. [E1]",
         "Harbour Lights was written by Ines Ferro. [E1]",
-        "Tomas Berg founded the Kestrel Review in 1990. [E1]",  # "He" in the evidence is Tomas Berg
-        "The Lantern Guild was founded in 1871. [E2]",  # "It" in the evidence is the guild
-        "Olga Varga founded the Lantern Guild. [E2]",
+        pytest.param(  # "He" in the evidence is Tomas Berg
+            "Tomas Berg founded the Kestrel Review in 1990. [E1]", marks=MISSED
+        ),
+        pytest.param(  # "It" in the evidence is the guild
+            "The Lantern Guild was founded in 1871. [E2]", marks=MISSED
+        ),
+        pytest.param("Olga Varga founded the Lantern Guild. [E2]", marks=MISSED),
         "Jon Ellis's sister ran the Grey Inn. [E3]",
         "Jon Ellis praised Mara Quist. [E3]",
     ],
@@ -126,10 +136,10 @@ def test_relation_swaps_built_from_evidence_words_fail(line, why):
     assert why in " ".join(c.violations).lower()
 
 
-@pytest.mark.xfail(reason=MODEL_CASE, strict=False)
 def test_audit_modes():
     strict = "RFC 2094 introduces non-lexical lifetimes. [E1]\nIt does not support custom targets. [E3]"
-    hybrid = strict + "\nRFC 2094 was accepted in August 2017. [E1]"
+    # the reworded line: one the model accepts (the August line is a FULL_MATCH case above; modes are the point)
+    hybrid = strict + "\nThe borrow checker does not tie a borrow to its lexical scope any longer. [E1]"
     ungrounded = hybrid + "\nIt was rejected in 2019. [E1]"
     assert verify(strict, EV).audit_mode == "STRICT"
     assert verify(hybrid, EV).audit_mode == "HYBRID"

@@ -167,8 +167,9 @@ def _quoted(s: str, cited: list[Block]) -> tuple[str, list[str]] | None:
     strategy = _quote(s, cited) or _span(tx.normalise(s), cited)
     if strategy is None:
         return None
-    if strategy == "span":
-        return strategy, []
+    if strategy == "span":  # the words as written, but a value cut short ("HH:MM" of "HH:MM:SS") is no quote
+        anc = anchors(s)
+        return strategy, [p for p in anchor_problems(anc, cited) if p.startswith(("identifier", "the quoted"))]
     anc = anchors(s)  # "The page says …": the attribution is no claim about the evidence
     source = _source(s)
     anc.proper = [p for p in anc.proper if not set(tx.key(w) for w in p.split()) <= _ATTRIBUTION | source]
