@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from pipeline.answers import words as tx
+from pipeline.embed.backends import batches
 
 log = logging.getLogger(__name__)
 
@@ -56,8 +57,13 @@ class TokenEncoder:
         hashes = [hashlib.blake2b(t.encode("utf-8"), digest_size=16).hexdigest() for t in texts]
         with self._lock:
             todo = list(dict.fromkeys(t for t, h in zip(texts, hashes, strict=True) if h not in self._cache))
-            for i in range(0, len(todo), BATCH):
-                for t, enc in zip(todo[i : i + BATCH], self._forward(todo[i : i + BATCH]), strict=True):
+            # Longest first, a batch closed before a text under half its first's length: a batch is padded
+            # to its longest, so short claims do not pay for a long evidence sentence.
+            lengths = [len(t) for t in todo]
+            order = sorted(range(len(todo)), key=lambda i: -lengths[i])
+            for batch in batches(order, lengths, BATCH):
+                group = [todo[i] for i in batch]
+                for t, enc in zip(group, self._forward(group), strict=True):
                     self._cache[hashlib.blake2b(t.encode("utf-8"), digest_size=16).hexdigest()] = enc
             while len(self._cache) > CACHE:
                 self._cache.popitem(last=False)
