@@ -117,10 +117,11 @@ def find(files: Path, page: str) -> str:
 
 
 def rendered(files: Path, globs: list[str], out: Path, how: str = "man") -> Path:
-    """Each page of `globs` as docforge reads it, under `out`: a man page rendered to text (MANWIDTH
-    wide: a paragraph per line, its indentation dropped); an `.rst.txt` source (Sphinx's copy) as `.rst`."""
+    """Each page of `globs` as docforge reads it, under `out`: a man page as `man -l PAGE > page.txt`
+    writes it (80 columns, its indentation kept: pipeline.parse.manpage reads its sections and entries
+    from them); an `.rst.txt` source (Sphinx's copy) as `.rst`."""
     out.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, "MANWIDTH": "2000", "MAN_KEEP_FORMATTING": ""}
+    env = {**os.environ, "MANWIDTH": "80", "LC_ALL": "C.UTF-8"}
     for g in globs:
         for f in sorted(files.glob(g)):
             if how == "rst":
@@ -131,8 +132,7 @@ def rendered(files: Path, globs: list[str], out: Path, how: str = "man") -> Path
             name = f.name.removesuffix(".gz")
             text = subprocess.run(["man", "-l", str(f)], capture_output=True, text=True, env=env).stdout
             plain = subprocess.run(["col", "-b"], input=text, capture_output=True, text=True).stdout
-            flat = "\n".join(line.strip() for line in plain.splitlines())  # indented is not code here
-            (out / f"{name}.txt").write_text(flat, encoding="utf-8")
+            (out / f"{name}.txt").write_text(plain, encoding="utf-8")
     return out
 
 

@@ -194,6 +194,56 @@ def test_an_entry_is_quoted_whole_term_first():
     assert verify(extractive.answer_text([(u.text, ev) for u in chosen]), {"E1": text}).audit_mode == "STRICT"
 
 
+def _entry_section(body: list[str]):
+    """An entry section as the HTML parser makes it from a reference's <dl> of parameters: the entry's
+    term and default its first line, its heading path ending with the term."""
+    from pipeline.parse.html import parse_html
+
+    def dd(i: int) -> str:
+        paras = body if i == 3 else [f"What setting {i} of the server does when it reads a message."]
+        return "".join(f"<p>{p}</p>" for p in paras)
+
+    dl = "".join(
+        f'<dt><b><a name="limit_{i}">limit_{i}</a> (default: {i}00)</b></dt><dd>{dd(i)}</dd>' for i in range(12)
+    )
+    sec = next(
+        s
+        for s in parse_html(f"<h1>Parameters</h1><h2>Format</h2><dl>{dl}</dl>").sections
+        if s.heading_path[-1] == "limit_3"
+    )
+    ev = _evidence("E1", sec.text, sec.blocks, section=" > ".join(sec.heading_path))
+    return ev, units(ev)
+
+
+def _choose_line(ev, line: str):
+    r = extractive.rank("What does limit 3 do?", [ev], SHIPPED, embed=_bag)
+    best = [u.text for u in r.units].index(line)
+    logits = np.full(len(r.units), -5.0)
+    logits[best] = 5.0
+    chosen = extractive.choose(extractive.Ranked(r.question, r.units, r.x, logits), [best], 0.9, 4)
+    unsure = extractive.candidates(extractive.Ranked(r.question, r.units, r.x, logits), [best])
+    return [u.text for u in chosen], [u.text for u in unsure]
+
+
+def test_an_entry_section_is_quoted_whole_its_first_line_with_the_default_first():
+    # eight short paragraphs: longer than a term-and-definition entry quoted whole (ENTRY_LINES)
+    body = [f"Rule {n} of the limit applies to every client that connects." for n in range(8)]
+    ev, lines = _entry_section(body)
+    assert lines[0].text == "limit_3 (default: 300)"
+    chosen, unsure = _choose_line(ev, body[4])
+    assert chosen == ["limit_3 (default: 300)", *body]
+    assert unsure == ["limit_3 (default: 300)", body[4]]  # unsure: the entry's name above its best line
+    assert verify(extractive.answer_text([(t, ev) for t in chosen]), {"E1": ev.text}).audit_mode == "STRICT"
+
+
+def test_a_long_entry_section_gives_its_first_line_and_the_line_and_other_sections_only_the_line():
+    body = [f"Rule {n} of this limit applies to {'every client that connects to the server ' * 3}." for n in range(9)]
+    ev, _ = _entry_section(body)
+    assert _choose_line(ev, body[8])[0] == ["limit_3 (default: 300)", body[8]]
+    plain = dataclasses.replace(ev, section="Parameters > Format")  # its first line is not its heading
+    assert _choose_line(plain, body[8])[0] == [body[8]]
+
+
 def test_a_better_ranked_page_loses_only_by_more_than_the_fitted_margin():
     x = np.zeros((3, len(features.LINE)))
     x[:, features.LINE.index("doc_rr")] = [0.5, 1.0, 1.0]  # line 0 on the second page, 1 and 2 on the first

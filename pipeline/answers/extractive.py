@@ -14,6 +14,7 @@ construction (the loop drops a line the verifier would not pass as quoted).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -24,7 +25,7 @@ from pipeline.answers import words as tx
 from pipeline.answers.model import Evidence
 from pipeline.answers.params import Params
 from pipeline.answers.subject import CorpusStats
-from pipeline.answers.units import Unit, units
+from pipeline.answers.units import MAX_WORDS, Unit, units
 
 MAX_CANDIDATES = 64  # lines considered per question: those carrying most of its words, then retrieval order
 # Of those, the lines embedded: the best by the line model read without what embeddings decide (what the
@@ -206,8 +207,8 @@ def candidates(r: Ranked, order: list[int], n: int = CANDIDATES) -> list[Unit]:
         if where in seen or any(_same(u, c) for c in out):
             continue
         seen.add(where)
-        if (term := _term(u)) is not None:
-            out.append(term)
+        head = _entry_section(u)[:1] or [t for t in (_term(u),) if t is not None]
+        out += [h for h in head if h.position != u.position]
         out.append(u)
     return out
 
@@ -216,7 +217,8 @@ def choose(r: Ranked, order: list[int], follow: float, max_lines: int) -> list[U
     """The best line, then each next best scoring `follow` of its probability (never one saying the
     same as a chosen line); a line introducing a code block is followed by the block, and a line of an
     entry (a term and its definition: an option, a setting, a command) brings the whole entry, term
-    first, when it is at most ENTRY_LINES long (else the term and the line)."""
+    first, when it is at most ENTRY_LINES long (else the term and the line); a line of an entry section
+    (`_entry_section`) brings that entry, its first line with the default first."""
     p = 1 / (1 + np.exp(-r.logits))
     chosen: list[Unit] = []
     lead = 0
@@ -226,7 +228,7 @@ def choose(r: Ranked, order: list[int], follow: float, max_lines: int) -> list[U
         u = r.units[i]
         if any(_same(u, c) for c in chosen):
             continue
-        entry = _entry(u)
+        entry = _entry_section(u) or _entry(u)
         if entry:
             chosen += [e for e in entry if not any(_same(e, c) for c in chosen)]
         else:
@@ -241,6 +243,31 @@ def choose(r: Ranked, order: list[int], follow: float, max_lines: int) -> list[U
 
 
 ENTRY_LINES = 6  # an entry up to this many lines is quoted whole (a manual's option: name, text, default)
+
+
+ENTRY_WORDS = 2 * MAX_WORDS  # an entry section quoted whole: at most two of the longest lines quoted whole
+
+
+def _entry_section(u: Unit) -> list[Unit]:
+    """The entry section `u` is in, quoted: its first line (the entry's term with the rest of it, such
+    as "name (default: 102400)"), then its lines in order up to ENTRY_WORDS words; the first line and
+    `u` where `u` lies beyond. A parser makes each entry of a reference its own section, its heading
+    the entry's term (pipeline.parse.events): the chunk is such a section when its first line opens
+    with its section's last heading. [] for any other chunk."""
+    chunk = units(u.evidence)
+    name = " ".join(u.evidence.section.rsplit(" > ", 1)[-1].split())
+    if len(chunk) < 2 or not name or not re.match(re.escape(name) + r"(?!\w)", " ".join(chunk[0].text.split())):
+        return []
+    out: list[Unit] = []
+    size = 0
+    for v in chunk:
+        size += len(tx.words(v.text))
+        if out and size > ENTRY_WORDS:
+            break
+        out.append(v)
+    if all(v.position != u.position for v in out):
+        out = [chunk[0], chunk[u.position - 1]]
+    return out
 
 
 def _entry(u: Unit) -> list[Unit]:
