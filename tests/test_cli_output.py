@@ -60,6 +60,8 @@ def test_gaps_continuation_lines_hang_under_their_text():
         representative=long,
         count=3,
         abstained=1,
+        unsure=1,
+        rephrased=0,
         questions=2,
         askers=1,
         first_asked="2026-01-01T00:00:00+00:00",

@@ -56,7 +56,7 @@ def extractive_draft(a: Answerer, run: Run) -> Draft:
     lines = [
         (s, e)
         for s, e in ex.lines
-        if verify.check_claim(" ".join(s.split()), (e.pointer,), {e.pointer: verify.Block(e.text)}).strategy
+        if verify.check_claim(" ".join(s.split()), (e.pointer,), {e.pointer: verify.CitedBlock(e.text)}).strategy
         in ("quote", "span")
     ]
     ms = (time.perf_counter() - t) * 1000

@@ -26,7 +26,7 @@ audit (whole answers, the question-aware layer, `docforge verify`), policy (the 
 
 from pipeline.answers.verify.anchors import Anchors, anchors
 from pipeline.answers.verify.audit import audit_mode, verify, verify_all, verify_request, verify_requests
-from pipeline.answers.verify.blocks import Block, LazyBlocks
+from pipeline.answers.verify.blocks import CitedBlock, LazyBlocks
 from pipeline.answers.verify.claims import POINTER_GROUP, ParsedClaim, parse_claims
 from pipeline.answers.verify.policy import POLICY, POLICY_VERSION
 from pipeline.answers.verify.strategies import check_claim
@@ -36,7 +36,7 @@ __all__ = [
     "POLICY",
     "POLICY_VERSION",
     "Anchors",
-    "Block",
+    "CitedBlock",
     "LazyBlocks",
     "ParsedClaim",
     "anchors",

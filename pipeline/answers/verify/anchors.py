@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 import pipeline.answers.verify.policy as policy
 from pipeline.answers import words as tx
-from pipeline.answers.verify.blocks import Block, find_dates
+from pipeline.answers.verify.blocks import CitedBlock, find_dates
 
 _CONNECT = tx.NAME_CONNECTORS - {"and", "&"}  # "A and B" are two names, not one
 _NOT_COUNTS = frozenset({"one", "single", "half", "double", "twice", "triple", "dozen"})
@@ -91,13 +91,13 @@ def is_anchor_key(k: str, anc: Anchors) -> bool:
     return any(k in (tx.key(w) for w in p.split()) for p in anc.proper + anc.idents)
 
 
-def positions_of(a: str, anc: Anchors, b: Block) -> list[int]:
+def positions_of(a: str, anc: Anchors, b: CitedBlock) -> list[int]:
     if a.startswith("#"):
         return b.positions.get(a, [])
     return b.phrase_at(" " + a + " ") or b.phrase_at(" " + a + "s ")  # "Paul Allen" in "Paul Allen's sister"
 
 
-def near(spots: list[list[int]], b: Block) -> bool:
+def near(spots: list[list[int]], b: CitedBlock) -> bool:
     """Some choice of one position per anchor lies within WINDOW tokens (unknown positions match)."""
     known = [[p for p in ps if p >= 0] for ps in spots]
     known = [ps for ps in known if ps]
@@ -115,7 +115,7 @@ def within(spots: list[list[int]], span: int) -> bool:
     )
 
 
-def together(names: list[str], anc: Anchors, b: Block) -> bool:
+def together(names: list[str], anc: Anchors, b: CitedBlock) -> bool:
     """Two or more names must meet in one sentence of the block (or within TIGHT tokens): names that
     the evidence only mentions apart are the raw material of swapped-entity fabrications."""
     spots = [[p for p in positions_of(a, anc, b) if p >= 0] for a in names]
@@ -127,7 +127,7 @@ def together(names: list[str], anc: Anchors, b: Block) -> bool:
     return within(spots, policy.TIGHT)
 
 
-def anchor_problems(anc: Anchors, cited: list[Block]) -> list[str]:
+def anchor_problems(anc: Anchors, cited: list[CitedBlock]) -> list[str]:
     problems = []
     for d in anc.dates:
         if not any(_date_in(d, b) for b in cited):
@@ -148,12 +148,12 @@ def anchor_problems(anc: Anchors, cited: list[Block]) -> list[str]:
     return problems
 
 
-def name_in(p: str, b: Block) -> bool:
+def name_in(p: str, b: CitedBlock) -> bool:
     """The name as written, or in the possessive: "Paul Allen's" in the evidence, "Jon Ellis's" in the claim."""
     forms = (p, p + "s", p[:-1]) if p.endswith("s") else (p, p + "s")
     return any(f" {f} " in hay for f in forms for hay in (b.norm, b.norm_plain))
 
 
-def _date_in(d: tuple[int, int | None, int], b: Block) -> bool:
+def _date_in(d: tuple[int, int | None, int], b: CitedBlock) -> bool:
     month, day, year = d
     return any(m == month and y == year and (day is None or dd == day) for m, dd, y in b.dates)

@@ -7,7 +7,7 @@ from dataclasses import replace
 
 from pipeline.answers import subject as sj
 from pipeline.answers.model import Claim, Verdict
-from pipeline.answers.verify.blocks import Block, LazyBlocks
+from pipeline.answers.verify.blocks import CitedBlock, LazyBlocks
 from pipeline.answers.verify.claims import POINTER_GROUP, parse_claims
 from pipeline.answers.verify.strategies import check_claims
 
@@ -22,14 +22,14 @@ def audit_mode(claims: list[Claim]) -> str:
 
 
 def verify(
-    answer: str, evidence: dict[str, str], *, blocks: dict[str, Block] | None = None, question: str | None = None
+    answer: str, evidence: dict[str, str], *, blocks: dict[str, CitedBlock] | None = None, question: str | None = None
 ) -> Verdict:
     """Parse `answer` into claims and check each against the evidence it cites ({"E1": text, ...}); with
     the question, also whether each claim and the answer address it (the warrant and deflection layers)."""
     return verify_all([(answer, blocks if blocks is not None else LazyBlocks(evidence), question)])[0]
 
 
-def verify_all(answers: list[tuple[str, dict[str, Block], str | None]]) -> list[Verdict]:
+def verify_all(answers: list[tuple[str, dict[str, CitedBlock], str | None]]) -> list[Verdict]:
     """Verdicts of several answers ((answer, its blocks, the question or None) each), the embedding work
     of all their claims in one batch."""
     parsed = [parse_claims(a) for a, _, _ in answers]
@@ -46,7 +46,7 @@ def verify_all(answers: list[tuple[str, dict[str, Block], str | None]]) -> list[
     return out
 
 
-def _addressed(question: str, claims: list[Claim], blocks: dict[str, Block]) -> Verdict:
+def _addressed(question: str, claims: list[Claim], blocks: dict[str, CitedBlock]) -> Verdict:
     """Warrant: a claim addresses the question when it and the evidence it cites carry the question's
     subject (hard anchors: names, identifiers, quoted strings; and enough of its words). Deflection: the
     answer addresses it when one verified claim does and, for a question that asks for a kind of value
@@ -72,7 +72,7 @@ def _addressed(question: str, claims: list[Claim], blocks: dict[str, Block]) -> 
     return Verdict(tuple(out), mode, True, f"{len(good)} of {len(out)} claims carry the question's subject")  # type: ignore[arg-type]
 
 
-def _cited(c: Claim, blocks: dict[str, Block]) -> str:
+def _cited(c: Claim, blocks: dict[str, CitedBlock]) -> str:
     """A claim with the evidence it cites."""
     return "\n".join([c.text] + [blocks[p].text for p in c.pointers if p in blocks])
 

@@ -66,7 +66,7 @@ def number_bounds(words: list[str]) -> dict[str, dict[int, int]]:
     return out
 
 
-class Block:
+class CitedBlock:
     """A cited evidence text, preprocessed once for every claim that cites it."""
 
     def __init__(self, text: str):
@@ -254,8 +254,8 @@ class LazyBlocks(dict):
     def __contains__(self, pointer) -> bool:
         return pointer in self.texts
 
-    def __missing__(self, pointer: str) -> Block:
-        block = self[pointer] = Block(self.texts[pointer])
+    def __missing__(self, pointer: str) -> CitedBlock:
+        block = self[pointer] = CitedBlock(self.texts[pointer])
         return block
 
 

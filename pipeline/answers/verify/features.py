@@ -29,7 +29,7 @@ from pipeline.answers import lexicon
 from pipeline.answers import words as tx
 from pipeline.answers.verify import align, logic
 from pipeline.answers.verify.anchors import anchor_problems, anchors
-from pipeline.answers.verify.blocks import Block
+from pipeline.answers.verify.blocks import CitedBlock
 from pipeline.answers.verify.sense import sense_problems
 from pipeline.answers.verify.synonyms import in_block, near_in_block
 
@@ -49,7 +49,7 @@ _SENSE = {
 
 
 @dataclass
-class Reading:
+class ClaimReading:
     """One claim sentence read against its evidence: the features, the decisive problems, the soft ones."""
 
     x: dict[str, float]
@@ -58,11 +58,11 @@ class Reading:
     missing: list[str] = field(default_factory=list)  # content words the evidence lacks (for the reason)
 
 
-def sentences_of(cited: list[Block]) -> list[str]:
+def sentences_of(cited: list[CitedBlock]) -> list[str]:
     return [s for b in cited for s in tx.split_sentences(b.text) if s.strip()]
 
 
-def read(s: str, cited: list[Block]) -> Reading:
+def read(s: str, cited: list[CitedBlock]) -> ClaimReading:
     """The features of claim sentence `s` (without the embedding ones: `aligned` adds them)."""
     anc = anchors(s)
     problems = anchor_problems(anc, cited)
@@ -84,7 +84,7 @@ def read(s: str, cited: list[Block]) -> Reading:
     }
     if not keys:
         x = dict(lex=1.0, lex_sent=1.0, wordnet=1.0, length=0.0, **flags)
-        return Reading(x, hard, soft)
+        return ClaimReading(x, hard, soft)
     best = max(cited, key=lambda b: sum(k in b.keyset for k in keys))
     found = [k in best.keyset for k in keys]
     lex_sent = max((len(sk.intersection(keys)) for b in cited for sk in b.sentence_keys), default=0)
@@ -101,7 +101,7 @@ def read(s: str, cited: list[Block]) -> Reading:
         **flags,
     )
     missing = [w for w, ok in zip(_words_of(ws, keys), by_wn, strict=True) if not ok]
-    return Reading(x, hard, soft, missing)
+    return ClaimReading(x, hard, soft, missing)
 
 
 def _words_of(ws: list[str], keys: list[str]) -> list[str]:
@@ -112,7 +112,7 @@ def _words_of(ws: list[str], keys: list[str]) -> list[str]:
     return [first[k] for k in keys]
 
 
-def aligned(readings: list[tuple[str, Reading]], cited_of: list[list[Block]]) -> None:
+def aligned(readings: list[tuple[str, ClaimReading]], cited_of: list[list[CitedBlock]]) -> None:
     """Add recall and weakest to each reading: the embedding work of all of them in one batched call
     (cached by text hash); the WordNet share in their place without the embedding model."""
     if not readings:

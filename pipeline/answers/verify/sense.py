@@ -8,7 +8,7 @@ from collections import Counter
 import pipeline.answers.verify.policy as policy
 from pipeline.answers import words as tx
 from pipeline.answers.verify.anchors import Anchors, anchors, name_in, positions_of, together
-from pipeline.answers.verify.blocks import Block, bound_cue, number_bounds, roles
+from pipeline.answers.verify.blocks import CitedBlock, bound_cue, number_bounds, roles
 
 # Words a rewording may add without changing what is claimed.
 LIGHT = frozenset(
@@ -21,7 +21,7 @@ one ones""".split()
 )
 
 
-def sense_problems(s: str, anc: Anchors, cited: list[Block]) -> list[str]:
+def sense_problems(s: str, anc: Anchors, cited: list[CitedBlock]) -> list[str]:
     """For claims that only share words with the evidence: same polarity, same order of names."""
     words = tx.words(s)
     for name in anc.proper:  # reworded claims may not bring names of their own
@@ -76,7 +76,7 @@ def sense_problems(s: str, anc: Anchors, cited: list[Block]) -> list[str]:
     return []
 
 
-def _bound_flipped(words: list[str], cited: list[Block]) -> str | None:
+def _bound_flipped(words: list[str], cited: list[CitedBlock]) -> str | None:
     """A number the claim bounds from one side ("at most 30 minutes") that the evidence bounds only from
     the other ("at least 30 minutes"): the claim's words for it."""
     for k, sides in number_bounds(words).items():
@@ -87,7 +87,7 @@ def _bound_flipped(words: list[str], cited: list[Block]) -> str | None:
     return None
 
 
-def _stray_anchor(s: str, anc: Anchors, cited: list[Block]) -> str | None:
+def _stray_anchor(s: str, anc: Anchors, cited: list[CitedBlock]) -> str | None:
     """A name, number or identifier of the claim that no evidence sentence holding every other word of the
     claim holds, where such a sentence has one of the same kind the claim lacks: the claim put a value
     from elsewhere in its place ("changes on Monday" against "changes on Wednesday. We avoid Monday
@@ -120,12 +120,12 @@ def _as_said(anchor: str, s: str, anc: Anchors) -> str:
     return next((e for e in anc.exact if tx.normalise(e).strip() == anchor), anchor)
 
 
-def _in_sentence(positions: list[int], b: Block, n: int) -> bool:
+def _in_sentence(positions: list[int], b: CitedBlock, n: int) -> bool:
     """Whether the positions are in sentence n, or name what it refers to ("It was founded in …")."""
     return any(p < 0 for p in positions) or n in b.referred(positions)
 
 
-def _other_agent(s: str, cited: list[Block]) -> str | None:
+def _other_agent(s: str, cited: list[CitedBlock]) -> str | None:
     """The claim names who did something ("X directed Y"); the evidence says who did it ("directed by Z")
     and it is not X."""
     claim = roles(s, [tx.key(w) for w in tx.words(s)])
@@ -141,10 +141,10 @@ def _other_agent(s: str, cited: list[Block]) -> str | None:
     return None
 
 
-def _relation_apart(s: str, named: list[str], anc: Anchors, cited: list[Block]) -> str | None:
+def _relation_apart(s: str, named: list[str], anc: Anchors, cited: list[CitedBlock]) -> str | None:
     """What a claim says joins two names ("X founded Y") must be said in one sentence of the evidence that
     holds both: the raw material of a fabrication is names and words the evidence holds apart."""
-    claim = Block(s)
+    claim = CitedBlock(s)
     spots = sorted((ps[0], a) for a in named if (ps := positions_of(a, anc, claim)) and ps[0] >= 0)
     for (p, x), (q, y) in zip(spots, spots[1:], strict=False):
         rel = {
@@ -161,7 +161,7 @@ def _relation_apart(s: str, named: list[str], anc: Anchors, cited: list[Block]) 
     return None
 
 
-def _windows(b: Block) -> list[frozenset[str]]:
+def _windows(b: CitedBlock) -> list[frozenset[str]]:
     return b.sentence_windows
 
 
@@ -174,10 +174,10 @@ def _negated(text: str, claim_keys: set[str]) -> int:
     return sum(1 for h in heads if not h or claim_keys.intersection(h))
 
 
-def _swapped(s: str, named: list[str], anc: Anchors, b: Block, lo: int, hi: int) -> bool:
+def _swapped(s: str, named: list[str], anc: Anchors, b: CitedBlock, lo: int, hi: int) -> bool:
     """Two names joined by the same relation words in the claim and in the evidence sentence, but in
     the opposite order ("A acquired B" against "B acquired A"); passives ("by") are left alone."""
-    claim = Block(s)
+    claim = CitedBlock(s)
     if "by" in claim.words or "by" in b.words[lo:hi]:
         return False
     for i, x in enumerate(named):
@@ -232,18 +232,18 @@ def active(sentence: str) -> str | None:
     return f"{m['agent']} {m['verb']} {m['patient']}{m['rest'] or ''}" if m else None
 
 
-def _same_voice(s: str, b: Block, lo: int, hi: int) -> tuple[str, Block, int, int]:
+def _same_voice(s: str, b: CitedBlock, lo: int, hi: int) -> tuple[str, CitedBlock, int, int]:
     """The claim and its evidence sentence in one voice: a passive one of the two said actively."""
     claim, evidence = active(s), active(b.sentence_text(lo, hi))
     if claim and not evidence:
         return claim, b, lo, hi
     if evidence and not claim:
-        other = Block(evidence)
+        other = CitedBlock(evidence)
         return s, other, 0, len(other.words)
     return s, b, lo, hi
 
 
-def crossed(s: str, b: Block, lo: int, hi: int) -> tuple[str, str] | None:
+def crossed(s: str, b: CitedBlock, lo: int, hi: int) -> tuple[str, str] | None:
     """Two words that each occur once in the claim and once in the evidence sentence, where each keeps
     the other's company: the words next to x in the claim are next to y in the evidence and the other
     way round ("set by the Kernel and enforced by the superuser" against "set by the superuser and
@@ -269,7 +269,7 @@ def crossed(s: str, b: Block, lo: int, hi: int) -> tuple[str, str] | None:
     return None
 
 
-def exchanged(s: str, b: Block, lo: int, hi: int) -> tuple[str, str] | None:
+def exchanged(s: str, b: CitedBlock, lo: int, hi: int) -> tuple[str, str] | None:
     """Two words, not next to each other, whose exchange puts the claim's words in the evidence sentence's
     order (of the words each holds once): "set by the Kernel and enforced by the superuser" against
     "set by the superuser and enforced by the Kernel" when the sentence is too short for company to

@@ -9,8 +9,8 @@ from pipeline.answers import words as tx
 from pipeline.answers.model import STRATEGIES, Claim
 from pipeline.answers.verify import features, judge, logic
 from pipeline.answers.verify.anchors import anchor_problems, anchors, proper_nouns
-from pipeline.answers.verify.blocks import Block
-from pipeline.answers.verify.features import Reading
+from pipeline.answers.verify.blocks import CitedBlock
+from pipeline.answers.verify.features import ClaimReading
 from pipeline.answers.verify.sense import sense_problems
 
 _QUOTED = tx.QUOTED
@@ -34,7 +34,7 @@ def _source(s: str) -> set[str]:
     return set(ks) if len(ks) <= _SOURCE_WORDS and _ATTRIBUTION.intersection(ks) else set()
 
 
-def check_claim(text: str, pointers: tuple[str, ...], blocks: dict[str, Block]) -> Claim:
+def check_claim(text: str, pointers: tuple[str, ...], blocks: dict[str, CitedBlock]) -> Claim:
     """Verify one claim against the blocks it cites."""
     return check_claims([(text, pointers, blocks)])[0]
 
@@ -45,13 +45,13 @@ class Pending:
 
     text: str
     pointers: tuple[str, ...]
-    cited: list[Block]
+    cited: list[CitedBlock]
     violations: list[str]
-    readings: list[tuple[str, Reading]] = field(default_factory=list)
+    readings: list[tuple[str, ClaimReading]] = field(default_factory=list)
     x: dict[str, float] = field(default_factory=dict)
 
 
-def check_claims(claims: list[tuple[str, tuple[str, ...], dict[str, Block]]]) -> list[Claim]:
+def check_claims(claims: list[tuple[str, tuple[str, ...], dict[str, CitedBlock]]]) -> list[Claim]:
     """Verify claims ((text, pointers, the blocks of its answer) each) against the blocks they cite: quoted
     ones by lexical proof, the others by the calibrated model, their embedding work (and the NLI judge's)
     in one batch, whichever answers they come from."""
@@ -77,13 +77,13 @@ def check_claims(claims: list[tuple[str, tuple[str, ...], dict[str, Block]]]) ->
 _HIGHER_IS_BETTER = frozenset({"lex", "lex_sent", "wordnet", "recall", "weakest", "nli"})
 
 
-def merged(readings: list[Reading]) -> dict[str, float]:
+def merged(readings: list[ClaimReading]) -> dict[str, float]:
     """One claim's features from its sentences': the weakest support, the worst problem."""
     names = readings[0].x.keys()
     return {n: (min if n in _HIGHER_IS_BETTER else max)(r.x[n] for r in readings) for n in names}
 
 
-def first_pass(text: str, pointers: tuple[str, ...], blocks: dict[str, Block]) -> Claim | Pending:
+def first_pass(text: str, pointers: tuple[str, ...], blocks: dict[str, CitedBlock]) -> Claim | Pending:
     """A claim decided without the model (no evidence, quoted, refused by an exact check), or its readings."""
     if not pointers:
         return _refused(text, pointers, ["no pointer: the claim cites no evidence"])
@@ -162,7 +162,7 @@ def _degenerate(s: str) -> str | None:
     return None
 
 
-def _quoted(s: str, cited: list[Block]) -> tuple[str, list[str]] | None:
+def _quoted(s: str, cited: list[CitedBlock]) -> tuple[str, list[str]] | None:
     """("quote" | "span", problems) when the sentence is quoted from the evidence, else None."""
     strategy = _quote(s, cited) or _span(tx.normalise(s), cited)
     if strategy is None:
@@ -178,7 +178,7 @@ def _quoted(s: str, cited: list[Block]) -> tuple[str, list[str]] | None:
     return strategy, problems
 
 
-def _quote(s: str, cited: list[Block]) -> str | None:
+def _quote(s: str, cited: list[CitedBlock]) -> str | None:
     folded = tx.fold(s)
     quotes = [q for q in _QUOTED.findall(folded) if len(tx.words(q)) >= 2]
     if not quotes:
@@ -199,7 +199,7 @@ def _quote(s: str, cited: list[Block]) -> str | None:
     return None
 
 
-def _span(norm: str, cited: list[Block]) -> str | None:
+def _span(norm: str, cited: list[CitedBlock]) -> str | None:
     words = set(norm.split())
     for b in cited:
         for hay in (b.norm, b.norm_plain):

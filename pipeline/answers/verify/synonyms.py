@@ -18,7 +18,7 @@ from functools import lru_cache
 import pipeline.answers.verify.policy as policy
 from pipeline.answers import lexicon
 from pipeline.answers import words as tx
-from pipeline.answers.verify.blocks import Block
+from pipeline.answers.verify.blocks import CitedBlock
 
 _TOKEN = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)*")
 # Near words stand in as verbs, adjectives and adverbs only: another noun names another thing ("port",
@@ -33,7 +33,7 @@ def synonym_words(word: str, then: str = "") -> tuple[str, ...]:
     return tuple(s for s in lexicon.synonyms(word, 0 if then else policy.SYNONYM_SENSES, then) if s.isalpha())
 
 
-def in_block(word: str, b: Block, then: str = "") -> str | None:
+def in_block(word: str, b: CitedBlock, then: str = "") -> str | None:
     """A key of the block that a synonym of `word` (of `word then`) has (only synonyms that begin as one of
     the block's keys are stemmed: a stem keeps a word's first letters)."""
     for s in synonym_words(word, then):
@@ -42,7 +42,7 @@ def in_block(word: str, b: Block, then: str = "") -> str | None:
     return None
 
 
-def near_in_block(word: str, b: Block, claim: frozenset[str]) -> str | None:
+def near_in_block(word: str, b: CitedBlock, claim: frozenset[str]) -> str | None:
     """A key of the block whose word is near `word` in WordNet (lexicon.near): among the words the claim
     does not use of the block's sentence holding most of the claim's words — a word stands for the one
     it replaces, not for any word of a long text."""
@@ -58,7 +58,7 @@ def near_in_block(word: str, b: Block, claim: frozenset[str]) -> str | None:
     return None
 
 
-def in_evidence_words(s: str, cited: list[Block], allowed: Callable[[str, Block], bool]) -> str | None:
+def in_evidence_words(s: str, cited: list[CitedBlock], allowed: Callable[[str, CitedBlock], bool]) -> str | None:
     """The claim with each word the cited blocks lack (and `allowed` does not let through) replaced by a
     block word of one of its synsets — or, with the word after it, of the synsets of the two as one lemma
     ("stands for" → "represents", "one time" → "once") — None when one such word has none (the claim
@@ -99,7 +99,7 @@ def in_evidence_words(s: str, cited: list[Block], allowed: Callable[[str, Block]
 
 
 def _as_one_lemma(
-    s: str, tokens: list[re.Match[str]], i: int, cited: list[Block], allowed: Callable[[str, Block], bool]
+    s: str, tokens: list[re.Match[str]], i: int, cited: list[CitedBlock], allowed: Callable[[str, CitedBlock], bool]
 ) -> tuple[str, int] | None:
     """A block word for tokens i and i + 1 read as one WordNet lemma, when one of the two is a word the
     blocks lack, and where the two-word span ends; else None."""
