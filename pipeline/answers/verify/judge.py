@@ -61,24 +61,8 @@ def current() -> tuple[Model | None, Model | None]:
 
 
 def fit(x: np.ndarray, y: np.ndarray, names: tuple[str, ...], weight: np.ndarray | None = None) -> Logistic:
-    """L2-regularised logistic regression by Newton's method on standardised features."""
-    mean = x.mean(axis=0)
-    scale = x.std(axis=0)
-    scale[scale < 1e-9] = 1.0
-    z = np.hstack([np.ones((len(x), 1)), (x - mean) / scale])
-    w = np.zeros(z.shape[1])
-    sw = np.ones(len(x)) if weight is None else weight
-    ridge = np.eye(z.shape[1]) * L2
-    ridge[0, 0] = 0.0
-    for _ in range(100):
-        p = 1 / (1 + np.exp(-np.clip(z @ w, -30, 30)))
-        grad = z.T @ (sw * (p - y)) + ridge @ w
-        hess = (z * (sw * p * (1 - p))[:, None]).T @ z + ridge
-        step = np.linalg.solve(hess, grad)
-        w -= step
-        if np.abs(step).max() < 1e-8:
-            break
-    return Logistic(names, w[1:], float(w[0]), mean, scale)
+    """L2-regularised logistic regression (Logistic.fit) with this module's ridge, L2."""
+    return Logistic.fit(x, y, names, L2, weight)
 
 
 class NliJudge:
