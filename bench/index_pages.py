@@ -4,7 +4,7 @@
         --questions bench/sets/apache/questions.jsonl --stores /tmp/stores
     python bench/index_pages.py --smoke      # a made-up manual of three pages and two questions
     python bench/index_pages.py --manual /usr/share/doc/exim4-doc-html/spec_html \
-        --questions /work/labels/exim4/questions.jsonl --stores /tmp/stores --vectors --subset
+        --questions bench/sets/exim4/questions.jsonl --stores /tmp/stores --vectors --subset
 
 The manual is indexed whole, index pages included, into STORES/<name>-whole/ (kept between runs: a no-op
 ingest when unchanged). First the pages' link shares (pipeline.parse.Parsed.link_share): how many reach
