@@ -302,7 +302,7 @@ def bare_rule(answer: str, evidence: dict[str, str]) -> bool:
     return all(w in have for w in tx.words(text) if tx.is_content(w))
 
 
-def bench_verifier(repo: Path, claims_out: Path | None) -> None:
+def bench_verifier(repo: Path, claims_out: Path | None, answers: int = 5000) -> None:
     items = claim_set(repo)
     counts = {c: [0, 0, 0] for c in CATEGORIES}  # passed by us, total, passed by the bare rule
     t = time.perf_counter()
@@ -338,7 +338,7 @@ def bench_verifier(repo: Path, claims_out: Path | None) -> None:
     )
     if claims_out:
         claims_out.write_text("".join(json.dumps(i) + "\n" for i in items))
-        bench_verify_command(repo, claims_out.with_name("verify-5000.jsonl"))
+        bench_verify_command(repo, claims_out.with_name(f"verify-{answers}.jsonl"), answers)
 
 
 def bench_verify_command(repo: Path, path: Path, n: int = 5000) -> None:
@@ -697,7 +697,8 @@ def main() -> None:
         if not args.repo:
             subprocess.run(["git", "clone", "-q", str(args.data / "corpus/rust-rfcs-md.bundle"), str(repo)], check=True)
         if not args.skip_verifier:
-            bench_verifier(repo, args.claims_out or Path(tmp) / "claims.jsonl")
+            # the smoke run proves the path on a few answers: the calibrated verifier runs tens a second
+            bench_verifier(repo, args.claims_out or Path(tmp) / "claims.jsonl", 20 if args.smoke else 5000)
         if not args.verifier_only:
             args.home = args.home or Path(tmp) / "idx"
             args.home.mkdir(parents=True, exist_ok=True)
