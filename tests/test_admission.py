@@ -5,7 +5,6 @@ the API admits a bounded number of requests, lets a bounded number wait a bounde
 
 from __future__ import annotations
 
-import asyncio
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -15,7 +14,6 @@ import numpy as np
 
 from docforge.servers.api import create_app
 from docforge.servers.auth import Authenticator
-from docforge.servers.gate import Admission
 from pipeline.config import ApiConfig, AuthConfig
 from pipeline.embed import SharedEncoder
 from tests.helpers import ServerThread
@@ -92,28 +90,6 @@ def test_a_wait_past_max_wait_is_503():
         assert first.result(60).status_code == 200
         again = httpx.post(f"{srv.url}/search", json={"query": "q"}, headers=AUTH, timeout=60)
         assert again.status_code == 200  # the slot came back
-
-
-def test_a_request_whose_expected_wait_passes_the_budget_is_shed_before_it_waits():
-    now = [0.0]
-    line = Admission("requests", limit=1, max_queued=50, wait_s=0.8, clock=lambda: now[0])
-
-    async def scenario() -> None:
-        assert await line.acquire()  # a first request teaches the line its service time: half a second
-        now[0] += 0.5
-        line.release()
-        assert line.report()["service_ms"] == 500
-        assert await line.acquire()  # in flight
-        waiting = asyncio.ensure_future(line.acquire())  # one service time ahead: fits 0.8 s, so it waits
-        await asyncio.sleep(0)
-        assert line.report()["queued"] == 1 and not waiting.done()
-        assert not await line.acquire()  # two service times ahead (1 s): refused at once, without waiting
-        assert line.shed == 1 and line.retry_after() == 1
-        line.release()  # the slot passes to the waiter
-        assert await waiting
-        assert line.report()["in_flight"] == 1 and line.report()["queued"] == 0
-
-    asyncio.run(scenario())
 
 
 def test_concurrent_queries_share_one_forward_pass_and_repeats_are_remembered(embedder):

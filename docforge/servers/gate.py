@@ -14,12 +14,11 @@ An ASGI middleware, in this order:
 Admission control: an authenticated request, and every webhook delivery (signed or
 not: a flood of unsigned ones must not crowd out searches), takes a slot of its kind
 (asks, or everything else: searches, page reads, webhooks) before it runs, and gives it back when its
-response is sent. With every slot taken it may wait in line, but only when the wait it can expect
-(those ahead of it and itself, times the line's recent service time, over its slots) fits in
-`max_wait_s` and fewer than `max_queued` wait; otherwise it gets 503 with `Retry-After` (that expected
-wait, rounded up) at once, and a waiter whose turn has not come by `max_wait_s` gets the same. So a
-burst of callers meets a short, bounded wait or a clear "come back shortly" before it waited at all,
-never a queue that grows with the crowd; the open routes (/health above all) are never held up.
+response is sent. With every slot taken it waits in line, at most `max_wait_s`
+and only while fewer than `max_queued` wait; past either bound it gets 503 with
+`Retry-After` at once. So a burst of callers meets a short, bounded wait or a
+clear "come back shortly", never a queue that grows with the crowd; the open
+routes (/health above all) are never held up.
 
 Beneath all this, the HTTP parser (h11, see `docforge.servers.api.server_config`)
 never holds more than twice `max_header_bytes` of an unfinished header block, so
@@ -30,7 +29,6 @@ from __future__ import annotations
 
 import asyncio
 import math
-import time
 from collections import deque
 from collections.abc import Callable
 
@@ -53,55 +51,31 @@ def unavailable(what: str = "the store") -> HTTPException:
     return HTTPException(503, f"{what} is unavailable; try again shortly", headers=RETRY)
 
 
-# How much one finished request moves the line's service time: an exponentially weighted mean over
-# about the last 20 requests follows a change of load within a second at the rates a replica serves,
-# yet one slow request does not shed a burst by itself.
-SERVICE_WEIGHT = 0.05
-
-
 class Admission:
-    """At most `limit` requests in flight; more wait only while the expected wait fits `wait_s` (and at
-    most `max_queued` of them), each at most `wait_s`. Used from the event loop only, so it needs no lock;
-    a freed slot goes straight to the oldest waiter."""
+    """At most `limit` requests in flight; at most `max_queued` more waiting, each at most `wait_s`.
+    Used from the event loop only, so it needs no lock; a freed slot goes straight to the oldest waiter."""
 
-    def __init__(
-        self, name: str, limit: int, max_queued: int, wait_s: float, clock: Callable[[], float] = time.monotonic
-    ):
-        self.name, self.limit, self.max_queued, self.wait_s, self.clock = name, limit, max_queued, wait_s, clock
+    def __init__(self, name: str, limit: int, max_queued: int, wait_s: float):
+        self.name, self.limit, self.max_queued, self.wait_s = name, limit, max_queued, wait_s
         self.in_flight = 0
         self.shed = 0  # refused since the start
-        self.service_s = 0.0  # recent seconds a request holds its slot (0 until one has finished)
         self._waiters: deque[asyncio.Future[None]] = deque()
-        self._started: deque[float] = deque()  # when each slot in use was taken, oldest first
-
-    def expected_wait(self) -> float:
-        """Seconds a request arriving now can expect to wait for a slot: the waiters ahead of it and
-        itself, served `limit` at a time, each for the recent service time."""
-        return (len(self._waiters) + 1) * self.service_s / self.limit
-
-    def retry_after(self) -> int:
-        """Whole seconds to come back after: the wait the line expects now (the wait budget until a
-        request has finished and the service time is known), at least 1."""
-        return max(1, math.ceil(self.expected_wait() if self.service_s else self.wait_s))
 
     async def acquire(self) -> bool:
         """Whether a slot was taken (then `release` it); False: refuse the request."""
         if self.in_flight < self.limit and not self._waiters:
             self.in_flight += 1
-            self._started.append(self.clock())
             return True
-        if len(self._waiters) >= self.max_queued or self.wait_s <= 0 or self.expected_wait() > self.wait_s:
+        if len(self._waiters) >= self.max_queued or self.wait_s <= 0:
             self.shed += 1
             return False
         slot: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._waiters.append(slot)
         try:
             await asyncio.wait_for(asyncio.shield(slot), self.wait_s)
-            self._started.append(self.clock())
             return True
         except TimeoutError:
             if slot.done():  # handed a slot as the time ran out
-                self._started.append(self.clock())
                 return True
             self._waiters.remove(slot)
             self.shed += 1
@@ -114,9 +88,6 @@ class Admission:
             raise
 
     def release(self) -> None:
-        if self._started:  # slots are interchangeable: the oldest start stands for the one that ended
-            held = self.clock() - self._started.popleft()
-            self.service_s = held if not self.service_s else self.service_s + SERVICE_WEIGHT * (held - self.service_s)
         while self._waiters:
             slot = self._waiters.popleft()
             if not slot.done():
@@ -130,12 +101,11 @@ class Admission:
             "in_flight": self.in_flight,
             "queued": len(self._waiters),
             "shed": self.shed,
-            "service_ms": round(self.service_s * 1000, 1),
         }
 
     def busy(self) -> str:
         return (
-            f"the server is busy: {self.limit} {self.name} in flight and a wait past the budget "
+            f"the server is busy: {self.limit} {self.name} in flight and no room to wait "
             f"(DOCFORGE_API_MAX_{'ASKS_' if self.name == 'asks' else ''}IN_FLIGHT, DOCFORGE_API_MAX_QUEUED, "
             "DOCFORGE_API_MAX_WAIT_S); retry shortly"
         )
@@ -148,6 +118,7 @@ class Admissions:
         self.limits = limits
         self.asks = Admission("asks", limits.max_asks_in_flight, limits.max_queued, limits.max_wait_s)
         self.requests = Admission("requests", limits.max_in_flight, limits.max_queued, limits.max_wait_s)
+        self.retry_after = str(max(1, math.ceil(limits.max_wait_s)))
 
     def for_path(self, path: str) -> Admission:
         return self.asks if path == "/ask" else self.requests
@@ -239,7 +210,7 @@ class RequestGate:
             return
         if not await line.acquire():
             await _drain(receive, self.max_body_bytes)  # read, so the connection stays open for the retry
-            await refuse(scope, receive, send, 503, line.busy(), {"Retry-After": str(line.retry_after())})
+            await refuse(scope, receive, send, 503, line.busy(), {"Retry-After": self.admissions.retry_after})
             return
         try:
             await self.app(scope, self._counted(receive), send)

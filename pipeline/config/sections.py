@@ -180,9 +180,8 @@ class ApiConfig(EnvSection):
     # The Dagster UI the page's Sources tab links each source's partition to (docs/web.md).
     dagster_url: str = "http://127.0.0.1:3000"
     # Admission control (docforge.servers.gate, docs/deploy.md "Sizing the API"): at most max_in_flight
-    # searches (and page reads) and max_asks_in_flight asks are worked on at once; others wait only while
-    # their expected wait (queue × recent service time ÷ slots) fits max_wait_s and fewer than max_queued
-    # wait, else get 503 with Retry-After at once; a wait past max_wait_s ends in 503 too.
+    # searches (and page reads) and max_asks_in_flight asks are worked on at once; others wait, at most
+    # max_wait_s and at most max_queued of them, then get 503 with Retry-After at once.
     max_in_flight: int = Field(default_factory=lambda: _per_core(2), ge=1, le=1000)
     max_asks_in_flight: int = Field(default_factory=lambda: _per_core(2), ge=1, le=1000)
     max_queued: int = Field(default=256, ge=0, le=100_000)
