@@ -280,3 +280,26 @@ def test_no_bench_module_imports_back_what_imports_it():
                     seen.add(nxt)
                     stack.append((nxt, [*path, nxt]))
     assert graph["query"] and not found, f"bench import circles: {sorted(set(found))}"
+
+
+BROAD = {"Exception", "BaseException"}
+
+
+def broad(handler: ast.ExceptHandler) -> bool:
+    kinds = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+    return any(k is None or (isinstance(k, ast.Name) and k.id in BROAD) for k in kinds)
+
+
+def test_every_broad_catch_says_why():
+    """Issue 50: a catch names what can fail; one that must stay broad (a per-item loop that must not stop the
+    others, a library's many kinds mapped once at its boundary) says why on its `except` line. A handler
+    that cleans up and raises again catches nothing."""
+    silent = []
+    for p in house_files():
+        lines = p.read_text().splitlines()
+        for n in ast.walk(ast.parse("\n".join(lines), str(p))):
+            if not isinstance(n, ast.ExceptHandler) or not broad(n) or "#" in lines[n.lineno - 1]:
+                continue
+            if not any(isinstance(s, ast.Raise) and s.exc is None for s in n.body):  # cleans up, raises again
+                silent.append(f"{p.relative_to(ROOT)}:{n.lineno}")
+    assert not silent, f"catch what can fail, or say in a comment why every fault is caught here: {silent}"
