@@ -289,7 +289,7 @@ _MARKED = re.compile(r"[-$/.:_('\d]|[a-z][A-Z]")  # a token without one of these
 
 _OPENS = {")": "(", "]": "[", "}": "{"}
 _URL = re.compile(r"\]\([^)\s]*\)|<?\b(?:https?|ftp)://[^\s<>)\]]+>?")
-_JOINED = re.compile(r"[\w$]+(?:[-.:/][\w$]+)+")
+_JOINED = re.compile(r"-{0,2}[\w$]+(?:[-.:/][\w$]+)+")  # an option-like "-DD/MM/YY" too
 
 
 def _whole(tok: str) -> str:
