@@ -307,17 +307,8 @@ def _why(question: str, r: Ranked, answerable: float, threshold: float) -> str:
     if r.question.unseen >= 0.5:
         missing = [k for k in r.question.keys if k in _absent(r)][:3]
         if missing:
-            return f"the index does not know {', '.join(_as_written(question, missing))}"
+            return f"the index does not know {', '.join(tx.as_written(question, missing))}"
     return f"no passage answers it closely enough (answerable {answerable:.2f}, {threshold:.2f} needed)"
-
-
-def _as_written(question: str, keys: list[str]) -> list[str]:
-    """Matching keys as the question wrote them: "reset, Jira", not "reset, jira" or a stem."""
-    spelled: dict[str, str] = {}
-    for token in question.split():
-        for k in tx.content_keys(token):
-            spelled.setdefault(k, token.strip(".,;:!?()[]\"'`"))
-    return [spelled.get(k, k) for k in keys]
 
 
 def _absent(r: Ranked) -> set[str]:

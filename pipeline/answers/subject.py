@@ -65,11 +65,11 @@ class Subject:
     hard: tuple[str, ...] = ()  # anchors an answer must carry (as written)
     hard_keys: tuple[frozenset[str], ...] = field(default=())
     absent: frozenset[str] = frozenset()  # keys the whole index lacks
-    spelled: dict[str, str] = field(default_factory=dict)  # key → the question's word, for what people read
+    text: str = ""  # as asked
 
     def said(self, keys: Iterable[str]) -> str:
-        """Keys as the question wrote them: "reset, Jira", not "reset, jira" or "cach"."""
-        return ", ".join(self.spelled.get(k, k) for k in keys)
+        """`keys` as the question wrote them (pipeline.answers.words.as_written), comma-separated."""
+        return ", ".join(tx.as_written(self.text, keys))
 
     @property
     def absent_share(self) -> float:
@@ -116,8 +116,7 @@ def subject(question: str, idf: dict[str, float] | None = None, absent: Iterable
     weights = {k: (idf or {}).get(k, 1.0) for k in keys}
     hard = hard_anchors(question)
     hard_keys = tuple(frozenset(tx.content_keys(a)) or frozenset(tx.key(w) for w in tx.words(a)) for a in hard)
-    spelled = {tx.key(tx.fold(w)): w for w in reversed(re.findall(r"[^\W_]+(?:'[^\W_]+)?", question))}
-    return Subject(keys, weights, tuple(hard), hard_keys, frozenset(absent) & frozenset(keys), spelled)
+    return Subject(keys, weights, tuple(hard), hard_keys, frozenset(absent) & frozenset(keys), question)
 
 
 def _keys(evidence: Iterable) -> set[str]:

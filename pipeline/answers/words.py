@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Iterable
 from functools import lru_cache
 
 import snowballstemmer
@@ -111,6 +112,15 @@ def cased_words(text: str) -> list[str]:
         text = _typed(text)
         text = "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
     return _WORD.findall(text)
+
+
+def as_written(text: str, keys: Iterable[str]) -> list[str]:
+    """Matching keys as `text` wrote them: "reset, Jira", not "reset, jira" or "cach" (a key no word of
+    it has, as it is)."""
+    spelled: dict[str, str] = {}
+    for w in _WORD.findall(text):  # case and diacritics kept: what the reader typed
+        spelled.setdefault(key(fold(w)), w)
+    return [spelled.get(k, k) for k in keys]
 
 
 def normalise(text: str) -> str:
