@@ -171,7 +171,7 @@ class Answerer:
         if self.llm is not None and not abstained and verdict.addresses_question is False:
             # The model's answer does not carry the question's subject: when no evidence does either,
             # the documentation does not answer it (the same check as the extractive answer's).
-            subj = subject.subject(question)
+            subj = subject.read(question)
             carried = subject.carried(subj, draft.evidence)
             if not carried.ok or (name := subject.unframed(subj, draft.evidence)):
                 abstained = True

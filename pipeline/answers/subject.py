@@ -59,13 +59,22 @@ VALUE_SHAPES = {"env": "an environment variable", "number": "a number", "date": 
 
 
 @dataclass(frozen=True)
-class Subject:
-    keys: tuple[str, ...]  # content keys, in order
-    weights: dict[str, float]  # key → weight (IDF)
-    hard: tuple[str, ...] = ()  # anchors an answer must carry (as written)
-    hard_keys: tuple[frozenset[str], ...] = field(default=())
-    absent: frozenset[str] = frozenset()  # keys the whole index lacks
+class Question:
+    """A question as the answer layer reads it: the one record of it. `read` fills what every reader uses;
+    the extractive answerer adds what its model reads (`want`, `near`: pipeline.answers.features.question).
+    Two readings of its words: `keys` in context (a run of number words is one number), as the extractive
+    answerer's features match lines; `subject` word by word, as `carried` matches evidence."""
+
+    keys: dict[str, float]  # its content words' keys (read in context) → weight (IDF over the index)
+    unseen: float = 0.0  # share of that weight in words the index lacks altogether
+    want: dict[str, float] = field(default_factory=dict)  # kind → how much more it asks for it than the average
+    anchors: tuple[frozenset[str], ...] = ()  # keys of each hard anchor that has content words
+    near: dict[str, frozenset[str]] = field(default_factory=dict)  # key → its WordNet synonyms' keys
     text: str = ""  # as asked
+    subject: dict[str, float] = field(default_factory=dict)  # what it is about: key → weight, in order
+    hard: tuple[str, ...] = ()  # anchors an answer must carry (as written)
+    hard_keys: tuple[frozenset[str], ...] = ()
+    absent: frozenset[str] = frozenset()  # subject keys the whole index lacks
 
     def said(self, keys: Iterable[str]) -> str:
         """`keys` as the question wrote them (pipeline.answers.words.as_written), comma-separated."""
@@ -73,7 +82,7 @@ class Subject:
 
     @property
     def absent_share(self) -> float:
-        return sum(self.weights[k] for k in self.absent if k in self.weights) / (sum(self.weights.values()) or 1.0)
+        return sum(self.subject[k] for k in self.absent if k in self.subject) / (sum(self.subject.values()) or 1.0)
 
 
 @dataclass(frozen=True)
@@ -109,14 +118,20 @@ def hard_anchors(question: str) -> list[str]:
     return list(dict.fromkeys(a for _, a in sorted(found, key=lambda f: f[0]) if tx.words(a)))
 
 
-def subject(question: str, idf: dict[str, float] | None = None, absent: Iterable[str] = ()) -> Subject:
-    keys = tuple(dict.fromkeys(tx.key(w) for w in question_words(question)))
-    if not keys:  # "what does it do?": every content word is the subject
-        keys = tuple(dict.fromkeys(tx.content_keys(question)))
-    weights = {k: (idf or {}).get(k, 1.0) for k in keys}
+def read(question: str, idf: dict[str, float] | None = None, absent: Iterable[str] = ()) -> Question:
+    """The question's words weighed by `idf` (a word it lacks: 1), its subject and hard anchors; `absent`:
+    keys of words the whole index lacks."""
+    idf, absent = idf or {}, frozenset(absent)
+    keys = {k: idf.get(k, 1.0) for k in dict.fromkeys(tx.content_keys(question))}
+    unseen = sum(w for k, w in keys.items() if k in absent) / (sum(keys.values()) or 1.0)
+    about = tuple(dict.fromkeys(tx.key(w) for w in question_words(question)))
+    if not about:  # "what does it do?": every content word is the subject
+        about = tuple(dict.fromkeys(tx.content_keys(question)))
     hard = hard_anchors(question)
+    anchors = tuple(a for a in (frozenset(tx.content_keys(h)) for h in hard) if a)
     hard_keys = tuple(frozenset(tx.content_keys(a)) or frozenset(tx.key(w) for w in tx.words(a)) for a in hard)
-    return Subject(keys, weights, tuple(hard), hard_keys, frozenset(absent) & frozenset(keys), question)
+    subj = {k: idf.get(k, 1.0) for k in about}
+    return Question(keys, unseen, {}, anchors, {}, question, subj, tuple(hard), hard_keys, absent & frozenset(about))
 
 
 def _keys(evidence: Iterable) -> set[str]:
@@ -131,7 +146,7 @@ def _bare(key: str) -> str:
     return key.lower().rstrip("s")
 
 
-def carried(subj: Subject, evidence: Iterable, minimum: float = MIN_SUBJECT, pool: Iterable = ()) -> Carried:
+def carried(subj: Question, evidence: Iterable, minimum: float = MIN_SUBJECT, pool: Iterable = ()) -> Carried:
     """Whether the evidence texts (with their titles and sections) carry the question's subject: its
     words (IDF-weighted share ≥ minimum) in `evidence`, its hard anchors there or anywhere in `pool`."""
     have = _keys(evidence)
@@ -139,15 +154,15 @@ def carried(subj: Subject, evidence: Iterable, minimum: float = MIN_SUBJECT, poo
     missing = [
         a for a, ks in zip(subj.hard, subj.hard_keys, strict=True) if ks and not {_bare(k) for k in ks} <= anywhere
     ]
-    total = sum(subj.weights.values()) or 1.0
-    coverage = sum(w for k, w in subj.weights.items() if k in have) / total
+    total = sum(subj.subject.values()) or 1.0
+    coverage = sum(w for k, w in subj.subject.items() if k in have) / total
     if subj.absent_share >= MAX_ABSENT:
-        absent = [k for k in subj.keys if k in subj.absent][:3]
+        absent = [k for k in subj.subject if k in subj.absent][:3]
         return Carried(False, coverage, f"the index does not know {subj.said(absent)}")
     if missing:
         return Carried(False, coverage, f"the evidence does not mention {', '.join(missing[:3])}")
     if coverage < minimum:
-        absent = [k for k in subj.keys if k not in have][:3]
+        absent = [k for k in subj.subject if k not in have][:3]
         return Carried(False, coverage, f"the evidence does not cover the question ({subj.said(absent)} missing)")
     return Carried(True, coverage)
 
@@ -155,7 +170,7 @@ def carried(subj: Subject, evidence: Iterable, minimum: float = MIN_SUBJECT, poo
 UNFRAMED = "no passage speaks of {} and the question together"  # why an answer abstains (unframed)
 
 
-def unframed(subj: Subject, lines: Iterable, share: float = FRAME_SHARE) -> str | None:
+def unframed(subj: Question, lines: Iterable, share: float = FRAME_SHARE) -> str | None:
     """The name that frames the question ("in <Product>", "a <Language> keyword") when no line speaks of
     it and of the question together — lines that mention the name in passing and others about the topic
     do not answer how that product does it. A name is a capitalised word with lowercase letters (an acronym
@@ -164,7 +179,7 @@ def unframed(subj: Subject, lines: Iterable, share: float = FRAME_SHARE) -> str 
     if not names:
         return None
     named = set().union(*(ks for _, ks in names))
-    rest = {k: w for k, w in subj.weights.items() if k not in named}
+    rest = {k: w for k, w in subj.subject.items() if k not in named}
     total = sum(rest.values())
     texts = [_keys([t]) for t in lines]
 
