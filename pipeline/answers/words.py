@@ -58,6 +58,8 @@ MONTHS = {
 MONTHS.update({m[:3]: i for m, i in list(MONTHS.items())})
 MONTHS["sept"] = 9
 
+# The one word tokeniser (`words`, `cased_words`, `normalise`, `as_written`): the answer layer, its cache key
+# and the verifier read words through it; a module that splits otherwise says why beside its pattern.
 # A number keeps an ordinal or plural suffix ("2nd", "1980s"); any other letters after it are a word of
 # their own ("64KiB" → "64", "kib"; "2h" → "2", "h"), so a unit reads the same glued on or spelt out.
 _WORD = re.compile(r"\d+(?:[.,]\d+)*(?:st|nd|rd|th|s)?(?![^\W_])|\d+(?:[.,]\d+)*|[^\W_]+(?:['’][^\W_]+)*", re.UNICODE)
@@ -379,7 +381,7 @@ def negated_words(text: str, reach: int = 4) -> list[tuple[str, ...]]:
     within its clause: a comma, semicolon or colon ends what "not" turns around)."""
     out = []
     for clause in re.split(r"[,;:]\s", _CODE.sub(" ", fold(text))):
-        tokens = re.findall(r"[\w'-]+", clause)
+        tokens = re.findall(r"[\w'-]+", clause)  # "not-null" whole: an identifier, not a cue; then _WORD
         for i, t in enumerate(tokens):
             if t in NEGATIONS or t.endswith("n't"):
                 governed = [
