@@ -10,6 +10,7 @@ from typing import Any
 from pipeline.answers import extractive, prompts, provenance, retrieve, subject, verify
 from pipeline.answers.model import Step
 from pipeline.answers.run import Draft, Run, Tools
+from pipeline.query.leads import document_leads
 
 CAPPED_CONFIDENCE = 0.3  # max_iterations reached without SUFFICIENT
 
@@ -45,7 +46,7 @@ def extractive_draft(a: Tools, run: Run) -> Draft:
         # documents it may not read hold X, and coverage and similarity would move with them.
         words = subject.question_words(run.question)
         stats = subject.corpus_stats(conn, words) if run.scope.reader.full_access else None
-        leads = retrieve.leads(conn, list(dict.fromkeys(e.doc_key for e in pool.items)), run.scope.reader)
+        leads = document_leads(conn, list(dict.fromkeys(e.doc_key for e in pool.items)), run.scope.reader)
     params = a.params()
     ex = extractive.extract(
         run.question, pool.items, params, a.cfg.extractive_sentences, embed=a.embed, stats=stats, leads=leads

@@ -44,6 +44,7 @@ from pipeline.answers.calibrate import SURE_PRECISION, LeftOut, calibration, flo
 from pipeline.answers.params import Logistic, Params
 from pipeline.answers.run import Tools
 from pipeline.errors import AnswerError
+from pipeline.query.leads import document_leads
 
 # Of answered questions, the share that are answerable: what the threshold is chosen for. Chosen with
 # `bench/fit_answers.py --targets` (leave one fit corpus out, 0.95–0.99): 0.98 gives the best balanced
@@ -124,7 +125,7 @@ def ask(answerer: Tools, corpus: str, rows: Iterable[dict[str, Any]], params: Pa
         pool.add(answerer.retrieve(run, run.question, 1, cfg.max_evidence))
         with answerer.connection() as conn:
             stats = subject.corpus_stats(conn, subject.question_words(run.question))
-            leads = retrieve.leads(conn, list(dict.fromkeys(e.doc_key for e in pool.items)))
+            leads = document_leads(conn, list(dict.fromkeys(e.doc_key for e in pool.items)))
         ranked = extractive.rank(
             run.question, pool.items, params, embed=answerer.embed, stats=stats, leads=leads, embedded=0
         )

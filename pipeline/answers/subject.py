@@ -20,6 +20,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from pipeline.answers import words as tx
+from pipeline.query.terms import term_counts
 
 MIN_SUBJECT = 0.15  # share of the subject's IDF weight the best document must carry
 FRAME_SHARE = 0.2  # of the rest of the subject, a line naming the question's name must carry (unframed)
@@ -208,13 +209,6 @@ def has_shape(text: str, shape_name: str | None) -> float:
 
 # --- corpus statistics --------------------------------------------------------------------------------------
 
-_DF_SQL = """
-SELECT w, l.lexeme, coalesce(b.df, 0), (SELECT n FROM bm25_stats LIMIT 1)
-FROM unnest(%s::text[]) AS w
-LEFT JOIN LATERAL (SELECT (tsvector_to_array(to_tsvector('english', w)))[1] AS lexeme) l ON true
-LEFT JOIN bm25_terms b ON b.term = l.lexeme
-"""
-
 
 @dataclass(frozen=True)
 class CorpusStats:
@@ -228,11 +222,7 @@ def corpus_stats(conn, words: Sequence[str]) -> CorpusStats:
     words = list(dict.fromkeys(words))
     if not words:
         return CorpusStats()
-    try:
-        rows = conn.execute(_DF_SQL, (words,)).fetchall()
-    except Exception:  # noqa: BLE001 — an index without keyword statistics: the candidates' IDF instead
-        conn.rollback()
-        return CorpusStats()
+    rows = term_counts(conn, words)  # none: an index without keyword statistics (the candidates' IDF instead)
     idf: dict[str, float] = {}
     absent: set[str] = set()
     for w, lexeme, df, n in rows:
