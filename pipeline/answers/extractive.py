@@ -24,7 +24,7 @@ from pipeline.answers import features as ft
 from pipeline.answers import words as tx
 from pipeline.answers.model import Evidence
 from pipeline.answers.params import Params
-from pipeline.answers.subject import CorpusStats
+from pipeline.answers.subject import CorpusStats, idf
 from pipeline.answers.units import MAX_WORDS, Unit, units
 
 MAX_CANDIDATES = 64  # lines considered per question: those carrying most of its words, then retrieval order
@@ -337,7 +337,7 @@ def _local_idf(question: str, us: list[Unit]) -> dict[str, float]:
     """IDF over the candidates, for an index without keyword statistics."""
     keys = [frozenset(tx.content_keys(u.text)) for u in us]
     n = len(keys)
-    return {k: float(np.log(1 + n / (1 + sum(k in ks for ks in keys)))) for k in tx.content_keys(question)}
+    return {k: idf(n, sum(k in ks for ks in keys)) for k in tx.content_keys(question)}
 
 
 def _same(a: Unit, b: Unit) -> bool:

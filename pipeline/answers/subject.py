@@ -119,11 +119,11 @@ def hard_anchors(question: str) -> list[str]:
     return list(dict.fromkeys(a for _, a in sorted(found, key=lambda f: f[0]) if tx.words(a)))
 
 
-def read(question: str, idf: dict[str, float] | None = None, absent: Iterable[str] = ()) -> Question:
-    """The question's words weighed by `idf` (a word it lacks: 1), its subject and hard anchors; `absent`:
-    keys of words the whole index lacks."""
-    idf, absent = idf or {}, frozenset(absent)
-    keys = {k: idf.get(k, 1.0) for k in dict.fromkeys(tx.content_keys(question))}
+def read(question: str, weights: dict[str, float] | None = None, absent: Iterable[str] = ()) -> Question:
+    """The question's words weighed by `weights` (IDF; a word it lacks: 1), its subject and hard anchors;
+    `absent`: keys of words the whole index lacks."""
+    weights, absent = weights or {}, frozenset(absent)
+    keys = {k: weights.get(k, 1.0) for k in dict.fromkeys(tx.content_keys(question))}
     unseen = sum(w for k, w in keys.items() if k in absent) / (sum(keys.values()) or 1.0)
     about = tuple(dict.fromkeys(tx.key(w) for w in question_words(question)))
     if not about:  # "what does it do?": every content word is the subject
@@ -131,7 +131,7 @@ def read(question: str, idf: dict[str, float] | None = None, absent: Iterable[st
     hard = hard_anchors(question)
     anchors = tuple(a for a in (frozenset(tx.content_keys(h)) for h in hard) if a)
     hard_keys = tuple(frozenset(tx.content_keys(a)) or frozenset(tx.key(w) for w in tx.words(a)) for a in hard)
-    subj = {k: idf.get(k, 1.0) for k in about}
+    subj = {k: weights.get(k, 1.0) for k in about}
     return Question(keys, unseen, {}, anchors, {}, question, subj, tuple(hard), hard_keys, absent & frozenset(about))
 
 
@@ -216,6 +216,11 @@ class CorpusStats:
     absent: frozenset[str] = frozenset()  # keys of words the index lacks
 
 
+def idf(n: int, df: int) -> float:
+    """The weight of a word that `df` of `n` texts hold: rarer weighs more; one no text holds, log(1 + n)."""
+    return math.log(1 + n / (1 + df))
+
+
 def corpus_stats(conn, words: Sequence[str]) -> CorpusStats:
     """IDF of each word's key over the index's chunks (one statement); a word the index lacks weighs
     log(1 + N), one the keyword index drops as a stopword STOP_WEIGHT. Empty when there are no stats."""
@@ -223,13 +228,13 @@ def corpus_stats(conn, words: Sequence[str]) -> CorpusStats:
     if not words:
         return CorpusStats()
     rows = term_counts(conn, words)  # none: an index without keyword statistics (the candidates' IDF instead)
-    idf: dict[str, float] = {}
+    weights: dict[str, float] = {}
     absent: set[str] = set()
     for w, lexeme, df, n in rows:
         if not n:
             return CorpusStats()
         k = tx.key(w)
-        idf[k] = max(idf.get(k, 0.0), STOP_WEIGHT if lexeme is None else math.log(1 + n / (1 + df)))
+        weights[k] = max(weights.get(k, 0.0), STOP_WEIGHT if lexeme is None else idf(n, df))
         if lexeme is not None and not df and not w.endswith("ly"):
             absent.add(k)
-    return CorpusStats(idf, frozenset(absent - {tx.key(w) for w, lx, df, _ in rows if df}))
+    return CorpusStats(weights, frozenset(absent - {tx.key(w) for w, lx, df, _ in rows if df}))
