@@ -27,8 +27,10 @@ from pipeline.answers.numbers import (  # noqa: F401 (part of this module's API)
 )
 from pipeline.answers.sentences import split_sentences  # noqa: F401 (part of this module's API)
 
-# Function words that carry no claim of their own. Negations, numbers and
-# question words are deliberately absent: they change what a sentence says.
+# Words that say nothing, one list per use: STOPWORDS, function words that carry no claim of their own
+# (verifier, extractive answerer, cache key; negations and numbers absent: they change what is said); the
+# keyword index's, Postgres' English list (what search cannot find: subject.STOP_WEIGHT); the hits' marks'
+# (docforge/cli/render.py and the page's app.js: the commonest question words, a list a browser holds too).
 STOPWORDS = frozenset(
     """
 a about above after again against all also am an and any are as at be because been before being below
