@@ -13,6 +13,8 @@ from pipeline.answers.run import Draft, Run, Tools
 from pipeline.query.leads import document_leads
 
 CAPPED_CONFIDENCE = 0.3  # max_iterations reached without SUFFICIENT
+CLASSIFY_TOKENS = 10  # one intent word (prompts.CLASSIFY_SYSTEM), room left for a model's stray punctuation
+REASON_TOKENS = 80  # one line: "SUFFICIENT: 0.8" or "INSUFFICIENT: <a refined query>" (prompts.REASON_SYSTEM)
 
 
 def heuristic_intent(question: str) -> str:
@@ -88,7 +90,7 @@ def _sure_reason(ex: extractive.Extract, params: Any, lines: list) -> str:
 
 def llm_draft(a: Tools, run: Run, max_iterations: int) -> Draft:
     t = time.perf_counter()
-    reply = a.chat(run, "classify", prompts.classify_messages(run.question), max_tokens=10)
+    reply = a.chat(run, "classify", prompts.classify_messages(run.question), max_tokens=CLASSIFY_TOKENS)
     intent = prompts.parse_intent(reply) or heuristic_intent(run.question)
     run.trace.append(Step("classify", (time.perf_counter() - t) * 1000, {"intent": intent}))
     pool = retrieve.EvidencePool(a.cfg.max_evidence)
@@ -101,7 +103,9 @@ def llm_draft(a: Tools, run: Run, max_iterations: int) -> Draft:
             break
         t = time.perf_counter()
         decision = prompts.parse_decision(
-            a.chat(run, "reason", prompts.reason_messages(run.question, pool.items, run.history), max_tokens=80)
+            a.chat(
+                run, "reason", prompts.reason_messages(run.question, pool.items, run.history), max_tokens=REASON_TOKENS
+            )
         )
         done = (
             decision.sufficient

@@ -304,7 +304,7 @@ def _next(us: list[Unit], i: int) -> Unit | None:
 
 
 def _why(question: str, r: Ranked, answerable: float, threshold: float) -> str:
-    if r.question.unseen >= 0.5:
+    if r.question.unseen >= 0.5:  # most of it unknown to the index: said so (the fitted model abstained)
         missing = [k for k in r.question.keys if k in _absent(r)][:3]
         if missing:
             return f"the index does not know {', '.join(tx.as_written(question, missing))}"
@@ -354,7 +354,7 @@ def lead_line(title: str, text: str) -> str:
     """What a document says it is about: its title and its first sentence-bearing paragraph."""
     for e in (Evidence("E0", "", "", text, title, "", "", "", "", 0, 0.0),):
         for u in units(e):
-            if u.kind in ("sentence", "list_item") and len(tx.words(u.text)) >= 6:
+            if u.kind in ("sentence", "list_item") and len(tx.words(u.text)) >= 6:  # prose, not a label
                 return f"{title}: {u.text[:LEAD_CHARS]}"
     return title
 

@@ -37,7 +37,7 @@ from pipeline.redact import redact
 from pipeline.store.schema import open_built
 
 log = logging.getLogger(__name__)
-MAX_QUESTION = 4000
+MAX_QUESTION = 4000  # characters: a question, not a pasted page (the API refuses longer: servers/ask.py)
 __all__ = ["Answerer", "heuristic_intent"]
 _UNSET: Any = object()
 

@@ -110,7 +110,7 @@ def hard_anchors(question: str) -> list[str]:
         start = m.start() == len(question) - len(question.lstrip()) or question[: m.start()].rstrip().endswith(
             (".", "?", "!", ":")
         )
-        if start or first and m.start() < 2:
+        if start or first and m.start() < 2:  # its first word (after a quote or bracket): capitalised anyway
             first = False
             continue
         if w in {"I", "I'm", "I've"} or w.lower() in tx.STOPWORDS:

@@ -379,8 +379,9 @@ def negation_scopes(text: str, reach: int = 4) -> list[frozenset[str]]:
 
 
 def negated_words(text: str, reach: int = 4) -> list[tuple[str, ...]]:
-    """For each negation cue, the keys of the content words it governs, in order (the next `reach`,
-    within its clause: a comma, semicolon or colon ends what "not" turns around)."""
+    """For each negation cue, the keys of the content words it governs, in order (the next `reach`: four
+    reach the end of "does not enable remote logins by default"; within its clause: a comma, semicolon or
+    colon ends what "not" turns around)."""
     out = []
     for clause in re.split(r"[,;:]\s", _CODE.sub(" ", fold(text))):
         tokens = re.findall(r"[\w'-]+", clause)  # "not-null" whole: an identifier, not a cue; then _WORD
