@@ -332,9 +332,10 @@ def test_scope_sources():
     "question, intent",
     [
         ("What is the default timeout?", "factual"),
-        ("Why does the borrow checker reject this?", "conceptual"),
-        ("cargo build fails with error E0502", "debugging"),
-        ("async closures vs closures returning futures", "comparison"),
+        ("Why does the scheduler skip this job?", "conceptual"),
+        ("the daemon fails to start after the upgrade", "debugging"),
+        ("restarting shows a permission error", "debugging"),
+        ("push mirrors vs pull mirrors", "comparison"),
         ("ideas for organising a large workspace", "exploratory"),
     ],
 )
