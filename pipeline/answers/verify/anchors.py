@@ -47,6 +47,7 @@ def anchors(sentence: str) -> Anchors:
 def proper_nouns(sentence: str) -> list[str]:
     """Runs of capitalised words (inner 'of'/'for'/… allowed): multi-word ones, or single ones not
     at the start of a sentence (a capital there says nothing)."""
+    # not words.words: a name keeps its case, "&", "-" and dots ("AT&T", "Node.js"), and punctuation ends a run
     tokens = re.findall(r"[\w'’&-]+(?:\.\w+)*|[.!?:;,()\"]", sentence)
     out: list[str] = []
     run: list[tuple[str, bool]] = []
