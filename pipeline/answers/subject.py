@@ -17,7 +17,8 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass, field, fields
+from typing import Any
 
 from pipeline.answers import words as tx
 from pipeline.query.terms import term_counts
@@ -80,6 +81,14 @@ class Question:
     def said(self, keys: Iterable[str]) -> str:
         """`keys` as the question wrote them (pipeline.answers.words.as_written), comma-separated."""
         return ", ".join(tx.as_written(self.text, keys))
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """One pickled before it held every field (`bench/fit_answers.py --asked` files): the rest at their
+        defaults."""
+        for f in fields(self):
+            if f.name not in state:
+                state[f.name] = f.default if f.default_factory is MISSING else f.default_factory()
+        self.__dict__.update(state)
 
     @property
     def absent_share(self) -> float:
