@@ -171,6 +171,21 @@ def test_anchors_find_names_numbers_dates_and_identifiers():
     assert "cargo vet" in a.idents and "#3" in a.numbers and (5, 4, 2025) in a.dates
 
 
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "If you just specify “-DD/MM/YY”, all messages before the given date are selected.",
+        "Pass --since=-7d or -DD/MM/YY to the list command.",
+        "The ~/.config/tool/rc.d/ folder is read before --config-file.",
+    ],
+)
+def test_a_sentence_quoted_whole_is_strict_whatever_identifiers_it_holds(sentence):
+    """A claim that is its evidence word for word is lexical proof: no part of a joined identifier
+    ("-DD" of "-DD/MM/YY") may be looked for alone and then missed."""
+    v = verify_request({"answer": sentence, "evidence": sentence})
+    assert v["audit_mode"] == "STRICT" and v["claims"][0]["violations"] == []
+
+
 def test_verify_request_shapes_and_the_implicit_single_block():
     v = verify_request({"answer": "Arthur's Magazine", "evidence": EV["E2"], "id": 4})
     assert v["id"] == 4 and v["implicit_pointers"] and v["audit_mode"] == "STRICT"
@@ -317,9 +332,10 @@ def test_scope_sources():
     "question, intent",
     [
         ("What is the default timeout?", "factual"),
-        ("Why does the borrow checker reject this?", "conceptual"),
-        ("cargo build fails with error E0502", "debugging"),
-        ("async closures vs closures returning futures", "comparison"),
+        ("Why does the scheduler skip this job?", "conceptual"),
+        ("the daemon fails to start after the upgrade", "debugging"),
+        ("restarting shows a permission error", "debugging"),
+        ("push mirrors vs pull mirrors", "comparison"),
         ("ideas for organising a large workspace", "exploratory"),
     ],
 )

@@ -173,8 +173,9 @@ def statements(answer) -> list[str]:
     if answer.addresses_question is True:
         out.append("Answers the question: yes.")
     elif answer.addresses_question is False:
-        why = escape(answer.addresses_reason.removeprefix("deflection: "))
-        out.append(f"Answers the question: [yellow]perhaps not[/]{f' ({why})' if why else ''}.")
+        why = answer.addresses_reason.removeprefix("deflection: ")
+        said = f" ({escape(why)})" if why and why not in answer.answer else ""  # an unsure answer opens with it
+        out.append(f"Answers the question: [yellow]perhaps not[/]{said}.")
     return out
 
 

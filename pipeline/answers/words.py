@@ -303,7 +303,7 @@ _MARKED = re.compile(r"[-$/.:_('\d]|[a-z][A-Z]")  # a token without one of these
 
 _OPENS = {")": "(", "]": "[", "}": "{"}
 _URL = re.compile(r"\]\([^)\s]*\)|<?\b(?:https?|ftp)://[^\s<>)\]]+>?")
-_JOINED = re.compile(r"[\w$]+(?:[-.:/][\w$]+)+")
+_JOINED = re.compile(r"-{0,2}[\w$]+(?:[-.:/][\w$]+)+")  # an option-like "-DD/MM/YY" too
 
 
 def _whole(tok: str) -> str:
@@ -360,22 +360,7 @@ def has_negation(tokens: list[str]) -> bool:
     return any(t in NEGATIONS or t.endswith("n't") for t in tokens)
 
 
-_NEG_RE = re.compile(
-    r"(?<![\w-])(?:"
-    + "|".join(sorted((re.escape(w) for w in NEGATIONS), key=len, reverse=True))
-    + r")(?![\w-])|\w+n't(?![\w-])"
-)
 _CODE = re.compile(r"`[^`]*`")
-
-
-def negations(text: str) -> int:
-    """How many negation cues a text holds; identifiers (`no_std`, `non-null`, code spans) are not cues."""
-    return len(_NEG_RE.findall(_CODE.sub(" ", fold(text))))
-
-
-def negation_scopes(text: str, reach: int = 4) -> list[frozenset[str]]:
-    """For each negation cue, the keys of the content words it governs (the next `reach` words)."""
-    return [frozenset(scope) for scope in negated_words(text, reach)]
 
 
 def negated_words(text: str, reach: int = 4) -> list[tuple[str, ...]]:

@@ -86,12 +86,6 @@ def proper_nouns(sentence: str) -> list[str]:
     return out
 
 
-def is_anchor_key(k: str, anc: Anchors) -> bool:
-    if k in anc.numbers:
-        return True
-    return any(k in (tx.key(w) for w in p.split()) for p in anc.proper + anc.idents)
-
-
 def positions_of(a: str, anc: Anchors, b: CitedBlock) -> list[int]:
     if a.startswith("#"):
         return b.positions.get(a, [])

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import pipeline.answers.verify.features as features
+import pipeline.answers.verify.judge as judge
+import pipeline.answers.verify.logic as logic
 import pipeline.answers.verify.policy as policy
 from pipeline.answers import words as tx
 from pipeline.answers.model import STRATEGIES, Claim
-from pipeline.answers.verify import features, judge, logic
 from pipeline.answers.verify.anchors import anchor_problems, anchors, proper_nouns
 from pipeline.answers.verify.blocks import CitedBlock
 from pipeline.answers.verify.features import ClaimReading
