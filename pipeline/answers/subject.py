@@ -1,4 +1,5 @@
-"""What a question is about and what kind of answer it wants: the warrant layer's anchors.
+"""A question as the answer layer reads it (`Question`, made by `read`: the one record of a question), what
+it is about and what kind of answer it wants: the warrant layer's anchors.
 
     subject   the question's content words (ask words such as "explain" or "command" aside), each weighted
               by its rarity in the index (IDF from the keyword index's statistics: a word the index lacks
@@ -75,7 +76,7 @@ class Question:
     text: str = ""  # as asked
     subject: dict[str, float] = field(default_factory=dict)  # what it is about: key → weight, in order
     hard: tuple[str, ...] = ()  # anchors an answer must carry (as written)
-    hard_keys: tuple[frozenset[str], ...] = ()
+    hard_keys: tuple[frozenset[str], ...] = ()  # keys of each (of every word, for one without content words)
     absent: frozenset[str] = frozenset()  # subject keys the whole index lacks
 
     def said(self, keys: Iterable[str]) -> str:
