@@ -29,3 +29,17 @@ def test_one_record_read_once_for_the_warrant_layer_and_the_extractive_answerer(
 def test_one_idf_rarer_words_weigh_more():
     assert subject.idf(10, 0) == math.log(11)  # a word no text holds
     assert subject.idf(10, 1) > subject.idf(10, 5) > subject.idf(10, 10) > 0
+
+
+def test_a_question_pickled_before_the_record_held_every_field_still_loads():
+    """`bench/fit_answers.py --asked` keeps asked questions in a pickle: an older one loads, and refreshes."""
+    import dataclasses
+    import pickle
+
+    q = subject.read("How do I reset my Jira password?")
+    assert pickle.loads(pickle.dumps(q)) == q
+    old = {"keys": q.keys, "unseen": q.unseen, "want": {}, "anchors": q.anchors, "near": {}}
+    loaded = subject.Question.__new__(subject.Question)
+    loaded.__setstate__(old)  # what unpickling does with an older file's state
+    assert loaded.subject == {} and loaded.hard == () and loaded.text == ""
+    assert dataclasses.replace(loaded, near={"x": frozenset()}).keys == q.keys

@@ -1,4 +1,5 @@
-"""What a question is about and what kind of answer it wants: the warrant layer's anchors.
+"""A question as the answer layer reads it (`Question`, made by `read`: the one record of a question), what
+it is about and what kind of answer it wants: the warrant layer's anchors.
 
     subject   the question's content words (ask words such as "explain" or "command" aside), each weighted
               by its rarity in the index (IDF from the keyword index's statistics: a word the index lacks
@@ -17,7 +18,8 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass, field, fields
+from typing import Any
 
 from pipeline.answers import words as tx
 from pipeline.query.terms import term_counts
@@ -74,12 +76,20 @@ class Question:
     text: str = ""  # as asked
     subject: dict[str, float] = field(default_factory=dict)  # what it is about: key → weight, in order
     hard: tuple[str, ...] = ()  # anchors an answer must carry (as written)
-    hard_keys: tuple[frozenset[str], ...] = ()
+    hard_keys: tuple[frozenset[str], ...] = ()  # keys of each (of every word, for one without content words)
     absent: frozenset[str] = frozenset()  # subject keys the whole index lacks
 
     def said(self, keys: Iterable[str]) -> str:
         """`keys` as the question wrote them (pipeline.answers.words.as_written), comma-separated."""
         return ", ".join(tx.as_written(self.text, keys))
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """One pickled before it held every field (`bench/fit_answers.py --asked` files): the rest at their
+        defaults."""
+        for f in fields(self):
+            if f.name not in state:
+                state[f.name] = f.default if f.default_factory is MISSING else f.default_factory()
+        self.__dict__.update(state)
 
     @property
     def absent_share(self) -> float:
