@@ -220,32 +220,37 @@ def candidates(r: Ranked, order: list[int], n: int = CANDIDATES) -> list[Unit]:
 
 def passage(u: Unit, words: int = PASSAGE_WORDS) -> list[Unit]:
     """`u` as a reader would want it shown, in chunk order: under its entry's first line (an entry
-    section, `_entry_section`) or its term (a definition), `u` grown by whole lines while at most
-    `words` words — the rest of its block after it, then before it, then the lines after and before it
-    in its chunk (a short section, such as a man page's option, whole)."""
+    section, `_entry_section`) or its term (a definition), `u` and whole lines while at most `words`
+    words — the rest of its block after it, then before it, then the lines after and before it in its
+    chunk (a short section, such as a man page's option, whole). Adding the chunk's next best line by
+    the line model before the neighbours bought no answer on the fit corpora (111 → 108 of 140)."""
     chunk = units(u.evidence)
     at = u.position - 1
     if not (0 <= at < len(chunk)) or chunk[at].text != u.text:
         return [u]
     head = chunk[:1] if _entry_section(u) else [t for t in (_term(u),) if t is not None]
-    lo = hi = at
-    size = sum(len(tx.words(t.text)) for t in [u, *head] if t.position - 1 != at or t is u)
     floor = head[0].position if head else 0  # the head is shown apart: never grown into
+    keep = {at}
+    size = len(tx.words(u.text)) + sum(len(tx.words(t.text)) for t in head if t.position - 1 != at)
 
-    def grow(j: int) -> bool:
+    def fits(j: int) -> bool:
         nonlocal size
         add = len(tx.words(chunk[j].text))
-        if size + add > words:
-            return False
+        if j in keep or size + add > words:
+            return j in keep
+        keep.add(j)
         size += add
         return True
 
-    for same_block in (True, False):
-        while hi + 1 < len(chunk) and (not same_block or chunk[hi + 1].block == u.block) and grow(hi + 1):
-            hi += 1
-        while lo > floor and (not same_block or chunk[lo - 1].block == u.block) and grow(lo - 1):
-            lo -= 1
-    return [t for t in head if t.position <= lo] + chunk[lo : hi + 1]
+    def around(same_block: bool) -> None:
+        for step in (1, -1):
+            j = at + step
+            while floor <= j < len(chunk) and (not same_block or chunk[j].block == u.block) and fits(j):
+                j += step
+
+    around(True)
+    around(False)
+    return [t for t in head if t.position - 1 not in keep] + [chunk[j] for j in sorted(keep)]
 
 
 def choose(r: Ranked, order: list[int], follow: float, max_lines: int) -> list[Unit]:
