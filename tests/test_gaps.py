@@ -36,7 +36,7 @@ from pipeline.answers import Answerer
 from pipeline.config import MetricsConfig, UsageConfig, load_settings
 from pipeline.ingest import IngestContext, ingest_source
 from pipeline.query import Searcher
-from pipeline.usage import Event, Recorder, prune
+from pipeline.usage import Recorder, UsageRecord, prune
 from tests.helpers import ServerThread, commit_repo, docforge_env, write_files
 from tests.test_web import browser  # noqa: F401 (the browser fixture)
 
@@ -271,8 +271,8 @@ def test_metrics_behind_its_own_token(site):
         assert call(site, "GET", "metrics", ADMIN, url=srv.url).status_code == 404
 
 
-def event(q: str = "q") -> Event:
-    return Event("search", "test", q, hashlib.sha256(q.encode()).hexdigest(), "who", "hybrid", 1.0)
+def event(q: str = "q") -> UsageRecord:
+    return UsageRecord("search", "test", q, hashlib.sha256(q.encode()).hexdigest(), "who", "hybrid", 1.0)
 
 
 def test_recording_never_blocks_nor_raises_and_drops_when_full():
