@@ -203,7 +203,8 @@ WITH newest AS (
         CROSS JOIN LATERAL (
             SELECT p.i, (SELECT c.text FROM chunks c WHERE c.id = p.id) AS text  -- by its key, one at a time
             FROM jsonb_array_elements_text(
-                CASE WHEN jsonb_typeof(bl.block->'chunk_ids') = 'array' AND jsonb_array_length(bl.block->'chunk_ids') > 0
+                CASE WHEN jsonb_typeof(bl.block->'chunk_ids') = 'array'
+                          AND jsonb_array_length(bl.block->'chunk_ids') > 0
                      THEN bl.block->'chunk_ids' ELSE jsonb_build_array(bl.block->'chunk_id') END
             ) WITH ORDINALITY p(id, i)
         ) part
