@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pytest
 
-from pipeline.answers import calibrate, extractive, features, fit, params
+from pipeline.answers import calibrate, extractive, features, fit, params, words
 from pipeline.answers.model import Evidence, text_hash
 from pipeline.answers.units import Unit, units
 from pipeline.answers.verify import verify
@@ -234,7 +234,11 @@ def test_an_entry_section_is_quoted_whole_its_first_line_with_the_default_first(
     assert lines[0].text == "limit_3 (default: 300)"
     chosen, unsure = _choose_line(ev, body[4])
     assert chosen == ["limit_3 (default: 300)", *body]
-    assert unsure == ["limit_3 (default: 300)", body[4]]  # unsure: the entry's name above its best line
+    # unsure: the entry's first line above its best line and the lines around it, a bounded passage
+    assert unsure[0] == "limit_3 (default: 300)" and body[4] in unsure
+    shown = unsure[1:]
+    assert shown == body[body.index(shown[0]) : body.index(shown[0]) + len(shown)] and len(shown) < len(body)
+    assert sum(len(words.words(t)) for t in unsure) <= extractive.PASSAGE_WORDS
     assert verify(extractive.answer_text([(t, ev) for t in chosen]), {"E1": ev.text}).audit_mode == "STRICT"
 
 
@@ -265,10 +269,11 @@ def test_below_the_fitted_sure_it_offers_the_best_lines_of_different_sections():
     ]
     q = "When do backups run?"
     unsure = extractive.extract(q, pages, dataclasses.replace(SHIPPED, threshold=0.0, sure=1.0), embed=_bag)
-    assert not unsure.sure and 2 <= len(unsure.lines) <= extractive.CANDIDATES
     where = [(e.doc_key, e.section) for _, e in unsure.lines]
-    assert len(set(where)) == len(where)  # one line per section, best first
-    assert unsure.lines[0][0] == "Backups run nightly at 02:00."
+    assert not unsure.sure and 2 <= len(set(where)) <= extractive.CANDIDATES
+    assert where == sorted(where, key=where.index)  # one passage per section, best first
+    # the best line with the sentence that completes it, as the page reads
+    assert [t for t, _ in unsure.lines[:2]] == ["Backups run nightly at 02:00.", "Backups are kept 30 days."]
     sure = extractive.extract(q, pages, dataclasses.replace(SHIPPED, threshold=0.0, sure=0.0), embed=_bag)
     assert sure.sure and sure.lines[0][0] == "Backups run nightly at 02:00."
     assert sure.confidence == unsure.confidence  # the label moves with the threshold, not the probability
