@@ -42,6 +42,13 @@ def docforge_env(**extra: str) -> dict[str, str]:
     }
 
 
+def sealed_env(tmp: Path, database_url: str, config: Path, **extra: str) -> dict[str, str]:
+    """`docforge_env` over this store and sources.yml, sealed off from this process's environment: the
+    system PATH only, HOME and DOCFORGE_HOME under `tmp`."""
+    home = {"HOME": str(tmp), "DOCFORGE_HOME": str(tmp / "home")}
+    return docforge_env(PATH="/usr/bin:/bin", DATABASE_URL=database_url, DOCFORGE_CONFIG=str(config), **home, **extra)
+
+
 def ingest_process(config: Path, env: dict[str, str]) -> subprocess.Popen:
     """`docforge ingest -c config` as a subprocess of this interpreter, its stderr piped (text)."""
     return subprocess.Popen(

@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from pipeline.printable import printable
-from tests.helpers import docforge_env
+from tests.helpers import sealed_env
 
 DOCFORGE = str(Path(sys.executable).parent / "docforge")
 TITLE_ESC = "\x1b]0;pwned\x07title.md"  # sets the window title on most terminals
@@ -53,15 +53,7 @@ def site(tmp_path, database_url):
         (docs / name).write_text(text)
     config = tmp_path / "sources.yml"
     config.write_text(f"sources:\n  - name: kb\n    type: directory\n    path: {json.dumps(str(docs))}\n")
-    env = docforge_env(
-        PATH="/usr/bin:/bin",
-        HOME=str(tmp_path),
-        DATABASE_URL=database_url,
-        DOCFORGE_CONFIG=str(config),
-        DOCFORGE_HOME=str(tmp_path / "home"),
-        COLUMNS="80",
-    )
-    return env
+    return sealed_env(tmp_path, database_url, config, COLUMNS="80")
 
 
 def cli(env: dict, *args: str) -> subprocess.CompletedProcess:

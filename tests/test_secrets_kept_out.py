@@ -14,7 +14,7 @@ import yaml
 from pipeline.config import load_settings
 from pipeline.ingest import IngestContext, ingest_source
 from pipeline.redact import redact, register_digest
-from tests.helpers import docforge_api, docforge_env, write_files
+from tests.helpers import docforge_api, sealed_env, write_files
 from tests.test_hostile_names import cli
 
 ADMIN = "adm1n-Secret-Token-7781"  # DOCFORGE_API_TOKENS
@@ -38,12 +38,10 @@ def test_a_token_pasted_into_a_question_is_absent_from_log_store_and_gaps(tmp_pa
         yaml.safe_dump([{"name": "ann@x.com", "sha256": hashlib.sha256(ANN.encode()).hexdigest(), "groups": ["eng"]}])
     )
     ingest_source(IngestContext(load_settings(config), url=database_url, embedder=embedder), "kb")
-    env = docforge_env(
-        PATH="/usr/bin:/bin",
-        HOME=str(tmp_path),
-        DATABASE_URL=database_url,
-        DOCFORGE_CONFIG=str(config),
-        DOCFORGE_HOME=str(tmp_path / "home"),
+    env = sealed_env(
+        tmp_path,
+        database_url,
+        config,
         DOCFORGE_API_TOKENS=ADMIN,
         DOCFORGE_API_TOKENS_FILE=str(tmp_path / "tokens.yml"),
         DOCFORGE_LLM_API_KEY=LLM_KEY,
