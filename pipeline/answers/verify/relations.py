@@ -7,9 +7,10 @@ rests on. Word shares cannot tell that from a true rewording; these three featur
     span   the longest run of the claim's content words that stand consecutively (as content words) in the
            evidence sentence holding most of them, over the claim's content words: a rewording keeps
            phrases of the evidence, a recombination breaks them
-    cover  the share of that sentence's content words the claim says: how much of what the sentence
-           asserts the claim carries over (a claim that takes three words of a long sentence and adds its
-           own relation between them covers little)
+    cover  the share of that sentence's content words standing within AROUND of a word the claim says that
+           the claim says too: how much of the clause it draws on the claim carries over (a claim that takes
+           three words of a sentence and puts its own relation between them covers little; one that says
+           one clause of a long sentence, all of it, covers it whole)
     pairs  the share of the claim's neighbouring content-word pairs that stand within NEAR content words
            of each other in one evidence sentence (either order: a passive rewording turns them round)
 
@@ -24,6 +25,8 @@ from functools import lru_cache
 from pipeline.answers import words as tx
 
 NEAR = 3  # content words apart: an adjective and its noun, a verb and its object across an article or two
+AROUND = 2  # content words either side of a claim's word: its clause, roughly (the whole sentence: 0.5 % lower
+# leave-one-corpus-out accuracy on the fit sets but short true claims of long sentences refused)
 NAMES = ("span", "cover", "pairs")
 
 
@@ -57,7 +60,7 @@ def relations(claim: str, sentences: list[str]) -> dict[str, float]:
     kept = sum(any(a in p and b in p and _near(p[a], p[b]) for p in pos) for a, b in pairs)
     return {
         "span": _longest_run(said, best) / len(said),
-        "cover": len(mine.intersection(best)) / max(len(set(best)), 1),
+        "cover": _cover(mine, best),
         "pairs": kept / len(pairs) if pairs else 1.0,
     }
 
@@ -74,3 +77,12 @@ def _longest_run(said: tuple[str, ...], sentence: tuple[str, ...]) -> int:
         run = run + 1 if i and (said[i - 1], k) in bigrams else 1
         best = max(best, run)
     return best
+
+
+def _cover(mine: set[str], sentence: tuple[str, ...]) -> float:
+    """The share of the sentence's words within AROUND of a claim word that the claim says."""
+    at = [i for i, k in enumerate(sentence) if k in mine]
+    if not at:
+        return 0.0
+    around = {sentence[j] for i in at for j in range(max(0, i - AROUND), min(len(sentence), i + AROUND + 1))}
+    return len(mine.intersection(around)) / len(around)
