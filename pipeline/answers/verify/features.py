@@ -42,7 +42,7 @@ FEATURES = (
     "names", "name_apart", "negation", "swap", "relation", "stray", "length", *relations.NAMES,
 )  # fmt: skip
 # All of them: each base feature dropped in turn lowered the leave-one-corpus-out accuracy on the fit sets;
-# the relation features (span, cover, pairs) raised it from 83.5 % to 87.6 % (bench/verify_docs.py --loo).
+# the relation features (span, cover, pairs) raised it from 83.5 % to 87.2 % (bench/verify_docs.py --loo).
 BASE = FEATURES
 # Features where more is better: a claim of several sentences is as good as its weakest sentence on these,
 # and as bad as its worst on the others.
