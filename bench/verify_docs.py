@@ -2,6 +2,7 @@
 
     python bench/verify_docs.py [--sets DIR ...] [--fit-corpora A,B] [--report-corpora C,D]
                                 [--split fit|report|all] [--halueval N] [--verbose] [--smoke] [--fit]
+                                [--n N] [--against CHECKOUT]
 
 Labelled sets: DIR/<corpus>/claims.jsonl (evidence quote with its source file, claim, label
 supported/unsupported, type); each --sets DIR (default bench/sets, repeatable) is read, a corpus's split
@@ -21,6 +22,8 @@ parameters file (pipeline/answers/params/verifier.json, or VERIFIER_PARAMS) with
 with VERIFIER_NLI_MODEL set, the model with the NLI judge's feature too ("nli").
 Throughput: the whole set (repeated to --n answers) through the `docforge verify` command as a user runs it,
 process start included, against the same command on one answer (what starting costs).
+--against CHECKOUT: the same throughput run with that checkout's code (PYTHONPATH) right after, and the
+ratio of the two (the machine being shared, compare figures measured together).
 --smoke: a few claims of each split, no HaluEval, no throughput run — seconds, for the test of every bench.
 """
 
@@ -138,27 +141,36 @@ def wrapped(text: str) -> None:
     print(textwrap.fill(text, 80, subsequent_indent="    "))
 
 
-def throughput(rows: list[dict], n: int) -> None:
-    """`docforge verify` over n answers, process start included, against one answer (the start)."""
+def throughput(rows: list[dict], n: int, against: Path | None = None) -> None:
+    """`docforge verify` over n answers, process start included, against one answer (the start); with
+    `against` (another checkout), its `docforge verify` on the same input right after, and the ratio."""
     exe = str(Path(sys.executable).parent / "docforge")
     with tempfile.TemporaryDirectory() as tmp:
         many, one = Path(tmp) / "many.jsonl", Path(tmp) / "one.jsonl"
         lines = [json.dumps(request(r)) for r in rows]
         many.write_text("".join(lines[i % len(lines)] + "\n" for i in range(n)))
         one.write_text(lines[0] + "\n")
-        times = {}
-        for label, path in (("one answer", one), (f"{n:,} answers", many)):
-            t = time.perf_counter()
-            res = subprocess.run([exe, "verify", str(path), "-o", os.devnull], capture_output=True, text=True)
-            times[label] = time.perf_counter() - t
-            if res.returncode:
-                print(f"  `docforge verify` failed (exit {res.returncode}): {res.stderr.strip()[-300:]}")
-                return
-    start, total = times["one answer"], times[f"{n:,} answers"]
-    wrapped(
-        f"throughput: `docforge verify` {n:,} answers in {total:.2f} s = {n / total:,.0f} answers/s with the "
-        f"process start ({start:.2f} s for one answer); {n / max(total - start, 1e-9):,.0f} answers/s after it"
-    )
+        rates = {}
+        for code in (None, against) if against else (None,):
+            env = {**os.environ, "PYTHONPATH": str(code.resolve())} if code else None
+            times = {}
+            for label, path in (("one", one), ("many", many)):
+                t = time.perf_counter()
+                cmd = [exe, "verify", str(path), "-o", os.devnull]
+                res = subprocess.run(cmd, capture_output=True, text=True, env=env)
+                times[label] = time.perf_counter() - t
+                if res.returncode:
+                    print(f"  `docforge verify` failed (exit {res.returncode}): {res.stderr.strip()[-300:]}")
+                    return
+            start, total = times["one"], times["many"]
+            rates[code] = n / total
+            wrapped(
+                f"throughput{f' ({code})' if code else ''}: `docforge verify` {n:,} answers in {total:.2f} s = "
+                f"{n / total:,.0f} answers/s with the process start ({start:.2f} s for one answer); "
+                f"{n / max(total - start, 1e-9):,.0f} answers/s after it"
+            )
+    if against:
+        print(f"  this checkout ÷ {against}: {rates[None] / rates[against]:.2f}x the answers/s")
 
 
 def examined(rows: list[dict], nli) -> list:
@@ -276,6 +288,7 @@ def main() -> None:
     ap.add_argument("--smoke", action="store_true", help="a few claims per split, no throughput run")
     ap.add_argument("--n", type=int, default=2000, help="answers in the throughput run (0: none)")
     ap.add_argument("--fit", action="store_true", help="refit the calibrated model on the fit claims")
+    ap.add_argument("--against", type=Path, help="another checkout whose throughput is measured beside it")
     args = ap.parse_args()
     dirs = args.sets or [SETS]
     assign = {c: "fit" for c in args.fit_corpora.split(",") if c} | {
@@ -297,7 +310,7 @@ def main() -> None:
         for task, lo in (("qa", HELD_OUT), ("summarization", 0)):
             show(f"[report] HE {task[:7]}", score(halueval(task, lo, args.halueval), args.verbose))
     if everything and args.n and not args.smoke:
-        throughput(everything, args.n)
+        throughput(everything, args.n, args.against)
 
 
 if __name__ == "__main__":

@@ -16,13 +16,13 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import replace
 
 import numpy as np
 
 from pipeline.answers import lexicon
 from pipeline.answers import words as tx
-from pipeline.answers.subject import hard_anchors
+from pipeline.answers.subject import Question, read
 from pipeline.answers.units import Unit
 
 LINE = (
@@ -77,22 +77,9 @@ KINDS = ("number", "option", "path", "command", "identifier")
 _DIGIT = re.compile(r"\d")
 
 
-@dataclass(frozen=True)
-class Question:
-    keys: dict[str, float]  # the question's content words (keys) → weight (IDF over the index)
-    unseen: float  # share of that weight in words the index lacks altogether
-    want: dict[str, float]  # kind → how much more the question asks for it than for the average kind
-    anchors: tuple[frozenset[str], ...] = ()  # its names, identifiers and quoted strings (keys of each)
-    near: dict[str, frozenset[str]] = field(default_factory=dict)  # key → its WordNet synonyms' keys
-
-
 def question(text: str, idf: dict[str, float], absent: frozenset[str], want: dict[str, float]) -> Question:
-    keys = dict.fromkeys(tx.content_keys(text))
-    weights = {k: idf.get(k, 1.0) for k in keys}
-    total = sum(weights.values()) or 1.0
-    unseen = sum(w for k, w in weights.items() if k in absent) / total
-    anchors = tuple(frozenset(tx.content_keys(a)) for a in hard_anchors(text))
-    return Question(weights, unseen, want, tuple(a for a in anchors if a), near(text, keys))
+    q = read(text, idf, absent)
+    return replace(q, want=want, near=near(text, q.keys))
 
 
 def near(text: str, keys: dict[str, float] | dict[str, None]) -> dict[str, frozenset[str]]:

@@ -18,7 +18,7 @@ from pipeline.answers import words as tx
 from pipeline.answers.units import MAX_WORDS, Unit, units
 
 
-class Ranked(Protocol):
+class Scored(Protocol):
     """A question's ranked lines (pipeline.answers.extractive.Ranked): each line and its logit."""
 
     @property
@@ -38,7 +38,7 @@ CANDIDATES = 3  # passages offered when unsure: the best of as many different se
 PASSAGE_WORDS = 80
 
 
-def candidates(r: Ranked, order: list[int], n: int = CANDIDATES) -> list[Unit]:
+def candidates(r: Scored, order: list[int], n: int = CANDIDATES) -> list[Unit]:
     """The passage (`passage`) of the best line of each of the `n` best sections (document and
     section), best first; an entry section's under its first line, a definition under its term."""
     out: list[Unit] = []
@@ -90,7 +90,7 @@ def passage(u: Unit, words: int = PASSAGE_WORDS) -> list[Unit]:
     return [t for t in head if t.position - 1 not in keep] + [chunk[j] for j in sorted(keep)]
 
 
-def choose(r: Ranked, order: list[int], follow: float, max_lines: int) -> list[Unit]:
+def choose(r: Scored, order: list[int], follow: float, max_lines: int) -> list[Unit]:
     """The best line, then each next best scoring `follow` of its probability (never one saying the
     same as a chosen line); a line introducing a code block is followed by the block, and a line of an
     entry (a term and its definition: an option, a setting, a command) brings the whole entry, term

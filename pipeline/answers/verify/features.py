@@ -25,9 +25,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+import pipeline.answers.verify.align as align
+import pipeline.answers.verify.logic as logic
 from pipeline.answers import lexicon
 from pipeline.answers import words as tx
-from pipeline.answers.verify import align, logic
 from pipeline.answers.verify.anchors import anchor_problems, anchors
 from pipeline.answers.verify.blocks import CitedBlock
 from pipeline.answers.verify.sense import sense_problems
@@ -123,9 +124,6 @@ def aligned(readings: list[tuple[str, ClaimReading]], cited_of: list[list[CitedB
             r.x.setdefault("recall", r.x["wordnet"])
             r.x.setdefault("weakest", 1.0 if r.x["wordnet"] >= 1 else 0.0)
         return
-    evidence = [sentences_of(c) for c in cited_of]
-    texts = [s for s, _ in readings] + [t for ev in evidence for t in ev]
-    enc.encode(texts)  # one batched pass over everything not cached yet
-    for (s, r), ev in zip(readings, evidence, strict=True):
-        claim, *sents = enc.encode([s, *ev])
-        r.x["recall"], r.x["weakest"] = align.scores(claim, sents)
+    pairs = [(s, sentences_of(c)) for (s, _), c in zip(readings, cited_of, strict=True)]
+    for (_, r), (recall, weakest) in zip(readings, enc.align(pairs), strict=True):
+        r.x["recall"], r.x["weakest"] = recall, weakest
