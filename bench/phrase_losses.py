@@ -197,13 +197,13 @@ def main() -> None:
     ap.add_argument("--only", help="comma-separated corpus names to ask")
     ap.add_argument("--keep", type=Path, required=True, help="the asked questions (pickle): written, or replayed")
     ap.add_argument("--live", action="store_true", help="count the replies as asked, not re-decided now")
-    ap.add_argument("--words", type=int, help="replay with this extractive.PASSAGE_WORDS (0: the line alone)")
+    ap.add_argument("--words", type=int, help="replay with this shown.PASSAGE_WORDS (0: the line alone)")
     ap.add_argument("--verbose", "-v", action="store_true")
     args = ap.parse_args()
     if args.words is not None:
-        from pipeline.answers import extractive
+        from pipeline.answers import shown
 
-        extractive.PASSAGE_WORDS = args.words
+        shown.PASSAGE_WORDS = args.words
     if args.only:
         if not args.stores:
             ap.error("--only asks afresh: --stores is required")

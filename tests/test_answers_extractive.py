@@ -242,6 +242,13 @@ def test_an_entry_section_is_quoted_whole_its_first_line_with_the_default_first(
     assert verify(extractive.answer_text([(t, ev) for t in chosen]), {"E1": ev.text}).audit_mode == "STRICT"
 
 
+def test_a_candidate_on_an_entry_s_first_line_shows_the_entry_under_it():
+    body = ["Sets how many clients may connect.", "The default suits most servers."]
+    ev, _ = _entry_section(body)
+    _, unsure = _choose_line(ev, "limit_3 (default: 300)")
+    assert unsure == ["limit_3 (default: 300)", *body]  # a short entry whole, its name first, once
+
+
 def test_a_long_entry_section_gives_its_first_line_and_the_line_and_other_sections_only_the_line():
     body = [f"Rule {n} of this limit applies to {'every client that connects to the server ' * 3}." for n in range(9)]
     ev, _ = _entry_section(body)
