@@ -46,8 +46,9 @@ def test_a_claim_that_repeats_one_evidence_word_is_refused_with_a_reason():
 @pytest.mark.parametrize(
     ("text", "keys"),
     [
-        ("sixty-four kibibytes", ["#64", "#64", "kib"]),
-        ("64KiB", ["#64", "kib"]),
+        ("sixty-four kibibytes", ["#65536", "#65536", "byte"]),  # sizes in bytes
+        ("64KiB", ["#65536", "byte"]),
+        ("16 KB", ["#16384", "byte"]),  # KB counts in 1024s, as documentation mostly means it
         ("two hundred and fifty-six", ["#256"] * 5),
         ("ten seconds", ["#10", "s"]),
         ("10 s", ["#10", "s"]),
@@ -60,8 +61,17 @@ def test_a_claim_that_repeats_one_evidence_word_is_refused_with_a_reason():
         ("a week", ["#604800", "s"]),
         ("7 days", ["#604800", "s"]),
         ("800 ms", ["#0.8", "s"]),
-        ("ten percent", ["#10", "percent"]),
-        ("10 %", ["#10", "percent"]),
+        ("ten percent", ["#0.1", "percent"]),  # a percentage is the fraction it names
+        ("10 %", ["#0.1", "percent"]),
+        ("a quarter of a minute", ["#15", "#15", "of", "a", "s"]),
+        ("three quarters of an hour", ["#2700", "#2700", "of", "an", "s"]),
+        ("one minute and four seconds", ["#64", "s", "and", "#64", "s"]),  # one duration in parts
+        ("1 h 30 min", ["#5400", "s", "#5400", "s"]),
+        ("80x24", ["#80", "x", "#24"]),  # a size: two numbers
+        ("0x1f", ["#0", "x1f"]),  # hex stays a word
+        ("nineteen seventy", ["#1970", "#1970"]),  # a year said aloud
+        ("a second time", ["a", "#2th", "time"]),  # the ordinal, not one second
+        ("wait a second", ["wait", "#1", "s"]),
         ("a b", ["a", "b"]),  # an article before a unit's letter is no count
     ],
 )

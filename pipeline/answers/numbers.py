@@ -91,6 +91,67 @@ CONVERSIONS = {
     "h": ("s", 3600.0),
     "day": ("s", 86400.0),
     "week": ("s", 604800.0),
+    # Byte counts in bytes: "512 KiB" is "524288 bytes" and "16 KiB" the bare "16384" of a size in bytes.
+    # KB, MB, GB, TB count in powers of 1024 too: software documentation mostly means that by them, and
+    # "16 KB" for "16 KiB" (or the other way round) must not be refused; a claim that says "1,000,000
+    # bytes" for "1 MB" is the rarer rewording.
+    "byte": ("byte", 1.0),
+    "kb": ("byte", 1024.0),
+    "kib": ("byte", 1024.0),
+    "mb": ("byte", 1024.0**2),
+    "mib": ("byte", 1024.0**2),
+    "gb": ("byte", 1024.0**3),
+    "gib": ("byte", 1024.0**3),
+    "tb": ("byte", 1024.0**4),
+    "tib": ("byte", 1024.0**4),
+    # A percentage is the fraction it names: "60 %" is the "0.6" of a ratio, "50 percent" is "half".
+    "percent": ("percent", 0.01),
 }
 # "a week", "an hour": the article counts one of a spelt-out unit; "half an hour" reads past it.
 ARTICLES = frozenset({"a", "an"})
+# Parts of a unit: "a quarter of a minute" is 15 seconds, "three quarters of an hour" 45 minutes.
+FRACTIONS = {"half": 0.5, "halves": 0.5, "quarter": 0.25, "quarters": 0.25}
+
+
+def fraction_at(tokens: tuple[str, ...], i: int, count: float | None) -> tuple[int, int, float] | None:
+    """A part of a unit starting at token i ("a quarter of a minute", "three quarters of an hour", "half
+    an hour"): the end of its number words, the index of its unit and its value in the unit's base, or None. `count` is the value of
+    token i when it is a number (a fraction word is none), else None."""
+    j = i
+    if tokens[j] in ARTICLES or (count is not None and tokens[j] not in FRACTIONS):
+        j += 1
+    times = 1.0 if j == i or tokens[i] in ARTICLES else float(count or 0)
+    if j >= len(tokens) or tokens[j] not in FRACTIONS:
+        return None
+    part = FRACTIONS[tokens[j]]
+    j += 1
+    said = j
+    if j < len(tokens) and tokens[j] == "of":
+        j += 1
+    if j < len(tokens) and tokens[j] in ARTICLES:
+        j += 1
+    unit = UNITS.get(tokens[j]) if j < len(tokens) else None
+    if unit not in CONVERSIONS or unit == "percent":
+        return None
+    return said, j, times * part * CONVERSIONS[unit][1]
+
+
+def join_compounds(tokens: tuple[str, ...], out: list[str], quantities: list[tuple[int, int, int]]) -> None:
+    """One duration or size said in parts ("one minute and four seconds", "1 h 30 min") is one number:
+    each part's number key becomes the sum. `quantities` are (start, end, unit index) of the numbers read
+    with a converted unit, in order; `out` holds their keys, already in the unit's base."""
+    k = 0
+    while k < len(quantities):
+        m = k
+        while m + 1 < len(quantities):
+            (_, _, u), (s2, _, u2) = quantities[m], quantities[m + 1]
+            gap = tokens[u + 1 : s2]
+            big, small = CONVERSIONS[UNITS[tokens[u]]], CONVERSIONS[UNITS[tokens[u2]]]
+            if gap not in ((), ("and",)) or big[0] != small[0] or big[1] <= small[1] or big[0] == "percent":
+                break
+            m += 1
+        if m > k:
+            total = sum(float(out[quantities[q][0]][1:]) for q in range(k, m + 1))
+            for s, e, _ in quantities[k : m + 1]:
+                out[s:e] = [f"#{total:.6g}"] * (e - s)
+        k = m + 1

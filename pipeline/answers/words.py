@@ -19,9 +19,12 @@ from pipeline.answers import lexicon
 from pipeline.answers.numbers import (  # noqa: F401 (part of this module's API)
     ARTICLES,
     CONVERSIONS,
+    FRACTIONS,
     NUMBER_WORDS,
     ORDINALS,
     UNITS,
+    fraction_at,
+    join_compounds,
 )
 from pipeline.answers.sentences import split_sentences  # noqa: F401 (part of this module's API)
 
@@ -146,7 +149,13 @@ def words(text: str) -> list[str]:
 
 @lru_cache(maxsize=16384)
 def _words(text: str) -> tuple[str, ...]:  # a claim's sentence is read by several checks
-    return tuple(_WORD.findall(fold(text).replace("%", " percent ")))  # "10 %" reads as "ten percent"
+    text = _BY.sub(r"\1 x \2", fold(text)).replace("%", " percent ")  # "10 %" reads as "ten percent"
+    return tuple(_WORD.findall(text))
+
+
+# "80x24", "1920x1080": two numbers (a size), not a number and a word; "0x1f" (hex) and "1x234" (a string
+# of a format's example) stay as they are.
+_BY = re.compile(r"(?<![\w.])([1-9]\d+)x(\d{2,})\b")
 
 
 try:  # PyStemmer, what snowballstemmer returns when it is installed; importing snowballstemmer itself loads
@@ -216,23 +225,42 @@ def _keys(tokens: tuple[str, ...]) -> tuple[str, ...]:
     ("two hundred fifty-six" → #256 on each of its tokens, "nine point five" → #9.5), and a unit right
     after a number is its unit key ("64 kibibytes" and "64KiB" → #64 kib)."""
     out = [key(w) for w in tokens]
+    quantities: list[tuple[int, int, int]] = []  # numbers read with a converted unit: start, end, unit
     i, n = 0, len(tokens)
     while i < n:
         j, value = _number_run(tokens, i) if tokens[i] in _COMPOSABLE else (i + 1, 0.0)
         if j > i + 1:
             out[i:j] = [f"#{value:g}"] * (j - i)
+        count = float(out[i][1:]) if out[i].startswith("#") and not out[i].endswith("th") else None
+        if (tokens[i] in ARTICLES or tokens[i] in FRACTIONS or count is not None) and (
+            part := fraction_at(tokens, i, count)
+        ):
+            said, u, value = part  # "a quarter of a minute": #15 on "a quarter", the unit's base on the unit
+            out[i:said] = [f"#{value:.6g}"] * (said - i)
+            out[u] = CONVERSIONS[UNITS[tokens[u]]][0]
+            quantities.append((i, said, u))
+            i = u + 1
+            continue
         u = j + 1 if j + 1 < n and tokens[j] in ARTICLES and out[i].startswith("#") else j  # "half an hour"
         if tokens[i] in ARTICLES and j < n and len(tokens[j]) > 2 and UNITS.get(tokens[j]) in CONVERSIONS:
-            out[i] = "#1"  # "a week", "an hour"
+            if not _ordinal_second(tokens, j):
+                out[i] = "#1"  # "a week", "an hour"
         if out[i].startswith("#") and u < n and tokens[u] in UNITS:
             out[u] = UNITS[tokens[u]]
             if out[u] in CONVERSIONS and not out[i].endswith("th"):
                 base, factor = CONVERSIONS[out[u]]
                 out[i:j] = [f"#{float(out[i][1:]) * factor:.6g}"] * (j - i)
                 out[u] = base
+                quantities.append((i, j, u))
             j = max(j, u)  # the article of "half an hour" is not "an hour" again
         i = max(j, i + 1)
+    join_compounds(tokens, out, quantities)
     return tuple(out)
+
+
+def _ordinal_second(tokens: tuple[str, ...], j: int) -> bool:
+    """ "a second time", "a second server": "second" as the ordinal before a noun, not one second."""
+    return tokens[j] == "second" and j + 1 < len(tokens) and tokens[j + 1] not in STOPWORDS
 
 
 def _number_run(tokens: tuple[str, ...], i: int) -> tuple[int, float]:
@@ -247,6 +275,10 @@ def _number_run(tokens: tuple[str, ...], i: int) -> tuple[int, float]:
         elif v == 100:
             current = (current or 1) * 100
         elif last is not None and (last < 100 and (last < 20 or v >= 10)):
+            if j == i + 1 and 13 <= last < 20 and 10 <= v < 100:  # a year: "nineteen seventy(-four)"
+                end, rest = _number_run(tokens, j)
+                end, rest = (end, rest) if end > j + 1 else (j + 1, v)
+                return (end, last * 100 + rest) if rest < 100 else (i + 1, 0.0)
             break  # "one two", "twenty thirty": two numbers, not one
         else:
             current += v

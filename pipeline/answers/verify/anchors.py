@@ -75,7 +75,9 @@ def proper_nouns(sentence: str) -> list[str]:
         if t in ',()"':
             close()
             continue
-        if t[0].isupper() and t != "I":
+        if t.lower() in tx.UNITS and i and tx.number_value(tokens[i - 1].lower()) is not None:
+            close()  # "16 KiB", "10 MB": a unit read with its number, not a name
+        elif t[0].isupper() and t != "I":
             run.append((t, start))
         elif run and t.lower() in _CONNECT and i + 1 < len(tokens) and tokens[i + 1][0].isupper():
             run.append((t, False))
