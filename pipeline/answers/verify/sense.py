@@ -41,10 +41,9 @@ def sense_problems(s: str, anc: Anchors, cited: list[CitedBlock]) -> list[str]:
     if best_b is None:
         return []
     lo, hi = best_r
-    claim_neg = _negated(s, keys)
     # a bare name ("Ford Fusion") asserts no polarity
-    short = not claim_neg and len(words) <= 4 and all(w[:1].isupper() or w[:1].isdigit() for w in s.split())
-    if not short and claim_neg != _negated(best_b.sentence_text(lo, hi), keys):
+    short = len(words) <= 4 and all(w[:1].isupper() or w[:1].isdigit() for w in s.split()) and not _negations(s)
+    if not short and _polarity_differs(s, best_b.sentence_text(lo, hi), keys):
         return ["negation differs from the evidence sentence it matches"]
     if flipped := _bound_flipped(words, cited):
         return [f"'{flipped}': the evidence bounds that number from the other side"]
@@ -165,13 +164,35 @@ def _windows(b: CitedBlock) -> list[frozenset[str]]:
     return b.sentence_windows
 
 
-def _negated(text: str, claim_keys: set[str]) -> int:
-    """Negations that govern what the claim talks about (one in an aside of the evidence does not count)."""
+def _negations(text: str) -> list[tuple[bool, frozenset[str]]]:
+    """Each negation of a text: whether it is a verb of failing or lacking ("fails", not "not"), and the
+    keys of the first words it governs that carry meaning (its head)."""
+    return [
+        (cue in _FAILING, frozenset([k for k in scope if k not in LIGHT][: policy.NEGATION_HEAD]))
+        for cue, scope in tx.negations_with_scope(text)
+    ]
+
+
+def _polarity_differs(claim: str, sentence: str, claim_keys: set[str]) -> bool:
+    """A negation on one side only: one of the sentence's, of what the claim talks about, that turns round
+    no word the claim's negations of its kind turn round, or one of the claim's whose head the sentence
+    negates nowhere. Negations are matched by what they govern, not counted: "will not update paths, and
+    will not record paths" supports "will not update paths"; "fails" and "does not fail" still differ."""
+    mine, theirs = _negations(claim), _negations(sentence)
     # a negation counts when the first word it governs that carries meaning is one the claim says
     # ("switching branches will not update paths" for a claim about updating paths; not a later "and
     # the commit command will not record paths", nor "if the former is not used")
-    heads = [[k for k in scope if k not in LIGHT][: policy.NEGATION_HEAD] for scope in tx.negated_words(text)]
-    return sum(1 for h in heads if not h or claim_keys.intersection(h))
+    theirs = [(f, h) for f, h in theirs if not h or claim_keys & h]
+    for side, other in ((theirs, mine), (mine, theirs)):
+        for failing, head in side:
+            said = [h for f, h in other if f == failing]
+            if not said or (head and not any(head & h or not h for h in said)):
+                return True
+    return False
+
+
+# The negation words that are verbs of failing or lacking (the rest negate what follows them).
+_FAILING = frozenset("unable fails fail failed lacks lack".split())
 
 
 def _swapped(s: str, named: list[str], anc: Anchors, b: CitedBlock, lo: int, hi: int) -> bool:
