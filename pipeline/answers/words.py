@@ -249,7 +249,8 @@ def _keys(tokens: tuple[str, ...]) -> tuple[str, ...]:
             out[u] = UNITS[tokens[u]]
             if out[u] in CONVERSIONS and not out[i].endswith("th"):
                 base, factor = CONVERSIONS[out[u]]
-                out[i:j] = [f"#{float(out[i][1:]) * factor:.6g}"] * (j - i)
+                half = 0.5 if tokens[u + 1 : u + 4] == ("and", "a", "half") else 0.0  # "an hour and a half"
+                out[i:j] = [f"#{(float(out[i][1:]) + half) * factor:.6g}"] * (j - i)
                 out[u] = base
                 quantities.append((i, j, u))
             j = max(j, u)  # the article of "half an hour" is not "an hour" again
@@ -414,6 +415,11 @@ def negated_words(text: str, reach: int = 4) -> list[tuple[str, ...]]:
     """For each negation cue, the keys of the content words it governs, in order (the next `reach`: four
     reach the end of "does not enable remote logins by default"; within its clause: a comma, semicolon or
     colon ends what "not" turns around)."""
+    return [scope for _, scope in negations_with_scope(text, reach)]
+
+
+def negations_with_scope(text: str, reach: int = 4) -> list[tuple[str, tuple[str, ...]]]:
+    """Each negation cue (folded) with the keys of the content words it governs (see `negated_words`)."""
     out = []
     for clause in re.split(r"[,;:]\s", _CODE.sub(" ", fold(text))):
         tokens = re.findall(r"[\w'-]+", clause)  # "not-null" whole: an identifier, not a cue; then _WORD
@@ -425,5 +431,5 @@ def negated_words(text: str, reach: int = 4) -> list[tuple[str, ...]]:
                     for w in _WORD.findall(tok)
                     if is_content(w) and w not in NEGATIONS
                 ]
-                out.append(tuple(key(w) for w in governed[:reach]))
+                out.append((t, tuple(key(w) for w in governed[:reach])))
     return out

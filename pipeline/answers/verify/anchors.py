@@ -36,7 +36,8 @@ def anchors(sentence: str) -> Anchors:
     numbers = []
     ws = tx.words(sentence)
     for w, k in zip(ws, tx.keys(ws), strict=True):
-        if w in _NOT_COUNTS or w in tx.ORDINALS or not k.startswith("#") or k.endswith("th"):
+        # "one", "half" alone are no counts ("one of them"); with a unit they are ("one day", "half an hour")
+        if (w in _NOT_COUNTS and k == tx.key(w)) or w in tx.ORDINALS or not k.startswith("#") or k.endswith("th"):
             continue
         if k not in numbers:
             numbers.append(k)
