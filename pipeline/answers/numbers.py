@@ -115,8 +115,8 @@ FRACTIONS = {"half": 0.5, "halves": 0.5, "quarter": 0.25, "quarters": 0.25}
 
 def fraction_at(tokens: tuple[str, ...], i: int, count: float | None) -> tuple[int, int, float] | None:
     """A part of a unit starting at token i ("a quarter of a minute", "three quarters of an hour", "half
-    an hour"): the end of its number words, the index of its unit and its value in the unit's base, or None. `count` is the value of
-    token i when it is a number (a fraction word is none), else None."""
+    an hour"): the end of its number words, the index of its unit and its value in the unit's base, or
+    None. `count` is the value of token i when it is a number (a fraction word is none), else None."""
     j = i
     if tokens[j] in ARTICLES or (count is not None and tokens[j] not in FRACTIONS):
         j += 1
@@ -155,3 +155,47 @@ def join_compounds(tokens: tuple[str, ...], out: list[str], quantities: list[tup
             for s, e, _ in quantities[k : m + 1]:
                 out[s:e] = [f"#{total:.6g}"] * (e - s)
         k = m + 1
+
+
+_DIGIT_WORDS = {w: v for w, v in NUMBER_WORDS.items() if isinstance(v, int) and v < 10}
+COMPOSABLE = {
+    w: v
+    for w, v in NUMBER_WORDS.items()
+    if w in _DIGIT_WORDS
+    or w.endswith(("teen", "ty"))
+    or w in ("ten", "eleven", "twelve", "hundred", "thousand", "million", "billion")
+}
+
+
+def number_run(tokens: tuple[str, ...], i: int) -> tuple[int, float]:
+    """The end of the run of number words starting at i, and its value (a well-formed English number:
+    "twenty four" but not "four twenty"); (i + 1, 0) when no run of two or more starts there."""
+    total: float = 0
+    current: float = 0
+    j, last = i, None
+    while j < len(tokens) and (v := COMPOSABLE.get(tokens[j])) is not None:
+        if v >= 1000:
+            total, current = total + (current or 1) * v, 0
+        elif v == 100:
+            current = (current or 1) * 100
+        elif last is not None and (last < 100 and (last < 20 or v >= 10)):
+            if j == i + 1 and 13 <= last < 20 and 10 <= v < 100:  # a year: "nineteen seventy(-four)"
+                end, rest = number_run(tokens, j)
+                end, rest = (end, rest) if end > j + 1 else (j + 1, v)
+                return (end, last * 100 + rest) if rest < 100 else (i + 1, 0.0)
+            break  # "one two", "twenty thirty": two numbers, not one
+        else:
+            current += v
+        last = v
+        j += 1
+        if j + 1 < len(tokens) and tokens[j] == "and" and last >= 100 and tokens[j + 1] in COMPOSABLE:
+            j += 1  # "two hundred and six"
+    value = float(total + current)
+    if j < len(tokens) - 1 and tokens[j] == "point" and tokens[j + 1] in _DIGIT_WORDS and j > i:
+        digits = ""
+        j += 1
+        while j < len(tokens) and tokens[j] in _DIGIT_WORDS:
+            digits += str(_DIGIT_WORDS[tokens[j]])
+            j += 1
+        value += int(digits) / 10 ** len(digits)
+    return (j, value) if j > i + 1 else (i + 1, 0.0)

@@ -18,6 +18,7 @@ from functools import lru_cache
 from pipeline.answers import lexicon
 from pipeline.answers.numbers import (  # noqa: F401 (part of this module's API)
     ARTICLES,
+    COMPOSABLE,
     CONVERSIONS,
     FRACTIONS,
     NUMBER_WORDS,
@@ -25,6 +26,7 @@ from pipeline.answers.numbers import (  # noqa: F401 (part of this module's API)
     UNITS,
     fraction_at,
     join_compounds,
+    number_run,
 )
 from pipeline.answers.sentences import split_sentences  # noqa: F401 (part of this module's API)
 
@@ -205,16 +207,6 @@ def key(word: str) -> str:
     return stem(word)
 
 
-_DIGIT_WORDS = {w: v for w, v in NUMBER_WORDS.items() if isinstance(v, int) and v < 10}
-_COMPOSABLE = {
-    w: v
-    for w, v in NUMBER_WORDS.items()
-    if w in _DIGIT_WORDS
-    or w.endswith(("teen", "ty"))
-    or w in ("ten", "eleven", "twelve", "hundred", "thousand", "million", "billion")
-}
-
-
 def keys(tokens: list[str]) -> list[str]:
     return list(_keys(tuple(tokens)))
 
@@ -228,7 +220,7 @@ def _keys(tokens: tuple[str, ...]) -> tuple[str, ...]:
     quantities: list[tuple[int, int, int]] = []  # numbers read with a converted unit: start, end, unit
     i, n = 0, len(tokens)
     while i < n:
-        j, value = _number_run(tokens, i) if tokens[i] in _COMPOSABLE else (i + 1, 0.0)
+        j, value = number_run(tokens, i) if tokens[i] in COMPOSABLE else (i + 1, 0.0)
         if j > i + 1:
             out[i:j] = [f"#{value:g}"] * (j - i)
         count = float(out[i][1:]) if out[i].startswith("#") and not out[i].endswith("th") else None
@@ -242,9 +234,9 @@ def _keys(tokens: tuple[str, ...]) -> tuple[str, ...]:
             i = u + 1
             continue
         u = j + 1 if j + 1 < n and tokens[j] in ARTICLES and out[i].startswith("#") else j  # "half an hour"
-        if tokens[i] in ARTICLES and j < n and len(tokens[j]) > 2 and UNITS.get(tokens[j]) in CONVERSIONS:
-            if not _ordinal_second(tokens, j):
-                out[i] = "#1"  # "a week", "an hour"
+        spelt_unit = j < n and len(tokens[j]) > 2 and UNITS.get(tokens[j]) in CONVERSIONS
+        if tokens[i] in ARTICLES and spelt_unit and not _ordinal_second(tokens, j):
+            out[i] = "#1"  # "a week", "an hour"
         if out[i].startswith("#") and u < n and tokens[u] in UNITS:
             out[u] = UNITS[tokens[u]]
             if out[u] in CONVERSIONS and not out[i].endswith("th"):
@@ -262,40 +254,6 @@ def _keys(tokens: tuple[str, ...]) -> tuple[str, ...]:
 def _ordinal_second(tokens: tuple[str, ...], j: int) -> bool:
     """ "a second time", "a second server": "second" as the ordinal before a noun, not one second."""
     return tokens[j] == "second" and j + 1 < len(tokens) and tokens[j + 1] not in STOPWORDS
-
-
-def _number_run(tokens: tuple[str, ...], i: int) -> tuple[int, float]:
-    """The end of the run of number words starting at i, and its value (a well-formed English number:
-    "twenty four" but not "four twenty"); (i + 1, 0) when no run of two or more starts there."""
-    total: float = 0
-    current: float = 0
-    j, last = i, None
-    while j < len(tokens) and (v := _COMPOSABLE.get(tokens[j])) is not None:
-        if v >= 1000:
-            total, current = total + (current or 1) * v, 0
-        elif v == 100:
-            current = (current or 1) * 100
-        elif last is not None and (last < 100 and (last < 20 or v >= 10)):
-            if j == i + 1 and 13 <= last < 20 and 10 <= v < 100:  # a year: "nineteen seventy(-four)"
-                end, rest = _number_run(tokens, j)
-                end, rest = (end, rest) if end > j + 1 else (j + 1, v)
-                return (end, last * 100 + rest) if rest < 100 else (i + 1, 0.0)
-            break  # "one two", "twenty thirty": two numbers, not one
-        else:
-            current += v
-        last = v
-        j += 1
-        if j + 1 < len(tokens) and tokens[j] == "and" and last >= 100 and tokens[j + 1] in _COMPOSABLE:
-            j += 1  # "two hundred and six"
-    value = float(total + current)
-    if j < len(tokens) - 1 and tokens[j] == "point" and tokens[j + 1] in _DIGIT_WORDS and j > i:
-        digits = ""
-        j += 1
-        while j < len(tokens) and tokens[j] in _DIGIT_WORDS:
-            digits += str(_DIGIT_WORDS[tokens[j]])
-            j += 1
-        value += int(digits) / 10 ** len(digits)
-    return (j, value) if j > i + 1 else (i + 1, 0.0)
 
 
 # --- names, identifiers, quoted strings --------------------------------------------------------------------
