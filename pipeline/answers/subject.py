@@ -200,32 +200,51 @@ FROM unnest(%s::text[]) AS w
 LEFT JOIN LATERAL (SELECT (tsvector_to_array(to_tsvector('english', w)))[1] AS lexeme) l ON true
 LEFT JOIN bm25_terms b ON b.term = l.lexeme
 """
+# An anchor as written ("tune.http.maxbody", "--preserve-timestamps", "OpenDKIM"): the fewest chunks any of
+# its lexemes is in — the whole token's own lexeme among them (the parser keeps a dotted or hyphenated
+# token whole besides its parts), so an option the index never names counts 0 though its parts are common.
+_ANCHOR_DF_SQL = """
+SELECT a, min(coalesce(b.df, 0))
+FROM unnest(%s::text[]) AS a
+CROSS JOIN LATERAL unnest(tsvector_to_array(to_tsvector('english', a))) AS lx
+LEFT JOIN bm25_terms b ON b.term = lx
+GROUP BY a
+"""
 
 
 @dataclass(frozen=True)
 class CorpusStats:
     idf: dict[str, float] = field(default_factory=dict)  # key → IDF over the index's chunks
     absent: frozenset[str] = frozenset()  # keys of words the index lacks
+    df: dict[str, int] = field(default_factory=dict)  # key → chunks holding it (stopwords left out)
+    anchor_df: dict[str, int] = field(default_factory=dict)  # hard anchor as written → chunks holding it
+    chunks: int = 0  # chunks in the index
 
 
-def corpus_stats(conn, words: Sequence[str]) -> CorpusStats:
+def corpus_stats(conn, words: Sequence[str], anchors: Sequence[str] = ()) -> CorpusStats:
     """IDF of each word's key over the index's chunks (one statement); a word the index lacks weighs
-    log(1 + N), one the keyword index drops as a stopword STOP_WEIGHT. Empty when there are no stats."""
+    log(1 + N), one the keyword index drops as a stopword STOP_WEIGHT. With `anchors` (hard_anchors),
+    each one's document frequency as written (one more statement). Empty when there are no stats."""
     words = list(dict.fromkeys(words))
     if not words:
         return CorpusStats()
     try:
         rows = conn.execute(_DF_SQL, (words,)).fetchall()
+        found = conn.execute(_ANCHOR_DF_SQL, (list(dict.fromkeys(anchors)),)).fetchall() if anchors else []
     except Exception:  # noqa: BLE001 — an index without keyword statistics: the candidates' IDF instead
         conn.rollback()
         return CorpusStats()
     idf: dict[str, float] = {}
+    dfs: dict[str, int] = {}
     absent: set[str] = set()
     for w, lexeme, df, n in rows:
         if not n:
             return CorpusStats()
         k = tx.key(w)
         idf[k] = max(idf.get(k, 0.0), STOP_WEIGHT if lexeme is None else math.log(1 + n / (1 + df)))
+        if lexeme is not None:
+            dfs[k] = min(dfs.get(k, int(df)), int(df))
         if lexeme is not None and not df and not w.endswith("ly"):
             absent.add(k)
-    return CorpusStats(idf, frozenset(absent - {tx.key(w) for w, lx, df, _ in rows if df}))
+    gone = absent - {tx.key(w) for w, lx, df, _ in rows if df}
+    return CorpusStats(idf, frozenset(gone), dfs, {a: int(df) for a, df in found}, int(rows[0][3]))
