@@ -265,7 +265,7 @@ def left_out_table(lo) -> None:
         c = names == name if name else np.ones(len(names), dtype=bool)
         m = answered & c
         ece, auroc = calibrate.calibration(conf[m], right_reply[m])
-        _, chosen = calibrate.calibration(lo.confidence[m], lo.holds[m])
+        _, chosen = calibrate.calibration(lo.confidence[m], right_reply[m])
         lab = m & (lo.confidence >= sure)
         right = int((c & ~lo.answerable & ~answered).sum())
         wrong = int((c & lo.answerable & ~answered).sum())

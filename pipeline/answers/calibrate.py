@@ -39,13 +39,15 @@ class LeftOut:
     shown: np.ndarray | None = None  # P(the candidates offered when unsure hold it)
     shown_holds: np.ndarray | None = None  # ... they do
 
-    def reply(self, sure: float) -> tuple[np.ndarray, np.ndarray]:
+    def reply(self, sure: float, shown: bool = True) -> tuple[np.ndarray, np.ndarray]:
         """The confidence reported for each reply and whether the reply holds the answer: at `sure` and above
-        the answer chosen's; below it, the candidates' (what the reader is shown)."""
+        the answer chosen's; below it, what the reader is shown is the candidates, and the confidence the
+        candidates' (`shown`) or still the one answer's."""
         if self.shown is None or self.shown_holds is None:
             return self.confidence, self.holds
         above = self.confidence >= sure
-        return np.where(above, self.confidence, self.shown), np.where(above, self.holds, self.shown_holds)
+        held = np.where(above, self.holds, self.shown_holds)
+        return (np.where(above, self.confidence, self.shown) if shown else self.confidence), held
 
 
 FLOORS = tuple(round(0.05 * i, 2) for i in range(11))  # confidences tried for `floor`: 0 to 0.5

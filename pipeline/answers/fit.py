@@ -294,7 +294,13 @@ def fit(asked: list[Asked], kinds: dict[str, str], max_lines: int, lo: LeftOut |
         "sure_precision_target": SURE_PRECISION,
     }
     labelled = lo.answered & (lo.confidence >= sure)
+    # The candidates' own confidence is reported below `sure` only where, leaving one corpus out, it tells
+    # right replies from wrong better (AUROC) than the one answer's confidence does.
     ece, auroc = calibration(*(v[lo.answered] for v in lo.reply(sure)))
+    ece1, auroc1 = calibration(*(v[lo.answered] for v in lo.reply(sure, shown=False)))
+    use_shown = bool(auroc > auroc1)
+    if not use_shown:
+        ece, auroc = ece1, auroc1
     fitted |= {
         "sure_from": "one corpus left out at a time" if len(set(lo.corpus)) > 1 else "the questions themselves",
         "left_out_answered": int(lo.answered.sum()),
@@ -302,6 +308,7 @@ def fit(asked: list[Asked], kinds: dict[str, str], max_lines: int, lo: LeftOut |
         "left_out_sure_right": int((labelled & lo.holds).sum()),
         "left_out_ece": round(ece, 4),
         "left_out_auroc": round(auroc, 4),
+        "left_out_auroc_one_answer": round(auroc1, 4),  # the one answer's confidence for every reply
         "left_out_floor_abstained": int((lo.answered & (lo.confidence < floor) & ~lo.answerable).sum()),
         "left_out_floor_wrongly": int((lo.answered & (lo.confidence < floor) & lo.answerable).sum()),
     }
@@ -309,7 +316,7 @@ def fit(asked: list[Asked], kinds: dict[str, str], max_lines: int, lo: LeftOut |
         "line": m.line.dump(),
         "question": m.question.dump(),
         "confidence": m.confidence.dump(),
-        "shown": m.shown.dump(),
+        "shown": m.shown.dump() if use_shown else None,
         "threshold": round(m.threshold, 6),
         "sure": round(sure, 6),
         "floor": floor,
