@@ -200,15 +200,16 @@ FROM unnest(%s::text[]) AS w
 LEFT JOIN LATERAL (SELECT (tsvector_to_array(to_tsvector('english', w)))[1] AS lexeme) l ON true
 LEFT JOIN bm25_terms b ON b.term = l.lexeme
 """
-# An anchor as written ("tune.http.maxbody", "--preserve-timestamps", "OpenDKIM"): the fewest chunks any of
-# its lexemes is in — the whole token's own lexeme among them (the parser keeps a dotted or hyphenated
-# token whole besides its parts), so an option the index never names counts 0 though its parts are common.
+# An anchor as written ("tune.http.maxbody", "dmarc_report_interval", "--preserve-timestamps", "OpenDKIM"):
+# the chunks holding it as a phrase of the keyword index's lexemes in order (a dotted or hyphenated token
+# is also one lexeme of its own), counted up to ANCHOR_DF_CAP (the GIN index finds them; no scan of the
+# text). An option the index never names counts 0 though its parts are common words; an anchor of
+# stopwords only is no phrase (NULL).
+ANCHOR_DF_CAP = 100
 _ANCHOR_DF_SQL = """
-SELECT a, min(coalesce(b.df, 0))
-FROM unnest(%s::text[]) AS a
-CROSS JOIN LATERAL unnest(tsvector_to_array(to_tsvector('english', a))) AS lx
-LEFT JOIN bm25_terms b ON b.term = lx
-GROUP BY a
+SELECT a, CASE WHEN numnode(q) = 0 THEN NULL
+               ELSE (SELECT count(*) FROM (SELECT 1 FROM chunks WHERE tsv @@ q LIMIT %s) m) END
+FROM unnest(%s::text[]) AS a, LATERAL phraseto_tsquery('english', a) AS q
 """
 
 
@@ -230,7 +231,8 @@ def corpus_stats(conn, words: Sequence[str], anchors: Sequence[str] = ()) -> Cor
         return CorpusStats()
     try:
         rows = conn.execute(_DF_SQL, (words,)).fetchall()
-        found = conn.execute(_ANCHOR_DF_SQL, (list(dict.fromkeys(anchors)),)).fetchall() if anchors else []
+        named = list(dict.fromkeys(anchors))
+        found = conn.execute(_ANCHOR_DF_SQL, (ANCHOR_DF_CAP, named)).fetchall() if named else []
     except Exception:  # noqa: BLE001 — an index without keyword statistics: the candidates' IDF instead
         conn.rollback()
         return CorpusStats()
@@ -247,4 +249,4 @@ def corpus_stats(conn, words: Sequence[str], anchors: Sequence[str] = ()) -> Cor
         if lexeme is not None and not df and not w.endswith("ly"):
             absent.add(k)
     gone = absent - {tx.key(w) for w, lx, df, _ in rows if df}
-    return CorpusStats(idf, frozenset(gone), dfs, {a: int(df) for a, df in found}, int(rows[0][3]))
+    return CorpusStats(idf, frozenset(gone), dfs, {a: int(df) for a, df in found if df is not None}, int(rows[0][3]))
