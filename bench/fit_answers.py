@@ -277,7 +277,7 @@ def left_out_table(lo) -> None:
         )
 
 
-def main() -> None:
+def parse_args() -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--stores", type=Path, help="where each corpus's store is kept (required but with --smoke)")
     ap.add_argument("--only", help="comma-separated corpus names")
@@ -294,16 +294,21 @@ def main() -> None:
     ap.add_argument("--verbose", "-v", action="store_true")
     ap.add_argument("--smoke", action="store_true", help="fit and report on a tiny made-up corpus (bench/smoke.py)")
     args = ap.parse_args()
+    if not args.smoke and not args.stores:
+        ap.error("--stores is required (or --smoke)")
+    return args
+
+
+def main() -> None:
+    global INGEST
+    args = parse_args()
+    INGEST = not args.no_ingest
     if args.smoke:
         global SETS
         from smoke import scratch, tiny_sets
 
         tmp = scratch()
         SETS, args.stores, args.out = tiny_sets(tmp / "sets"), tmp / "stores", tmp / "params.json"
-    elif not args.stores:
-        ap.error("--stores is required (or --smoke)")
-    global INGEST
-    INGEST = not args.no_ingest
     from pipeline.answers import fit, params
 
     only = set(args.only.split(",")) if args.only else None

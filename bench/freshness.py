@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import statistics
 import sys
 import tempfile
@@ -31,13 +30,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from metrics import pct  # noqa: E402
+
 from tests.live_stack import SOURCE, Stack  # noqa: E402
-
-
-def pct(values: list[float], p: float) -> float:
-    """The p-th percentile, nearest rank (of 10 values: p50 is the 5th, p95 the largest)."""
-    ordered = sorted(values)
-    return ordered[max(0, math.ceil(p / 100 * len(ordered)) - 1)]
 
 
 def one_push(live: Stack, n: int, mode: str) -> dict:

@@ -98,7 +98,7 @@ def wait_health(url: str, proc: subprocess.Popen, timeout_s: float = 300) -> Non
         try:
             if httpx.get(f"{url}/health", timeout=1).status_code == 200:
                 return
-        except Exception:  # noqa: BLE001 (not listening yet)
+        except httpx.TransportError:  # not listening yet
             pass
         time.sleep(0.05)
     raise RuntimeError(f"{url} did not start in {timeout_s} s")

@@ -43,6 +43,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from hosted import API_TOKEN, DOCFORGE, QUERIES, build_store, free_port, status_kb, wait_health  # noqa: E402
+from metrics import pct  # noqa: E402
 
 QUESTIONS = [
     *QUERIES,
@@ -63,13 +64,6 @@ def question(i: int) -> str:
     """The i-th question: one of QUESTIONS with a number, so no two requests share a query vector and
     every one is embedded (the query LRU would answer a repeated one for free)."""
     return f"{QUESTIONS[i % len(QUESTIONS)]} {i // len(QUESTIONS)}"
-
-
-def pct(xs: list[float], p: float) -> float:
-    if not xs:
-        return float("nan")
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(p / 100 * len(xs)))]
 
 
 class Connection:

@@ -5,7 +5,7 @@ of the ideal ordering of that query's judged documents. Recall@k: relevant
 documents (rel > 0) in the top k / all relevant documents of the query.
 A judged query with no results scores 0 on both. For questions with one expected
 answer: hit@k = share answered within the top k, MRR@k = mean of 1 / rank of the
-first right item (0 beyond k).
+first right item (0 beyond k). And the one percentile every bench's latency figures use (`pct`).
 """
 
 from __future__ import annotations
@@ -59,3 +59,9 @@ def hit_rates(ranks: Sequence[int | None], ks: Sequence[int] = (1, 5, 10), mrr_k
     out = {f"hit@{k}": sum(1 for r in ranks if r is not None and r <= k) / n for k in ks}
     out[f"mrr@{mrr_k}"] = sum(1 / r for r in ranks if r is not None and r <= mrr_k) / n
     return out
+
+
+def pct(values: Sequence[float], p: float) -> float:
+    """The p-th percentile, nearest rank (of 10 values: p50 is the 5th, p95 the largest); NaN of none."""
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(p / 100 * len(ordered)) - 1)] if ordered else float("nan")

@@ -115,12 +115,6 @@ class LLMDouble:
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
 
-    def chat_requests(self, kind: str | None = None) -> list[dict]:
-        """Requests that reached the chat endpoint; kind: classify | reason | respond."""
-        marks = {"classify": "factual, conceptual", "reason": "INSUFFICIENT", "respond": "numbered evidence"}
-        out = [r for r in self.requests if r["path"].endswith("/chat/completions")]
-        return [r for r in out if marks[kind] in r["body"]["messages"][0]["content"]] if kind else out
-
     def __enter__(self) -> LLMDouble:
         self.thread.start()
         return self

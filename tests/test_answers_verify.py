@@ -171,6 +171,21 @@ def test_anchors_find_names_numbers_dates_and_identifiers():
     assert "cargo vet" in a.idents and "#3" in a.numbers and (5, 4, 2025) in a.dates
 
 
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "If you just specify “-DD/MM/YY”, all messages before the given date are selected.",
+        "Pass --since=-7d or -DD/MM/YY to the list command.",
+        "The ~/.config/tool/rc.d/ folder is read before --config-file.",
+    ],
+)
+def test_a_sentence_quoted_whole_is_strict_whatever_identifiers_it_holds(sentence):
+    """A claim that is its evidence word for word is lexical proof: no part of a joined identifier
+    ("-DD" of "-DD/MM/YY") may be looked for alone and then missed."""
+    v = verify_request({"answer": sentence, "evidence": sentence})
+    assert v["audit_mode"] == "STRICT" and v["claims"][0]["violations"] == []
+
+
 def test_verify_request_shapes_and_the_implicit_single_block():
     v = verify_request({"answer": "Arthur's Magazine", "evidence": EV["E2"], "id": 4})
     assert v["id"] == 4 and v["implicit_pointers"] and v["audit_mode"] == "STRICT"
@@ -317,9 +332,10 @@ def test_scope_sources():
     "question, intent",
     [
         ("What is the default timeout?", "factual"),
-        ("Why does the borrow checker reject this?", "conceptual"),
-        ("cargo build fails with error E0502", "debugging"),
-        ("async closures vs closures returning futures", "comparison"),
+        ("Why does the scheduler skip this job?", "conceptual"),
+        ("the daemon fails to start after the upgrade", "debugging"),
+        ("restarting shows a permission error", "debugging"),
+        ("push mirrors vs pull mirrors", "comparison"),
         ("ideas for organising a large workspace", "exploratory"),
     ],
 )
@@ -353,7 +369,7 @@ def test_subject_anchors_and_answer_shapes():
     assert sj.shape("Which environment variable sets the cache?") == "env"
     assert sj.has_shape("Use `UV_CACHE_DIR` to move it.", "env") and not sj.has_shape("Use a variable.", "env")
     assert sj.shape("How many connections are allowed?") == "number" and sj.shape("What does it do?") is None
-    subj = sj.subject("How do I reset my Jira password?")
+    subj = sj.read("How do I reset my Jira password?")
     assert not sj.carried(subj, ["Reset the password from the account page."]).ok
     assert sj.carried(subj, ["Jira passwords are reset from the account page."]).ok
 
@@ -361,7 +377,7 @@ def test_subject_anchors_and_answer_shapes():
 def test_a_question_framed_by_a_name_needs_a_line_that_speaks_of_both():
     from pipeline.answers import subject as sj
 
-    subj = sj.subject("What is the syntax of a list comprehension in Haskell?")
+    subj = sj.read("What is the syntax of a list comprehension in Haskell?")
     passing = [
         "Consequently, Haskell does not need a special yield operator.",
         "That would resemble a list comprehension.",
@@ -371,7 +387,7 @@ def test_a_question_framed_by_a_name_needs_a_line_that_speaks_of_both():
     # the name may come from the line's document: its title and section are read with it
     assert sj.unframed(subj, ["Haskell: syntax\nComprehensions\nA list comprehension binds with a bar."]) is None
     # an acronym is not a framing name (HTTPS is often written "TLS" or "SSL" by the answer)
-    assert sj.unframed(sj.subject("How do I trust a certificate bundle for HTTPS?"), ["Trust a bundle."]) is None
+    assert sj.unframed(sj.read("How do I trust a certificate bundle for HTTPS?"), ["Trust a bundle."]) is None
     # the verifier reads it the same way: quoted right, but about the name in passing, is a deflection
     ev = {"E1": "Consequently, Haskell does not need a special yield operator."}
     q = "What is the syntax of a list comprehension in Haskell?"

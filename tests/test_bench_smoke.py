@@ -43,6 +43,7 @@ SMOKE: dict[str, tuple[list[str], str]] = {
     "ceiling.py": (["--smoke"], "ceiling (peak ÷ torch)"),
     "load.py": (["--smoke"], "clients"),
     "man_pages.py": (["--smoke"], "broken words"),
+    "manual_check.py": (["--smoke"], "asks: phrase"),
     "noop.py": (["--smoke"], "ratio"),
     "partitions.py": (["--smoke"], "recall"),
     "peer.py": (["--smoke"], "docforge ÷ peer chunks/s"),

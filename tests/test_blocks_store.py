@@ -1,13 +1,12 @@
-"""Blocks in the store (migration 0014): written by ingest, read back on hits and by chunk id, and
+"""Blocks in the store (migration 0014): written by ingest, read back on hits, and
 brought to a store built before them by the next ingest without computing a vector."""
 
 import psycopg
 
-from pipeline.access import Principal
 from pipeline.config import load_settings
 from pipeline.ingest import IngestContext, ingest_source
 from pipeline.query import Searcher
-from pipeline.query.blocks import chunk_blocks
+from pipeline.records import unpack_blocks
 from pipeline.store.db import connect
 from tests.conftest_confluence import confluence_double, confluence_env  # noqa: F401 (fixtures)
 from tests.helpers import write_files
@@ -60,23 +59,12 @@ def test_ingest_stores_blocks_and_hits_read_them(tmp_path, write_config, databas
     assert code.lang == "bash" and top.text[code.start : code.end] == "payments-cli drain --all"
 
     with connect(database_url) as conn:
-        ids = [r[0] for r in conn.execute("SELECT id FROM chunks ORDER BY doc_key, ordinal")]
-        got = chunk_blocks(conn, [*ids, "no-such-chunk"])
-        texts = dict(conn.execute("SELECT id, text FROM chunks").fetchall())
-    assert set(got) == set(ids)
-    for cid, blocks in got.items():
-        assert blocks
-        assert_well_formed(texts[cid], blocks)
-    assert top.blocks == got[top.chunk_id]
-
-
-def test_chunk_blocks_reads_only_what_the_reader_may(tmp_path, write_config, database_url, embedder):
-    config = _config(tmp_path, write_config, access=["ops"])
-    _ingest(config, database_url, embedder)
-    with connect(database_url) as conn:
-        ids = [r[0] for r in conn.execute("SELECT id FROM chunks")]
-        assert set(chunk_blocks(conn, ids, Principal("ann", frozenset({"ops"})))) == set(ids)
-        assert chunk_blocks(conn, ids, Principal("bob", frozenset({"sales"}))) == {}
+        rows = conn.execute("SELECT id, text, blocks FROM chunks").fetchall()
+    stored = {cid: unpack_blocks(packed) for cid, _, packed in rows}
+    for cid, text, _ in rows:
+        assert stored[cid]
+        assert_well_formed(text, stored[cid])
+    assert top.blocks == stored[top.chunk_id]
 
 
 def test_a_store_from_before_blocks_gets_them_with_no_vector_computed(tmp_path, write_config, database_url, embedder):

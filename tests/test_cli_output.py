@@ -1,5 +1,5 @@
-"""What a person reads at 80 columns: the ingest summary's chunk figures, a progress stage's end, and the
-gaps report's wrapped lines (each made here, not read from a corpus)."""
+"""What a person reads at 80 columns: the ingest summary's chunk figures, a progress stage's end, the
+gaps report's wrapped lines and an unsure answer's note (each made here, not read from a corpus)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,11 @@ from types import SimpleNamespace
 from rich.console import Console
 
 from docforge.cli import gaps
+from docforge.cli.ask import _print
 from docforge.cli.ingest import CHUNK_COUNTS, print_report
 from docforge.cli.progress import LineDisplay
+from pipeline.answers import render
+from pipeline.answers.model import Answer, Claim
 
 
 def _summary(**counts: int) -> str:
@@ -90,3 +93,43 @@ def test_gaps_continuation_lines_hang_under_their_text():
     assert all(ln.startswith(" ") for ln in body if not ln.startswith(" 1. ")), body
     cited = lines.index("Most cited documents")
     assert lines[cited + 1].startswith("      7  handbook:") and lines[cited + 2].startswith("         ")
+
+
+def _unsure_answer(why: str, reason: str) -> Answer:
+    claims = [
+        Claim("Rotate the logs weekly. [E1]", ("E1",), True, "quote"),
+        Claim("Keep four. [E2]", ("E2",), True, "quote"),
+    ]
+    return Answer(
+        question="how often are logs rotated?",
+        answer=render.render(claims, "STRICT", False, why),
+        claims=[c.as_dict() for c in claims],
+        citations=[],
+        sources=[],
+        audit_mode="STRICT",
+        addresses_question=False,
+        addresses_reason=reason,
+        confidence=0.3,
+        intent="factual",
+        iterations=1,
+        model="extractive",
+    )
+
+
+def test_an_unsure_answer_says_why_once(capsys):
+    """An answer below the fitted `sure` opens with why its lines are only candidates; the line that says
+    whether it answers the question does not say it again."""
+    why = "unsure: confidence 0.30 < 0.45; the best candidates from 2 sections, best first"
+    _print(_unsure_answer(why, why), trace=False)
+    text = capsys.readouterr().out
+    assert max(len(line) for line in text.splitlines()) <= 80
+    flat = " ".join(text.split())
+    assert flat.count("confidence 0.30 < 0.45") == 1, text
+    assert "Answers the question: perhaps not." in flat
+
+
+def test_a_reason_the_answer_does_not_hold_is_said_beside_perhaps_not(capsys):
+    _print(_unsure_answer("", "the evidence names no port"), trace=False)
+    assert "Answers the question: perhaps not (the evidence names no port)." in " ".join(
+        capsys.readouterr().out.split()
+    )

@@ -126,12 +126,13 @@ def test_tiny_beir_and_questions_run_end_to_end(pg_server, tmp_path, make_repo):
 
 
 def test_subset_keeps_judged_documents():
-    from bench import retrieval
+    from bench import retrieval  # noqa: F401 (puts bench/ on the path its parts import each other by)
+    from bench.retrieval_beir import subset
 
     corpus = {str(i): {"title": "", "text": str(i)} for i in range(10)}
     queries = {"1": "a", "2": "b", "3": "c"}
     qrels = {"1": {"7": 1}, "2": {"8": 1}, "3": {"9": 1}}
-    c, q, r = retrieval.subset(corpus, queries, qrels, n_queries=2, n_docs=3)
+    c, q, r = subset(corpus, queries, qrels, n_queries=2, n_docs=3)
     assert set(q) == {"1", "2"} and set(r) == {"1", "2"}
     assert {"7", "8"} <= set(c) and len(c) == 3
 

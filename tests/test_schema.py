@@ -3,6 +3,11 @@ them under their old numbers keeps working, nothing re-applied."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import psycopg
 import pytest
 from click.testing import CliRunner
@@ -68,6 +73,25 @@ def test_readers_refuse_an_older_store_until_db_migrate(database_url, embedder, 
     assert cli.invoke(main, ["db", "migrate", "--config", str(config)]).output == "the store's schema is up to date\n"
     with Searcher(settings, url=database_url, embedder=embedder, reranker=None) as s:
         assert s.search("rotate the vault secret") == []  # an index without chunks: nothing, and no error
+
+
+def test_ask_on_an_older_store_exits_with_the_message_not_an_abort(database_url, embedder, write_config, tmp_path):
+    """`docforge ask` loads the model in the background while it opens the store: refused at once, it
+    must still exit 1 with the message (a process that exits mid-load aborts: "terminate called")."""
+    _one_migration_behind(database_url, embedder)
+    config = write_config([{"name": "kb", "type": "directory", "path": str(tmp_path)}])
+    docforge = Path(sys.executable).parent / "docforge"
+    env = {**os.environ, "DATABASE_URL": database_url}
+    res = subprocess.run(
+        [str(docforge), "ask", "how is the vault secret rotated?", "--config", str(config)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert res.returncode == 1, res.stderr[-2000:]
+    assert "(1 migration to apply): run `docforge db migrate`" in res.stderr
+    assert "terminate called" not in res.stderr and "Traceback" not in res.stderr
 
 
 def test_ingest_migrates_an_older_store(database_url, embedder, write_config, tmp_path):

@@ -63,7 +63,23 @@ def command(
     searcher = Searcher(settings, keep_queries=True)  # a question asked before loads no model for it
     # The question's vector (a new question: the model loading) in the background, while the answer
     # layer imports: the search it runs first then finds it ready.
-    threading.Thread(target=_warm, args=(searcher, question), daemon=True, name="docforge-warm").start()
+    warm = threading.Thread(target=_warm, args=(searcher, question), daemon=True, name="docforge-warm")
+    warm.start()
+    try:
+        answer = _ask(settings, searcher, question, filters, filter_repo, mode, max_iterations, no_cache, trace)
+    except BaseException:
+        # Exiting while the model loads in native code aborts the process ("terminate called ..."),
+        # which would hide the error: let the load finish first.
+        warm.join(timeout=60)
+        raise
+    if as_json:
+        click.echo(json.dumps(answer.model_dump(mode="json", exclude_none=False), indent=2, ensure_ascii=False))
+        return
+    _print(answer, trace)
+
+
+def _ask(settings, searcher, question, filters, filter_repo, mode, max_iterations, no_cache, trace):
+    """The answer, asked in this process (the usage record written); an empty store says what to run."""
     from pipeline.answers import Answerer
     from pipeline.query.filters import with_repo
 
@@ -86,10 +102,7 @@ def command(
         record_once(
             answerer.searcher.url, settings.usage, lambda c: for_ask(c, "cli", "local", question, mode, answer, ms)
         )
-    if as_json:
-        click.echo(json.dumps(answer.model_dump(mode="json", exclude_none=False), indent=2, ensure_ascii=False))
-        return
-    _print(answer, trace)
+    return answer
 
 
 def _warm(searcher, question: str) -> None:
@@ -160,8 +173,9 @@ def statements(answer) -> list[str]:
     if answer.addresses_question is True:
         out.append("Answers the question: yes.")
     elif answer.addresses_question is False:
-        why = escape(answer.addresses_reason.removeprefix("deflection: "))
-        out.append(f"Answers the question: [yellow]perhaps not[/]{f' ({why})' if why else ''}.")
+        why = answer.addresses_reason.removeprefix("deflection: ")
+        said = f" ({escape(why)})" if why and why not in answer.answer else ""  # an unsure answer opens with it
+        out.append(f"Answers the question: [yellow]perhaps not[/]{said}.")
     return out
 
 

@@ -29,8 +29,10 @@ from rich.text import Text
 from pipeline.printable import printable
 
 EXCERPT_CHARS = 240  # about three lines at 80 columns
+# What a hit marks, as the web page's app.js marks it (terms(), STOP; tests/test_web.py holds them equal): a
+# rule a browser can run, so not the answer layer's tokeniser (folding, stems) nor its claim stopwords.
 _WORD = re.compile(r"[^\W_]{2,}|\d+", re.U)
-_STOP = frozenset(
+_STOP = frozenset(  # the commonest question words: marked everywhere, they would mark nothing
     "the and for are was how what who why with from that this not you can does do is in of to on a an".split()
 )
 

@@ -112,12 +112,6 @@ def _verdict_lines(batch: list[tuple[int, bytes]]) -> list[tuple[bool, str]]:
     return out
 
 
-def _verdict_line(item: tuple[int, bytes]) -> tuple[bool, str] | None:
-    """(whether it is an error line, the verdict as a JSON line), or None for a blank line."""
-    n, raw = item
-    return _verdict_lines([item])[0] if raw.strip() else None
-
-
 # A lone surrogate can only come from a \uD800–\uDFFF escape (strict UTF-8 decoding rejects the bytes);
 # a line without one skips the exact (slower) check.
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")

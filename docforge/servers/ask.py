@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from docforge.servers.remote import RemoteRoute
 from pipeline.access import FULL_ACCESS, Principal
 from pipeline.answers import Answer, Answerer
+from pipeline.answers.loop import MAX_QUESTION
 from pipeline.errors import AnswerError
 from pipeline.query import Mode
 from pipeline.query.filters import with_repo
@@ -30,7 +31,7 @@ class AskRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    question: str = Field(min_length=1, max_length=4000, description="The question, in natural language.")
+    question: str = Field(min_length=1, max_length=MAX_QUESTION, description="The question, in natural language.")
     user_name: str | None = Field(default=None, max_length=200, description="Who asks (logged).")
     team_name: str | None = Field(default=None, max_length=200, description="Their team (logged; boosts tags).")
     area_name: str | None = Field(default=None, max_length=200, description="Their area (logged; boosts tags).")

@@ -251,10 +251,3 @@ def purge(conn: psycopg.Connection) -> int:
     if not (conn.execute("SELECT to_regclass('answers')").fetchone() or [None])[0]:
         return 0
     return conn.execute("DELETE FROM answers").rowcount
-
-
-def recent(conn: psycopg.Connection, limit: int = 20) -> list[tuple]:
-    return conn.execute(
-        "SELECT id, created_at, audit_mode, model, hits, question FROM answers ORDER BY created_at DESC LIMIT %s",
-        (limit,),
-    ).fetchall()

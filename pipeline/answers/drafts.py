@@ -9,11 +9,12 @@ from typing import Any
 
 from pipeline.answers import extractive, prompts, provenance, retrieve, subject, verify
 from pipeline.answers.model import Step
-from pipeline.answers.run import Draft, Run
-
-Answerer = Any  # pipeline.answers.loop.Answerer, which imports this module (no cycle: typed loosely here)
+from pipeline.answers.run import Draft, Run, Tools
+from pipeline.query.leads import document_leads
 
 CAPPED_CONFIDENCE = 0.3  # max_iterations reached without SUFFICIENT
+CLASSIFY_TOKENS = 10  # one intent word (prompts.CLASSIFY_SYSTEM), room left for a model's stray punctuation
+REASON_TOKENS = 80  # one line: "SUFFICIENT: 0.8" or "INSUFFICIENT: <a refined query>" (prompts.REASON_SYSTEM)
 
 
 def heuristic_intent(question: str) -> str:
@@ -34,13 +35,13 @@ def heuristic_intent(question: str) -> str:
     return "exploratory"
 
 
-def extractive_draft(a: Answerer, run: Run) -> Draft:
+def extractive_draft(a: Tools, run: Run) -> Draft:
     """Quoted lines of the retrieved evidence (pipeline.answers.extractive), scored by the fitted model."""
     intent = heuristic_intent(run.question)
     pool = retrieve.EvidencePool(a.cfg.max_evidence)
-    pool.add(a._search(run, run.question, 1, a.cfg.max_evidence))
+    pool.add(a.retrieve(run, run.question, 1, a.cfg.max_evidence))
     t = time.perf_counter()
-    with a.searcher.connection() as conn:
+    with a.connection() as conn:
         # The rule: a restricted caller's trace and answer hold only fields computed from what it may
         # read. The index's word statistics count every document, so for such a caller none are
         # used (the evidence's own stand in): "the index does not know X" would tell it whether
@@ -51,10 +52,10 @@ def extractive_draft(a: Answerer, run: Run) -> Draft:
             if run.scope.reader.full_access
             else None
         )
-        leads = retrieve.leads(conn, list(dict.fromkeys(e.doc_key for e in pool.items)), run.scope.reader)
+        leads = document_leads(conn, list(dict.fromkeys(e.doc_key for e in pool.items)), run.scope.reader)
     params = a.params()
     ex = extractive.extract(
-        run.question, pool.items, params, a.cfg.extractive_sentences, embed=a._embed, stats=stats, leads=leads
+        run.question, pool.items, params, a.cfg.extractive_sentences, embed=a.embed, stats=stats, leads=leads
     )
     # Only what the verifier passes as quoted is shown: STRICT by construction.
     lines = [
@@ -91,9 +92,9 @@ def _sure_reason(ex: extractive.Extract, params: Any, lines: list) -> str:
     )
 
 
-def llm_draft(a: Answerer, run: Run, max_iterations: int) -> Draft:
+def llm_draft(a: Tools, run: Run, max_iterations: int) -> Draft:
     t = time.perf_counter()
-    reply = a._chat(run, "classify", prompts.classify_messages(run.question), max_tokens=10)
+    reply = a.chat(run, "classify", prompts.classify_messages(run.question), max_tokens=CLASSIFY_TOKENS)
     intent = prompts.parse_intent(reply) or heuristic_intent(run.question)
     run.trace.append(Step("classify", (time.perf_counter() - t) * 1000, {"intent": intent}))
     pool = retrieve.EvidencePool(a.cfg.max_evidence)
@@ -101,12 +102,14 @@ def llm_draft(a: Answerer, run: Run, max_iterations: int) -> Draft:
     for iteration in range(1, max_iterations + 1):
         iterations = iteration
         seen.add(query.casefold())
-        new = pool.add(a._search(run, query, iteration, a.cfg.evidence_k))
+        new = pool.add(a.retrieve(run, query, iteration, a.cfg.evidence_k))
         if not pool.items:
             break
         t = time.perf_counter()
         decision = prompts.parse_decision(
-            a._chat(run, "reason", prompts.reason_messages(run.question, pool.items, run.history), max_tokens=80)
+            a.chat(
+                run, "reason", prompts.reason_messages(run.question, pool.items, run.history), max_tokens=REASON_TOKENS
+            )
         )
         done = (
             decision.sufficient
@@ -140,7 +143,7 @@ def llm_draft(a: Answerer, run: Run, max_iterations: int) -> Draft:
         return Draft([], "", intent, iterations, 0.0, True, reason="nothing retrieved")
     prompt = prompts.respond_messages(run.question, pool.items, run.history)
     t = time.perf_counter()
-    raw = a._chat(run, "respond", prompt)
+    raw = a.chat(run, "respond", prompt)
     abstained = prompts.is_decline(raw) or not raw.strip()
     run.trace.append(
         Step(

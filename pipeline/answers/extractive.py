@@ -24,7 +24,7 @@ from pipeline.answers import features as ft
 from pipeline.answers import words as tx
 from pipeline.answers.model import Evidence
 from pipeline.answers.params import Params
-from pipeline.answers.subject import CorpusStats, hard_anchors
+from pipeline.answers.subject import CorpusStats, idf
 from pipeline.answers.units import MAX_WORDS, Unit, units
 
 MAX_CANDIDATES = 64  # lines considered per question: those carrying most of its words, then retrieval order
@@ -308,25 +308,16 @@ def _next(us: list[Unit], i: int) -> Unit | None:
 
 
 def _why(question: str, r: Ranked, answerable: float, threshold: float) -> str:
-    named = [a for a in hard_anchors(question) if tx.content_keys(a)]
+    named = [h for h in r.question.hard if tx.content_keys(h)]
     if len(named) == len(r.question.anchor_df) and (
-        gone := [a for a, n in zip(named, r.question.anchor_df, strict=True) if not n]
+        gone := [h for h, n in zip(named, r.question.anchor_df, strict=True) if not n]
     ):
-        return f"the index does not know {', '.join(gone[:3])}"  # a name or option no page holds as written
-    if r.question.unseen >= 0.5:
+        return f"the index does not know {', '.join(gone[:3])}"  # a name or option no chunk holds as written
+    if r.question.unseen >= 0.5:  # most of it unknown to the index: said so (the fitted model abstained)
         missing = [k for k in r.question.keys if k in _absent(r)][:3]
         if missing:
-            return f"the index does not know {', '.join(_as_written(question, missing))}"
+            return f"the index does not know {', '.join(tx.as_written(question, missing))}"
     return f"no passage answers it closely enough (answerable {answerable:.2f}, {threshold:.2f} needed)"
-
-
-def _as_written(question: str, keys: list[str]) -> list[str]:
-    """Matching keys as the question wrote them: "reset, Jira", not "reset, jira" or a stem."""
-    spelled: dict[str, str] = {}
-    for token in question.split():
-        for k in tx.content_keys(token):
-            spelled.setdefault(k, token.strip(".,;:!?()[]\"'`"))
-    return [spelled.get(k, k) for k in keys]
 
 
 def _absent(r: Ranked) -> set[str]:
@@ -355,7 +346,7 @@ def _local_idf(question: str, us: list[Unit]) -> dict[str, float]:
     """IDF over the candidates, for an index without keyword statistics."""
     keys = [frozenset(tx.content_keys(u.text)) for u in us]
     n = len(keys)
-    return {k: float(np.log(1 + n / (1 + sum(k in ks for ks in keys)))) for k in tx.content_keys(question)}
+    return {k: idf(n, sum(k in ks for ks in keys)) for k in tx.content_keys(question)}
 
 
 def _same(a: Unit, b: Unit) -> bool:
@@ -372,7 +363,7 @@ def lead_line(title: str, text: str) -> str:
     """What a document says it is about: its title and its first sentence-bearing paragraph."""
     for e in (Evidence("E0", "", "", text, title, "", "", "", "", 0, 0.0),):
         for u in units(e):
-            if u.kind in ("sentence", "list_item") and len(tx.words(u.text)) >= 6:
+            if u.kind in ("sentence", "list_item") and len(tx.words(u.text)) >= 6:  # prose, not a label
                 return f"{title}: {u.text[:LEAD_CHARS]}"
     return title
 

@@ -16,13 +16,13 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import replace
 
 import numpy as np
 
 from pipeline.answers import lexicon
 from pipeline.answers import words as tx
-from pipeline.answers.subject import CorpusStats, hard_anchors
+from pipeline.answers.subject import CorpusStats, Question, read
 from pipeline.answers.units import Unit
 
 LINE = (
@@ -92,30 +92,17 @@ KINDS = ("number", "option", "path", "command", "identifier")
 _DIGIT = re.compile(r"\d")
 
 
-@dataclass(frozen=True)
-class Question:
-    keys: dict[str, float]  # the question's content words (keys) → weight (IDF over the index)
-    unseen: float  # share of that weight in words the index lacks altogether
-    want: dict[str, float]  # kind → how much more the question asks for it than for the average kind
-    anchors: tuple[frozenset[str], ...] = ()  # its names, identifiers and quoted strings (keys of each)
-    near: dict[str, frozenset[str]] = field(default_factory=dict)  # key → its WordNet synonyms' keys
-    df: dict[str, int] = field(default_factory=dict)  # key → chunks of the index holding it (empty: no stats)
-    anchor_df: tuple[int, ...] = ()  # per anchor: chunks of the index holding it as written
-
-
 def question(
     text: str, idf: dict[str, float], absent: frozenset[str], want: dict[str, float], stats: CorpusStats | None = None
 ) -> Question:
-    keys = dict.fromkeys(tx.content_keys(text))
-    weights = {k: idf.get(k, 1.0) for k in keys}
-    total = sum(weights.values()) or 1.0
-    unseen = sum(w for k, w in weights.items() if k in absent) / total
-    found = [(a, frozenset(tx.content_keys(a))) for a in hard_anchors(text)]
-    found = [(a, ks) for a, ks in found if ks]
+    """`read`, with what the extractive model reads: the kinds it asks for, its words' synonyms, and from
+    the index's statistics (`stats`) how many chunks hold each word and each hard anchor as written."""
+    q = read(text, idf, absent)
     stats = stats or CorpusStats()
-    anchor_df = tuple(stats.anchor_df[a] for a, _ in found if a in stats.anchor_df) if stats.chunks else ()
-    df = {k: n for k, n in stats.df.items() if k in keys}
-    return Question(weights, unseen, want, tuple(ks for _, ks in found), near(text, keys), df, anchor_df)
+    named = [h for h in q.hard if tx.content_keys(h)]
+    anchor_df = tuple(stats.anchor_df[h] for h in named if h in stats.anchor_df) if stats.chunks else ()
+    df = {k: n for k, n in stats.df.items() if k in q.keys}
+    return replace(q, want=want, near=near(text, q.keys), df=df, anchor_df=anchor_df)
 
 
 def near(text: str, keys: dict[str, float] | dict[str, None]) -> dict[str, frozenset[str]]:

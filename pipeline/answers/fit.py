@@ -42,7 +42,9 @@ from pipeline.answers import extractive, features, retrieve, subject
 from pipeline.answers import words as tx
 from pipeline.answers.calibrate import SURE_PRECISION, LeftOut, calibration, floor_threshold, sure_threshold
 from pipeline.answers.params import Logistic, Params
+from pipeline.answers.run import Tools
 from pipeline.errors import AnswerError
+from pipeline.query.leads import document_leads
 
 # Of answered questions, the share that are answerable: what the threshold is chosen for. Chosen with
 # `bench/fit_answers.py --targets` (leave one fit corpus out, 0.95–0.99): 0.98 gives the best balanced
@@ -111,7 +113,7 @@ def prior(kinds: dict[str, str] | None = None) -> Params:
     return Params({}, "", zero, qz, cz, 0.0, 0.5, dict(kinds or KINDS), 1.0)
 
 
-def ask(answerer, corpus: str, rows: Iterable[dict[str, Any]], params: Params) -> list[Asked]:
+def ask(answerer: Tools, corpus: str, rows: Iterable[dict[str, Any]], params: Params) -> list[Asked]:
     """Each question through the answer loop's retrieval and candidate lines (no answer is recorded)."""
     from pipeline.answers.run import Run
 
@@ -120,12 +122,12 @@ def ask(answerer, corpus: str, rows: Iterable[dict[str, Any]], params: Params) -
     for r in rows:
         run = Run(r["question"], retrieve.Scope(None, "hybrid", None, ()), None, 1)
         pool = retrieve.EvidencePool(cfg.max_evidence)
-        pool.add(answerer._search(run, run.question, 1, cfg.max_evidence))
-        with answerer.searcher.connection() as conn:
+        pool.add(answerer.retrieve(run, run.question, 1, cfg.max_evidence))
+        with answerer.connection() as conn:
             stats = subject.corpus_stats(conn, subject.question_words(run.question), subject.hard_anchors(run.question))
-            leads = retrieve.leads(conn, list(dict.fromkeys(e.doc_key for e in pool.items)))
+            leads = document_leads(conn, list(dict.fromkeys(e.doc_key for e in pool.items)))
         ranked = extractive.rank(
-            run.question, pool.items, params, embed=answerer._embed, stats=stats, leads=leads, embedded=0
+            run.question, pool.items, params, embed=answerer.embed, stats=stats, leads=leads, embedded=0
         )
         phrases = r.get("phrases") or []
         texts = [u.text for u in ranked.units]

@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
+from contextlib import AbstractContextManager
 from typing import Any
 
 import numpy as np
@@ -36,7 +37,7 @@ from pipeline.redact import redact
 from pipeline.store.schema import open_built
 
 log = logging.getLogger(__name__)
-MAX_QUESTION = 4000
+MAX_QUESTION = 4000  # characters: a question, not a pasted page (the API refuses longer: servers/ask.py)
 __all__ = ["Answerer", "heuristic_intent"]
 _UNSET: Any = object()
 
@@ -171,7 +172,7 @@ class Answerer:
         if self.llm is not None and not abstained and verdict.addresses_question is False:
             # The model's answer does not carry the question's subject: when no evidence does either,
             # the documentation does not answer it (the same check as the extractive answer's).
-            subj = subject.subject(question)
+            subj = subject.read(question)
             carried = subject.carried(subj, draft.evidence)
             if not carried.ok or (name := subject.unframed(subj, draft.evidence)):
                 abstained = True
@@ -242,9 +243,12 @@ class Answerer:
             }
         )
 
-    # --- the two ways to answer ------------------------------------------------------------------------------
+    # --- what the two ways to answer use (pipeline.answers.run.Tools) --------------------------------------
 
-    def _search(self, run: Run, query: str, iteration: int, limit: int) -> list:
+    def connection(self) -> AbstractContextManager[psycopg.Connection]:
+        return self.searcher.connection()
+
+    def retrieve(self, run: Run, query: str, iteration: int, limit: int) -> list:
         t = time.perf_counter()
         hits = retrieve.search(self.searcher, query, run.scope, limit, self.cfg.per_doc)
         ms = (time.perf_counter() - t) * 1000
@@ -259,7 +263,7 @@ class Answerer:
         run.trace.append(Step("retrieve", ms, {"iteration": iteration, "query": query, "hits": len(hits)}))
         return hits
 
-    def _embed(self, texts):
+    def embed(self, texts):
         """The question (as a query) and the candidate lines (as documents, each computed once: vectors)."""
         q = self.searcher.query_vector(texts[0])[None, :]  # kept on disk by the CLI's searcher
         if len(texts) == 1:
@@ -270,7 +274,7 @@ class Answerer:
         docs = self._vectors.encode(list(texts[1:]), lambda b: self.searcher.embedder.encode(b, kind="document"))
         return np.vstack([np.asarray(q, dtype=np.float32), docs])
 
-    def _chat(self, run: Run, stage: str, messages, max_tokens: int | None = None) -> str:
+    def chat(self, run: Run, stage: str, messages, max_tokens: int | None = None) -> str:
         t = time.perf_counter()
         c = self.llm.chat(messages, max_tokens=max_tokens)  # type: ignore[union-attr]
         run.input_tokens += c.input_tokens

@@ -108,11 +108,6 @@ class Verdict:
     def verified(self) -> bool:
         return bool(self.claims) and all(c.verified for c in self.claims)
 
-    @property
-    def deflection(self) -> str:
-        """Non-empty when every line is quoted correctly but the answer does not address the question."""
-        return self.reason if self.addresses_question is False and self.verified else ""
-
     def as_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {
             "audit_mode": self.audit_mode,

@@ -12,7 +12,7 @@ from pipeline.answers.model import INTENTS, Evidence
 from pipeline.query.hits import where
 
 PROMPTS_VERSION = "2"  # 2: evidence headers by pipeline.query.hits.where (a nested section as A › B)
-DEFAULT_CONFIDENCE = 0.7
+DEFAULT_CONFIDENCE = 0.7  # SUFFICIENT without a share we can read: taken at its word, short of certain
 NOT_FOUND_TOKEN = "NOT_FOUND"
 
 CLASSIFY_SYSTEM = (

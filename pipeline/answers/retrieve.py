@@ -5,9 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from psycopg import sql
-
-from pipeline import access
 from pipeline.access import FULL_ACCESS, Principal
 from pipeline.answers.model import Evidence, text_hash
 from pipeline.query import Hit, Searcher
@@ -90,22 +87,3 @@ class EvidencePool:
     @property
     def texts(self) -> dict[str, str]:
         return {e.pointer: e.text for e in self.items}
-
-
-_LEADS_SQL = """
-SELECT doc.key, doc.title, string_agg(c.text, E'\\n\\n' ORDER BY c.ordinal)
-FROM documents doc JOIN chunks c ON c.doc_key = doc.key
-WHERE doc.key = ANY(%(keys)s) AND c.ordinal < 2 AND {access}
-GROUP BY doc.key, doc.title
-"""
-
-
-def leads(conn, keys: list[str], reader: Principal = FULL_ACCESS) -> dict[str, tuple[str, str]]:
-    """(title, opening text) of each document: its first two chunks, where a document says what it is
-    about (a proposal's summary, a page's first paragraph)."""
-    if not keys:
-        return {}
-    may_read, binds = access.predicate(reader)
-    stmt = sql.SQL(_LEADS_SQL).format(access=may_read)
-    rows = conn.execute(stmt, {"keys": keys, **binds}).fetchall()
-    return {key: (title or "", text or "") for key, title, text in rows}

@@ -1,13 +1,23 @@
 """What one ask accumulates on its way (Run), what a way of answering drafts (Draft) and what the
-verifier makes of it (Checked): the answer loop's intermediate values, each built once."""
+verifier makes of it (Checked): the answer loop's intermediate values, each built once; and what a way
+of answering uses of the loop (Tools), passed to it explicitly."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pipeline.answers import retrieve
 from pipeline.answers.model import Evidence, Step, Verdict
+
+if TYPE_CHECKING:
+    import psycopg
+
+    from pipeline.answers.params import Params
+    from pipeline.config import AnswersConfig
+    from pipeline.query import Hit
 
 
 @dataclass
@@ -56,3 +66,33 @@ class Checked:
     abstained: bool
     confidence: float
     reason: str = ""  # why it abstained, when it did
+
+
+class Tools(Protocol):
+    """What the ways of answering (pipeline.answers.drafts) and the fit (pipeline.answers.fit) use of the
+    answer loop; pipeline.answers.loop.Answerer is one. Each call is timed and traced on the run."""
+
+    cfg: AnswersConfig
+
+    @property
+    def model_name(self) -> str: ...
+
+    def retrieve(self, run: Run, query: str, iteration: int, limit: int) -> list[Hit]:
+        """Hits for `query` within the run's scope, recorded on the run."""
+        ...
+
+    def embed(self, texts: Sequence[str]) -> Sequence[Sequence[float]]:
+        """The first text's query vector, then each other's document vector (extractive.Embed)."""
+        ...
+
+    def chat(self, run: Run, stage: str, messages: list[dict[str, str]], max_tokens: int | None = None) -> str:
+        """The LLM's reply, its tokens and time counted on the run."""
+        ...
+
+    def connection(self) -> AbstractContextManager[psycopg.Connection]:
+        """A pooled store connection."""
+        ...
+
+    def params(self) -> Params:
+        """The extractive answerer's fitted parameters."""
+        ...

@@ -1,4 +1,5 @@
-"""What a question is about and what kind of answer it wants: the warrant layer's anchors.
+"""A question as the answer layer reads it (`Question`, made by `read`: the one record of a question), what
+it is about and what kind of answer it wants: the warrant layer's anchors.
 
     subject   the question's content words (ask words such as "explain" or "command" aside), each weighted
               by its rarity in the index (IDF from the keyword index's statistics: a word the index lacks
@@ -17,9 +18,11 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass, field, fields
+from typing import Any
 
 from pipeline.answers import words as tx
+from pipeline.query.terms import anchor_counts, term_counts
 
 MIN_SUBJECT = 0.15  # share of the subject's IDF weight the best document must carry
 FRAME_SHARE = 0.2  # of the rest of the subject, a line naming the question's name must carry (unframed)
@@ -59,21 +62,40 @@ VALUE_SHAPES = {"env": "an environment variable", "number": "a number", "date": 
 
 
 @dataclass(frozen=True)
-class Subject:
-    keys: tuple[str, ...]  # content keys, in order
-    weights: dict[str, float]  # key → weight (IDF)
+class Question:
+    """A question as the answer layer reads it: the one record of it. `read` fills what every reader uses;
+    the extractive answerer adds what its model reads (`want`, `near`: pipeline.answers.features.question).
+    Two readings of its words: `keys` in context (a run of number words is one number), as the extractive
+    answerer's features match lines; `subject` word by word, as `carried` matches evidence."""
+
+    keys: dict[str, float]  # its content words' keys (read in context) → weight (IDF over the index)
+    unseen: float = 0.0  # share of that weight in words the index lacks altogether
+    want: dict[str, float] = field(default_factory=dict)  # kind → how much more it asks for it than the average
+    anchors: tuple[frozenset[str], ...] = ()  # keys of each hard anchor that has content words
+    near: dict[str, frozenset[str]] = field(default_factory=dict)  # key → its WordNet synonyms' keys
+    text: str = ""  # as asked
+    subject: dict[str, float] = field(default_factory=dict)  # what it is about: key → weight, in order
     hard: tuple[str, ...] = ()  # anchors an answer must carry (as written)
-    hard_keys: tuple[frozenset[str], ...] = field(default=())
-    absent: frozenset[str] = frozenset()  # keys the whole index lacks
-    spelled: dict[str, str] = field(default_factory=dict)  # key → the question's word, for what people read
+    hard_keys: tuple[frozenset[str], ...] = ()  # keys of each (of every word, for one without content words)
+    absent: frozenset[str] = frozenset()  # subject keys the whole index lacks
+    df: dict[str, int] = field(default_factory=dict)  # key → chunks of the index holding it (empty: no stats)
+    anchor_df: tuple[int, ...] = ()  # per hard anchor with content words: chunks holding it as written
 
     def said(self, keys: Iterable[str]) -> str:
-        """Keys as the question wrote them: "reset, Jira", not "reset, jira" or "cach"."""
-        return ", ".join(self.spelled.get(k, k) for k in keys)
+        """`keys` as the question wrote them (pipeline.answers.words.as_written), comma-separated."""
+        return ", ".join(tx.as_written(self.text, keys))
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """One pickled before it held every field (`bench/fit_answers.py --asked` files): the rest at their
+        defaults."""
+        for f in fields(self):
+            if f.name not in state:
+                state[f.name] = f.default if f.default_factory is MISSING else f.default_factory()
+        self.__dict__.update(state)
 
     @property
     def absent_share(self) -> float:
-        return sum(self.weights[k] for k in self.absent if k in self.weights) / (sum(self.weights.values()) or 1.0)
+        return sum(self.subject[k] for k in self.absent if k in self.subject) / (sum(self.subject.values()) or 1.0)
 
 
 @dataclass(frozen=True)
@@ -100,7 +122,7 @@ def hard_anchors(question: str) -> list[str]:
         start = m.start() == len(question) - len(question.lstrip()) or question[: m.start()].rstrip().endswith(
             (".", "?", "!", ":")
         )
-        if start or first and m.start() < 2:
+        if start or first and m.start() < 2:  # its first word (after a quote or bracket): capitalised anyway
             first = False
             continue
         if w in {"I", "I'm", "I've"} or w.lower() in tx.STOPWORDS:
@@ -109,15 +131,20 @@ def hard_anchors(question: str) -> list[str]:
     return list(dict.fromkeys(a for _, a in sorted(found, key=lambda f: f[0]) if tx.words(a)))
 
 
-def subject(question: str, idf: dict[str, float] | None = None, absent: Iterable[str] = ()) -> Subject:
-    keys = tuple(dict.fromkeys(tx.key(w) for w in question_words(question)))
-    if not keys:  # "what does it do?": every content word is the subject
-        keys = tuple(dict.fromkeys(tx.content_keys(question)))
-    weights = {k: (idf or {}).get(k, 1.0) for k in keys}
+def read(question: str, weights: dict[str, float] | None = None, absent: Iterable[str] = ()) -> Question:
+    """The question's words weighed by `weights` (IDF; a word it lacks: 1), its subject and hard anchors;
+    `absent`: keys of words the whole index lacks."""
+    weights, absent = weights or {}, frozenset(absent)
+    keys = {k: weights.get(k, 1.0) for k in dict.fromkeys(tx.content_keys(question))}
+    unseen = sum(w for k, w in keys.items() if k in absent) / (sum(keys.values()) or 1.0)
+    about = tuple(dict.fromkeys(tx.key(w) for w in question_words(question)))
+    if not about:  # "what does it do?": every content word is the subject
+        about = tuple(dict.fromkeys(tx.content_keys(question)))
     hard = hard_anchors(question)
+    anchors = tuple(a for a in (frozenset(tx.content_keys(h)) for h in hard) if a)
     hard_keys = tuple(frozenset(tx.content_keys(a)) or frozenset(tx.key(w) for w in tx.words(a)) for a in hard)
-    spelled = {tx.key(tx.fold(w)): w for w in reversed(re.findall(r"[^\W_]+(?:'[^\W_]+)?", question))}
-    return Subject(keys, weights, tuple(hard), hard_keys, frozenset(absent) & frozenset(keys), spelled)
+    subj = {k: weights.get(k, 1.0) for k in about}
+    return Question(keys, unseen, {}, anchors, {}, question, subj, tuple(hard), hard_keys, absent & frozenset(about))
 
 
 def _keys(evidence: Iterable) -> set[str]:
@@ -132,7 +159,7 @@ def _bare(key: str) -> str:
     return key.lower().rstrip("s")
 
 
-def carried(subj: Subject, evidence: Iterable, minimum: float = MIN_SUBJECT, pool: Iterable = ()) -> Carried:
+def carried(subj: Question, evidence: Iterable, minimum: float = MIN_SUBJECT, pool: Iterable = ()) -> Carried:
     """Whether the evidence texts (with their titles and sections) carry the question's subject: its
     words (IDF-weighted share ≥ minimum) in `evidence`, its hard anchors there or anywhere in `pool`."""
     have = _keys(evidence)
@@ -140,15 +167,15 @@ def carried(subj: Subject, evidence: Iterable, minimum: float = MIN_SUBJECT, poo
     missing = [
         a for a, ks in zip(subj.hard, subj.hard_keys, strict=True) if ks and not {_bare(k) for k in ks} <= anywhere
     ]
-    total = sum(subj.weights.values()) or 1.0
-    coverage = sum(w for k, w in subj.weights.items() if k in have) / total
+    total = sum(subj.subject.values()) or 1.0
+    coverage = sum(w for k, w in subj.subject.items() if k in have) / total
     if subj.absent_share >= MAX_ABSENT:
-        absent = [k for k in subj.keys if k in subj.absent][:3]
+        absent = [k for k in subj.subject if k in subj.absent][:3]
         return Carried(False, coverage, f"the index does not know {subj.said(absent)}")
     if missing:
         return Carried(False, coverage, f"the evidence does not mention {', '.join(missing[:3])}")
     if coverage < minimum:
-        absent = [k for k in subj.keys if k not in have][:3]
+        absent = [k for k in subj.subject if k not in have][:3]
         return Carried(False, coverage, f"the evidence does not cover the question ({subj.said(absent)} missing)")
     return Carried(True, coverage)
 
@@ -156,7 +183,7 @@ def carried(subj: Subject, evidence: Iterable, minimum: float = MIN_SUBJECT, poo
 UNFRAMED = "no passage speaks of {} and the question together"  # why an answer abstains (unframed)
 
 
-def unframed(subj: Subject, lines: Iterable, share: float = FRAME_SHARE) -> str | None:
+def unframed(subj: Question, lines: Iterable, share: float = FRAME_SHARE) -> str | None:
     """The name that frames the question ("in <Product>", "a <Language> keyword") when no line speaks of
     it and of the question together — lines that mention the name in passing and others about the topic
     do not answer how that product does it. A name is a capitalised word with lowercase letters (an acronym
@@ -165,7 +192,7 @@ def unframed(subj: Subject, lines: Iterable, share: float = FRAME_SHARE) -> str 
     if not names:
         return None
     named = set().union(*(ks for _, ks in names))
-    rest = {k: w for k, w in subj.weights.items() if k not in named}
+    rest = {k: w for k, w in subj.subject.items() if k not in named}
     total = sum(rest.values())
     texts = [_keys([t]) for t in lines]
 
@@ -194,24 +221,6 @@ def has_shape(text: str, shape_name: str | None) -> float:
 
 # --- corpus statistics --------------------------------------------------------------------------------------
 
-_DF_SQL = """
-SELECT w, l.lexeme, coalesce(b.df, 0), (SELECT n FROM bm25_stats LIMIT 1)
-FROM unnest(%s::text[]) AS w
-LEFT JOIN LATERAL (SELECT (tsvector_to_array(to_tsvector('english', w)))[1] AS lexeme) l ON true
-LEFT JOIN bm25_terms b ON b.term = l.lexeme
-"""
-# An anchor as written ("tune.http.maxbody", "dmarc_report_interval", "--preserve-timestamps", "OpenDKIM"):
-# the chunks holding it as a phrase of the keyword index's lexemes in order (a dotted or hyphenated token
-# is also one lexeme of its own), counted up to ANCHOR_DF_CAP (the GIN index finds them; no scan of the
-# text). An option the index never names counts 0 though its parts are common words; an anchor of
-# stopwords only is no phrase (NULL).
-ANCHOR_DF_CAP = 100
-_ANCHOR_DF_SQL = """
-SELECT a, CASE WHEN numnode(q) = 0 THEN NULL
-               ELSE (SELECT count(*) FROM (SELECT 1 FROM chunks WHERE tsv @@ q LIMIT %s) m) END
-FROM unnest(%s::text[]) AS a, LATERAL phraseto_tsquery('english', a) AS q
-"""
-
 
 @dataclass(frozen=True)
 class CorpusStats:
@@ -222,6 +231,16 @@ class CorpusStats:
     chunks: int = 0  # chunks in the index
 
 
+def idf(n: int, df: int) -> float:
+    """The weight of a word that `df` of `n` texts hold: rarer weighs more; one no text holds, log(1 + n)."""
+    return math.log(1 + n / (1 + df))
+
+
+# An anchor's chunks are counted up to this many: enough to tell none or a few (another product's name, an
+# option that does not exist) from many, and the count stops early (pipeline/query/sql/anchors.sql).
+ANCHOR_DF_CAP = 100
+
+
 def corpus_stats(conn, words: Sequence[str], anchors: Sequence[str] = ()) -> CorpusStats:
     """IDF of each word's key over the index's chunks (one statement); a word the index lacks weighs
     log(1 + N), one the keyword index drops as a stopword STOP_WEIGHT. With `anchors` (hard_anchors),
@@ -229,24 +248,19 @@ def corpus_stats(conn, words: Sequence[str], anchors: Sequence[str] = ()) -> Cor
     words = list(dict.fromkeys(words))
     if not words:
         return CorpusStats()
-    try:
-        rows = conn.execute(_DF_SQL, (words,)).fetchall()
-        named = list(dict.fromkeys(anchors))
-        found = conn.execute(_ANCHOR_DF_SQL, (ANCHOR_DF_CAP, named)).fetchall() if named else []
-    except Exception:  # noqa: BLE001 — an index without keyword statistics: the candidates' IDF instead
-        conn.rollback()
-        return CorpusStats()
-    idf: dict[str, float] = {}
+    rows = term_counts(conn, words)  # none: an index without keyword statistics (the candidates' IDF instead)
+    weights: dict[str, float] = {}
     dfs: dict[str, int] = {}
     absent: set[str] = set()
     for w, lexeme, df, n in rows:
         if not n:
             return CorpusStats()
         k = tx.key(w)
-        idf[k] = max(idf.get(k, 0.0), STOP_WEIGHT if lexeme is None else math.log(1 + n / (1 + df)))
+        weights[k] = max(weights.get(k, 0.0), STOP_WEIGHT if lexeme is None else idf(n, df))
         if lexeme is not None:
             dfs[k] = min(dfs.get(k, int(df)), int(df))
         if lexeme is not None and not df and not w.endswith("ly"):
             absent.add(k)
-    gone = absent - {tx.key(w) for w, lx, df, _ in rows if df}
-    return CorpusStats(idf, frozenset(gone), dfs, {a: int(df) for a, df in found if df is not None}, int(rows[0][3]))
+    gone = frozenset(absent - {tx.key(w) for w, lx, df, _ in rows if df})
+    named = anchor_counts(conn, list(dict.fromkeys(anchors)), ANCHOR_DF_CAP) if rows else {}
+    return CorpusStats(weights, gone, dfs, named, int(rows[0][3] or 0) if rows else 0)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Iterable
 from functools import lru_cache
 
 import snowballstemmer
@@ -26,8 +27,10 @@ from pipeline.answers.numbers import (  # noqa: F401 (part of this module's API)
 )
 from pipeline.answers.sentences import split_sentences  # noqa: F401 (part of this module's API)
 
-# Function words that carry no claim of their own. Negations, numbers and
-# question words are deliberately absent: they change what a sentence says.
+# Words that say nothing, one list per use: STOPWORDS, function words that carry no claim of their own
+# (verifier, extractive answerer, cache key; negations and numbers absent: they change what is said); the
+# keyword index's, Postgres' English list (what search cannot find: subject.STOP_WEIGHT); the hits' marks'
+# (docforge/cli/render.py and the page's app.js: the commonest question words, a list a browser holds too).
 STOPWORDS = frozenset(
     """
 a about above after again against all also am an and any are as at be because been before being below
@@ -57,6 +60,8 @@ MONTHS = {
 MONTHS.update({m[:3]: i for m, i in list(MONTHS.items())})
 MONTHS["sept"] = 9
 
+# The one word tokeniser (`words`, `cased_words`, `normalise`, `as_written`): the answer layer, its cache key
+# and the verifier read words through it; a module that splits otherwise says why beside its pattern.
 # A number keeps an ordinal or plural suffix ("2nd", "1980s"); any other letters after it are a word of
 # their own ("64KiB" → "64", "kib"; "2h" → "2", "h"), so a unit reads the same glued on or spelt out.
 _WORD = re.compile(r"\d+(?:[.,]\d+)*(?:st|nd|rd|th|s)?(?![^\W_])|\d+(?:[.,]\d+)*|[^\W_]+(?:['’][^\W_]+)*", re.UNICODE)
@@ -111,6 +116,15 @@ def cased_words(text: str) -> list[str]:
         text = _typed(text)
         text = "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
     return _WORD.findall(text)
+
+
+def as_written(text: str, keys: Iterable[str]) -> list[str]:
+    """Matching keys as `text` wrote them: "reset, Jira", not "reset, jira" or "cach" (a key no word of
+    it has, as it is)."""
+    spelled: dict[str, str] = {}
+    for w in _WORD.findall(text):  # case and diacritics kept: what the reader typed
+        spelled.setdefault(key(fold(w)), w)
+    return [spelled.get(k, k) for k in keys]
 
 
 def normalise(text: str) -> str:
@@ -289,7 +303,7 @@ _MARKED = re.compile(r"[-$/.:_('\d]|[a-z][A-Z]")  # a token without one of these
 
 _OPENS = {")": "(", "]": "[", "}": "{"}
 _URL = re.compile(r"\]\([^)\s]*\)|<?\b(?:https?|ftp)://[^\s<>)\]]+>?")
-_JOINED = re.compile(r"[\w$]+(?:[-.:/][\w$]+)+")
+_JOINED = re.compile(r"-{0,2}[\w$]+(?:[-.:/][\w$]+)+")  # an option-like "-DD/MM/YY" too
 
 
 def _whole(tok: str) -> str:
@@ -346,30 +360,16 @@ def has_negation(tokens: list[str]) -> bool:
     return any(t in NEGATIONS or t.endswith("n't") for t in tokens)
 
 
-_NEG_RE = re.compile(
-    r"(?<![\w-])(?:"
-    + "|".join(sorted((re.escape(w) for w in NEGATIONS), key=len, reverse=True))
-    + r")(?![\w-])|\w+n't(?![\w-])"
-)
 _CODE = re.compile(r"`[^`]*`")
 
 
-def negations(text: str) -> int:
-    """How many negation cues a text holds; identifiers (`no_std`, `non-null`, code spans) are not cues."""
-    return len(_NEG_RE.findall(_CODE.sub(" ", fold(text))))
-
-
-def negation_scopes(text: str, reach: int = 4) -> list[frozenset[str]]:
-    """For each negation cue, the keys of the content words it governs (the next `reach` words)."""
-    return [frozenset(scope) for scope in negated_words(text, reach)]
-
-
 def negated_words(text: str, reach: int = 4) -> list[tuple[str, ...]]:
-    """For each negation cue, the keys of the content words it governs, in order (the next `reach`,
-    within its clause: a comma, semicolon or colon ends what "not" turns around)."""
+    """For each negation cue, the keys of the content words it governs, in order (the next `reach`: four
+    reach the end of "does not enable remote logins by default"; within its clause: a comma, semicolon or
+    colon ends what "not" turns around)."""
     out = []
     for clause in re.split(r"[,;:]\s", _CODE.sub(" ", fold(text))):
-        tokens = re.findall(r"[\w'-]+", clause)
+        tokens = re.findall(r"[\w'-]+", clause)  # "not-null" whole: an identifier, not a cue; then _WORD
         for i, t in enumerate(tokens):
             if t in NEGATIONS or t.endswith("n't"):
                 governed = [

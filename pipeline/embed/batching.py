@@ -21,13 +21,13 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from cachetools import LRUCache
 
 from pipeline import metrics
 from pipeline.embed.files import Kind
@@ -108,7 +108,7 @@ class SharedEncoder:
         self.lru_size = lru_size
         self._lock = threading.Lock()
         self._batcher: Batcher | None = None
-        self._recent: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
+        self._recent: LRUCache[tuple[str, str], np.ndarray] = LRUCache(lru_size)  # least recently used out first
 
     def __getattr__(self, name: str) -> Any:  # model_id, dimension, tokenizer, info(), ...
         return getattr(self.inner, name)
@@ -120,17 +120,13 @@ class SharedEncoder:
     def encode(self, texts: Sequence[str], kind: Kind = "document") -> np.ndarray:
         texts = list(texts)
         with self._lock:
-            known = {t: v for t in texts if (v := self._recent.get((kind, t))) is not None}
-            for t in known:
-                self._recent.move_to_end((kind, t))
+            known = {t: v for t in texts if (v := self._recent.get((kind, t))) is not None}  # a hit is a use
         missing = list(dict.fromkeys(t for t in texts if t not in known))
         if missing:
             fresh = dict(zip(missing, self._pass(missing, kind), strict=True))
             with self._lock:
                 for t, v in fresh.items():
                     self._recent[(kind, t)] = v
-                while len(self._recent) > self.lru_size:
-                    self._recent.popitem(last=False)
             known.update(fresh)
         return np.stack([known[t] for t in texts]) if texts else self.inner.encode([], kind)
 

@@ -182,7 +182,7 @@ class Embedder:
 
         try:
             model = SentenceTransformer(str(self.path or self.name), device=self.device)
-        except Exception as e:
+        except Exception as e:  # the library's many kinds, mapped once here: EmbedError names the model
             raise EmbedError(f"cannot load embedding model {self.name!r} on {self.device}: {e}") from e
         if self.device == "cuda":
             model.half()

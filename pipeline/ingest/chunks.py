@@ -130,7 +130,7 @@ def stage_chunks(ctx: IngestContext, name: str) -> IngestStats:
                     raise page
                 chunks = chunker.chunk(page.title, strip(page.sections, furniture), page.pack)
                 _write(conn, key, chunks, page.title or row.title, page.link_share)
-            except Exception as e:
+            except Exception as e:  # per document: a lost store stops the run, any other fault is its own
                 if store_lost(e):
                     raise
                 failures.append(failure(key, "parse", e))

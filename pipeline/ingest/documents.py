@@ -112,7 +112,7 @@ def _apply(
                 elif staged.get(item.ref.key) != (item.content_hash, readers.hash(item.ref.access)):  # else:
                     row = _staging_row(name, source.type, source.tags, item, ctx.run_id)  # staged already
                     cur.execute(_UPSERT, row | readers.columns(item.ref.access))
-            except Exception as e:
+            except Exception as e:  # per document: a lost store stops the run, any other fault is its own
                 if store_lost(e):
                     raise
                 failures.append(failure(item.ref.key, "fetch", e))

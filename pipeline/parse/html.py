@@ -54,7 +54,7 @@ LEADING_LINK_SHARE = 0.6
 # page's own content whatever its class says (a theme's grid "…-for-nav" wraps the whole article).
 WRAPPER_SHARE = 0.5
 STUB_WORDS = 30  # a redirect or script-only page says at most this much itself ("Redirecting to …")
-_WORD = re.compile(r"\w{3,}")
+_WORD = re.compile(r"\w{3,}")  # a word long enough to count: how much a page says, which headings share one
 # A heading's own link mark: "#", "¶", "§", a link emoji, or an icon font's private-use glyph (Sphinx themes).
 _PERMALINK = re.compile(r"[#¶§\U0001f517\ue000-\uf8ff]")
 _XML_DECL = re.compile(r"^\s*<\?xml[^>]*\?>")

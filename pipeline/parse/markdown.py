@@ -142,6 +142,6 @@ def _front_matter(text: str) -> re.Match | None:
         return None
     try:
         data = yaml.safe_load(fm.group(1))
-    except Exception:  # not YAML (or YAML too deep to read): prose between two rules
+    except (yaml.YAMLError, RecursionError):  # not YAML (or too deep to read): prose between two rules
         return None
     return fm if data is None or isinstance(data, dict) else None  # None: an empty block, as Jekyll allows

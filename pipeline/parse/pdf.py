@@ -65,7 +65,7 @@ def _outline(reader) -> list[tuple[int, int, str]]:
             try:
                 page = reader.get_destination_page_number(item)
                 title = " ".join(scrub(str(item.title or "")).split())
-            except Exception:
+            except Exception:  # pypdf raises many kinds on a broken entry: it alone is left out
                 continue
             if page is not None and page >= 0 and title:
                 out.append((page, level, title))

@@ -22,7 +22,7 @@ SHINGLE = 5
 # A chunk of ~200 words with one changed line (~10 words) keeps ~0.85 of its shingles; two sections of
 # one manual that share a boilerplate paragraph stay under 0.5 (tests/test_near.py has both).
 NEAR_SHARE = 0.8
-_WORD = re.compile(r"\w+")
+_WORD = re.compile(r"\w+")  # any run of word characters: shingles compare raw texts, no word need be read
 H = TypeVar("H", bound=Hit)
 
 

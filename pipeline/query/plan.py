@@ -34,6 +34,7 @@ class Plan:
 
 def tags_to_boost(query: str, extra) -> set[str]:
     """Tags that earn the hybrid boost: words of the query plus any given (team, area...)."""
+    # a tag is matched whole, dots and hyphens in it ("node.js", "on-call"): not the answer layer's words
     words = {w for w in re.findall(r"[\w.-]+", query.lower()) if len(w) > 1}
     return words | {t.lower() for t in extra if t}
 

@@ -90,7 +90,7 @@ class CrossEncoderReranker:
 
         try:
             return CrossEncoder(self.path, device=self.device, local_files_only=True)
-        except Exception as e:
+        except Exception as e:  # the library's many kinds, mapped once here to what the user can fix
             raise ConfigError(f"cannot load the cross-encoder at {self.path!r} (RERANKER_MODEL): {e}") from e
 
     def rerank(self, query: str, candidates: Sequence[Hit], top_n: int) -> list[Hit]:

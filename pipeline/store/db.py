@@ -62,7 +62,7 @@ def embedded_server(home: Path):
             server = _server_module().get_server(datadir, cleanup_mode=None)
             if fresh:
                 _size_buffers(server, datadir)
-        except Exception as e:
+        except Exception as e:  # the server package's many kinds, mapped once here: StoreDown says why
             raise StoreDown(f"cannot start the embedded Postgres in {datadir}: {_why_not_started(e, datadir)}") from e
     return server
 

@@ -111,8 +111,9 @@ def open_built(conn: psycopg.Connection) -> tuple[str, int] | None:
     """
     built = store_model(conn)
     if built and not is_current(conn):
+        n = len(pending(conn))
         raise OutdatedStore(
-            f"the store's schema is older than this docforge ({len(pending(conn))} migrations to apply):"
+            f"the store's schema is older than this docforge ({n} migration{'s' * (n != 1)} to apply):"
             " run `docforge db migrate`"
         )
     return built

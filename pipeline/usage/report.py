@@ -21,12 +21,12 @@ from typing import Any
 import numpy as np
 import psycopg
 
+import pipeline.usage.cluster as cluster
 from pipeline.config import UsageConfig
 from pipeline.errors import StoreError
 from pipeline.query import Searcher
 from pipeline.store.db import connect, scalar
 from pipeline.store.schema import open_built
-from pipeline.usage import cluster
 from pipeline.usage.record import digest
 
 MAX_QUESTIONS = 5000  # distinct gap questions clustered at most (the most recent): bounds the report's cost

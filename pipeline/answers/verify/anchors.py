@@ -47,6 +47,7 @@ def anchors(sentence: str) -> Anchors:
 def proper_nouns(sentence: str) -> list[str]:
     """Runs of capitalised words (inner 'of'/'for'/… allowed): multi-word ones, or single ones not
     at the start of a sentence (a capital there says nothing)."""
+    # not words.words: a name keeps its case, "&", "-" and dots ("AT&T", "Node.js"), and punctuation ends a run
     tokens = re.findall(r"[\w'’&-]+(?:\.\w+)*|[.!?:;,()\"]", sentence)
     out: list[str] = []
     run: list[tuple[str, bool]] = []
@@ -83,12 +84,6 @@ def proper_nouns(sentence: str) -> list[str]:
         start = False
     close()
     return out
-
-
-def is_anchor_key(k: str, anc: Anchors) -> bool:
-    if k in anc.numbers:
-        return True
-    return any(k in (tx.key(w) for w in p.split()) for p in anc.proper + anc.idents)
 
 
 def positions_of(a: str, anc: Anchors, b: CitedBlock) -> list[int]:

@@ -51,7 +51,7 @@ def _addressed(question: str, claims: list[Claim], blocks: dict[str, CitedBlock]
     subject (hard anchors: names, identifiers, quoted strings; and enough of its words). Deflection: the
     answer addresses it when one verified claim does and, for a question that asks for a kind of value
     (an environment variable, an attribute, a flag, a file, a number, a date), one claim holds such a value."""
-    subj = sj.subject(question)
+    subj = sj.read(question)
     shape = sj.shape(question)
     out = []
     for c in claims:

@@ -16,7 +16,7 @@ _DATE_MDY = re.compile(rf"\b{_MONTH}\s+(?:(\d{{1,2}})(?:st|nd|rd|th)?,?\s+)?(\d{
 _DATE_DMY = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH},?\s+(\d{{4}})\b")
 _GLUED = re.compile(r"(?<=[a-z0-9)\]\"'][.!?])(?=[A-Z][a-z])")  # "…in India.India, officially…": two texts joined
 _PRONOUNS = frozenset({"it", "he", "she", "they", "its", "his", "her", "their", "this", "these", "which"})
-OPENING = 6
+OPENING = 6  # a sentence's first keys, where it names its subject: what a later "It …" can refer to
 _NAME_JOINS = tx.NAME_CONNECTORS
 _MD_LINK = re.compile(r"!?\[([^\]\n]*)\]\([^)\s]*(?:\s+\"[^\"]*\")?\)|!?\[([^\]\n]+)\]\[[^\]\n]*\]|<https?://[^>]+>")
 

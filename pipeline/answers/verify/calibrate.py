@@ -14,7 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from pipeline.answers.verify import features, judge, strategies
+import pipeline.answers.verify.features as features
+import pipeline.answers.verify.judge as judge
+import pipeline.answers.verify.strategies as strategies
 from pipeline.answers.verify.blocks import LazyBlocks
 from pipeline.answers.verify.claims import parse_claims
 

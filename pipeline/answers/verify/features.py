@@ -25,9 +25,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+import pipeline.answers.verify.align as align
+import pipeline.answers.verify.logic as logic
 from pipeline.answers import lexicon
 from pipeline.answers import words as tx
-from pipeline.answers.verify import align, logic
 from pipeline.answers.verify.anchors import anchor_problems, anchors
 from pipeline.answers.verify.blocks import CitedBlock
 from pipeline.answers.verify.sense import sense_problems

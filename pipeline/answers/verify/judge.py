@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 
+import pipeline.answers.verify.policy as policy
 from pipeline.answers.params import Logistic
-from pipeline.answers.verify import policy
 
 log = logging.getLogger(__name__)
 L2 = 1.0  # ridge on the standardised weights: keeps a feature rare in the fit data from dominating

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import pipeline.answers.verify.features as features
+import pipeline.answers.verify.judge as judge
+import pipeline.answers.verify.logic as logic
 import pipeline.answers.verify.policy as policy
 from pipeline.answers import words as tx
 from pipeline.answers.model import STRATEGIES, Claim
-from pipeline.answers.verify import features, judge, logic
 from pipeline.answers.verify.anchors import anchor_problems, anchors, proper_nouns
 from pipeline.answers.verify.blocks import CitedBlock
 from pipeline.answers.verify.features import ClaimReading
@@ -134,7 +136,7 @@ def _decide(c: Pending, model: judge.Model | None) -> Claim:
     missing = list(dict.fromkeys(w for _, r in c.readings for w in r.missing))
     if model is None:  # no fitted model: every word found, no sense problem (what a fitting run starts from)
         ok = c.x["wordnet"] >= 1 and not soft
-        p, threshold = (1.0 if ok else 0.0), 0.5
+        p, threshold = (1.0 if ok else 0.0), 0.5  # p is 0 or 1: any threshold between says the same
     else:
         p, threshold = model.probability(c.x), model.threshold
     p = round(p, 4)
@@ -180,7 +182,7 @@ def _quoted(s: str, cited: list[CitedBlock]) -> tuple[str, list[str]] | None:
 
 def _quote(s: str, cited: list[CitedBlock]) -> str | None:
     folded = tx.fold(s)
-    quotes = [q for q in _QUOTED.findall(folded) if len(tx.words(q)) >= 2]
+    quotes = [q for q in _QUOTED.findall(folded) if len(tx.words(q)) >= 2]  # one word quoted is a term named
     if not quotes:
         return None
     rest = _QUOTED.sub(lambda m: m.group(0) if len(tx.words(m.group(1))) < 2 else " ", folded)
@@ -207,7 +209,7 @@ def _span(norm: str, cited: list[CitedBlock]) -> str | None:
                 continue
             i = hay.find(norm)
             while i >= 0:
-                before = hay[max(0, i - 40) : i].split()[-2:]
+                before = hay[max(0, i - 40) : i].split()[-2:]  # "not", "does not": a span turned round
                 if not tx.NEGATORS.intersection(before) and not any(
                     w.endswith("nt") and w[:-2] + "n't" in tx.NEGATIONS for w in before
                 ):
