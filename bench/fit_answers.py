@@ -164,12 +164,29 @@ def questions(name: str) -> list[dict]:
 
 
 def refreshed(asked: list) -> list:
-    """Asked questions kept by an earlier run, their question's synonyms read now (features.Question.near)."""
+    """Asked questions kept by an earlier run, their question's synonyms read now (features.Question.near)
+    and their candidate lines re-read from their evidence by today's `units` (the same lines, with what
+    today's code knows of them), so a refit runs today's answer choice on them."""
     import dataclasses
 
     from pipeline.answers import features
+    from pipeline.answers.units import units
 
-    return [dataclasses.replace(a, q=dataclasses.replace(a.q, near=features.near(a.question, a.q.keys))) for a in asked]
+    def reread(us: list) -> list:
+        chunks: dict[int, list] = {}
+        out = []
+        for u in us:
+            fresh = chunks.setdefault(id(u.evidence), units(u.evidence))
+            same = 0 < u.position <= len(fresh) and fresh[u.position - 1].text == u.text
+            out.append(fresh[u.position - 1] if same else u)
+        return out
+
+    return [
+        dataclasses.replace(
+            a, q=dataclasses.replace(a.q, near=features.near(a.question, a.q.keys)), units=reread(a.units)
+        )
+        for a in asked
+    ]
 
 
 def report(answerer, name: str, rows: list[dict], verbose: bool) -> dict:
