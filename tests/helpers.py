@@ -27,6 +27,39 @@ GIT_ENV = {
 RFC_GLOBS = ["text/000[1-3]*.md", "text/387*.md", "text/0000-*.md", "text/3931-*.md"]
 
 
+CHECKOUT = Path(__file__).resolve().parents[1]
+
+
+def docforge_env(**extra: str) -> dict[str, str]:
+    """The environment of a docforge subprocess: this checkout's code (whatever the venv's install points
+    at), models from disk only, no tokenizer threads; `extra` adds to it or overrides."""
+    return {
+        "PYTHONPATH": str(CHECKOUT),
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "TOKENIZERS_PARALLELISM": "false",
+        **extra,
+    }
+
+
+def sealed_env(tmp: Path, database_url: str, config: Path, **extra: str) -> dict[str, str]:
+    """`docforge_env` over this store and sources.yml, sealed off from this process's environment: the
+    system PATH only, HOME and DOCFORGE_HOME under `tmp`."""
+    home = {"HOME": str(tmp), "DOCFORGE_HOME": str(tmp / "home")}
+    return docforge_env(PATH="/usr/bin:/bin", DATABASE_URL=database_url, DOCFORGE_CONFIG=str(config), **home, **extra)
+
+
+def ingest_process(config: Path, env: dict[str, str]) -> subprocess.Popen:
+    """`docforge ingest -c config` as a subprocess of this interpreter, its stderr piped (text)."""
+    return subprocess.Popen(
+        [sys.executable, "-c", "from docforge.cli import main; main()", "ingest", "-c", str(config)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
 def shared(*parts: str) -> Path:
     """A path under ../shared/data, or skip the test when a user's clone lacks it."""
     p = SHARED_DATA.joinpath(*parts)

@@ -343,14 +343,9 @@ def test_mcp_ask_documentation_over_stdio(corpus, tmp_path):
     import anyio
     from mcp import ClientSession, StdioServerParameters, stdio_client
 
-    env = {
-        "DATABASE_URL": corpus.url,
-        "DOCFORGE_CONFIG": str(corpus.config),
-        "DOCFORGE_HOME": str(tmp_path),
-        "HF_HUB_OFFLINE": "1",
-        "TRANSFORMERS_OFFLINE": "1",
-        "TOKENIZERS_PARALLELISM": "false",
-    }
+    from tests.helpers import docforge_env
+
+    env = docforge_env(DATABASE_URL=corpus.url, DOCFORGE_CONFIG=str(corpus.config), DOCFORGE_HOME=str(tmp_path))
     params = StdioServerParameters(command=str(Path(sys.executable).parent / "docforge"), args=["serve"], env=env)
 
     async def session():

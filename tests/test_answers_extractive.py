@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pytest
 
-from pipeline.answers import calibrate, extractive, features, fit, params
+from pipeline.answers import calibrate, extractive, features, fit, params, words
 from pipeline.answers.model import Evidence, text_hash
 from pipeline.answers.units import Unit, units
 from pipeline.answers.verify import verify
@@ -234,8 +234,19 @@ def test_an_entry_section_is_quoted_whole_its_first_line_with_the_default_first(
     assert lines[0].text == "limit_3 (default: 300)"
     chosen, unsure = _choose_line(ev, body[4])
     assert chosen == ["limit_3 (default: 300)", *body]
-    assert unsure == ["limit_3 (default: 300)", body[4]]  # unsure: the entry's name above its best line
+    # unsure: the entry's first line above its best line and the lines around it, a bounded passage
+    assert unsure[0] == "limit_3 (default: 300)" and body[4] in unsure
+    shown = unsure[1:]
+    assert shown == body[body.index(shown[0]) : body.index(shown[0]) + len(shown)] and len(shown) < len(body)
+    assert sum(len(words.words(t)) for t in unsure) <= extractive.PASSAGE_WORDS
     assert verify(extractive.answer_text([(t, ev) for t in chosen]), {"E1": ev.text}).audit_mode == "STRICT"
+
+
+def test_a_candidate_on_an_entry_s_first_line_shows_the_entry_under_it():
+    body = ["Sets how many clients may connect.", "The default suits most servers."]
+    ev, _ = _entry_section(body)
+    _, unsure = _choose_line(ev, "limit_3 (default: 300)")
+    assert unsure == ["limit_3 (default: 300)", *body]  # a short entry whole, its name first, once
 
 
 def test_a_long_entry_section_gives_its_first_line_and_the_line_and_other_sections_only_the_line():
@@ -265,10 +276,11 @@ def test_below_the_fitted_sure_it_offers_the_best_lines_of_different_sections():
     ]
     q = "When do backups run?"
     unsure = extractive.extract(q, pages, dataclasses.replace(SHIPPED, threshold=0.0, sure=1.0), embed=_bag)
-    assert not unsure.sure and 2 <= len(unsure.lines) <= extractive.CANDIDATES
     where = [(e.doc_key, e.section) for _, e in unsure.lines]
-    assert len(set(where)) == len(where)  # one line per section, best first
-    assert unsure.lines[0][0] == "Backups run nightly at 02:00."
+    assert not unsure.sure and 2 <= len(set(where)) <= extractive.CANDIDATES
+    assert where == sorted(where, key=where.index)  # one passage per section, best first
+    # the best line with the sentence that completes it, as the page reads
+    assert [t for t, _ in unsure.lines[:2]] == ["Backups run nightly at 02:00.", "Backups are kept 30 days."]
     sure = extractive.extract(q, pages, dataclasses.replace(SHIPPED, threshold=0.0, sure=0.0), embed=_bag)
     assert sure.sure and sure.lines[0][0] == "Backups run nightly at 02:00."
     assert sure.single == unsure.single  # the label moves with the threshold, not the probability
@@ -287,7 +299,7 @@ def test_the_sure_threshold_is_chosen_for_precision_on_left_out_predictions():
     )
     t = calibrate.sure_threshold(lo, 0.9, z=0.0)  # no margin: the measured precision
     assert t == 0.7  # 0.5 labels 7 with 6 right (0.86), 0.6 labels 6 with 5; 0.7: 5 of 5
-    # with the margin, 5 of 5 bound the precision below by 0.75 (Wilson, one-sided 90 %): enough for 0.75
+    # with the margin, 5 of 5 bound the precision below by 0.83 (Wilson, one standard error): enough for 0.75
     assert calibrate.sure_threshold(lo, 0.75) == 0.7
     assert calibrate.sure_threshold(lo, 0.9) == 1.0  # too few to be sure of 0.9: nothing labelled
     assert round(calibrate.wilson_lower(5, 5, 1.28), 2) == 0.75 and calibrate.wilson_lower(0, 0, 1.28) == 0.0

@@ -36,8 +36,8 @@ from pipeline.answers import Answerer
 from pipeline.config import MetricsConfig, UsageConfig, load_settings
 from pipeline.ingest import IngestContext, ingest_source
 from pipeline.query import Searcher
-from pipeline.usage import Event, Recorder, prune
-from tests.helpers import ServerThread, commit_repo, write_files
+from pipeline.usage import Recorder, UsageRecord, prune
+from tests.helpers import ServerThread, commit_repo, docforge_env, write_files
 from tests.test_web import browser  # noqa: F401 (the browser fixture)
 
 ADMIN, ANN, BOB, SCRAPE = "admin-token-1", "ann-token-2", "bob-token-3", "scrape-token-4"
@@ -271,8 +271,8 @@ def test_metrics_behind_its_own_token(site):
         assert call(site, "GET", "metrics", ADMIN, url=srv.url).status_code == 404
 
 
-def event(q: str = "q") -> Event:
-    return Event("search", "test", q, hashlib.sha256(q.encode()).hexdigest(), "who", "hybrid", 1.0)
+def event(q: str = "q") -> UsageRecord:
+    return UsageRecord("search", "test", q, hashlib.sha256(q.encode()).hexdigest(), "who", "hybrid", 1.0)
 
 
 def test_recording_never_blocks_nor_raises_and_drops_when_full():
@@ -378,22 +378,12 @@ def test_paraphrases_are_grouped_by_meaning_on_the_held_out_half(embedder):
 
 
 def test_the_mcp_server_records_its_tool_calls(site, tmp_path):
-    from pathlib import Path
 
     from mcp import StdioServerParameters
 
     from tests.test_mcp import DOCFORGE, session_calls
 
-    root = str(Path(__file__).resolve().parents[1])  # this checkout's code, whatever the venv points at
-    env = {
-        "DATABASE_URL": site.db,
-        "DOCFORGE_CONFIG": str(site.config),
-        "DOCFORGE_HOME": str(tmp_path),
-        "PYTHONPATH": root,
-        "HF_HUB_OFFLINE": "1",
-        "TRANSFORMERS_OFFLINE": "1",
-        "TOKENIZERS_PARALLELISM": "false",
-    }
+    env = docforge_env(DATABASE_URL=site.db, DOCFORGE_CONFIG=str(site.config), DOCFORGE_HOME=str(tmp_path))
     params = StdioServerParameters(command=DOCFORGE, args=["serve"], env=env)
     with open(tmp_path / "stderr.log", "w") as errlog:
         call = {"query": "vpn profile portal", "user_name": "ada", "team_name": "ops"}

@@ -8,7 +8,6 @@ MCP server intact, as data."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +16,7 @@ import httpx
 import pytest
 
 from pipeline.printable import printable
+from tests.helpers import sealed_env
 
 DOCFORGE = str(Path(sys.executable).parent / "docforge")
 TITLE_ESC = "\x1b]0;pwned\x07title.md"  # sets the window title on most terminals
@@ -53,19 +53,7 @@ def site(tmp_path, database_url):
         (docs / name).write_text(text)
     config = tmp_path / "sources.yml"
     config.write_text(f"sources:\n  - name: kb\n    type: directory\n    path: {json.dumps(str(docs))}\n")
-    env = {
-        "PATH": "/usr/bin:/bin",
-        "HOME": str(tmp_path),
-        "PYTHONPATH": os.getcwd(),  # this checkout's code, whatever the venv's install points at
-        "DATABASE_URL": database_url,
-        "DOCFORGE_CONFIG": str(config),
-        "DOCFORGE_HOME": str(tmp_path / "home"),
-        "HF_HUB_OFFLINE": "1",
-        "TRANSFORMERS_OFFLINE": "1",
-        "TOKENIZERS_PARALLELISM": "false",
-        "COLUMNS": "80",
-    }
-    return env
+    return sealed_env(tmp_path, database_url, config, COLUMNS="80")
 
 
 def cli(env: dict, *args: str) -> subprocess.CompletedProcess:

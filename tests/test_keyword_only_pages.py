@@ -4,6 +4,7 @@ search mode copes with chunks that have none (pipeline.ingest.embeddings, embedd
 from __future__ import annotations
 
 import psycopg
+import pytest
 
 from pipeline.config import load_settings
 from pipeline.ingest import IngestContext, ingest_source
@@ -82,3 +83,27 @@ def test_a_threshold_of_zero_keeps_every_page_out_of_dense_search(tmp_path, writ
     with Searcher(settings, url=database_url, embedder=embedder, reranker=None) as s:
         assert s.search("freezing transaction ids", 5, "dense") == []
         assert s.search("freezing transaction ids", 5, "keyword")
+
+
+def test_an_index_page_is_kept_but_ranks_below_the_page_it_points_at(
+    tmp_path, write_config, database_url, embedder, monkeypatch
+):
+    """A page that is mostly links (a sitemap) is indexed with its link share and, in hybrid search,
+    scores index_weight × what it would score as content, so the page holding the answer comes first."""
+    _ingest(tmp_path, write_config, database_url, embedder)
+    config = tmp_path / "sources.yml"  # the one _ingest wrote
+    with psycopg.connect(database_url) as conn:
+        share = dict(conn.execute("SELECT uri, (meta->>'link_share')::real FROM documents").fetchall())
+    assert share["sitemap.html"] >= 0.9 and (share["vacuum.html"] or 0) == 0, share
+
+    def scores(weight: str) -> dict[str, float]:
+        monkeypatch.setenv("DOCFORGE_SEARCH_INDEX_WEIGHT", weight)
+        settings = load_settings(config)
+        with Searcher(settings, url=database_url, embedder=embedder, reranker=None) as s:
+            hits = s.search("vacuum freezing transaction ids", 5, "hybrid")
+        return {h.doc_key.split(":", 1)[1]: h.score for h in hits}
+
+    off, on = scores("1"), scores("0.5")
+    assert on["sitemap.html"] == pytest.approx(0.5 * off["sitemap.html"], rel=1e-3)
+    assert next(iter(on)) == "vacuum.html"  # the page with the answer first
+    assert on["vacuum.html"] == pytest.approx(off["vacuum.html"], rel=1e-3)  # content is not touched

@@ -19,6 +19,7 @@ from dagster import DagsterInstance, DagsterRun, DagsterRunStatus
 from orchestration.liveness import HOST_TAG, PID_TAG, START_TAG, process_tags
 from pipeline.config import load_settings
 from pipeline.ingest import IngestContext, ingest_source
+from tests.helpers import ingest_process
 from tests.test_crash import new_db, same_index, snapshot
 
 FILES = ["text/00*.md"]  # 28 real RFCs, some hundreds of chunks: each stage lasts long enough to be hit
@@ -53,19 +54,9 @@ def _env(url: str, dagster_home) -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": os.getcwd(), "DATABASE_URL": url, "DAGSTER_HOME": str(dagster_home)}
 
 
-def _ingest(config, env) -> subprocess.Popen:
-    return subprocess.Popen(
-        [sys.executable, "-c", "from docforge.cli import main; main()", "ingest", "-c", str(config)],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-
-
 def _kill_at(config, env, stage: str) -> list[str]:
     """Start an ingest, SIGKILL it when its progress shows `stage` begun; its stderr lines."""
-    proc = _ingest(config, env)
+    proc = ingest_process(config, env)
     assert proc.stderr is not None
     lines = []
     for line in proc.stderr:
@@ -119,7 +110,7 @@ def test_a_waiting_ingest_says_so_and_sigterm_stops_it(rfcs_config, database_url
     storage.initialize_concurrency_limit_to_default("gpu")
     assert storage.claim_concurrency_slot("gpu", holder.run_id, "chunk_embeddings").is_claimed
 
-    proc = _ingest(rfcs_config, _env(database_url, dagster_home))
+    proc = ingest_process(rfcs_config, _env(database_url, dagster_home))
     assert proc.stderr is not None
     lines = []
     for line in proc.stderr:

@@ -10,21 +10,11 @@ import os
 import queue
 import signal
 import subprocess
-import sys
 import threading
 import time
 
+from tests.helpers import ingest_process
 from tests.test_killed_runs import rfcs_config  # noqa: F401 (the fixture)
-
-
-def _ingest(config, env) -> subprocess.Popen:
-    return subprocess.Popen(
-        [sys.executable, "-c", "from docforge.cli import main; main()", "ingest", "-c", str(config)],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
 
 
 def _lines(proc: subprocess.Popen) -> queue.Queue:
@@ -59,13 +49,13 @@ def _until(lines: queue.Queue, test, limit_s: float) -> list[str]:
 def test_a_second_ingest_names_the_stopped_one_it_waits_for(rfcs_config, database_url):  # noqa: F811
     env = {**os.environ, "PYTHONPATH": os.getcwd(), "DATABASE_URL": database_url}
     env.pop("DAGSTER_HOME", None)
-    first = _ingest(rfcs_config, env)
+    first = ingest_process(rfcs_config, env)
     try:
         _until(_lines(first), lambda line: ", embeddings " in line, 600)
         first.send_signal(signal.SIGSTOP)  # mid-embedding: it holds the run lock and the rows lock
 
         t0 = time.monotonic()
-        second = _ingest(rfcs_config, env)
+        second = ingest_process(rfcs_config, env)
         out = _lines(second)
         said = _until(out, lambda line: f"docforge pid {first.pid}" in line, 60)
         assert time.monotonic() - t0 < 10, "".join(said)  # process start included
@@ -79,7 +69,7 @@ def test_a_second_ingest_names_the_stopped_one_it_waits_for(rfcs_config, databas
         rest = _until(out, lambda line: "stopped while waiting" in line, 30)
         assert second.wait(timeout=30) == 130, "".join(rest)
 
-        third = _ingest(rfcs_config, {**env, "DOCFORGE_SCHEDULE__LOCK_WAIT_S": "2"})
+        third = ingest_process(rfcs_config, {**env, "DOCFORGE_SCHEDULE__LOCK_WAIT_S": "2"})
         gave_up = third.communicate(timeout=120)[1]
         assert third.returncode == 1 and "gave up after 2 s" in gave_up and f"pid {first.pid}" in gave_up, gave_up
     finally:

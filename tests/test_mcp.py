@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 
 import anyio
 from mcp import ClientSession, StdioServerParameters, stdio_client
+
+from tests.helpers import docforge_env
 
 DOCFORGE = str(Path(sys.executable).parent / "docforge")
 
@@ -27,16 +28,9 @@ def session_calls(params: StdioServerParameters, errlog, calls: list[dict]) -> t
 
 
 def server_env(corpus, tmp_path, **extra) -> dict[str, str]:
-    return {
-        "PYTHONPATH": os.getcwd(),  # this checkout's code, whatever the venv's install points at
-        "DATABASE_URL": corpus.url,
-        "DOCFORGE_CONFIG": str(corpus.config),
-        "DOCFORGE_HOME": str(tmp_path),
-        "HF_HUB_OFFLINE": "1",
-        "TRANSFORMERS_OFFLINE": "1",
-        "TOKENIZERS_PARALLELISM": "false",
-        **extra,
-    }
+    return docforge_env(
+        DATABASE_URL=corpus.url, DOCFORGE_CONFIG=str(corpus.config), DOCFORGE_HOME=str(tmp_path), **extra
+    )
 
 
 def test_search_documentation_over_stdio(corpus, tmp_path):

@@ -6,7 +6,6 @@ around them is kept."""
 from __future__ import annotations
 
 import hashlib
-import os
 
 import httpx
 import psycopg
@@ -15,7 +14,7 @@ import yaml
 from pipeline.config import load_settings
 from pipeline.ingest import IngestContext, ingest_source
 from pipeline.redact import redact, register_digest
-from tests.helpers import docforge_api, write_files
+from tests.helpers import docforge_api, sealed_env, write_files
 from tests.test_hostile_names import cli
 
 ADMIN = "adm1n-Secret-Token-7781"  # DOCFORGE_API_TOKENS
@@ -39,20 +38,14 @@ def test_a_token_pasted_into_a_question_is_absent_from_log_store_and_gaps(tmp_pa
         yaml.safe_dump([{"name": "ann@x.com", "sha256": hashlib.sha256(ANN.encode()).hexdigest(), "groups": ["eng"]}])
     )
     ingest_source(IngestContext(load_settings(config), url=database_url, embedder=embedder), "kb")
-    env = {
-        "PATH": "/usr/bin:/bin",
-        "HOME": str(tmp_path),
-        "PYTHONPATH": os.getcwd(),
-        "DATABASE_URL": database_url,
-        "DOCFORGE_CONFIG": str(config),
-        "DOCFORGE_HOME": str(tmp_path / "home"),
-        "DOCFORGE_API_TOKENS": ADMIN,
-        "DOCFORGE_API_TOKENS_FILE": str(tmp_path / "tokens.yml"),
-        "DOCFORGE_LLM_API_KEY": LLM_KEY,
-        "HF_HUB_OFFLINE": "1",
-        "TRANSFORMERS_OFFLINE": "1",
-        "TOKENIZERS_PARALLELISM": "false",
-    }
+    env = sealed_env(
+        tmp_path,
+        database_url,
+        config,
+        DOCFORGE_API_TOKENS=ADMIN,
+        DOCFORGE_API_TOKENS_FILE=str(tmp_path / "tokens.yml"),
+        DOCFORGE_LLM_API_KEY=LLM_KEY,
+    )
     log = tmp_path / "api.log"
     with docforge_api([], env, log) as base:
         for token in (ADMIN, ANN):

@@ -67,11 +67,11 @@ def command(
     warm.start()
     try:
         answer = _ask(settings, searcher, question, filters, filter_repo, mode, max_iterations, no_cache, trace)
-    except BaseException:
-        # Exiting while the model loads in native code aborts the process ("terminate called ..."),
-        # which would hide the error: let the load finish first.
+    finally:
+        # Exiting while the model loads in native code aborts the process ("terminate called ...",
+        # SIGABRT): it would hide an error, and end a cached answer (which needs no model) with exit
+        # 134. Let the load finish first.
         warm.join(timeout=60)
-        raise
     if as_json:
         click.echo(json.dumps(answer.model_dump(mode="json", exclude_none=False), indent=2, ensure_ascii=False))
         return

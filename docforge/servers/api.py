@@ -18,7 +18,8 @@ store does not answer (or a search ran past its statement time limit).
 
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from importlib.resources import files
 from typing import Annotated, Any
 
@@ -145,20 +146,30 @@ def _principal(auth: Authenticator) -> Callable[..., Principal]:
     return principal
 
 
+@contextmanager
+def _as_http(what: str) -> Iterator[None]:
+    """The core's errors as the HTTP API says them, mapped once for /search and /ask: the chat server's
+    fault 502, the caller's 400, a lost store the one 503 (`unavailable`), anything else 503 to retry."""
+    try:
+        yield
+    except LLMError as e:
+        raise HTTPException(502, str(e)) from None
+    except (QueryError, AnswerError) as e:
+        raise HTTPException(400, str(e)) from None
+    except StoreDown as e:
+        log.warning("%s: %s", what, e)
+        raise unavailable() from None
+    except DocforgeError as e:
+        raise HTTPException(503, str(e), headers=RETRY) from None
+
+
 def _add_search(app: FastAPI, search: SearchFn, principal: Callable[..., Principal]) -> None:
     @app.post("/search", response_model=SearchResponse, tags=["search"])
     def post_search(req: SearchRequest, who: Annotated[Principal, Depends(principal)]) -> SearchResponse:
         """Hybrid (or dense/keyword) search with citations; same parameters as the MCP tool."""
         log_request("api", req, who.name)
-        try:
+        with _as_http("search"):
             hits = search(req, who)
-        except QueryError as e:
-            raise HTTPException(400, str(e)) from None
-        except StoreDown as e:
-            log.warning("search: %s", e)
-            raise unavailable() from None
-        except DocforgeError as e:
-            raise HTTPException(503, str(e), headers=RETRY) from None
         return SearchResponse(query=req.query, hits=[SearchHit(**h) for h in hits])
 
 
@@ -167,20 +178,11 @@ def _add_ask(app: FastAPI, ask: AskFn, principal: Callable[..., Principal]) -> N
     def post_ask(req: AskRequest, who: Annotated[Principal, Depends(principal)]) -> Answer:
         """A grounded answer: claims cited, verified (STRICT / HYBRID / UNGROUNDED), cached; see docs/answers.md."""
         log_ask("api", req, who.name)
-        try:
+        with _as_http("ask"):
             try:
                 return ask(req, who)
             except psycopg.OperationalError:  # a connection a store restart dropped: once more, on a new one
                 return ask(req, who)
-        except (QueryError, AnswerError) as e:
-            if isinstance(e, LLMError):
-                raise HTTPException(502, str(e)) from None
-            raise HTTPException(400, str(e)) from None
-        except StoreDown as e:
-            log.warning("ask: %s", e)
-            raise unavailable() from None
-        except DocforgeError as e:
-            raise HTTPException(503, str(e), headers=RETRY) from None
 
 
 def _add_docs(app: FastAPI, principal: Callable[..., Principal]) -> None:

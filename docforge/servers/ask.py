@@ -9,6 +9,7 @@ from typing import Any, Literal, Protocol
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from docforge.servers.remote import RemoteRoute
+from docforge.servers.search import Caller
 from pipeline.access import FULL_ACCESS, Principal
 from pipeline.answers import Answer, Answerer
 from pipeline.answers.loop import MAX_QUESTION
@@ -26,19 +27,10 @@ class Turn(BaseModel):
     content: str = Field(max_length=8000)
 
 
-class AskRequest(BaseModel):
+class AskRequest(Caller):
     """One question, as the HTTP API and the MCP tool take it."""
 
-    model_config = ConfigDict(extra="forbid")
-
     question: str = Field(min_length=1, max_length=MAX_QUESTION, description="The question, in natural language.")
-    user_name: str | None = Field(default=None, max_length=200, description="Who asks (logged).")
-    team_name: str | None = Field(default=None, max_length=200, description="Their team (logged; boosts tags).")
-    area_name: str | None = Field(default=None, max_length=200, description="Their area (logged; boosts tags).")
-    filters: dict[str, Any] | None = Field(default=None, description="Filter expression, see docs/query.md.")
-    filter_repo: str | None = Field(
-        default=None, max_length=500, description="Only repositories whose path or URL contains this."
-    )
     mode: Mode = "hybrid"
     rerank: bool | None = None
     max_iterations: int | None = Field(default=None, ge=1, le=10)
@@ -69,15 +61,7 @@ class AskFn(Protocol):
 
 
 def log_ask(surface: str, req: AskRequest, who: str | None = None) -> None:
-    log.info(
-        "%s ask by user=%r team=%r area=%r%s question=%r",
-        surface,
-        req.user_name,
-        req.team_name,
-        req.area_name,
-        f" principal={who!r}" if who else "",
-        req.question,
-    )
+    log.info("%s ask by %s question=%r", surface, req.asker(who), req.question)
 
 
 class LocalAsk:

@@ -372,6 +372,14 @@ def hooks_router(receiver: Receiver) -> APIRouter:
             raise Refused(401, "webhooks are off: no secret is configured (set DOCFORGE_WEBHOOK_SECRET)")
         return settings, verify(request.headers, body, candidates), body
 
+    async def deliver(settings: Settings, signed: Signed, body: bytes, targets: list[Target], why: str) -> JSONResponse:
+        """A verified delivery's targets recorded, as its signature allows; none: ignored, saying `why`."""
+        if not targets:
+            return _ignored(signed, why)
+        if not (allowed := signed_for(targets, settings, signed.labels)):
+            raise Refused(401, "delivery refused: not signed with the secret of the source it maps to")
+        return await run_in_threadpool(_accept, receiver, settings, signed, body, allowed)
+
     @router.post("/git", summary="A push from GitHub, GitLab, Gitea or Forgejo")
     async def git_hook(request: Request) -> JSONResponse:
         settings, signed, body = await verified(request, verify_git)
@@ -380,20 +388,12 @@ def hooks_router(receiver: Receiver) -> APIRouter:
         if signed.event and signed.event.lower() not in ("push", "push hook"):
             return _ignored(signed, f"event {signed.event!r} is not a push")
         targets, why = git_targets(settings, git_push(parse_json(body, request.headers.get("content-type", ""))))
-        if not targets:
-            return _ignored(signed, why)
-        if not (allowed := signed_for(targets, settings, signed.labels)):
-            raise Refused(401, "delivery refused: not signed with the secret of the source it maps to")
-        return await run_in_threadpool(_accept, receiver, settings, signed, body, allowed)
+        return await deliver(settings, signed, body, targets, why)
 
     @router.post("/confluence", summary="A page event from Confluence (webhook or automation rule)")
     async def confluence_hook(request: Request) -> JSONResponse:
         settings, signed, body = await verified(request, verify_confluence)
         targets, why = confluence_targets(settings, confluence_event(parse_json(body, "application/json")))
-        if not targets:
-            return _ignored(signed, why)
-        if not (allowed := signed_for(targets, settings, signed.labels)):
-            raise Refused(401, "delivery refused: not signed with the secret of the source it maps to")
-        return await run_in_threadpool(_accept, receiver, settings, signed, body, allowed)
+        return await deliver(settings, signed, body, targets, why)
 
     return router

@@ -15,7 +15,7 @@ not come; the next call is served as usual.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 import mcp_types as types
@@ -23,7 +23,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from docforge.servers.ask import AskFn, AskRequest, log_ask
 from docforge.servers.remote import RemoteRoute
@@ -38,6 +38,8 @@ INSTRUCTIONS = (
     "Search the organisation's indexed documentation (git repositories, Confluence). "
     "Cite the `url`, `title` and `section` of the hits you use."
 )
+R = TypeVar("R", bound=BaseModel)  # a tool's request model
+
 TOOL_DESCRIPTION = """Search the documentation and return the most relevant passages with citations.
 
 Each hit has title, section (heading path), url, source, text and score (0..1).
@@ -46,6 +48,15 @@ user_name, team_name, area_name identify who asks (logged; their team/area tags
 rank slightly higher). filter_repo keeps only repositories whose path contains it.
 per_doc caps the passages taken from one document (default 2; raise it for more
 context from the same document, 0 for no limit)."""
+
+
+def _arguments(request: type[R], **given: Any) -> R:
+    """A tool's arguments as its request, or a ToolError naming the first one that is wrong."""
+    try:
+        return request(**given)
+    except ValidationError as e:
+        first = e.errors()[0]
+        raise ToolError(f"invalid arguments: {first['loc'][0]}: {first['msg']}") from None
 
 
 def build_mcp(search: SearchFn, ask: AskFn | None = None, reader: Principal = FULL_ACCESS) -> MCPServer:
@@ -65,18 +76,16 @@ def build_mcp(search: SearchFn, ask: AskFn | None = None, reader: Principal = FU
         filter_repo: str | None = None,
         per_doc: int | None = None,
     ) -> SearchResponse:
-        try:
-            req = SearchRequest(
-                query=query,
-                user_name=user_name,
-                team_name=team_name,
-                area_name=area_name,
-                limit=limit,
-                filter_repo=filter_repo,
-                per_doc=per_doc,
-            )
-        except ValidationError as e:
-            raise ToolError(f"invalid arguments: {e.errors()[0]['loc'][0]}: {e.errors()[0]['msg']}") from None
+        req = _arguments(
+            SearchRequest,
+            query=query,
+            user_name=user_name,
+            team_name=team_name,
+            area_name=area_name,
+            limit=limit,
+            filter_repo=filter_repo,
+            per_doc=per_doc,
+        )
         log_request("mcp", req, None if reader.full_access else reader.name)
         try:
             hits = search(req, reader)
@@ -110,12 +119,8 @@ def _add_ask_tool(server: MCPServer, ask: AskFn, reader: Principal) -> None:
         area_name: str | None = None,
         filters: dict[str, Any] | None = None,
     ) -> Answer:
-        try:
-            req = AskRequest(
-                question=question, user_name=user_name, team_name=team_name, area_name=area_name, filters=filters
-            )
-        except ValidationError as e:
-            raise ToolError(f"invalid arguments: {e.errors()[0]['loc'][0]}: {e.errors()[0]['msg']}") from None
+        who = {"user_name": user_name, "team_name": team_name, "area_name": area_name}
+        req = _arguments(AskRequest, question=question, filters=filters, **who)
         log_ask("mcp", req, None if reader.full_access else reader.name)
         try:
             return ask(req, reader)

@@ -21,21 +21,33 @@ log = logging.getLogger("docforge.servers")
 HEALTH_TIMEOUT_S = 2.0  # a health probe's wait for a store connection (Kubernetes probes time out at 1-5 s)
 
 
-class SearchRequest(BaseModel):
-    """One search, as the HTTP API and the MCP tool take it."""
+class Caller(BaseModel):
+    """What a search and an ask both take: who asks (logged; their team and area boost tags) and which
+    documents to read (a filter expression, repositories by path)."""
 
     model_config = ConfigDict(extra="forbid")
 
-    query: str = Field(min_length=1, max_length=4000, description="A natural-language question or keywords.")
     user_name: str | None = Field(default=None, max_length=200, description="Who asks (logged).")
     team_name: str | None = Field(default=None, max_length=200, description="Their team (logged; boosts tags).")
     area_name: str | None = Field(default=None, max_length=200, description="Their area (logged; boosts tags).")
-    limit: int = Field(default=10, ge=1, le=50)
-    mode: Mode = "hybrid"
     filters: dict[str, Any] | None = Field(default=None, description="Filter expression, see docs/query.md.")
     filter_repo: str | None = Field(
         default=None, max_length=500, description="Only repositories whose path or URL contains this."
     )
+
+    def asker(self, who: str | None = None) -> str:
+        """Who asks, as the request log says it (`who`: the principal, when it is not the full-access one)."""
+        return f"user={self.user_name!r} team={self.team_name!r} area={self.area_name!r}" + (
+            f" principal={who!r}" if who else ""
+        )
+
+
+class SearchRequest(Caller):
+    """One search, as the HTTP API and the MCP tool take it."""
+
+    query: str = Field(min_length=1, max_length=4000, description="A natural-language question or keywords.")
+    limit: int = Field(default=10, ge=1, le=50)
+    mode: Mode = "hybrid"
     rerank: bool | None = Field(default=None, description="Rerank (None: as the server is configured).")
     per_doc: int | None = Field(
         default=None,
@@ -86,17 +98,7 @@ def search_hit(hit: Hit) -> dict:
 
 
 def log_request(surface: str, req: SearchRequest, who: str | None = None) -> None:
-    log.info(
-        "%s search by user=%r team=%r area=%r%s mode=%s limit=%d query=%r",
-        surface,
-        req.user_name,
-        req.team_name,
-        req.area_name,
-        f" principal={who!r}" if who else "",
-        req.mode,
-        req.limit,
-        req.query,
-    )
+    log.info("%s search by %s mode=%s limit=%d query=%r", surface, req.asker(who), req.mode, req.limit, req.query)
 
 
 class LocalSearch:

@@ -18,12 +18,12 @@ from pipeline.config import UsageConfig
 from pipeline.errors import DocforgeError
 from pipeline.query import Searcher
 from pipeline.redact import redact
-from pipeline.usage import Event, Gaps, Recorder, for_ask, for_search, recorder, report
+from pipeline.usage import Gaps, Recorder, UsageRecord, for_ask, for_search, recorder, report
 
 log = logging.getLogger("docforge.usage")
 
 
-def _keep(recorder: Recorder, make: Callable[[], Event]) -> None:
+def _keep(recorder: Recorder, make: Callable[[], UsageRecord]) -> None:
     if not recorder.cfg.enabled:
         return
     try:

@@ -181,7 +181,9 @@ _COLS = "id, cache_key, question, model, audit_mode, dag_root, answer, stages, c
 
 # The newest answer under a key, whether every evidence block of it is still what its chunks hold (their
 # texts now, joined as the search joined them, hash to the block's recorded hash; a block recorded with
-# one chunk id is read as that chunk), and a hit counted only when it is.
+# one chunk id is read as that chunk), and a hit counted only when it is. Each chunk is read by its key
+# (a subquery per id): joined, the planner guessed 100 ids per JSON array and hashed the whole chunks
+# table on every lookup, which a cold store reads from disk (seconds on a large index).
 _LOOKUP = f"""
 WITH newest AS (
     SELECT {_COLS} FROM answers WHERE cache_key = %(key)s ORDER BY created_at DESC LIMIT 1
@@ -195,14 +197,17 @@ WITH newest AS (
 ), changed AS (
     SELECT count(*) AS n FROM (
         SELECT bl.block->>'text_hash' AS recorded,
-               encode(sha256(convert_to(string_agg(c.text, %(join)s ORDER BY part.i), 'UTF8')), 'hex') AS now,
-               count(c.id) AS found, count(*) AS wanted
+               encode(sha256(convert_to(string_agg(part.text, %(join)s ORDER BY part.i), 'UTF8')), 'hex') AS now,
+               count(part.text) AS found, count(*) AS wanted
         FROM blocks bl
-        CROSS JOIN LATERAL jsonb_array_elements_text(
-            CASE WHEN jsonb_typeof(bl.block->'chunk_ids') = 'array' AND jsonb_array_length(bl.block->'chunk_ids') > 0
-                 THEN bl.block->'chunk_ids' ELSE jsonb_build_array(bl.block->'chunk_id') END
-        ) WITH ORDINALITY part(id, i)
-        LEFT JOIN chunks c ON c.id = part.id
+        CROSS JOIN LATERAL (
+            SELECT p.i, (SELECT c.text FROM chunks c WHERE c.id = p.id) AS text  -- by its key, one at a time
+            FROM jsonb_array_elements_text(
+                CASE WHEN jsonb_typeof(bl.block->'chunk_ids') = 'array'
+                          AND jsonb_array_length(bl.block->'chunk_ids') > 0
+                     THEN bl.block->'chunk_ids' ELSE jsonb_build_array(bl.block->'chunk_id') END
+            ) WITH ORDINALITY p(id, i)
+        ) part
         GROUP BY bl.n, bl.block->>'text_hash'
     ) b WHERE b.found < b.wanted OR b.now IS DISTINCT FROM b.recorded
 ), counted AS (

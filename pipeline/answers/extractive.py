@@ -14,7 +14,6 @@ construction (the loop drops a line the verifier would not pass as quoted).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
@@ -24,8 +23,9 @@ from pipeline.answers import features as ft
 from pipeline.answers import words as tx
 from pipeline.answers.model import Evidence
 from pipeline.answers.params import Params
+from pipeline.answers.shown import CANDIDATES, PASSAGE_WORDS, candidates, choose, passage
 from pipeline.answers.subject import CorpusStats, idf
-from pipeline.answers.units import MAX_WORDS, Unit, units
+from pipeline.answers.units import Unit, units
 
 MAX_CANDIDATES = 64  # lines considered per question: those carrying most of its words, then retrieval order
 # Of those, the lines embedded: the best by the line model read without what embeddings decide (what the
@@ -35,6 +35,8 @@ MAX_CANDIDATES = 64  # lines considered per question: those carrying most of its
 # fewer lines. 0 (a fit): all of them.
 EMBEDDED = 24
 LEAD_CHARS = 400  # of a document's opening, embedded to tell which document the question is about
+
+__all__ = ["CANDIDATES", "PASSAGE_WORDS", "candidates", "choose", "passage"]  # what a reply shows: shown.py
 
 Embed = Callable[[Sequence[str]], "Sequence[Sequence[float]]"]  # question first, then documents
 
@@ -195,118 +197,6 @@ def decide(question: str, r: Ranked, params: Params, max_lines: int = 4) -> Extr
     return Extract(lines, "", shown, round(answerable, 3), sim, score, sure, confidence)
 
 
-CANDIDATES = 3  # lines offered when unsure: the best of as many different sections (issue 46: 2–3)
-
-
-def candidates(r: Ranked, order: list[int], n: int = CANDIDATES) -> list[Unit]:
-    """The best line of each of the `n` best sections (document and section), best first; a definition
-    under its term."""
-    out: list[Unit] = []
-    seen: set[tuple[str, str]] = set()
-    for i in order:
-        u = r.units[i]
-        where = (u.evidence.doc_key, u.evidence.section)
-        if len(seen) >= n or not np.isfinite(r.logits[i]):
-            break
-        if where in seen or any(_same(u, c) for c in out):
-            continue
-        seen.add(where)
-        head = _entry_section(u)[:1] or [t for t in (_term(u),) if t is not None]
-        out += [h for h in head if h.position != u.position]
-        out.append(u)
-    return out
-
-
-def choose(r: Ranked, order: list[int], follow: float, max_lines: int) -> list[Unit]:
-    """The best line, then each next best scoring `follow` of its probability (never one saying the
-    same as a chosen line); a line introducing a code block is followed by the block, and a line of an
-    entry (a term and its definition: an option, a setting, a command) brings the whole entry, term
-    first, when it is at most ENTRY_LINES long (else the term and the line); a line of an entry section
-    (`_entry_section`) brings that entry, its first line with the default first."""
-    p = 1 / (1 + np.exp(-r.logits))
-    chosen: list[Unit] = []
-    lead = 0
-    for i in order:
-        if lead >= max_lines or (chosen and p[i] < follow * p[order[0]]):
-            break
-        u = r.units[i]
-        if any(_same(u, c) for c in chosen):
-            continue
-        entry = _entry_section(u) or _entry(u)
-        if entry:
-            chosen += [e for e in entry if not any(_same(e, c) for c in chosen)]
-        else:
-            if (term := _term(u)) is not None and not any(_same(term, c) for c in chosen):
-                chosen.append(term)
-            chosen.append(u)
-        lead += 1
-        nxt = _next(r.units, i)
-        if u.text.rstrip().endswith(":") and nxt is not None and nxt.kind == "code" and nxt not in chosen:
-            chosen.append(nxt)
-    return chosen
-
-
-ENTRY_LINES = 6  # an entry up to this many lines is quoted whole (a manual's option: name, text, default)
-
-
-ENTRY_WORDS = 2 * MAX_WORDS  # an entry section quoted whole: at most two of the longest lines quoted whole
-
-
-def _entry_section(u: Unit) -> list[Unit]:
-    """The entry section `u` is in, quoted: its first line (the entry's term with the rest of it, such
-    as "name (default: 102400)"), then its lines in order up to ENTRY_WORDS words; the first line and
-    `u` where `u` lies beyond. A parser makes each entry of a reference its own section, its heading
-    the entry's term (pipeline.parse.events): the chunk is such a section when its first line opens
-    with its section's last heading. [] for any other chunk."""
-    chunk = units(u.evidence)
-    name = " ".join(u.evidence.section.rsplit(" > ", 1)[-1].split())
-    if len(chunk) < 2 or not name or not re.match(re.escape(name) + r"(?!\w)", " ".join(chunk[0].text.split())):
-        return []
-    out: list[Unit] = []
-    size = 0
-    for v in chunk:
-        size += len(tx.words(v.text))
-        if out and size > ENTRY_WORDS:
-            break
-        out.append(v)
-    if all(v.position != u.position for v in out):
-        out = [chunk[0], chunk[u.position - 1]]
-    return out
-
-
-def _entry(u: Unit) -> list[Unit]:
-    """The entry `u` belongs to — its term and every line after it up to the next term, in its chunk —
-    when it has a definition and is at most ENTRY_LINES long; else []."""
-    term: Unit | None = u
-    steps = 0
-    while term is not None and term.kind != "term" and steps < ENTRY_LINES:
-        term, steps = term.previous, steps + 1
-    if term is None or term.kind != "term":
-        return []
-    chunk = units(u.evidence)
-    start = term.position - 1
-    out = [chunk[start]] if start < len(chunk) and chunk[start].text == term.text else []
-    for v in chunk[start + 1 :] if out else []:
-        if v.kind == "term" or len(out) > ENTRY_LINES:
-            break
-        out.append(v)
-    if len(out) < 2 or len(out) > ENTRY_LINES or out[1].kind != "definition":
-        return []
-    return out
-
-
-def _term(u: Unit) -> Unit | None:
-    """The term a definition defines: the line before it in its chunk, when that is a term."""
-    prev = u.previous
-    return prev if u.kind == "definition" and prev is not None and prev.kind == "term" else None
-
-
-def _next(us: list[Unit], i: int) -> Unit | None:
-    if i + 1 < len(us) and us[i + 1].evidence.pointer == us[i].evidence.pointer:
-        return us[i + 1] if us[i + 1].position == us[i].position + 1 else None
-    return None
-
-
 def _why(question: str, r: Ranked, answerable: float, threshold: float) -> str:
     named = [h for h in r.question.hard if tx.content_keys(h)]
     if len(named) == len(r.question.anchor_df) and (
@@ -347,16 +237,6 @@ def _local_idf(question: str, us: list[Unit]) -> dict[str, float]:
     keys = [frozenset(tx.content_keys(u.text)) for u in us]
     n = len(keys)
     return {k: idf(n, sum(k in ks for ks in keys)) for k in tx.content_keys(question)}
-
-
-def _same(a: Unit, b: Unit) -> bool:
-    """Says the same as an already chosen line: the same text, or mostly the same words and code."""
-    if " ".join(a.text.split()) == " ".join(b.text.split()):
-        return True
-    if set(a.code) != set(b.code):
-        return False
-    ka, kb = set(tx.content_keys(a.text)), set(tx.content_keys(b.text))
-    return len(ka & kb) / (min(len(ka), len(kb)) or 1) > 0.7
 
 
 def lead_line(title: str, text: str) -> str:

@@ -35,6 +35,7 @@ class Unit:
     position: int  # 1-based, within its chunk
     code: tuple[str, ...] = ()  # its inline code spans (the whole text for a code block)
     header: tuple[str, ...] = ()  # a table row: its table's header cells
+    block: int = -1  # the block (paragraph, item, entry line) it is of, numbered in its chunk: its passage
     # the unit before it in its chunk (a definition's term), even when only this one is a candidate
     previous: Unit | None = field(default=None, compare=False, repr=False)
 
@@ -48,32 +49,32 @@ def units(e: Evidence) -> list[Unit]:
     """The quotable lines of one evidence chunk, in order."""
     pieces = _from_blocks(e) if e.blocks else _from_text(e.text)
     out: list[Unit] = []
-    for kind, text, code, header in pieces:
+    for block, (kind, text, code, header) in pieces:
         if not tx.words(text):
             continue
-        out.append(Unit(text, kind, e, len(out) + 1, code, header, out[-1] if out else None))
+        out.append(Unit(text, kind, e, len(out) + 1, code, header, block, out[-1] if out else None))
     return out
 
 
 Piece = tuple[str, str, tuple[str, ...], tuple[str, ...]]  # kind, text, code spans, header
 
 
-def _from_blocks(e: Evidence) -> list[Piece]:
-    out: list[Piece] = []
-    for b in e.blocks:
+def _from_blocks(e: Evidence) -> list[tuple[int, Piece]]:
+    out: list[tuple[int, Piece]] = []
+    for n, b in enumerate(e.blocks):
         text = e.text[b.start : b.end].strip()
         if not text:
             continue
         spans = tuple(e.text[s:t] for s, t in b.code if b.start <= s < t <= b.end)
         if b.kind == "code":
             if text.count("\n") < MAX_CODE_LINES:
-                out.append(("code", text, (text,), ()))
+                out.append((n, ("code", text, (text,), ())))
         elif b.kind == "table_row":
-            out.append(("table_row", text, spans or tuple(b.cells), tuple(b.header)))
+            out.append((n, ("table_row", text, spans or tuple(b.cells), tuple(b.header))))
         elif b.kind in ("paragraph", "note", "quote") or len(tx.words(text)) > MAX_WORDS:
-            out.extend(_sentences(text, b.kind, spans))
+            out.extend((n, p) for p in _sentences(text, b.kind, spans))
         else:  # list item, term, definition: whole
-            out.append((b.kind, text, spans, ()))
+            out.append((n, (b.kind, text, spans, ())))
     return out
 
 
@@ -83,28 +84,30 @@ def _sentences(text: str, kind: str, spans: tuple[str, ...]) -> list[Piece]:
     return [(lone, s, tuple(c for c in spans if " ".join(c.split()) in s), ()) for s in sents]
 
 
-def _from_text(text: str) -> list[Piece]:
+def _from_text(text: str) -> list[tuple[int, Piece]]:
     """Blocks of a chunk without typed blocks: paragraphs at blank lines, fenced or indented code."""
-    out: list[Piece] = []
+    out: list[tuple[int, Piece]] = []
     for para in _paragraphs(text):
+        n = len(out) and out[-1][0] + 1
         lines = para.splitlines()
         if _FENCE.match(lines[0]):
             body = "\n".join(ln for ln in lines[1:] if not _FENCE.match(ln)).strip()
             if body and body.count("\n") < MAX_CODE_LINES:
-                out.append(("code", body, (body,), ()))
+                out.append((n, ("code", body, (body,), ())))
         elif all(ln.startswith(("    ", "\t")) for ln in lines):
             body = "\n".join(ln.strip() for ln in lines)
             if body.count("\n") < MAX_CODE_LINES:
-                out.append(("code", body, (body,), ()))
+                out.append((n, ("code", body, (body,), ())))
         elif all(_ROW.match(ln) for ln in lines):
-            out += [("table_row", ln.strip(), _spans(ln), ()) for ln in lines if not _RULE.match(ln)]
+            rows = [ln for ln in lines if not _RULE.match(ln)]
+            out += [(n + i, ("table_row", ln.strip(), _spans(ln), ())) for i, ln in enumerate(rows)]
         else:
-            for item in _items(lines):
+            for i, item in enumerate(_items(lines)):
                 flat = " ".join(item.split())
                 if _ITEM.match(item) and len(tx.words(flat)) <= MAX_WORDS:
-                    out.append(("list_item", flat, _spans(flat), ()))
+                    out.append((n + i, ("list_item", flat, _spans(flat), ())))
                 else:
-                    out.extend(_sentences(flat, "paragraph", _spans(flat)))
+                    out.extend((n + i, p) for p in _sentences(flat, "paragraph", _spans(flat)))
     return out
 
 

@@ -12,12 +12,12 @@ from __future__ import annotations
 import hashlib
 import logging
 import threading
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 
 import numpy as np
 import psycopg
+from cachetools import LRUCache
 
 log = logging.getLogger(__name__)
 MEMORY = 50_000  # vectors kept in this process (384 floats each: ~75 MB at most)
@@ -31,7 +31,7 @@ class LineVectors:
     def __init__(self, model: str, connection: Callable[[], AbstractContextManager[psycopg.Connection]]):
         self.model = model
         self._connection = connection  # a pooled store connection for each read or write (the Searcher's)
-        self._mem: OrderedDict[bytes, np.ndarray] = OrderedDict()
+        self._mem: LRUCache[bytes, np.ndarray] = LRUCache(MEMORY)  # least recently used out first
         self._mem_lock = threading.Lock()
         self._writable = True
 
@@ -55,16 +55,13 @@ class LineVectors:
         with self._mem_lock:
             out = {}
             for k in keys:
-                if (v := self._mem.get(k)) is not None:
-                    self._mem.move_to_end(k)
+                if (v := self._mem.get(k)) is not None:  # a hit counts as a use
                     out[k] = v
             return out
 
     def _remember(self, vecs: dict[bytes, np.ndarray]) -> None:
         with self._mem_lock:
             self._mem.update(vecs)
-            while len(self._mem) > MEMORY:
-                self._mem.popitem(last=False)
 
     def _from_store(self, keys: list[bytes]) -> dict[bytes, np.ndarray]:
         try:

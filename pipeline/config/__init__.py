@@ -15,6 +15,8 @@
     ├── llm              the chat server of `docforge ask` (DOCFORGE_LLM_<KEY>;
     │                    key: DOCFORGE_LLM_API_KEY or OPENAI_API_KEY)
     ├── answers          the answer layer's loop and cache (DOCFORGE_ANSWERS_<KEY>)
+    ├── usage            what each ask and search records for `docforge gaps` (DOCFORGE_USAGE__<KEY>)
+    ├── metrics          `GET /metrics` and its token (DOCFORGE_METRICS__<KEY>)
     ├── confluence       Confluence credentials (CONFLUENCE_<KEY>)
     ├── orchestration    how Dagster runs (DOCFORGE_EXECUTOR, DOCFORGE_EMBED_<KEY>); environment only
     ├── home             DOCFORGE_HOME

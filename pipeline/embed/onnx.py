@@ -43,8 +43,8 @@ _PROBES = [
     "A longer probe sentence, with punctuation; and numbers 1234 – ünïcödé.",
     "## Heading\n\n" + "Many words follow here to make a much longer sequence. " * 12,
 ]
-Batch = dict[str, "np.ndarray"]  # padded input arrays by input name
-Inputs = Callable[[Sequence[str]], Batch]  # texts → one padded batch, tokenised as the model's tokenizer does
+Padded = dict[str, "np.ndarray"]  # padded input arrays by input name
+Inputs = Callable[[Sequence[str]], Padded]  # texts → one padded batch, tokenised as the model's tokenizer does
 Vectors = Callable[[Sequence[str]], "np.ndarray"]  # texts → unit vectors from the reference (torch) model
 
 
@@ -232,7 +232,7 @@ class OnnxRunner:
             raise EmbedError(f"ONNX backend supports mean or cls pooling, not {pooling!r}; use backend torch")
         self.pooling = pooling
 
-    def __call__(self, batch: Batch) -> np.ndarray:
+    def __call__(self, batch: Padded) -> np.ndarray:
         import numpy as np
 
         hidden = self.session.run(None, {k: batch[k] for k in self.names})[0]

@@ -30,7 +30,7 @@ from dataclasses import replace
 from pipeline.parse.blocks import block, code_spans, text_blocks
 from pipeline.parse.events import ENTRY_SHARE, LONG_SECTION, MIN_ENTRIES
 from pipeline.parse.parsed import Parsed
-from pipeline.parse.plain import paragraphs
+from pipeline.parse.plain import under_headings
 from pipeline.parse.text import scrub
 from pipeline.records import Block, Section
 
@@ -55,16 +55,7 @@ def parse_asciidoc(text: str) -> Parsed:
     heads = _headings(lines)
     levels = [level for _, _, level, _ in heads]
     title = heads[0][3] if heads and levels.count(0) == 1 and heads[0][2] == 0 else ""
-    sections: list[Section] = []
-    stack: list[tuple[int, str]] = []
-    pos = 0
-    for start, end, level, heading in [*heads, (len(lines), len(lines), -1, "")]:
-        sections += paragraphs("\n".join(lines[pos:start]), tuple(h for _, h in stack))
-        while stack and stack[-1][0] >= level:
-            stack.pop()
-        stack.append((level, heading))
-        pos = end
-    return Parsed(title, _entries(_tables(_adoc_blocks(sections))), pack=False)
+    return Parsed(title, _entries(_tables(_adoc_blocks(under_headings(lines, heads)))), pack=False)
 
 
 def _entries(sections: list[Section]) -> list[Section]:

@@ -47,6 +47,21 @@ def paragraphs(text: str, path: tuple[str, ...] = ()) -> list[Section]:
     return out
 
 
+def under_headings(lines: list[str], heads: list[tuple[int, int, int, str]]) -> list[Section]:
+    """The paragraphs of `lines`, each under its heading path. `heads`, in order: (the heading's first
+    line, the line after it, its level, its text); a heading closes every open one of its level or deeper."""
+    sections: list[Section] = []
+    stack: list[tuple[int, str]] = []
+    pos = 0
+    for start, end, level, heading in [*heads, (len(lines), len(lines), 0, "")]:  # the last: the text's end
+        sections += paragraphs("\n".join(lines[pos:start]), tuple(h for _, h in stack))
+        while stack and stack[-1][0] >= level:
+            stack.pop()
+        stack.append((level, heading))
+        pos = end
+    return sections
+
+
 def parse_text(text: str) -> Parsed:
     sections = paragraphs(text)
     return Parsed(_first_line_title(sections), sections)
@@ -87,16 +102,7 @@ def parse_rst(text: str) -> Parsed:
             continue
         i += 1
     title = heads[0][3] if heads and sum(h[2] == 1 for h in heads) == 1 else ""
-    sections: list[Section] = []
-    stack: list[tuple[int, str]] = []
-    pos = 0
-    for start, end, level, heading in [*heads, (len(lines), len(lines), 0, "")]:
-        sections += paragraphs("\n".join(lines[pos:start]), tuple(h for _, h in stack))
-        while stack and stack[-1][0] >= level:
-            stack.pop()
-        stack.append((level, heading))
-        pos = end
-    return Parsed(title, _rst_blocks(sections))
+    return Parsed(title, _rst_blocks(under_headings(lines, heads)))
 
 
 def _rst_blocks(sections: list[Section]) -> list[Section]:

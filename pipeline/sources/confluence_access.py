@@ -105,8 +105,9 @@ class PageAccess:
             self.requests[kind] += 1
 
     @staticmethod
-    def _settle(cache: dict, key: str, read: Callable[[str], Clause | None]) -> None:
-        """`read(key)` into the cache, or the error it raised: every page that depends on it fails alike."""
+    def _settle(cache: dict, key: str, read: Callable[[str], object]) -> None:
+        """`read(key)` into the cache, or the error it raised: every page that depends on it fails alike.
+        The one mapping of a read's faults: any other kind becomes a ConfluenceError naming it."""
         if key not in cache:
             try:
                 cache[key] = read(key)
@@ -275,10 +276,7 @@ class PageAccess:
                 at = parent
                 continue
             else:
-                try:
-                    self._ancestors[at] = self._read_ancestors(at)
-                except Exception as e:  # kept, as a failed restriction is: its descendants fail alike
-                    self._ancestors[at] = e if isinstance(e, ConfluenceError) else ConfluenceError(repr(e))
+                self._settle(self._ancestors, at, self._read_ancestors)  # a failure kept: descendants fail alike
             break
         for child in reversed(climb):  # each one's chain is its parent's plus the parent
             above, parent = self._ancestors[at], str(listed[child]["parentId"])

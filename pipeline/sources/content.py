@@ -7,6 +7,7 @@ import hashlib
 from pipeline.errors import ParseError
 from pipeline.parse.formats import BINARY_DOCUMENTS
 from pipeline.records import DocRef, Document, Failure
+from pipeline.sources.files import shown_path
 
 
 def sha256_text(text: str) -> str:
@@ -26,17 +27,23 @@ def decode_text(key: str, data: bytes) -> str | Failure:
 
 def file_document(ref: DocRef, data: bytes, fmt: str, title: str, url: str) -> Document | Failure:
     """A file's Document: text decoded as UTF-8, a PDF or Word file extracted to its sections
-    (pipeline.parse.binary); an undecodable, encrypted or corrupt file is a Failure for it alone."""
+    (pipeline.parse.binary); an undecodable, encrypted or corrupt file is a Failure for it alone.
+    The one per-file fault boundary of the sources that read files: whatever else goes wrong with
+    this file fails it alone, and the rest of the source goes on."""
+    try:
+        content = _content(ref.key, fmt, data)
+    except ParseError as e:
+        return Failure(ref.key, "parse", str(e))
+    except Exception as e:  # this file alone, whatever failed: the rest of the source goes on
+        return Failure(ref.key, "fetch", f"{shown_path(ref.path)}: {type(e).__name__}: {e}")
+    if isinstance(content, Failure):
+        return content
+    return Document(ref, fmt, title, url, content, sha256_text(content))
+
+
+def _content(key: str, fmt: str, data: bytes) -> str | Failure:
     if fmt in BINARY_DOCUMENTS:
         from pipeline.parse.binary import extract
 
-        try:
-            content = extract(fmt, data)
-        except ParseError as e:
-            return Failure(ref.key, "parse", str(e))
-    else:
-        text = decode_text(ref.key, data)
-        if isinstance(text, Failure):
-            return text
-        content = text
-    return Document(ref, fmt, title, url, content, sha256_text(content))
+        return extract(fmt, data)
+    return decode_text(key, data)

@@ -209,11 +209,8 @@ class DirectorySource:
             except UnreadableFile as e:
                 yield Failure(ref.key, "fetch", f"{ref.path}: {e}")
                 continue
-            try:
-                doc = file_document(ref, data, ref.meta["format"], Path(ref.path).name, ref.meta["url"])
-            except Exception as e:  # this file alone: the rest of the source goes on
-                yield Failure(ref.key, "fetch", f"{ref.path}: {type(e).__name__}: {e}")
-                continue
+            # A file's faults are its alone (`file_document`): the rest of the source goes on.
+            doc = file_document(ref, data, ref.meta["format"], Path(ref.path).name, ref.meta["url"])
             if isinstance(doc, Document) and doc.kind == "html" and (why := skip_reason(doc.content)):
                 # Said once, when it is read; it is still recorded (the ledger knows it unchanged after)
                 # and parses to no sections, so nothing of it is indexed.

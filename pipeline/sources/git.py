@@ -203,11 +203,8 @@ class GitSource:
                 yield Failure(ref.key, "fetch", f"{shown_path(ref.path)}: {problem}")
             else:
                 readable.append(ref)
-        for ref, data in self._read(readable):
-            try:
-                yield data if isinstance(data, Failure) else self._document(ref, data)
-            except Exception as e:  # this file alone: the rest of the source goes on
-                yield Failure(ref.key, "fetch", f"{shown_path(ref.path)}: {type(e).__name__}: {e}")
+        for ref, data in self._read(readable):  # a file's faults are its alone (`file_document`)
+            yield data if isinstance(data, Failure) else self._document(ref, data)
 
     def _refuse(self, ref: DocRef) -> str | None:
         """Why a listed file is not read at all, or None."""

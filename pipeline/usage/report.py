@@ -39,7 +39,7 @@ OFTEN = 2  # "cited often": more than once in the window
 # worded otherwise, marks the earlier one as not answered. Ten minutes: a conversation's turn, not a new task.
 REPHRASE_S = 600
 
-SearchFn = Callable[[str, int, str], list[Any]]  # (query, limit, mode) -> hits, best first, full access
+FullSearch = Callable[[str, int, str], list[Any]]  # (query, limit, mode) -> hits, best first, full access
 
 
 @dataclass
@@ -140,7 +140,7 @@ def report(searcher: Searcher, days: int | None = None) -> Gaps:
 
 
 def gaps(
-    conn: psycopg.Connection, cfg: UsageConfig, encode: Callable[[list[str]], np.ndarray], search: SearchFn, days: int
+    conn: psycopg.Connection, cfg: UsageConfig, encode: Callable[[list[str]], np.ndarray], search: FullSearch, days: int
 ) -> Gaps:
     """The report over the last `days` days. `encode`: texts → query vectors; `search`: for the
     documents closest to a group and the re-check of a search's best hit."""
@@ -191,7 +191,7 @@ def _cited(key: str, n: int, changed: dict) -> Cited:
     return Cited(key, n, _iso(t) if t else None)
 
 
-def _groups(rows: list, cfg: UsageConfig, encode, search: SearchFn) -> list[QuestionGroup]:
+def _groups(rows: list, cfg: UsageConfig, encode, search: FullSearch) -> list[QuestionGroup]:
     """Rows (sha, question, count, askers, abstained, first, last, unsure, rephrased), oldest first →
     groups, largest first."""
     texts = [r for r in rows if r[1]]
@@ -222,7 +222,7 @@ def _groups(rows: list, cfg: UsageConfig, encode, search: SearchFn) -> list[Ques
     return out
 
 
-def _weak(rows: list, cfg: UsageConfig, search: SearchFn) -> list[WeakSearch]:
+def _weak(rows: list, cfg: UsageConfig, search: FullSearch) -> list[WeakSearch]:
     """Searches whose best dense hit now scores below `usage.weak_hit`, or that found nothing."""
     out = []
     for _sha, query, n, last, empty in rows:

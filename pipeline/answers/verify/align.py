@@ -8,9 +8,13 @@ word's match is its highest cosine with any word of the cited evidence. Two numb
              every sentence holds says little, one the evidence lacks weighs most)
     weakest  the lowest best cosine of a claim word: one word the evidence has nothing near
 
-Sentences are encoded in batches and cached by the hash of their text: evidence cited by many claims,
-or seen again in another answer, is encoded once. Without the model (not installed, offline without its
-files) `available()` is false and the caller uses the lexical alignment in its place.
+A claim word the evidence holds as written counts 1 whatever its context, so a claim whose every word is
+in its evidence scores (1, 1) without the model: the tokenizer alone says so (`align`). The other
+sentences are tokenised once, encoded in batches of like length, and cached by the hash of their text
+(bounded, least recently used first out): evidence cited by many claims, or seen again in another answer,
+is encoded once. The network is ONNX Runtime's fp32 export of the model on a CPU (pipeline.embed.onnx:
+the same hidden states as torch within 1e-4; no torch import), else torch. Without the model (not
+installed, offline without its files) `available()` is false and the caller uses the lexical alignment.
 """
 
 from __future__ import annotations
@@ -19,21 +23,36 @@ import hashlib
 import logging
 import math
 import threading
-from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from cachetools import LRUCache
 
 from pipeline.answers import words as tx
 from pipeline.embed.backends import batches
+
+if TYPE_CHECKING:
+    from tokenizers import Tokenizer
+
+    from pipeline.embed import Embedder
 
 log = logging.getLogger(__name__)
 
 CACHE = 50_000  # sentences kept (a 384-wide float32 vector per word: ~30 MB for 50k short sentences)
 BATCH = 64  # sentences per forward pass
 MAX_TOKENS = 128  # a sentence's word pieces read (longer ones are cut: a claim sentence is short)
+Hidden = Callable[[dict[str, np.ndarray]], np.ndarray]  # padded batch → last hidden states (rows, pieces, width)
+
+
+@dataclass(frozen=True)
+class Tokens:
+    """One sentence tokenised: its word pieces' ids, its content words' keys and each one's pieces."""
+
+    ids: tuple[int, ...]
+    keys: tuple[str, ...]
+    pieces: tuple[tuple[int, ...], ...]
 
 
 @dataclass(frozen=True)
@@ -44,60 +63,143 @@ class Encoded:
     vectors: np.ndarray
 
 
-class TokenEncoder:
-    """Contextual word vectors from a sentence-transformers model's transformer, cached by text hash."""
+def _digest(text: str) -> bytes:
+    return hashlib.blake2b(text.encode("utf-8"), digest_size=16).digest()
 
-    def __init__(self, model: Any):
-        self._model = model  # a SentenceTransformer
-        self._cache: OrderedDict[str, Encoded] = OrderedDict()
+
+class TokenEncoder:
+    """Contextual word vectors of sentences, cached by text hash: from a SentenceTransformer (torch), or
+    from a fast tokenizer and a function that runs the network on a padded batch (ONNX Runtime)."""
+
+    def __init__(self, model: Any = None, *, tokenizer: Tokenizer | None = None, hidden: Hidden | None = None):
+        if model is not None:
+            tokenizer, hidden = model.tokenizer.backend_tokenizer, _torch_hidden(model)
+        if tokenizer is None or hidden is None:
+            raise ValueError("TokenEncoder needs a SentenceTransformer, or a tokenizer and a hidden-state function")
+        from tokenizers import Tokenizer
+
+        self._tok = Tokenizer.from_str(tokenizer.to_str())  # a private copy: truncated here, padded below
+        self._tok.no_padding()
+        self._tok.enable_truncation(MAX_TOKENS)
+        pad = tokenizer.padding
+        self._pad_id = int(pad["pad_id"]) if pad else (tokenizer.token_to_id("[PAD]") or 0)
+        self._hidden = hidden
+        self._tokens: LRUCache[bytes, Tokens] = LRUCache(CACHE)
+        self._cache: LRUCache[bytes, Encoded] = LRUCache(CACHE)
         self._lock = threading.Lock()
+
+    def tokens(self, texts: Sequence[str]) -> list[Tokens]:
+        """Each text tokenised (the ones not cached in one batch call)."""
+        hashes = [_digest(t) for t in texts]
+        with self._lock:
+            todo = {h: t for h, t in zip(hashes, texts, strict=True) if h not in self._tokens}
+            if todo:
+                for h, t, e in zip(todo, todo.values(), self._tok.encode_batch(list(todo.values())), strict=True):
+                    self._tokens[h] = _words(t, e.ids, e.word_ids, e.offsets)
+            return [self._tokens[h] for h in hashes]
 
     def encode(self, texts: Sequence[str]) -> list[Encoded]:
         """Each text's content-word vectors; the ones not cached encoded in batches."""
-        hashes = [hashlib.blake2b(t.encode("utf-8"), digest_size=16).hexdigest() for t in texts]
+        hashes = [_digest(t) for t in texts]
+        toks = self.tokens(texts)
         with self._lock:
-            todo = list(dict.fromkeys(t for t, h in zip(texts, hashes, strict=True) if h not in self._cache))
-            # Longest first, a batch closed before a text under half its first's length: a batch is padded
-            # to its longest, so short claims do not pay for a long evidence sentence.
-            lengths = [len(t) for t in todo]
-            order = sorted(range(len(todo)), key=lambda i: -lengths[i])
-            for batch in batches(order, lengths, BATCH):
-                group = [todo[i] for i in batch]
-                for t, enc in zip(group, self._forward(group), strict=True):
-                    self._cache[hashlib.blake2b(t.encode("utf-8"), digest_size=16).hexdigest()] = enc
-            while len(self._cache) > CACHE:
-                self._cache.popitem(last=False)
-            return [self._cache[h] for h in hashes]
+            todo = {h: tk for h, tk in zip(hashes, toks, strict=True) if h not in self._cache}
+            done = {h: e for h in hashes if (e := self._cache.get(h)) is not None}
+            if todo:
+                # Longest first, a batch closed before a text under half its first's length: a batch is padded
+                # to its longest, so short claims do not pay for a long evidence sentence.
+                keys, rows = list(todo), list(todo.values())
+                lengths = [len(tk.ids) for tk in rows]
+                order = sorted(range(len(rows)), key=lambda i: -lengths[i])
+                for batch in batches(order, lengths, BATCH):
+                    hidden = self._hidden(self._padded([rows[i].ids for i in batch]))
+                    for j, i in enumerate(batch):
+                        done[keys[i]] = self._cache[keys[i]] = _vectors(rows[i], hidden[j])
+            return [done[h] for h in hashes]
 
-    def _forward(self, texts: list[str]) -> list[Encoded]:
-        import torch
+    def _padded(self, ids: list[tuple[int, ...]]) -> dict[str, np.ndarray]:
+        width = max(len(x) for x in ids)
+        input_ids = np.full((len(ids), width), self._pad_id, dtype=np.int64)
+        mask = np.zeros((len(ids), width), dtype=np.int64)
+        for row, x in enumerate(ids):
+            input_ids[row, : len(x)] = x
+            mask[row, : len(x)] = 1
+        return {"input_ids": input_ids, "attention_mask": mask, "token_type_ids": np.zeros_like(mask)}
 
-        tok = self._model.tokenizer
-        batch = tok(texts, padding=True, truncation=True, max_length=MAX_TOKENS, return_tensors="pt")
-        words = [batch.word_ids(i) for i in range(len(texts))]
-        spans = [batch.encodings[i].offsets for i in range(len(texts))]
-        batch = {k: v.to(self._model.device) for k, v in batch.items()}
+    def align(self, pairs: Sequence[tuple[str, Sequence[str]]]) -> list[tuple[float, float]]:
+        """`scores` of each (claim sentence, its evidence sentences): the model's work for all of them in
+        one batched pass, none for a claim every word of which its evidence holds as written."""
+        toks = self.tokens([t for s, ev in pairs for t in (s, *ev)])
+        it = iter(toks)
+        lexical = [_lexical(next(it), [next(it) for _ in ev]) for _, ev in pairs]
+        needed = [t for (s, ev), lex in zip(pairs, lexical, strict=True) if lex is None for t in (s, *ev)]
+        enc = iter(self.encode(needed))
+        out = []
+        for (_, ev), lex in zip(pairs, lexical, strict=True):
+            if lex is None:
+                claim = next(enc)
+                lex = scores(claim, [next(enc) for _ in ev])
+            out.append(lex)
+        return out
+
+
+def _torch_hidden(model: Any) -> Hidden:
+    """A SentenceTransformer's transformer run on a padded batch: its last hidden states, float32."""
+    import torch
+
+    network = model[0].auto_model
+    names = set(getattr(model.tokenizer, "model_input_names", None) or ("input_ids", "attention_mask"))
+
+    def run(batch: dict[str, np.ndarray]) -> np.ndarray:
+        feats = {k: torch.from_numpy(v).to(model.device) for k, v in batch.items() if k in names}
         with torch.inference_mode():
-            hidden = self._model[0].auto_model(**batch).last_hidden_state.float().cpu().numpy()
-        return [_words(t, hidden[i], words[i], spans[i]) for i, t in enumerate(texts)]
+            return network(**feats).last_hidden_state.float().cpu().numpy()
+
+    return run
 
 
-def _words(text: str, hidden: np.ndarray, word_ids: list[int | None], offsets: list[tuple[int, int]]) -> Encoded:
-    """Word pieces → words (mean vector), content words only, unit length."""
+def _onnx_hidden(session: Any, names: list[str]) -> Hidden:
+    """An ONNX Runtime session of the model's export (pipeline.embed.onnx: its output is the last hidden
+    state) run on a padded batch."""
+
+    def run(batch: dict[str, np.ndarray]) -> np.ndarray:
+        return np.asarray(session.run(None, {k: batch[k] for k in names})[0], dtype=np.float32)
+
+    return run
+
+
+def _words(text: str, ids: list[int], word_ids: list[int | None], offsets: list[tuple[int, int]]) -> Tokens:
+    """Word pieces → content words (their keys and pieces), in order."""
     groups: dict[int, list[int]] = {}
     for i, w in enumerate(word_ids):
         if w is not None:
             groups.setdefault(w, []).append(i)
-    keys, rows = [], []
-    for pieces in groups.values():
-        word = tx.fold(text[offsets[pieces[0]][0] : offsets[pieces[-1]][1]])
-        if not word.isalnum() or not tx.is_content(word):
-            continue
-        keys.append(tx.key(word))
-        rows.append(hidden[pieces].mean(axis=0))
+    keys, pieces = [], []
+    for p in groups.values():
+        word = tx.fold(text[offsets[p[0]][0] : offsets[p[-1]][1]])
+        if word.isalnum() and tx.is_content(word):
+            keys.append(tx.key(word))
+            pieces.append(tuple(p))
+    return Tokens(tuple(ids), tuple(keys), tuple(pieces))
+
+
+def _vectors(tokens: Tokens, hidden: np.ndarray) -> Encoded:
+    """A word's vector: its pieces' mean hidden state, unit length."""
+    rows = [hidden[list(p)].mean(axis=0) for p in tokens.pieces]
     vecs = np.asarray(rows, dtype=np.float32).reshape(len(rows), hidden.shape[-1])
     vecs /= np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-9)
-    return Encoded(tuple(keys), vecs)
+    return Encoded(tokens.keys, vecs)
+
+
+def _lexical(claim: Tokens, evidence: list[Tokens]) -> tuple[float, float] | None:
+    """`scores` when the words alone decide them: a claim without content words (1, 1), evidence without
+    any (0, 0), every claim word in the evidence as written (1, 1); None when the vectors are needed."""
+    if not claim.keys:
+        return 1.0, 1.0
+    held = {k for e in evidence for k in e.keys}
+    if not held:
+        return 0.0, 0.0
+    return (1.0, 1.0) if held.issuperset(claim.keys) else None
 
 
 _encoder: TokenEncoder | None = None
@@ -111,6 +213,22 @@ def use(encoder: TokenEncoder | None) -> None:
     _encoder, _tried = encoder, encoder is not None
 
 
+def from_embedder(emb: Embedder) -> TokenEncoder:
+    """The token encoder of an embedding model: ONNX Runtime fp32 where the model can run there (its
+    query session reused when it is one), else torch."""
+    if emb.onnx_obstacle() is None:
+        try:
+            from pipeline.embed.onnx import OnnxRunner, model_file
+
+            runner = emb.runner if emb.loaded and emb.backend == "onnx" else None
+            if not isinstance(runner, OnnxRunner):
+                runner = OnnxRunner(model_file(emb.onnx_model(), int8=False), emb.pooling)
+            return TokenEncoder(tokenizer=emb.tokenizer, hidden=_onnx_hidden(runner.session, runner.names))
+        except Exception as e:  # noqa: BLE001 — torch computes the same vectors
+            log.info("verifier: token vectors with torch (ONNX Runtime: %s)", e)
+    return TokenEncoder(emb.model)
+
+
 def encoder() -> TokenEncoder | None:
     """The configured embedding model's token encoder, loaded on first use; None when it cannot load."""
     global _encoder, _tried
@@ -121,7 +239,7 @@ def encoder() -> TokenEncoder | None:
                 from pipeline.config.sections import EmbeddingConfig
                 from pipeline.embed import load_embedder
 
-                _encoder = TokenEncoder(load_embedder(EmbeddingConfig()).model)
+                _encoder = from_embedder(load_embedder(EmbeddingConfig()))
             except Exception as e:  # noqa: BLE001 — any failure leaves the lexical alignment in its place
                 log.warning("verifier: no embedding model for soft alignment (%s); aligning words lexically", e)
                 _encoder = None
@@ -148,5 +266,5 @@ def scores(claim: Encoded, evidence: list[Encoded]) -> tuple[float, float]:
     idf = np.array([math.log((n + 1) / (df.get(k, 0) + 1)) + 1 for k in claim.keys], dtype=np.float32)
     best = (claim.vectors @ np.concatenate([e.vectors for e in ev]).T).max(axis=1)
     exact = np.array([k in df for k in claim.keys])
-    best = np.where(exact, np.maximum(best, 1.0), best)  # the same word, whatever its context
+    best = np.where(exact, np.float32(1.0), best)  # the same word, whatever its context (a cosine is ≤ 1)
     return float((idf * best).sum() / idf.sum()), float(best.min())

@@ -55,11 +55,13 @@ TABLE: dict[str, dict[str, tuple[str, ...]]] = {
         "more": ("more", "greater", "larger", "largest", "bigger", "biggest", "higher", "highest", "longer", "above"),
         "less": ("less", "fewer", "smaller", "smallest", "lower", "lowest", "shorter", "below"),
     },
-    "direction": {  # a change's direction, a switch's position
+    "direction": {  # a change's direction, a switch's position, a gate's answer
         "increase": ("increase", "raise", "grow", "extend"),
         "decrease": ("decrease", "reduce", "shrink", "shorten"),
         "enable": ("enable", "activate", "turn on", "switch on"),
         "disable": ("disable", "deactivate", "turn off", "switch off"),
+        "allow": ("allow", "accept", "permit"),
+        "deny": ("deny", "refuse", "reject", "forbid"),
     },
     "scope": {  # to what the statement is restricted
         "only": ("only", "solely", "exclusively"),
@@ -78,6 +80,11 @@ SATISFIED_BY = {("modality", "advised"): frozenset({"necessary"})}
 # Dimensions compared only where the evidence sentence holds the same dimension: "if" and "when" open
 # clauses a rewording may add or drop freely, so the scope dimension conflicts only on only/except/unless.
 _CONDITION_FREE = frozenset({("scope", "if")})
+
+
+# Dimensions a negation turns round: "does not accept" says what "rejects" says, "is not enabled" what "is
+# disabled" does; where one of the two is negated, the polarity check (sense.py) compares them instead.
+_TURNED_BY_NEGATION = frozenset({"direction"})
 
 
 # Verbs are matched on their Snowball stem ("enables", "enabled", "enabling"); other words as written
@@ -123,8 +130,9 @@ def changed(claim: str, sentence: str, evidence: str = "") -> str | None:
     `evidence` (the sentence's whole text by default) is no change: a rewording may join sentences."""
     mine, theirs = marks(claim), marks(sentence)
     anywhere = marks(evidence) if evidence else theirs
+    turned = (tx.negations(claim) > 0) != (tx.negations(sentence) > 0)
     for (dim, value), word in mine.items():
-        if (dim, value) in anywhere:
+        if (dim, value) in anywhere or (dim in _TURNED_BY_NEGATION and turned):
             continue
         other = [(v, w) for v, w in _said(theirs, dim) if (dim, v) not in _CONDITION_FREE]
         if (dim, value) in _CONDITION_FREE:  # "if" for "unless" turns the condition round; "if" for "when" does not

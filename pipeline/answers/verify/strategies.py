@@ -76,13 +76,10 @@ def check_claims(claims: list[tuple[str, tuple[str, ...], dict[str, CitedBlock]]
     return out  # type: ignore[return-value]
 
 
-_HIGHER_IS_BETTER = frozenset({"lex", "lex_sent", "wordnet", "recall", "weakest", "nli"})
-
-
 def merged(readings: list[ClaimReading]) -> dict[str, float]:
     """One claim's features from its sentences': the weakest support, the worst problem."""
     names = readings[0].x.keys()
-    return {n: (min if n in _HIGHER_IS_BETTER else max)(r.x[n] for r in readings) for n in names}
+    return {n: (min if n in features.HIGHER_IS_BETTER else max)(r.x[n] for r in readings) for n in names}
 
 
 def first_pass(text: str, pointers: tuple[str, ...], blocks: dict[str, CitedBlock]) -> Claim | Pending:

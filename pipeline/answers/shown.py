@@ -1,0 +1,190 @@
+"""What an extractive reply shows of its ranked lines (pipeline.answers.extractive ranks them).
+
+Sure (`choose`): the best line and the next best scoring `follow` of it, each with what it needs to be
+read — the code block a line introduces, the entry a line is of (term first), an entry section's first
+line. Unsure (`candidates`): a passage from each of the best sections, best first (`passage`: the best
+line with the whole lines that complete it, bounded). Every line shown is a whole line of its chunk
+(pipeline.answers.units), so it is quoted verbatim: STRICT by construction.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Protocol
+
+import numpy as np
+
+from pipeline.answers import words as tx
+from pipeline.answers.units import MAX_WORDS, Unit, units
+
+
+class Scored(Protocol):
+    """A question's ranked lines (pipeline.answers.extractive.Ranked): each line and its logit."""
+
+    @property
+    def units(self) -> list[Unit]: ...
+
+    @property
+    def logits(self) -> np.ndarray: ...
+
+
+CANDIDATES = 3  # passages offered when unsure: the best of as many different sections (issue 46: 2–3)
+# A candidate is its best line with the lines that complete it, at most this many words: the rest of its
+# paragraph after it, then before it, then the lines after and before it in its chunk (a short section,
+# such as a man page's option, whole). Measured on the fit corpora's 140 answerable questions (seven
+# corpora, bench/phrase_losses.py --words): the answer phrase in the reply for 65 with the line alone, 86
+# at 40 words, 101 at 60, 111 at 80, 111 at 100; 80 is where more words stop buying answers (a reply's
+# median 185 words, its longest section's 76).
+PASSAGE_WORDS = 80
+
+
+def candidates(r: Scored, order: list[int], n: int = CANDIDATES) -> list[Unit]:
+    """The passage (`passage`) of the best line of each of the `n` best sections (document and
+    section), best first; an entry section's under its first line, a definition under its term."""
+    out: list[Unit] = []
+    seen: set[tuple[str, str]] = set()
+    for i in order:
+        u = r.units[i]
+        where = (u.evidence.doc_key, u.evidence.section)
+        if len(seen) >= n or not np.isfinite(r.logits[i]):
+            break
+        if where in seen or any(_same(u, c) for c in out):
+            continue
+        seen.add(where)
+        out += [v for v in passage(u, PASSAGE_WORDS) if not any(_same(v, c) for c in out)]
+    return out
+
+
+def passage(u: Unit, words: int = PASSAGE_WORDS) -> list[Unit]:
+    """`u` as a reader would want it shown, in chunk order: under its entry's first line (an entry
+    section, `_entry_section`) or its term (a definition), `u` and whole lines while at most `words`
+    words — the rest of its block after it, then before it, then the lines after and before it in its
+    chunk (a short section, such as a man page's option, whole). Adding the chunk's next best line by
+    the line model before the neighbours bought no answer on the fit corpora (111 → 108 of 140)."""
+    chunk = units(u.evidence)
+    at = u.position - 1
+    if not (0 <= at < len(chunk)) or chunk[at].text != u.text:
+        return [u]
+    head = chunk[:1] if _entry_section(u) else [t for t in (_term(u),) if t is not None]
+    floor = head[0].position if head else 0  # the head is shown apart: never grown into
+    keep = {at}
+    size = len(tx.words(u.text)) + sum(len(tx.words(t.text)) for t in head if t.position - 1 != at)
+
+    def fits(j: int) -> bool:
+        nonlocal size
+        add = len(tx.words(chunk[j].text))
+        if j in keep or size + add > words:
+            return j in keep
+        keep.add(j)
+        size += add
+        return True
+
+    def around(same_block: bool) -> None:
+        for step in (1, -1):
+            j = at + step
+            while floor <= j < len(chunk) and (not same_block or chunk[j].block == u.block) and fits(j):
+                j += step
+
+    around(True)
+    around(False)
+    return [t for t in head if t.position - 1 not in keep] + [chunk[j] for j in sorted(keep)]
+
+
+def choose(r: Scored, order: list[int], follow: float, max_lines: int) -> list[Unit]:
+    """The best line, then each next best scoring `follow` of its probability (never one saying the
+    same as a chosen line); a line introducing a code block is followed by the block, and a line of an
+    entry (a term and its definition: an option, a setting, a command) brings the whole entry, term
+    first, when it is at most ENTRY_LINES long (else the term and the line); a line of an entry section
+    (`_entry_section`) brings that entry, its first line with the default first."""
+    p = 1 / (1 + np.exp(-r.logits))
+    chosen: list[Unit] = []
+    lead = 0
+    for i in order:
+        if lead >= max_lines or (chosen and p[i] < follow * p[order[0]]):
+            break
+        u = r.units[i]
+        if any(_same(u, c) for c in chosen):
+            continue
+        entry = _entry_section(u) or _entry(u)
+        if entry:
+            chosen += [e for e in entry if not any(_same(e, c) for c in chosen)]
+        else:
+            if (term := _term(u)) is not None and not any(_same(term, c) for c in chosen):
+                chosen.append(term)
+            chosen.append(u)
+        lead += 1
+        nxt = _next(r.units, i)
+        if u.text.rstrip().endswith(":") and nxt is not None and nxt.kind == "code" and nxt not in chosen:
+            chosen.append(nxt)
+    return chosen
+
+
+ENTRY_LINES = 6  # an entry up to this many lines is quoted whole (a manual's option: name, text, default)
+
+
+ENTRY_WORDS = 2 * MAX_WORDS  # an entry section quoted whole: at most two of the longest lines quoted whole
+
+
+def _entry_section(u: Unit) -> list[Unit]:
+    """The entry section `u` is in, quoted: its first line (the entry's term with the rest of it, such
+    as "name (default: 102400)"), then its lines in order up to ENTRY_WORDS words; the first line and
+    `u` where `u` lies beyond. A parser makes each entry of a reference its own section, its heading
+    the entry's term (pipeline.parse.events): the chunk is such a section when its first line opens
+    with its section's last heading. [] for any other chunk."""
+    chunk = units(u.evidence)
+    name = " ".join(u.evidence.section.rsplit(" > ", 1)[-1].split())
+    if len(chunk) < 2 or not name or not re.match(re.escape(name) + r"(?!\w)", " ".join(chunk[0].text.split())):
+        return []
+    out: list[Unit] = []
+    size = 0
+    for v in chunk:
+        size += len(tx.words(v.text))
+        if out and size > ENTRY_WORDS:
+            break
+        out.append(v)
+    if all(v.position != u.position for v in out):
+        out = [chunk[0], chunk[u.position - 1]]
+    return out
+
+
+def _entry(u: Unit) -> list[Unit]:
+    """The entry `u` belongs to — its term and every line after it up to the next term, in its chunk —
+    when it has a definition and is at most ENTRY_LINES long; else []."""
+    term: Unit | None = u
+    steps = 0
+    while term is not None and term.kind != "term" and steps < ENTRY_LINES:
+        term, steps = term.previous, steps + 1
+    if term is None or term.kind != "term":
+        return []
+    chunk = units(u.evidence)
+    start = term.position - 1
+    out = [chunk[start]] if start < len(chunk) and chunk[start].text == term.text else []
+    for v in chunk[start + 1 :] if out else []:
+        if v.kind == "term" or len(out) > ENTRY_LINES:
+            break
+        out.append(v)
+    if len(out) < 2 or len(out) > ENTRY_LINES or out[1].kind != "definition":
+        return []
+    return out
+
+
+def _term(u: Unit) -> Unit | None:
+    """The term a definition defines: the line before it in its chunk, when that is a term."""
+    prev = u.previous
+    return prev if u.kind == "definition" and prev is not None and prev.kind == "term" else None
+
+
+def _next(us: list[Unit], i: int) -> Unit | None:
+    if i + 1 < len(us) and us[i + 1].evidence.pointer == us[i].evidence.pointer:
+        return us[i + 1] if us[i + 1].position == us[i].position + 1 else None
+    return None
+
+
+def _same(a: Unit, b: Unit) -> bool:
+    """Says the same as an already chosen line: the same text, or mostly the same words and code."""
+    if " ".join(a.text.split()) == " ".join(b.text.split()):
+        return True
+    if set(a.code) != set(b.code):
+        return False
+    ka, kb = set(tx.content_keys(a.text)), set(tx.content_keys(b.text))
+    return len(ka & kb) / (min(len(ka), len(kb)) or 1) > 0.7
