@@ -113,7 +113,7 @@ def test_extractive_quotes_the_line_that_answers_and_passes_strictly():
         _evidence("E1", text, _blocks(text, ("paragraph", text))),
         _evidence("E2", "Rollbacks switch traffic back to the blue stack within five minutes."),
     ]
-    always = dataclasses.replace(SHIPPED, threshold=0.0, sure=0.0)  # the line model alone, labelled (bench/fit_answers.py)
+    always = dataclasses.replace(SHIPPED, threshold=0.0, sure=0.0)  # the line model alone, labelled
     ex = extractive.extract("How do releases go out?", ev, always, embed=_bag)
     assert ex.lines and ex.lines[0] == ("Releases go out with blue-green deployments through ArgoCD.", ev[0])
     assert 0.0 < ex.confidence < 1.0
