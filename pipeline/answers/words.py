@@ -365,7 +365,17 @@ def has_negation(tokens: list[str]) -> bool:
     return any(t in NEGATIONS or t.endswith("n't") for t in tokens)
 
 
+_NEG_RE = re.compile(
+    r"(?<![\w-])(?:"
+    + "|".join(sorted((re.escape(w) for w in NEGATIONS), key=len, reverse=True))
+    + r")(?![\w-])|\w+n't(?![\w-])"
+)
 _CODE = re.compile(r"`[^`]*`")
+
+
+def negations(text: str) -> int:
+    """How many negation cues a text holds; identifiers (`no_std`, `non-null`, code spans) are not cues."""
+    return len(_NEG_RE.findall(_CODE.sub(" ", fold(text))))
 
 
 def negated_words(text: str, reach: int = 4) -> list[tuple[str, ...]]:
