@@ -136,6 +136,9 @@ def rendered(files: Path, globs: list[str], out: Path, how: str = "man") -> Path
     return out
 
 
+INGEST = True  # --no-ingest: ask the stores as they are (a code change that would re-index them is not applied)
+
+
 def open_store(config: Path):
     from pipeline.answers import Answerer
     from pipeline.config import load_settings
@@ -146,8 +149,11 @@ def open_store(config: Path):
     os.chdir(config.parent)
     settings = load_settings(config)
     t = time.perf_counter()
-    ingest_source(IngestContext(settings), settings.sources[0].name)  # a no-op on a kept store
-    print(f"  {config.parent.name}: indexed ({time.perf_counter() - t:.0f} s)", flush=True)
+    if INGEST:
+        ingest_source(IngestContext(settings), settings.sources[0].name)  # a no-op on a kept store
+    print(
+        f"  {config.parent.name}: {'indexed' if INGEST else 'as it is'} ({time.perf_counter() - t:.0f} s)", flush=True
+    )
     return Answerer(settings, llm=None)
 
 
@@ -158,12 +164,29 @@ def questions(name: str) -> list[dict]:
 
 
 def refreshed(asked: list) -> list:
-    """Asked questions kept by an earlier run, their question's synonyms read now (features.Question.near)."""
+    """Asked questions kept by an earlier run, their question's synonyms read now (features.Question.near)
+    and their candidate lines re-read from their evidence by today's `units` (the same lines, with what
+    today's code knows of them), so a refit runs today's answer choice on them."""
     import dataclasses
 
     from pipeline.answers import features
+    from pipeline.answers.units import units
 
-    return [dataclasses.replace(a, q=dataclasses.replace(a.q, near=features.near(a.question, a.q.keys))) for a in asked]
+    def reread(us: list) -> list:
+        chunks: dict[int, list] = {}
+        out = []
+        for u in us:
+            fresh = chunks.setdefault(id(u.evidence), units(u.evidence))
+            same = 0 < u.position <= len(fresh) and fresh[u.position - 1].text == u.text
+            out.append(fresh[u.position - 1] if same else u)
+        return out
+
+    return [
+        dataclasses.replace(
+            a, q=dataclasses.replace(a.q, near=features.near(a.question, a.q.keys)), units=reread(a.units)
+        )
+        for a in asked
+    ]
 
 
 def report(answerer, name: str, rows: list[dict], verbose: bool) -> dict:
@@ -242,20 +265,32 @@ def wrapped_targets(table: dict[float, tuple[int, int, int, int]]) -> None:
 
 
 def left_out_table(lo) -> None:
-    """Per fit corpus, predicted by the models fitted on the others: the confidence's ECE and AUROC over
-    the answered, and the answers labelled as answering at the fitted `sure` (its precision)."""
+    """Per fit corpus, predicted by the models fitted on the others: abstentions (the question model's and
+    the `floor`'s), the confidence's ECE and AUROC over the answered, and the answers labelled as
+    answering at the fitted `sure` (its precision; an unanswerable question's answer is wrong)."""
     from pipeline.answers import calibrate
 
-    sure = calibrate.sure_threshold(lo)
-    print(f"leaving one fit corpus out (sure = {sure:.3f}, for precision {calibrate.SURE_PRECISION}):")
+    sure, floor = calibrate.sure_threshold(lo), calibrate.floor_threshold(lo)
+    print(
+        f"leaving one fit corpus out (sure = {sure:.3f}: precision {calibrate.SURE_PRECISION} at its lower "
+        f"bound, z = {calibrate.SURE_Z}; floor = {floor}):"
+    )
     names = np.array(lo.corpus)
+    answered = lo.answered & (lo.confidence >= floor)
+    conf, right_reply = lo.reply(sure)  # the confidence reported and whether the reply holds the answer
     for name in [*sorted(set(lo.corpus)), None]:
-        m = lo.answered & (names == name if name else True)
-        ece, auroc = calibrate.calibration(lo.confidence[m], lo.holds[m])
+        c = names == name if name else np.ones(len(names), dtype=bool)
+        m = answered & c
+        ece, auroc = calibrate.calibration(conf[m], right_reply[m])
+        _, chosen = calibrate.calibration(lo.confidence[m], right_reply[m])
         lab = m & (lo.confidence >= sure)
+        right = int((c & ~lo.answerable & ~answered).sum())
+        wrong = int((c & lo.answerable & ~answered).sum())
         print(
-            f"  {name or 'all':<18} answered {int(m.sum()):>3}, right {int(lo.holds[m].sum()):>3}; "
-            f"ECE {ece:.3f} AUROC {auroc:.3f}; labelled {int(lab.sum())}, right {int((lab & lo.holds).sum())}"
+            f"  {name or 'all':<16} abstained right {right}/{int((c & ~lo.answerable).sum())}, wrong "
+            f"{wrong}/{int((c & lo.answerable).sum())}; answered {int(m.sum())}, reply right "
+            f"{int(right_reply[m].sum())}; ECE {ece:.3f} AUROC {auroc:.3f} (one answer's {chosen:.3f}); "
+            f"labelled {int(lab.sum())}, right {int((lab & lo.holds).sum())}"
         )
 
 
@@ -272,6 +307,7 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument("--collect-only", action="store_true", help="only ask the fit questions into --asked")
     ap.add_argument("--embedded", help="comma-separated numbers of lines embedded: answers kept, from --asked")
     ap.add_argument("--targets", help="comma-separated precision targets: abstentions leaving one fit corpus out")
+    ap.add_argument("--no-ingest", action="store_true", help="ask the stores as they are, without an ingest")
     ap.add_argument("--verbose", "-v", action="store_true")
     ap.add_argument("--smoke", action="store_true", help="fit and report on a tiny made-up corpus (bench/smoke.py)")
     args = ap.parse_args()
@@ -281,7 +317,9 @@ def parse_args() -> argparse.Namespace:
 
 
 def main() -> None:
+    global INGEST
     args = parse_args()
+    INGEST = not args.no_ingest
     if args.smoke:
         global SETS
         from smoke import scratch, tiny_sets
@@ -316,8 +354,8 @@ def main() -> None:
             with open_store(c) as a:
                 model = a._model_id()
                 asked += fit.ask(a, name, questions(name), fit.prior(kinds))
-        if args.asked:
-            args.asked.write_bytes(pickle.dumps((model, asked)))
+            if args.asked:  # after each corpus: a run cut short keeps what it asked
+                args.asked.write_bytes(pickle.dumps((model, asked)))
         if args.collect_only:
             return
         if not asked or model is None:

@@ -246,7 +246,8 @@ def test_extractive_answer_without_an_llm(kb):
         res = a.ask("How long does the canary run before promotion?", trace=True)
         none = a.ask("What is the airspeed velocity of an unladen swallow?")
     assert res.model == "extractive" and res.audit_mode == "STRICT" and not res.abstained
-    assert res.claims[0]["text"] == "The canary runs for 30 minutes before promotion."
+    texts = [c["text"] for c in res.claims]  # labelled: the answer first; unsure: among the candidates' passages
+    assert "The canary runs for 30 minutes before promotion." in (texts[:1] if res.addresses_question else texts)
     assert res.citations[0].title == "Deploying" and 0 < res.confidence < 1  # fitted (params), not capped by hand
     assert [s["step"] for s in res.trace] == ["cache", "retrieve", "respond", "verify"]
     assert none.abstained and none.claims == [] and none.answer == "Not found in the indexed documentation."

@@ -113,7 +113,7 @@ def test_extractive_quotes_the_line_that_answers_and_passes_strictly():
         _evidence("E1", text, _blocks(text, ("paragraph", text))),
         _evidence("E2", "Rollbacks switch traffic back to the blue stack within five minutes."),
     ]
-    always = dataclasses.replace(SHIPPED, threshold=0.0)  # the line model alone (abstention: bench/fit_answers.py)
+    always = dataclasses.replace(SHIPPED, threshold=0.0, sure=0.0)  # the line model alone, labelled
     ex = extractive.extract("How do releases go out?", ev, always, embed=_bag)
     assert ex.lines and ex.lines[0] == ("Releases go out with blue-green deployments through ArgoCD.", ev[0])
     assert 0.0 < ex.confidence < 1.0
@@ -283,7 +283,10 @@ def test_below_the_fitted_sure_it_offers_the_best_lines_of_different_sections():
     assert [t for t, _ in unsure.lines[:2]] == ["Backups run nightly at 02:00.", "Backups are kept 30 days."]
     sure = extractive.extract(q, pages, dataclasses.replace(SHIPPED, threshold=0.0, sure=0.0), embed=_bag)
     assert sure.sure and sure.lines[0][0] == "Backups run nightly at 02:00."
-    assert sure.confidence == unsure.confidence  # the label moves with the threshold, not the probability
+    assert sure.single == unsure.single  # the label moves with the threshold, not the probability
+    assert sure.confidence == sure.single  # labelled: the answer's confidence; unsure: the candidates' (`shown`)
+    cx = extractive.rank(q, pages, SHIPPED, embed=_bag).confidence_x()
+    assert SHIPPED.shown is None or unsure.confidence == round(float(SHIPPED.shown.prob(cx)), 3)
 
 
 def test_the_sure_threshold_is_chosen_for_precision_on_left_out_predictions():
@@ -294,8 +297,12 @@ def test_the_sure_threshold_is_chosen_for_precision_on_left_out_predictions():
         np.array([True, True, True, True, True, False, True, False, False, False]),
         np.array([True] * 7 + [False] * 3),  # the last three unanswerable: two answered, at 0.4 and 0.3
     )
-    t = calibrate.sure_threshold(lo, 0.9)
+    t = calibrate.sure_threshold(lo, 0.9, z=0.0)  # no margin: the measured precision
     assert t == 0.7  # 0.5 labels 7 with 6 right (0.86), 0.6 labels 6 with 5; 0.7: 5 of 5
+    # with the margin, 5 of 5 bound the precision below by 0.83 (Wilson, one standard error): enough for 0.75
+    assert calibrate.sure_threshold(lo, 0.75) == 0.7
+    assert calibrate.sure_threshold(lo, 0.9) == 1.0  # too few to be sure of 0.9: nothing labelled
+    assert round(calibrate.wilson_lower(5, 5, 1.28), 2) == 0.75 and calibrate.wilson_lower(0, 0, 1.28) == 0.0
     assert calibrate.floor_threshold(lo) == 0.45  # abstains on both unanswerable, not on the answerable at 0.5
     ece, auroc = calibrate.calibration(np.array([0.9, 0.8, 0.2, 0.1]), np.array([True, True, False, False]))
     assert auroc == 1.0 and 0.0 < ece < 0.25

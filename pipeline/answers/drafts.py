@@ -47,7 +47,11 @@ def extractive_draft(a: Tools, run: Run) -> Draft:
         # used (the evidence's own stand in): "the index does not know X" would tell it whether
         # documents it may not read hold X, and coverage and similarity would move with them.
         words = subject.question_words(run.question)
-        stats = subject.corpus_stats(conn, words) if run.scope.reader.full_access else None
+        stats = (
+            subject.corpus_stats(conn, words, subject.hard_anchors(run.question))
+            if run.scope.reader.full_access
+            else None
+        )
         leads = document_leads(conn, list(dict.fromkeys(e.doc_key for e in pool.items)), run.scope.reader)
     params = a.params()
     ex = extractive.extract(
@@ -83,8 +87,8 @@ def _sure_reason(ex: extractive.Extract, params: Any, lines: list) -> str:
         return f"confidence {ex.confidence:.2f} ≥ {params.sure:.2f}: likely answers the question"
     n = len({(e.doc_key, e.section) for _, e in lines})
     return (
-        f"unsure: confidence {ex.confidence:.2f} < {params.sure:.2f}; the best candidates from "
-        f"{n} section{'s' if n != 1 else ''}, best first"
+        f"unsure: one answer's confidence {ex.single:.2f} < {params.sure:.2f}; the best candidates from "
+        f"{n} section{'s' if n != 1 else ''}, best first (confidence {ex.confidence:.2f} that one holds it)"
     )
 
 

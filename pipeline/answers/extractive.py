@@ -15,7 +15,7 @@ construction (the loop drops a line the verifier would not pass as quoted).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -50,6 +50,7 @@ class Extract:
     similarity: float = 0.0  # of the best line to the question (cosine)
     score: float = 0.0  # the best line's P(holds the answer)
     sure: bool = False  # confidence ≥ the fitted `sure`: labelled as answering; else `lines` are candidates
+    single: float = 0.0  # fitted P(the answer chosen holds the answer): what `sure` and `floor` read
 
 
 @dataclass(frozen=True)
@@ -89,14 +90,14 @@ def rank(
     every = [u for e in evidence for u in units(e)]
     kinds = list(params.kinds)
     openings = {k: lead_line(*v) for k, v in (leads or {}).items()} if embed else {}
-    q0 = ft.question(question, stats.idf or _local_idf(question, every), stats.absent, {})
+    q0 = ft.question(question, stats.idf or _local_idf(question, every), stats.absent, {}, stats)
     if not q0.keys or not every:
         why = "nothing retrieved" if not every else "the question names no subject"
         return Ranked(q0, [], np.zeros((0, len(ft.LINE))), np.zeros(0), why)
     cands = _prefilter(every, q0)
     want = _cosines(question, [params.kinds[k] for k in kinds], embed)  # constant texts: looked up after once
     mean = sum(want) / len(want) if want else 0.0
-    q = ft.Question(q0.keys, q0.unseen, {k: w - mean for k, w in zip(kinds, want, strict=True)}, q0.anchors)
+    q = replace(q0, want={k: w - mean for k, w in zip(kinds, want, strict=True)})  # its synonyms kept
     rows = worth_embedding(ft.line_features(q, cands, [0.0] * len(cands), {}), params, embedded)
     # the documents' openings and the chosen lines in one pass of the model
     sims = _cosines(question, [*openings.values(), *(cands[i].text for i in rows)], embed)
@@ -173,11 +174,13 @@ def extract(
 def decide(question: str, r: Ranked, params: Params, max_lines: int = 4) -> Extract:
     """Answer, offer candidates, or abstain from ranked lines: below the question model's threshold, or
     below the confidence `floor`, it abstains; at a confidence ≥ `sure` the chosen lines are the answer;
-    between, the best lines of CANDIDATES different sections are offered, best first, as candidates."""
+    between, the best lines of CANDIDATES different sections are offered, best first, as candidates, and
+    the confidence reported is theirs (params `shown`: P(one of them holds the answer)), the reply's."""
     if r.reason:
         return Extract([], r.reason)
     answerable = float(params.question.prob(r.question_x()))
-    confidence = round(float(params.confidence.prob(r.confidence_x())), 3)
+    cx = r.confidence_x()
+    confidence = round(float(params.confidence.prob(cx)), 3)
     order = r.order()
     best = order[0]
     sim = round(float(r.x[best, ft.LINE.index("sim")]), 3)
@@ -190,10 +193,16 @@ def decide(question: str, r: Ranked, params: Params, max_lines: int = 4) -> Extr
     sure = confidence >= params.sure
     chosen = choose(r, order, params.follow, max_lines) if sure else candidates(r, order)
     lines = [(u.text, u.evidence) for u in chosen]
-    return Extract(lines, "", confidence, round(answerable, 3), sim, score, sure)
+    shown = confidence if sure or params.shown is None else round(float(params.shown.prob(cx)), 3)
+    return Extract(lines, "", shown, round(answerable, 3), sim, score, sure, confidence)
 
 
 def _why(question: str, r: Ranked, answerable: float, threshold: float) -> str:
+    named = [h for h in r.question.hard if tx.content_keys(h)]
+    if len(named) == len(r.question.anchor_df) and (
+        gone := [h for h, n in zip(named, r.question.anchor_df, strict=True) if not n]
+    ):
+        return f"the index does not know {', '.join(gone[:3])}"  # a name or option no chunk holds as written
     if r.question.unseen >= 0.5:  # most of it unknown to the index: said so (the fitted model abstained)
         missing = [k for k in r.question.keys if k in _absent(r)][:3]
         if missing:

@@ -22,7 +22,7 @@ import numpy as np
 
 from pipeline.answers import lexicon
 from pipeline.answers import words as tx
-from pipeline.answers.subject import Question, read
+from pipeline.answers.subject import CorpusStats, Question, read
 from pipeline.answers.units import Unit
 
 LINE = (
@@ -53,7 +53,22 @@ LINE = (
 )
 # No IDF scale, and nothing of the runner-up line: a fact a page says once is as answerable as one it repeats
 # (with the second line's score, a small wiki whose every fact has one line looked unanswerable).
-QUESTION = ("best", "best_sim", "best_terms", "best_doc_terms", "unseen", "anchors_missing")
+QUESTION = (
+    "best",  # the best line's logit
+    "best_sim",
+    "best_terms",
+    "best_doc_terms",
+    "unseen",  # IDF share of the question's words the whole index lacks
+    "anchors_missing",  # share of its anchors (names, identifiers, quoted strings) the best line's document lacks
+    # Whether the index holds what the question is about at all (issue 46: another product's feature, an
+    # option that does not exist): the whole index's word statistics, not only the retrieved chunks.
+    "rare_df",  # log(1 + chunks of the whole index holding its rarest word or anchor as written)
+    "anchors_absent",  # share of its anchors no chunk of the whole index holds as written
+    "sec_terms",  # IDF share of its words the best line's section (its retrieved lines, headings) carries
+    "sec_rare",  # share of its RARE rarest words the best line's section carries (or a WordNet synonym)
+    "pool_rare",  # ... any retrieved line or heading carries
+)
+RARE = 2  # the question's rarest words read by sec_rare and pool_rare: a product and its feature
 # What the confidence model reads besides QUESTION: whether search agrees with the line chosen, by how much
 # the chosen line beats the best of another section, and how much of the question it answers by meaning.
 AGREEMENT = (
@@ -77,9 +92,17 @@ KINDS = ("number", "option", "path", "command", "identifier")
 _DIGIT = re.compile(r"\d")
 
 
-def question(text: str, idf: dict[str, float], absent: frozenset[str], want: dict[str, float]) -> Question:
+def question(
+    text: str, idf: dict[str, float], absent: frozenset[str], want: dict[str, float], stats: CorpusStats | None = None
+) -> Question:
+    """`read`, with what the extractive model reads: the kinds it asks for, its words' synonyms, and from
+    the index's statistics (`stats`) how many chunks hold each word and each hard anchor as written."""
     q = read(text, idf, absent)
-    return replace(q, want=want, near=near(text, q.keys))
+    stats = stats or CorpusStats()
+    named = [h for h in q.hard if tx.content_keys(h)]
+    anchor_df = tuple(stats.anchor_df[h] for h in named if h in stats.anchor_df) if stats.chunks else ()
+    df = {k: n for k, n in stats.df.items() if k in q.keys}
+    return replace(q, want=want, near=near(text, q.keys), df=df, anchor_df=anchor_df)
 
 
 def near(text: str, keys: dict[str, float] | dict[str, None]) -> dict[str, frozenset[str]]:
@@ -193,6 +216,9 @@ def question_features(q: Question, logits: np.ndarray, x: np.ndarray, units: Seq
     have = {k for u in units if u.evidence.doc_key == doc for k in tx.content_keys(_read(u))}
     missing = sum(not a <= have for a in q.anchors) / len(q.anchors) if q.anchors else 0.0
     col = {n: i for i, n in enumerate(LINE)}
+    where = (units[best].evidence.doc_key, units[best].evidence.section)
+    section = {k for u in units if (u.evidence.doc_key, u.evidence.section) == where for k in tx.content_keys(_read(u))}
+    pool = {k for u in units for k in tx.content_keys(_read(u))}
     return np.array(
         [
             logits[best],
@@ -201,9 +227,33 @@ def question_features(q: Question, logits: np.ndarray, x: np.ndarray, units: Seq
             x[best, col["doc_terms"]],
             q.unseen,
             missing,
+            rare_df(q, units),
+            sum(n == 0 for n in q.anchor_df) / len(q.anchor_df) if q.anchor_df else 0.0,
+            _carried(q, section),
+            _carried(q, section, RARE),
+            _carried(q, pool, RARE),
         ],
         dtype=np.float64,
     )
+
+
+def rare_df(q: Question, units: Sequence[Unit]) -> float:
+    """log(1 + the chunks of the whole index holding the question's rarest word or anchor as written);
+    without the index's statistics (a restricted caller), the retrieved lines holding its rarest word."""
+    if q.df or q.anchor_df:
+        return math.log1p(min([*q.df.values(), *q.anchor_df]))
+    seen = [frozenset(tx.content_keys(u.text)) for u in units]
+    return math.log1p(min((sum(k in s for s in seen) for k in q.keys), default=0))
+
+
+def _carried(q: Question, have: set[str], rarest: int = 0) -> float:
+    """IDF share of the question's words (`rarest`: of its `rarest` rarest only) that `have` carries, a
+    word counting when a WordNet synonym of it is there."""
+    keys = q.keys
+    if rarest:
+        keys = {k: keys[k] for k in sorted(keys, key=lambda k: -keys[k])[:rarest]}
+    total = sum(keys.values()) or 1.0
+    return sum(w for k, w in keys.items() if k in have or q.near.get(k, frozenset()) & have) / total
 
 
 def confidence_features(q: Question, logits: np.ndarray, x: np.ndarray, units: Sequence[Unit]) -> np.ndarray:

@@ -34,7 +34,8 @@ HERE = Path(__file__).with_name("params")
 DEFAULT_MODEL = "all-MiniLM-L6-v2"  # the config default; its file is used, with a warning, for a model without one
 # 2: the question model reads no runner-up line (a file of format 1 has one feature more); 3: the confidence
 # model reads features.CONFIDENCE, and `sure` is the confidence at which an answer is labelled as answering
-FORMAT = 3
+# 4: the question model reads the whole index's word statistics and the best section's coverage (QUESTION)
+FORMAT = 4
 
 
 @dataclass(frozen=True)
@@ -117,6 +118,7 @@ class Params:
     sure: float = 1.0  # an answer "answers the question" when its confidence ≥ this (fitted for precision)
     floor: float = 0.0  # below this confidence an answer abstains (fitted on left-out predictions)
     overrule: float = 0.0  # logits a line of a lower-ranked page needs over search's first page's best line
+    shown: Logistic | None = None  # P(the candidates offered below `sure` hold the answer): their confidence
 
 
 @functools.lru_cache(maxsize=1)
@@ -169,6 +171,7 @@ def _load(path: Path) -> Params:
             float(raw["sure"]),
             float(raw.get("floor", 0.0)),
             float(raw.get("overrule", 0.0)),
+            Logistic.load(raw["shown"]) if raw.get("shown") else None,
         )
     except (OSError, ValueError, KeyError, TypeError) as e:
         raise AnswerError(f"cannot read the answer parameters {path}: {e}; refit with `docforge tune`") from e

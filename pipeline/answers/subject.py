@@ -22,7 +22,7 @@ from dataclasses import MISSING, dataclass, field, fields
 from typing import Any
 
 from pipeline.answers import words as tx
-from pipeline.query.terms import term_counts
+from pipeline.query.terms import anchor_counts, term_counts
 
 MIN_SUBJECT = 0.15  # share of the subject's IDF weight the best document must carry
 FRAME_SHARE = 0.2  # of the rest of the subject, a line naming the question's name must carry (unframed)
@@ -78,6 +78,8 @@ class Question:
     hard: tuple[str, ...] = ()  # anchors an answer must carry (as written)
     hard_keys: tuple[frozenset[str], ...] = ()  # keys of each (of every word, for one without content words)
     absent: frozenset[str] = frozenset()  # subject keys the whole index lacks
+    df: dict[str, int] = field(default_factory=dict)  # key → chunks of the index holding it (empty: no stats)
+    anchor_df: tuple[int, ...] = ()  # per hard anchor with content words: chunks holding it as written
 
     def said(self, keys: Iterable[str]) -> str:
         """`keys` as the question wrote them (pipeline.answers.words.as_written), comma-separated."""
@@ -224,6 +226,9 @@ def has_shape(text: str, shape_name: str | None) -> float:
 class CorpusStats:
     idf: dict[str, float] = field(default_factory=dict)  # key → IDF over the index's chunks
     absent: frozenset[str] = frozenset()  # keys of words the index lacks
+    df: dict[str, int] = field(default_factory=dict)  # key → chunks holding it (stopwords left out)
+    anchor_df: dict[str, int] = field(default_factory=dict)  # hard anchor as written → chunks holding it
+    chunks: int = 0  # chunks in the index
 
 
 def idf(n: int, df: int) -> float:
@@ -231,20 +236,31 @@ def idf(n: int, df: int) -> float:
     return math.log(1 + n / (1 + df))
 
 
-def corpus_stats(conn, words: Sequence[str]) -> CorpusStats:
+# An anchor's chunks are counted up to this many: enough to tell none or a few (another product's name, an
+# option that does not exist) from many, and the count stops early (pipeline/query/sql/anchors.sql).
+ANCHOR_DF_CAP = 100
+
+
+def corpus_stats(conn, words: Sequence[str], anchors: Sequence[str] = ()) -> CorpusStats:
     """IDF of each word's key over the index's chunks (one statement); a word the index lacks weighs
-    log(1 + N), one the keyword index drops as a stopword STOP_WEIGHT. Empty when there are no stats."""
+    log(1 + N), one the keyword index drops as a stopword STOP_WEIGHT. With `anchors` (hard_anchors),
+    each one's document frequency as written (one more statement). Empty when there are no stats."""
     words = list(dict.fromkeys(words))
     if not words:
         return CorpusStats()
     rows = term_counts(conn, words)  # none: an index without keyword statistics (the candidates' IDF instead)
     weights: dict[str, float] = {}
+    dfs: dict[str, int] = {}
     absent: set[str] = set()
     for w, lexeme, df, n in rows:
         if not n:
             return CorpusStats()
         k = tx.key(w)
         weights[k] = max(weights.get(k, 0.0), STOP_WEIGHT if lexeme is None else idf(n, df))
+        if lexeme is not None:
+            dfs[k] = min(dfs.get(k, int(df)), int(df))
         if lexeme is not None and not df and not w.endswith("ly"):
             absent.add(k)
-    return CorpusStats(weights, frozenset(absent - {tx.key(w) for w, lx, df, _ in rows if df}))
+    gone = frozenset(absent - {tx.key(w) for w, lx, df, _ in rows if df})
+    named = anchor_counts(conn, list(dict.fromkeys(anchors)), ANCHOR_DF_CAP) if rows else {}
+    return CorpusStats(weights, gone, dfs, named, int(rows[0][3] or 0) if rows else 0)

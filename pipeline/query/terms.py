@@ -19,3 +19,16 @@ def term_counts(conn: psycopg.Connection, words: Sequence[str]) -> list[tuple[st
     except psycopg.Error:
         conn.rollback()
         return []
+
+
+def anchor_counts(conn: psycopg.Connection, anchors: Sequence[str], cap: int) -> dict[str, int]:
+    """Per anchor as written: the chunks holding it as a phrase, up to `cap` (an anchor of stopwords only
+    is left out); {} for a store without the keyword index."""
+    if not anchors:
+        return {}
+    try:
+        rows = conn.execute(sql.SQL(text("anchors")), {"anchors": list(anchors), "cap": cap}).fetchall()
+    except psycopg.Error:
+        conn.rollback()
+        return {}
+    return {a: int(n) for a, n in rows if n is not None}
