@@ -326,7 +326,7 @@ def main() -> None:
 
         tmp = scratch()
         SETS, args.stores, args.out = tiny_sets(tmp / "sets"), tmp / "stores", tmp / "params.json"
-    from pipeline.answers import fit, params
+    from pipeline.answers import extractive, fit, params
 
     only = set(args.only.split(",")) if args.only else None
     entries = [e for e in corpora() if only is None or e["name"] in only]
@@ -367,8 +367,8 @@ def main() -> None:
             wrapped_targets(fit.abstentions_left_out(asked, [float(t) for t in args.targets.split(",")]))
             return
         out = args.out or params.file_for(model)
-        lo = fit.left_out(asked, 4)
-        raw = fit.fit(asked, kinds, 4, lo)
+        lo = fit.left_out(asked, extractive.MAX_LINES)
+        raw = fit.fit(asked, kinds, extractive.MAX_LINES, lo)
         params.write(out, raw)
         print(f"wrote {out}: {json.dumps(raw['fitted'])}")
         left_out_table(lo)

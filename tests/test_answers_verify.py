@@ -358,6 +358,28 @@ def test_intent_without_an_llm(question, intent):
     assert heuristic_intent(question) == intent
 
 
+@pytest.mark.parametrize(
+    "question, debugging",
+    [
+        ("What does QX4021 mean here?", True),  # capitals then four digits: an error code
+        ("the export stops at ABC-00931", True),
+        ("where does ERR_WIDGET_GONE_AWAY come from", True),
+        ("open returns EWIDGETGONE", True),  # an errno-style name, no English word
+        ("What does qx4021 mean here?", False),  # codes are matched as documentation writes them
+        ("What is the K12 setting for?", False),  # too few digits: a name, not a code
+        ("how do I EXPOSE a port", False),  # a capitalised English word
+        ("What is EOF?", False),
+    ],
+)
+def test_an_error_code_in_the_question_asks_for_debugging(question, debugging):
+    from pipeline.answers import lexicon
+    from pipeline.answers.drafts import heuristic_intent
+
+    if "EWIDGET" in question and not lexicon.available():
+        pytest.skip("errno-style names are told from words by WordNet, not installed here")
+    assert (heuristic_intent(question) == "debugging") is debugging
+
+
 def test_a_quoted_answer_that_does_not_address_the_question_says_so_apart_from_its_mode():
     ev = {"E1": "The cache is stored in the cache directory. Set UV_CACHE_DIR to move it elsewhere."}
     on = verify(

@@ -19,11 +19,11 @@ def _conn(config: str):
 
 
 def _load(conn, answer_id: str):
-    from pipeline.answers import cache
+    from pipeline.store import answers
 
-    if not conn.execute("SELECT to_regclass('answers')").fetchone()[0]:
+    if not answers.recorded(conn):
         raise click.ClickException("no answers are recorded in this store yet")
-    stored = cache.get(conn, answer_id)
+    stored = answers.get(conn, answer_id)
     if stored is None:
         raise click.ClickException(f"no answer with id {answer_id!r}")
     return stored
@@ -135,8 +135,8 @@ def verify(answer_id: str, config: str) -> None:
 @config_option
 def purge(config: str) -> None:
     """Delete every recorded answer (the cache starts empty)."""
-    from pipeline.answers import cache
+    from pipeline.store import answers
 
     with _conn(config) as conn:
-        n = cache.purge(conn)
+        n = answers.purge(conn)
     click.echo(f"purged {n} answer(s)")

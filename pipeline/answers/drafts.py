@@ -7,7 +7,7 @@ import re
 import time
 from typing import Any
 
-from pipeline.answers import extractive, prompts, provenance, retrieve, subject, verify
+from pipeline.answers import extractive, lexicon, prompts, provenance, retrieve, subject, verify
 from pipeline.answers.model import Step
 from pipeline.answers.run import Draft, Run, Tools
 from pipeline.query.leads import document_leads
@@ -17,15 +17,31 @@ CLASSIFY_TOKENS = 10  # one intent word (prompts.CLASSIFY_SYSTEM), room left for
 REASON_TOKENS = 80  # one line: "SUFFICIENT: 0.8" or "INSUFFICIENT: <a refined query>" (prompts.REASON_SYSTEM)
 
 
+# An error code as documentation writes it, in capitals: letters then four or more digits (catalogues
+# number that way, "E0502", "ORA-00942"; shorter runs are mostly format names, "X509"), or an ERR-prefixed
+# name joined by underscores ("ERR_INVALID_ARG_TYPE"); errno-style "E..." names are `_errno_name`.
+_ERROR_CODE = re.compile(r"\b(?:[A-Z]{1,5}-?\d{4,}|ERR[A-Z0-9]*(?:_[A-Z0-9]+)+)\b")
+_CAPS_E = re.compile(r"\bE[A-Z]{4,}\b")  # "ENOENT", "EACCES": E and four capitals or more ("EOF" is a name)
+
+
+def _errno_name(question: str) -> bool:
+    """An all-caps E-word that is no English word ("ENOENT", not "EXPOSE" or "ESCAPE"); none without WordNet."""
+    return lexicon.available() and any(not lexicon.base_forms(w.lower()) for w in _CAPS_E.findall(question))
+
+
 def heuristic_intent(question: str) -> str:
     """The intent without an LLM: a few cue words, first match wins."""
     q = question.lower()
     if re.search(r"\b(vs\.?|versus|differen\w*|compar\w*|better than|instead of|trade-?offs?)\b", q):
         return "comparison"
-    if re.search(
-        r"\b(error|exception|panic\w*|fail\w*|crash\w*|bug|broken|not working|doesn'?t work|warning|"
-        r"e\d{4}|traceback|stack trace)\b",
-        q,
+    if (
+        re.search(
+            r"\b(error|exception|panic\w*|fail\w*|crash\w*|bug|broken|not working|doesn'?t work|warning|"
+            r"traceback|stack trace)\b",
+            q,
+        )
+        or _ERROR_CODE.search(question)
+        or _errno_name(question)
     ):
         return "debugging"
     if re.match(r"\s*(why|how does|how do\b.*\bwork|explain|what is the (purpose|point|idea|motivation))", q):

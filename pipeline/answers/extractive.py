@@ -27,6 +27,7 @@ from pipeline.answers.shown import CANDIDATES, PASSAGE_WORDS, candidates, choose
 from pipeline.answers.subject import CorpusStats, idf
 from pipeline.answers.units import Unit, units
 
+MAX_LINES = 4  # lines an answer shows at most: the parameters were fitted with it (bench/fit_answers.py)
 MAX_CANDIDATES = 64  # lines considered per question: those carrying most of its words, then retrieval order
 # Of those, the lines embedded: the best by the line model read without what embeddings decide (what the
 # others cost is a forward pass each, the most of a cold ask). Measured on the fit corpora's 275
@@ -161,7 +162,7 @@ def extract(
     question: str,
     evidence: list[Evidence],
     params: Params,
-    max_lines: int = 4,
+    max_lines: int = MAX_LINES,
     *,
     embed: Embed | None = None,
     stats: CorpusStats | None = None,
@@ -171,7 +172,7 @@ def extract(
     return decide(question, rank(question, evidence, params, embed=embed, stats=stats, leads=leads), params, max_lines)
 
 
-def decide(question: str, r: Ranked, params: Params, max_lines: int = 4) -> Extract:
+def decide(question: str, r: Ranked, params: Params, max_lines: int = MAX_LINES) -> Extract:
     """Answer, offer candidates, or abstain from ranked lines: below the question model's threshold, or
     below the confidence `floor`, it abstains; at a confidence ≥ `sure` the chosen lines are the answer;
     between, the best lines of CANDIDATES different sections are offered, best first, as candidates, and

@@ -33,7 +33,9 @@ from pipeline.answers.vectors import LineVectors
 from pipeline.config import Settings
 from pipeline.errors import AnswerError, StoreError
 from pipeline.query import Searcher
+from pipeline.query.hits import JOIN
 from pipeline.redact import redact
+from pipeline.store import answers as stored_answers
 from pipeline.store.schema import open_built
 
 log = logging.getLogger(__name__)
@@ -129,12 +131,12 @@ class Answerer:
             t = time.perf_counter()
             ready = self._store_ready(conn)
             key = self._key(conn, run) if ready else None
-            hit = cache.lookup(conn, key) if key and use_cache else None
+            hit = stored_answers.lookup(conn, key, JOIN) if key and use_cache else None
             run.time("cache_lookup", (time.perf_counter() - t) * 1000)
         if hit is not None and hit.fresh:
             return self._from_cache(hit, run, t0, trace)
         miss: dict[str, Any] = {"hit": False, "used": bool(use_cache)}
-        if hit is not None:  # its evidence changed under it (pipeline.answers.cache.lookup): answered afresh
+        if hit is not None:  # its evidence changed under it (pipeline.store.answers.lookup): answered afresh
             miss["stale"] = hit.id
         run.trace.append(Step("cache", run.timings["cache_lookup"], miss))
 
@@ -200,7 +202,7 @@ class Answerer:
         return checked.reason if run.scope.reader.full_access else "nothing you may read answers it"
 
     def _key(self, conn: psycopg.Connection, run: Run) -> str:
-        state = cache.store_state(conn, cache.scope_sources(run.scope.filters))
+        state = stored_answers.state(conn, cache.scope_sources(run.scope.filters))
         return cache.cache_key(
             {
                 "state": state,
@@ -228,7 +230,7 @@ class Answerer:
     def _model_id(self) -> str:
         return self.searcher.model_name  # the name alone: a cached answer loads no model
 
-    def _from_cache(self, hit: cache.Stored, run: Run, t0: float, trace: bool) -> Answer:
+    def _from_cache(self, hit: stored_answers.Stored, run: Run, t0: float, trace: bool) -> Answer:
         step = Step("cache", run.timings["cache_lookup"], {"hit": True, "answer_id": hit.id})
         return Answer(
             **{
@@ -347,7 +349,7 @@ class Answerer:
         )
         try:
             with self.searcher.connection() as conn:
-                cache.store(
+                stored_answers.insert(
                     conn,
                     answer_id=answer_id,
                     key=key or "",

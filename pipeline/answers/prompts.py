@@ -108,7 +108,7 @@ def _confidence(text: str) -> float:
     if not m:
         return DEFAULT_CONFIDENCE
     v = float(m.group(1))
-    if m.group(2) or 1 < v <= 100:
+    if m.group(2) or 1 < v <= 100:  # above 1: a percentage said without its sign ("85" is 0.85)
         v /= 100
     return min(1.0, max(0.0, v)) if v <= 1 else DEFAULT_CONFIDENCE
 

@@ -119,6 +119,9 @@ def choose(r: Scored, order: list[int], follow: float, max_lines: int) -> list[U
     return chosen
 
 
+# A line that shares more than this share of the shorter line's content words (and the same code) with a
+# chosen line says the same thing: set by hand, not fitted (a reworded repeat keeps most of its words).
+SAME_WORDS = 0.7
 ENTRY_LINES = 6  # an entry up to this many lines is quoted whole (a manual's option: name, text, default)
 
 
@@ -187,4 +190,4 @@ def _same(a: Unit, b: Unit) -> bool:
     if set(a.code) != set(b.code):
         return False
     ka, kb = set(tx.content_keys(a.text)), set(tx.content_keys(b.text))
-    return len(ka & kb) / (min(len(ka), len(kb)) or 1) > 0.7
+    return len(ka & kb) / (min(len(ka), len(kb)) or 1) > SAME_WORDS

@@ -19,6 +19,8 @@ import numpy as np
 import psycopg
 from cachetools import LRUCache
 
+from pipeline.store import sentence_vectors
+
 log = logging.getLogger(__name__)
 MEMORY = 50_000  # vectors kept in this process (384 floats each: ~75 MB at most)
 
@@ -66,26 +68,19 @@ class LineVectors:
     def _from_store(self, keys: list[bytes]) -> dict[bytes, np.ndarray]:
         try:
             with self._connection() as conn:
-                rows = conn.execute(
-                    "SELECT text_hash, vector FROM sentence_vectors WHERE model = %s AND text_hash = ANY(%s)",
-                    (self.model, keys),
-                ).fetchall()
+                rows = sentence_vectors.read(conn, self.model, keys)
         except Exception as e:  # noqa: BLE001 — a store without the table (not migrated yet): compute them
             log.debug("line vectors not read from the store: %s", e)
             return {}
-        return {bytes(h): np.frombuffer(v, dtype="<f4") for h, v in rows}
+        return {h: np.frombuffer(v, dtype="<f4") for h, v in rows.items()}
 
     def _to_store(self, vecs: dict[bytes, np.ndarray]) -> None:
         if not self._writable:
             return
-        rows = [(self.model, k, v.astype("<f4").tobytes()) for k, v in vecs.items()]
+        rows = [(k, v.astype("<f4").tobytes()) for k, v in vecs.items()]
         try:
             with self._connection() as conn:
-                conn.cursor().executemany(
-                    "INSERT INTO sentence_vectors (model, text_hash, vector) VALUES (%s, %s, %s) "
-                    "ON CONFLICT DO NOTHING",
-                    rows,
-                )
+                sentence_vectors.write(conn, self.model, rows)
         except Exception as e:  # noqa: BLE001 — read-only or unmigrated: keep them in memory only
             self._writable = False
             log.info("line vectors kept in memory only (the store did not take them: %s)", e)

@@ -175,7 +175,7 @@ def stem(word: str) -> str:
     """Snowball English (the keyword index's stemmer) of the word's base form: "wrote" → "write" by
     WordNet's exception lists, "Ellis's" → "ellis"."""
     w = (word[:-2] if word.endswith("'s") else word).replace("'", "")
-    if len(w) <= 2 or w[0].isdigit():
+    if len(w) <= 2 or w[0].isdigit():  # as Snowball keeps them (and "is", "am" not read as "be")
         return w
     return _SNOWBALL.stemWord(lexicon.irregular_base(w) or w)
 
@@ -234,6 +234,7 @@ def _keys(tokens: tuple[str, ...]) -> tuple[str, ...]:
             i = u + 1
             continue
         u = j + 1 if j + 1 < n and tokens[j] in ARTICLES and out[i].startswith("#") else j  # "half an hour"
+        # a unit spelt out, not a one- or two-letter symbol ("a m" is no quantity)
         spelt_unit = j < n and len(tokens[j]) > 2 and UNITS.get(tokens[j]) in CONVERSIONS
         if tokens[i] in ARTICLES and spelt_unit and not _ordinal_second(tokens, j):
             out[i] = "#1"  # "a week", "an hour"

@@ -47,11 +47,16 @@ _BOUNDS = sorted(
     ],
     key=lambda b: -len(b[0]),
 )
+_CUE_WORDS = max(len(cue) for cue, _ in _BOUNDS)  # read back as many words as the longest cue has
+# A synonym is stemmed and looked up in a block only when a key of it begins with the synonym's first three
+# letters: a stem keeps a word's beginning (Snowball changes endings), so the test is cheap and rarely wrong.
+KEY_PREFIX = 3
+_BY_REACH = 2  # "by" right after the verb or one word on ("directed by X", "directed jointly by X")
 
 
 def bound_cue(words: list[str], i: int) -> tuple[tuple[str, ...], int]:
     """The bounding words right before position i and the side they bound from (0: none)."""
-    before = tuple(words[max(0, i - 3) : i])
+    before = tuple(words[max(0, i - _CUE_WORDS) : i])
     return next(((cue, d) for cue, d in _BOUNDS if before[len(before) - len(cue) :] == cue), ((), 0))
 
 
@@ -96,7 +101,7 @@ class CitedBlock:
 
     @cached_property
     def key_prefixes(self) -> frozenset[str]:
-        return frozenset(k[:3] for k in self.keyset)
+        return frozenset(k[:KEY_PREFIX] for k in self.keyset)
 
     @cached_property
     def keyset(self) -> frozenset[str]:
@@ -269,7 +274,7 @@ def roles(text: str, keys: list[str]) -> list[tuple[str, frozenset[str]]]:
     for i, (w, k) in enumerate(zip(cased, keys, strict=True)):
         if not w[:1].islower() or not tx.is_content(w.lower()) or w.lower() in tx.NEGATIONS:
             continue
-        by = next((j for j in range(i + 1, min(i + 3, len(cased))) if cased[j] == "by"), None)
+        by = next((j for j in range(i + 1, min(i + 1 + _BY_REACH, len(cased))) if cased[j] == "by"), None)
         agent = _name_run(cased, keys, by + 1, 1) if by is not None else _name_run(cased, keys, i - 1, -1)
         if agent:
             out.append((k, agent))

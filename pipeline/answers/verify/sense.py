@@ -10,6 +10,8 @@ from pipeline.answers import words as tx
 from pipeline.answers.verify.anchors import Anchors, anchors, name_in, positions_of, together
 from pipeline.answers.verify.blocks import CitedBlock, bound_cue, number_bounds, roles
 
+NAME_WORDS = 4  # a bare name, capitalised, runs to four words ("Free Software Foundation Europe"): by hand
+
 # Words a rewording may add without changing what is claimed.
 LIGHT = frozenset(
     tx.stem(w)
@@ -42,7 +44,9 @@ def sense_problems(s: str, anc: Anchors, cited: list[CitedBlock]) -> list[str]:
         return []
     lo, hi = best_r
     # a bare name ("Ford Fusion") asserts no polarity
-    short = len(words) <= 4 and all(w[:1].isupper() or w[:1].isdigit() for w in s.split()) and not _negations(s)
+    short = (
+        len(words) <= NAME_WORDS and all(w[:1].isupper() or w[:1].isdigit() for w in s.split()) and not _negations(s)
+    )
     if not short and _polarity_differs(s, best_b.sentence_text(lo, hi), keys):
         return ["negation differs from the evidence sentence it matches"]
     if flipped := _bound_flipped(words, cited):

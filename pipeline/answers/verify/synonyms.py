@@ -12,7 +12,7 @@ from functools import lru_cache
 import pipeline.answers.verify.policy as policy
 from pipeline.answers import lexicon
 from pipeline.answers import words as tx
-from pipeline.answers.verify.blocks import CitedBlock
+from pipeline.answers.verify.blocks import KEY_PREFIX, CitedBlock
 
 # Near words stand in as verbs, adjectives and adverbs only: another noun names another thing ("port",
 # "pod"), which is what a wrong name changes.
@@ -30,7 +30,7 @@ def in_block(word: str, b: CitedBlock, then: str = "") -> str | None:
     """A key of the block that a synonym of `word` (of `word then`) has (only synonyms that begin as one of
     the block's keys are stemmed: a stem keeps a word's first letters)."""
     for s in synonym_words(word, then):
-        if s[:3] in b.key_prefixes and (k := tx.key(s)) in b.keyset:
+        if s[:KEY_PREFIX] in b.key_prefixes and (k := tx.key(s)) in b.keyset:
             return k
     return None
 
