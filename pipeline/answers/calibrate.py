@@ -91,7 +91,7 @@ def wilson_lower(k: int, n: int, z: float) -> float:
     return float((centre - spread) / (1 + z * z / n))
 
 
-def calibration(p: np.ndarray, y: np.ndarray, bins: int = 10) -> tuple[float, float]:
+def calibration(p: np.ndarray, y: np.ndarray, bins: int = 10) -> tuple[float, float]:  # ten bins: the usual ECE
     """Expected calibration error (equal-width bins) and AUROC (ties shared) of probabilities `p` for `y`."""
     p, y = np.asarray(p, dtype=np.float64), np.asarray(y, dtype=bool)
     if not len(p):

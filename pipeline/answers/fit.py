@@ -52,7 +52,9 @@ from pipeline.query.leads import document_leads
 # a customer their money back" of a refunds page). Held out: 5 of 6 unanswerable, at most 2 of 20 wrongly.
 PRECISION = 0.98
 L2 = 1.0  # ridge penalty on standardised weights (a few hundred questions: keep the weights modest)
-FOLLOWS = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
+FOLLOWS = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)  # `follow` values tried (a second line shown): kept by left-out fit
+NEWTON_STEPS = 50  # the listwise ranker converges in a handful of Newton steps; the bound guards a bad design
+MIN_POSITIVES = 5  # lines holding an answer below which a ranker would fit noise: refuse to fit
 OVERRULES = (0.0, 0.25, 0.5, 1.0, 2.0)  # logit margins tried for `overrule` (extractive.agree)
 KINDS = {  # what each kind of value is, in words the model reads: how a question asking for one sounds
     "number": "How many, how much, how long, what size, what limit, what default number or timeout?",
@@ -153,7 +155,7 @@ def ranker(groups: list[tuple[np.ndarray, np.ndarray]], names: tuple[str, ...]) 
     zs = [((g - mean) / scale, y) for g, y in groups if y.any()]
     d = x.shape[1]
     w = np.zeros(d)
-    for _ in range(50):
+    for _ in range(NEWTON_STEPS):
         grad = L2 * w
         hess = np.eye(d) * L2
         for z, y in zs:
@@ -163,9 +165,9 @@ def ranker(groups: list[tuple[np.ndarray, np.ndarray]], names: tuple[str, ...]) 
             mp = z.T @ p
             grad += mp - z[y > 0].mean(axis=0)
             hess += (z * p[:, None]).T @ z - np.outer(mp, mp)
-        step = np.linalg.solve(hess + np.eye(d) * 1e-6, grad)
+        step = np.linalg.solve(hess + np.eye(d) * 1e-6, grad)  # a constant feature keeps it solvable
         w -= step
-        if np.abs(step).max() < 1e-8:
+        if np.abs(step).max() < 1e-8:  # no probability moves by a step this small
             break
     s = np.concatenate([((g - mean) / scale) @ w for g, _ in groups])[:, None]
     y = np.concatenate([y for _, y in groups])
@@ -272,8 +274,10 @@ def fit(asked: list[Asked], kinds: dict[str, str], max_lines: int, lo: LeftOut |
     left-out predictions, when already computed)."""
     with_lines = [a for a in asked if len(a.y)]
     y = np.concatenate([a.y for a in with_lines if a.answerable])
-    if y.sum() < 5:
-        raise AnswerError(f"{int(y.sum())} candidate lines hold an answer phrase: too few to fit (5 needed)")
+    if y.sum() < MIN_POSITIVES:
+        raise AnswerError(
+            f"{int(y.sum())} candidate lines hold an answer phrase: too few to fit ({MIN_POSITIVES} needed)"
+        )
     m = models(with_lines, max_lines)
     if lo is None and len({a.corpus for a in with_lines}) > 1:
         lo = left_out(with_lines, max_lines)

@@ -263,6 +263,8 @@ def scores(claim: Encoded, evidence: list[Encoded]) -> tuple[float, float]:
     for e in ev:
         for k in set(e.keys):
             df[k] = df.get(k, 0) + 1
+    # BERTScore's smoothed idf over the evidence's sentences (a word in all of them still weighs 1), not
+    # subject.idf (the index's weights): the fitted verifier reads this one
     idf = np.array([math.log((n + 1) / (df.get(k, 0) + 1)) + 1 for k in claim.keys], dtype=np.float32)
     best = (claim.vectors @ np.concatenate([e.vectors for e in ev]).T).max(axis=1)
     exact = np.array([k in df for k in claim.keys])

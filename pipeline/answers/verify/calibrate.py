@@ -67,6 +67,7 @@ def fit_model(
     sw = np.ones(len(yy)) if weight is None else weight
     pos, neg = sw * (yy == 1), sw * (yy == 0)
     best, best_t = -1.0, 0.5
+    # thresholds 0.2-0.8 by 0.02: outside it one rate collapses; finer steps only fit the sample's noise
     for t in np.round(np.arange(0.2, 0.81, 0.02), 2):
         acc = (pos * (p >= t)).sum() / max(pos.sum(), 1e-9) + (neg * (p < t)).sum() / max(neg.sum(), 1e-9)
         if acc > best + 1e-9 or (abs(acc - best) <= 1e-9 and abs(t - 0.5) < abs(best_t - 0.5)):
