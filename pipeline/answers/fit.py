@@ -22,8 +22,7 @@ phrase. Then, with numpy (L2-regularised logistic regression by Newton's method,
     sure        the confidence at which an answer is labelled as answering the question: the lowest at
                 which SURE_PRECISION of the so-labelled answers hold the answer, on predictions leaving
                 one corpus out (left_out: each corpus's questions scored by models fitted on the others);
-    follow      the share of the best line's probability a further line needs, the highest that loses
-                no answer on the labelled set;
+    follow      the share of the best line's probability a further line needs (the highest losing none);
     overrule    the logit margin a line of a lower-ranked page needs over the best line of search's
                 first page (extractive.agree), the smallest of OVERRULES with the most answers right.
 """
@@ -275,9 +274,7 @@ def fit(asked: list[Asked], kinds: dict[str, str], max_lines: int, lo: LeftOut |
     with_lines = [a for a in asked if len(a.y)]
     y = np.concatenate([a.y for a in with_lines if a.answerable])
     if y.sum() < MIN_POSITIVES:
-        raise AnswerError(
-            f"{int(y.sum())} candidate lines hold an answer phrase: too few to fit ({MIN_POSITIVES} needed)"
-        )
+        raise AnswerError(f"{int(y.sum())} candidate lines hold an answer phrase: too few ({MIN_POSITIVES} needed)")
     m = models(with_lines, max_lines)
     if lo is None and len({a.corpus for a in with_lines}) > 1:
         lo = left_out(with_lines, max_lines)
