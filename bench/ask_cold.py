@@ -1,6 +1,7 @@
 """Cold extractive `ask` on a store, and a cached answer asked by a new process.
 
     python bench/ask_cold.py --store DIR [--corpus rfcs] [--n N] [--code CHECKOUT ...]
+    python bench/ask_cold.py --smoke      # a tiny made-up store (bench/smoke.py), seconds
 
 DIR holds sources.yml and home/ (DOCFORGE_HOME), already ingested (bench/answers.py --dev builds one).
 The labelled questions of --corpus (bench/answers_dev.jsonl) are asked once each, extractive, without the
@@ -21,14 +22,11 @@ import sys
 import time
 from pathlib import Path
 
+from metrics import pct
+
 ROOT = Path(__file__).resolve().parent
 DEV_SET = ROOT / "answers_dev.jsonl"
 STAGES = ("cache_lookup", "retrieve", "respond", "verify", "cache_write")
-
-
-def pct(xs: list[float], p: float) -> float:
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))] if xs else float("nan")
 
 
 def questions(corpus: str, n: int) -> list[str]:
@@ -83,15 +81,21 @@ def report(label: str, m: dict, hit: tuple[float, float, int]) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--store", type=Path, required=True, help="a folder with sources.yml and home/")
+    ap.add_argument("--store", type=Path, help="a folder with sources.yml and home/")
+    ap.add_argument("--smoke", action="store_true", help="a tiny made-up store, seconds")
     ap.add_argument("--corpus", default="rfcs", help="whose questions (bench/answers_dev.jsonl)")
     ap.add_argument("--n", type=int, default=0, help="questions asked (0: all)")
     ap.add_argument("--code", type=Path, action="append", default=[], help="a checkout to measure (repeatable)")
     ap.add_argument("--json", action="store_true", help=argparse.SUPPRESS)  # one checkout's figures, for --code
     args = ap.parse_args()
+    if args.smoke:
+        args.store = smoke_store()
+    elif not args.store:
+        ap.error("--store is required (or --smoke)")
     store = args.store.resolve()
     os.environ["DOCFORGE_HOME"] = str(store / "home")
-    qs = questions(args.corpus, args.n)
+    qs = [f"What does the compiler treat as an error in RFC {i}?" for i in (1, 2)] if args.smoke else None
+    qs = qs or questions(args.corpus, args.n)
     if not args.code:
         m, hit = measure(store, qs), cached_in_new_process(store, qs[0], dict(os.environ))
         if args.json:
@@ -108,6 +112,25 @@ def main() -> None:
             continue
         d = json.loads(res.stdout.strip().splitlines()[-1])
         report(str(code), d["m"], tuple(d["hit"]))
+
+
+def smoke_store() -> Path:
+    """The tiny RFCs (bench/smoke.py) ingested into a scratch store: sources.yml and home/."""
+    from smoke import scratch, tiny_data
+
+    from pipeline.config import load_settings
+    from pipeline.ingest import IngestContext, ingest_source
+
+    store = scratch()
+    repo = tiny_data(store / "data") / "rfcs"
+    (store / "sources.yml").write_text(
+        f"sources:\n  - name: rfcs\n    type: git\n    repo: {repo}\n    globs: ['**/*.md']\n", encoding="utf-8"
+    )
+    os.environ["DOCFORGE_HOME"] = str(store / "home")
+    os.environ.pop("DATABASE_URL", None)
+    settings = load_settings(store / "sources.yml")
+    ingest_source(IngestContext(settings), "rfcs")
+    return store
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
     python bench/phrase_losses.py --stores DIR --only exim4,haproxy --keep /tmp/asked.pkl   # ask, keep
     python bench/phrase_losses.py --keep /tmp/asked.pkl                                    # replay, no asks
     python bench/phrase_losses.py --keep /tmp/asked.pkl -v                                 # and each miss
+    python bench/phrase_losses.py --smoke      # ask and replay a tiny made-up corpus (bench/smoke.py)
 
 Each answerable question is asked through `Answerer.ask` (no cache) with the ranked lines kept; a
 replay re-decides the kept ranking with the code as it is now (extractive.decide and what it shows),
@@ -195,11 +196,21 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--stores", type=Path, help="the stores (bench/fit_answers.py); with --only: ask afresh")
     ap.add_argument("--only", help="comma-separated corpus names to ask")
-    ap.add_argument("--keep", type=Path, required=True, help="the asked questions (pickle): written, or replayed")
+    ap.add_argument("--keep", type=Path, help="the asked questions (pickle): written, or replayed")
     ap.add_argument("--live", action="store_true", help="count the replies as asked, not re-decided now")
     ap.add_argument("--words", type=int, help="replay with this shown.PASSAGE_WORDS (0: the line alone)")
     ap.add_argument("--verbose", "-v", action="store_true")
+    ap.add_argument("--smoke", action="store_true", help="ask and replay a tiny made-up corpus, seconds")
     args = ap.parse_args()
+    if args.smoke:
+        import fit_answers as fa
+        from smoke import scratch, tiny_sets
+
+        tmp = scratch()
+        fa.SETS = tiny_sets(tmp / "sets")
+        args.stores, args.only, args.keep = tmp / "stores", "smoke-fit", tmp / "asked.pkl"
+    if not args.keep:
+        ap.error("--keep is required (or --smoke)")
     if args.words is not None:
         from pipeline.answers import shown
 

@@ -26,6 +26,7 @@ PROJECT = ("pipeline", "assets", "resources", "orchestration", "docforge")
 # script -> (its smoke arguments, a line its output must hold)
 SMOKE: dict[str, tuple[list[str], str]] = {
     "answers.py": (["--smoke"], "claims"),
+    "ask_cold.py": (["--smoke"], "cold ask p50"),
     "blocks.py": (["--smoke"], "blocks; median"),
     "churn.py": (["--smoke"], "re-wrote "),
     "cli_query.py": (["--smoke"], "ratio bar"),
@@ -46,6 +47,7 @@ SMOKE: dict[str, tuple[list[str], str]] = {
     "manual_check.py": (["--smoke"], "asks: phrase"),
     "noop.py": (["--smoke"], "ratio"),
     "partitions.py": (["--smoke"], "recall"),
+    "phrase_losses.py": (["--smoke"], "shown"),
     "peer.py": (["--smoke"], "docforge ÷ peer chunks/s"),
     "query.py": (["--smoke"], "recall@10"),
     "retrieval.py": (["--smoke"], "nDCG@10"),
