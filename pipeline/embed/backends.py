@@ -39,6 +39,19 @@ def on_cpu(setting: str) -> bool:
     return not maybe_gpu or choose_device(setting) == "cpu"
 
 
+def padded(ids: Sequence[Sequence[int]], pad_id: int) -> dict[str, np.ndarray]:
+    """Right-padded input arrays (ids, attention mask, token types) for one batch of token ids."""
+    import numpy as np
+
+    width = max(len(x) for x in ids)
+    input_ids = np.full((len(ids), width), pad_id, dtype=np.int64)
+    mask = np.zeros((len(ids), width), dtype=np.int64)
+    for row, x in enumerate(ids):
+        input_ids[row, : len(x)] = x
+        mask[row, : len(x)] = 1
+    return {"input_ids": input_ids, "attention_mask": mask, "token_type_ids": np.zeros_like(mask)}
+
+
 def batches(order: list[int], lengths: Sequence[int], size: int) -> Iterator[list[int]]:
     """`order` (longest first) in batches of at most `size`, each closed before a text under half its first
     text's length: a batch is padded to its longest, so a few long texts do not make many short ones pay

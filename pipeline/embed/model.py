@@ -345,15 +345,9 @@ class Embedder:
 
     def pad(self, ids: Sequence[Sequence[int]]) -> dict[str, np.ndarray]:
         """Right-padded input arrays for one batch."""
-        import numpy as np
+        from pipeline.embed.backends import padded
 
-        width = max(len(x) for x in ids)
-        input_ids = np.full((len(ids), width), self._pad_id, dtype=np.int64)
-        mask = np.zeros((len(ids), width), dtype=np.int64)
-        for row, x in enumerate(ids):
-            input_ids[row, : len(x)] = x
-            mask[row, : len(x)] = 1
-        return {"input_ids": input_ids, "attention_mask": mask, "token_type_ids": np.zeros_like(mask)}
+        return padded(ids, self._pad_id)
 
     @cached_property
     def _pad_id(self) -> int:

@@ -31,7 +31,7 @@ import numpy as np
 from cachetools import LRUCache
 
 from pipeline.answers import words as tx
-from pipeline.embed.backends import batches
+from pipeline.embed.backends import batches, padded
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
@@ -112,19 +112,10 @@ class TokenEncoder:
                 lengths = [len(tk.ids) for tk in rows]
                 order = sorted(range(len(rows)), key=lambda i: -lengths[i])
                 for batch in batches(order, lengths, BATCH):
-                    hidden = self._hidden(self._padded([rows[i].ids for i in batch]))
+                    hidden = self._hidden(padded([rows[i].ids for i in batch], self._pad_id))
                     for j, i in enumerate(batch):
                         done[keys[i]] = self._cache[keys[i]] = _vectors(rows[i], hidden[j])
             return [done[h] for h in hashes]
-
-    def _padded(self, ids: list[tuple[int, ...]]) -> dict[str, np.ndarray]:
-        width = max(len(x) for x in ids)
-        input_ids = np.full((len(ids), width), self._pad_id, dtype=np.int64)
-        mask = np.zeros((len(ids), width), dtype=np.int64)
-        for row, x in enumerate(ids):
-            input_ids[row, : len(x)] = x
-            mask[row, : len(x)] = 1
-        return {"input_ids": input_ids, "attention_mask": mask, "token_type_ids": np.zeros_like(mask)}
 
     def align(self, pairs: Sequence[tuple[str, Sequence[str]]]) -> list[tuple[float, float]]:
         """`scores` of each (claim sentence, its evidence sentences): the model's work for all of them in
