@@ -12,7 +12,8 @@ and 46 check, by plain string tests (not the answerer's own matching):
               occurs in the reply's claims, candidates included;
   labelled    replies with `addresses_question` (unanswerable ones included) and how many are right;
   abstained   wrong (an answerable question) and right (an unanswerable one);
-  AUROC       of `confidence` over the answered (not abstained): right against wrong;
+  ECE, AUROC  of `confidence` over the answered (not abstained): right against wrong
+              (pipeline.answers.calibrate.calibration);
   verify      accuracy, supported accepted, unsupported refused; logical edits refused, verbatim kept.
 """
 
@@ -27,21 +28,13 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
 SETS = ROOT / "bench" / "sets"
 BIN = Path(sys.executable).parent
 
 
 def folded(text: str) -> str:
     return " ".join(text.split()).casefold()
-
-
-def auroc(p: list[float], y: list[bool]) -> float:
-    """The chance a right reply's confidence is above a wrong one's (ties count half); nan without both."""
-    pos = [a for a, b in zip(p, y, strict=True) if b]
-    neg = [a for a, b in zip(p, y, strict=True) if not b]
-    if not pos or not neg:
-        return float("nan")
-    return sum((a > b) + 0.5 * (a == b) for a in pos for b in neg) / (len(pos) * len(neg))
 
 
 def run(args: list[str], env: dict, cwd: Path, stdin: str | None = None) -> subprocess.CompletedProcess:
@@ -107,10 +100,13 @@ def check(corpus: str, path: Path, work: Path, verbose: bool) -> None:
     sets = SETS / corpus
     rows = [json.loads(x) for x in (sets / "questions.jsonl").read_text(encoding="utf-8").splitlines() if x.strip()]
     t = ask_all(rows, env, d, verbose)
+    from pipeline.answers.calibrate import calibration
+
     lab = f"{t['labelled_right']}/{t['labelled']}"
+    ece, auroc = calibration(t["p"], t["y"])
     print(
         f"  asks: phrase {t['hit']}/{t['n']}, wrong abstentions {t['wrong_abst']}/{t['n']}, right abstentions"
-        f" {t['right_abst']}/{t['none']}, labelled answering {lab} right, AUROC {auroc(t['p'], t['y']):.3f}"
+        f" {t['right_abst']}/{t['none']}, labelled answering {lab} right, ECE {ece:.3f}, AUROC {auroc:.3f}"
         f" over {len(t['p'])} answered"
     )
     print("  pooled: " + json.dumps({"p": t["p"], "y": t["y"]}))
