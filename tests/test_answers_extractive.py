@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pytest
 
-from pipeline.answers import calibrate, extractive, features, fit, params, words
+from pipeline.answers import calibrate, extractive, features, fit, params, shown, words
 from pipeline.answers.model import Evidence, text_hash
 from pipeline.answers.units import Unit, units
 from pipeline.answers.verify import verify
@@ -155,7 +155,7 @@ def test_a_line_introducing_code_brings_the_whole_block():
     r = extractive.rank("How do I copy files instead of linking them?", [_evidence("E1", text, blocks)], SHIPPED)
     big = np.zeros_like(r.logits)
     big[0] = 5.0
-    chosen = extractive.choose(extractive.Ranked(r.question, r.units, r.x, big), [0, 1], 0.99, 4)
+    chosen = shown.choose(extractive.Ranked(r.question, r.units, r.x, big), [0, 1], 0.99, 4)
     assert [u.text for u in chosen] == ["To copy files instead of linking them, set:", code]
 
 
@@ -191,7 +191,7 @@ def test_an_entry_is_quoted_whole_term_first():
     best = [u.text for u in r.units].index(body[0])
     big = np.full(len(r.units), -5.0)
     big[best] = 5.0
-    chosen = extractive.choose(extractive.Ranked(r.question, r.units, r.x, big), [best], 0.9, 4)
+    chosen = shown.choose(extractive.Ranked(r.question, r.units, r.x, big), [best], 0.9, 4)
     assert [u.text for u in chosen] == [term, *body]  # the whole entry, not the next one
     assert verify(extractive.answer_text([(u.text, ev) for u in chosen]), {"E1": text}).audit_mode == "STRICT"
 
@@ -222,8 +222,8 @@ def _choose_line(ev, line: str):
     best = [u.text for u in r.units].index(line)
     logits = np.full(len(r.units), -5.0)
     logits[best] = 5.0
-    chosen = extractive.choose(extractive.Ranked(r.question, r.units, r.x, logits), [best], 0.9, 4)
-    unsure = extractive.candidates(extractive.Ranked(r.question, r.units, r.x, logits), [best])
+    chosen = shown.choose(extractive.Ranked(r.question, r.units, r.x, logits), [best], 0.9, 4)
+    unsure = shown.candidates(extractive.Ranked(r.question, r.units, r.x, logits), [best])
     return [u.text for u in chosen], [u.text for u in unsure]
 
 
@@ -236,9 +236,9 @@ def test_an_entry_section_is_quoted_whole_its_first_line_with_the_default_first(
     assert chosen == ["limit_3 (default: 300)", *body]
     # unsure: the entry's first line above its best line and the lines around it, a bounded passage
     assert unsure[0] == "limit_3 (default: 300)" and body[4] in unsure
-    shown = unsure[1:]
-    assert shown == body[body.index(shown[0]) : body.index(shown[0]) + len(shown)] and len(shown) < len(body)
-    assert sum(len(words.words(t)) for t in unsure) <= extractive.PASSAGE_WORDS
+    rest = unsure[1:]
+    assert rest == body[body.index(rest[0]) : body.index(rest[0]) + len(rest)] and len(rest) < len(body)
+    assert sum(len(words.words(t)) for t in unsure) <= shown.PASSAGE_WORDS
     assert verify(extractive.answer_text([(t, ev) for t in chosen]), {"E1": ev.text}).audit_mode == "STRICT"
 
 
@@ -277,7 +277,7 @@ def test_below_the_fitted_sure_it_offers_the_best_lines_of_different_sections():
     q = "When do backups run?"
     unsure = extractive.extract(q, pages, dataclasses.replace(SHIPPED, threshold=0.0, sure=1.0), embed=_bag)
     where = [(e.doc_key, e.section) for _, e in unsure.lines]
-    assert not unsure.sure and 2 <= len(set(where)) <= extractive.CANDIDATES
+    assert not unsure.sure and 2 <= len(set(where)) <= shown.CANDIDATES
     assert where == sorted(where, key=where.index)  # one passage per section, best first
     # the best line with the sentence that completes it, as the page reads
     assert [t for t, _ in unsure.lines[:2]] == ["Backups run nightly at 02:00.", "Backups are kept 30 days."]

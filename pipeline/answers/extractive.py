@@ -23,7 +23,7 @@ from pipeline.answers import features as ft
 from pipeline.answers import words as tx
 from pipeline.answers.model import Evidence
 from pipeline.answers.params import Params
-from pipeline.answers.shown import CANDIDATES, PASSAGE_WORDS, candidates, choose, passage
+from pipeline.answers.shown import candidates, choose
 from pipeline.answers.subject import CorpusStats, idf
 from pipeline.answers.units import Unit, units
 
@@ -37,7 +37,6 @@ MAX_CANDIDATES = 64  # lines considered per question: those carrying most of its
 EMBEDDED = 24
 LEAD_CHARS = 400  # of a document's opening, embedded to tell which document the question is about
 
-__all__ = ["CANDIDATES", "PASSAGE_WORDS", "candidates", "choose", "passage"]  # what a reply shows: shown.py
 
 Embed = Callable[[Sequence[str]], "Sequence[Sequence[float]]"]  # question first, then documents
 

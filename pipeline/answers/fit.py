@@ -42,6 +42,7 @@ from pipeline.answers import words as tx
 from pipeline.answers.calibrate import SURE_PRECISION, LeftOut, calibration, floor_threshold, sure_threshold
 from pipeline.answers.params import Logistic, Params
 from pipeline.answers.run import Tools
+from pipeline.answers.shown import candidates, choose
 from pipeline.errors import AnswerError
 from pipeline.query.leads import document_leads
 
@@ -213,9 +214,9 @@ def models(asked: list[Asked], max_lines: int, target: float = PRECISION) -> Mod
 
 
 def _candidates(a: Asked, logits: np.ndarray) -> list[Any]:
-    """The candidates an unsure answer offers (extractive.candidates) for an asked question."""
+    """The candidates an unsure answer offers (shown.candidates) for an asked question."""
     r = extractive.Ranked(a.q, a.units, a.x, logits)
-    return extractive.candidates(r, r.order())
+    return candidates(r, r.order())
 
 
 def _flat(y: np.ndarray) -> Logistic:
@@ -236,7 +237,7 @@ def predict(m: Models, asked: list[Asked], max_lines: int, answerable: np.ndarra
         conf.append(float(m.confidence.prob(cx)))
         shown.append(float(m.shown.prob(cx)))
         r = extractive.Ranked(a.q, a.units, a.x, logits)
-        holds.append(answered[-1] and _holds(a, extractive.choose(r, r.order(), m.follow, max_lines)))
+        holds.append(answered[-1] and _holds(a, choose(r, r.order(), m.follow, max_lines)))
         offered.append(answered[-1] and _holds(a, _candidates(a, logits)))
     arrays = (np.array(answered, dtype=bool), np.array(conf), np.array(holds, dtype=bool))
     return LeftOut([a.corpus for a in asked], *arrays, answerable, np.array(shown), np.array(offered, dtype=bool))
@@ -297,8 +298,7 @@ def fit(asked: list[Asked], kinds: dict[str, str], max_lines: int, lo: LeftOut |
         "sure_precision_target": SURE_PRECISION,
     }
     labelled = lo.answered & (lo.confidence >= sure)
-    # The candidates' own confidence is reported below `sure` only where, leaving one corpus out, it tells
-    # right replies from wrong better (AUROC) than the one answer's confidence does.
+    # The candidates' own confidence is reported below `sure` only where it tells right from wrong better (LOO AUROC).
     ece, auroc = calibration(*(v[lo.answered] for v in lo.reply(sure)))
     ece1, auroc1 = calibration(*(v[lo.answered] for v in lo.reply(sure, shown=False)))
     use_shown = bool(auroc > auroc1)
@@ -386,7 +386,7 @@ def _follow(
                 out.append(False)
                 continue
             r = extractive.Ranked(a.q, a.units, a.x, extractive.agree(a.x, line.logit(a.x), overrule))
-            out.append(_holds(a, extractive.choose(r, r.order(), follow, max_lines)))
+            out.append(_holds(a, choose(r, r.order(), follow, max_lines)))
         return out
 
     table = {f: hits(f) for f in follows}
