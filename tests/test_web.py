@@ -246,7 +246,8 @@ def test_the_page_in_headless_chromium(site, browser, tmp_path):
     assert find(By.CSS_SELECTOR, "#answer .audit-meaning").text == "every line is quoted from the cited evidence."
     claims = browser.find_elements(By.CSS_SELECTOR, "#answer .claim.quoted")
     assert claims and claims[0].find_element(By.CSS_SELECTOR, ".badge").text == "✓ quoted"
-    legend = find(By.CSS_SELECTOR, "#answer .claims + .legend").text.splitlines()  # right under the marks
+    # right under the marks: an answer's claims, or (not sure it answers) its numbered candidates
+    legend = find(By.CSS_SELECTOR, "#answer .claims + .legend, #answer ol.candidates + .legend").text.splitlines()
     assert legend == ["Marks:", "✓ quoted word for word from the cited evidence"]
     # The three kinds read apart: a mark and a word each (not a colour only), the probability and the reason
     # shown; the legend names only the marks used.
@@ -274,7 +275,7 @@ def test_the_page_in_headless_chromium(site, browser, tmp_path):
     assert page == [r.AUDIT_MEANING, r.MARKS, r.LEGEND, r.PROBABILITY]  # the page's copies are the server's
     card = find(By.CSS_SELECTOR, "#answer details.citation")
     assert card.get_attribute("open") is None
-    claims[0].find_element(By.CSS_SELECTOR, "button.pointer").click()  # the claim's pointer opens its card
+    find(By.CSS_SELECTOR, "#answer button.pointer").click()  # the first pointer (a claim's or candidate's): its card
     wait.until(lambda d: card.get_attribute("open") is not None)
     evidence = card.find_element(By.CSS_SELECTOR, ".evidence")
     wait.until(lambda d: "90 days" in evidence.text)
