@@ -193,3 +193,20 @@ def test_mcp_gives_the_candidates_and_says_how_to_read_them(relay, database_url,
     heads = [ln for ln in text if re.match(r"\d+\. .+ \[E\d+\]$", ln)]
     assert [h.rsplit("[", 1)[1] for h in heads] == [f"{c['citation']}]" for c in out["candidates"]]
     assert all(w in ASK_DESCRIPTION for w in ("Not sure this answers it", "candidates", "not an answer"))
+
+
+def test_a_restricted_caller_gets_the_candidates_without_the_line_models_scores(relay, database_url, embedder):
+    """Each candidate's confidence is the line model's, which reads retrieval scores: left out for a caller
+    without full access, as its trace leaves them out (docs/security.md); the candidates stay."""
+    from pipeline.access import FULL_ACCESS, Principal
+    from pipeline.answers import Answerer
+    from pipeline.query import Searcher
+
+    settings = load_settings(relay)
+    searcher = Searcher(settings, url=database_url, embedder=embedder, reranker=None)
+    with searcher, Answerer(settings, searcher=searcher, llm=None) as answerer:
+        bob = answerer.ask(QUESTION, use_cache=False, reader=Principal("bob@example.com", frozenset({"eng"})))
+        admin = answerer.ask(QUESTION, use_cache=False, reader=FULL_ACCESS)
+    assert bob.candidates and [c.confidence for c in bob.candidates] == [None] * len(bob.candidates)
+    assert [c.citation for c in bob.candidates] == [c.citation for c in admin.candidates]
+    assert all(isinstance(c.confidence, float) for c in admin.candidates)

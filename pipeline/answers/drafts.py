@@ -95,7 +95,8 @@ def extractive_draft(a: Tools, run: Run) -> Draft:
     why = (ex.reason or "no line of the evidence could be quoted verbatim") if abstained else ""
     conf = 0.0 if abstained else ex.confidence
     reason = _sure_reason(ex, params, lines)
-    return Draft(pool.items, raw, intent, 1, conf, abstained, prompt, why, ex.sure, reason, ex.held)
+    held = ex.held if run.scope.reader.full_access else {}  # the line model's scores: as the trace's (the rule)
+    return Draft(pool.items, raw, intent, 1, conf, abstained, prompt, why, ex.sure, reason, held)
 
 
 def _sure_reason(ex: extractive.Extract, params: Any, lines: list) -> str:

@@ -159,7 +159,8 @@ class Candidate(BaseModel):
     url: str
     text: str  # its quoted lines, one a line, in the order shown
     # P(its best line holds the answer), by the line model: how the candidates rank. The answer's
-    # `confidence` is P(one of them holds it); None where no model scored it.
+    # `confidence` is the calibrated one. None for a restricted caller (the line model reads retrieval
+    # scores, left out of its trace too: docs/security.md).
     confidence: float | None = None
 
 
