@@ -149,7 +149,7 @@ class Citation(BaseModel):
     chunk_ids: list[str] = Field(default_factory=list)
 
 
-class Candidate(BaseModel):
+class Offered(BaseModel):
     """One passage an answer offers when it is not sure it answers the question (best first): where it is,
     its evidence pointer, the lines it quotes and the line model's probability for it."""
 
@@ -180,7 +180,7 @@ class Answer(BaseModel):
     addresses_reason: str = ""
     # When the answer is not sure it answers (an extractive answer below its fitted `sure`): the passages
     # it offers instead, best first, each from its own section; [] for an answer (or an abstention).
-    candidates: list[Candidate] = Field(default_factory=list)
+    candidates: list[Offered] = Field(default_factory=list)
     confidence: float
     intent: str
     iterations: int

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from pipeline.answers.model import NOT_FOUND, Candidate, Claim, Evidence
+from pipeline.answers.model import NOT_FOUND, Claim, Evidence, Offered
 
 MARKS = {"quoted": "✓", "supported": "≈", "unsupported": "✗"}
 # What each mark means, in the legend printed after the marked lines (only the marks used), " · " between.
@@ -120,7 +120,7 @@ def offered(claims: list[Claim]) -> list[list[Claim]]:
     return out
 
 
-def candidates(claims: list[Claim], evidence: Iterable[Evidence], held: Mapping[str, float]) -> list[Candidate]:
+def candidates(claims: list[Claim], evidence: Iterable[Evidence], held: Mapping[str, float]) -> list[Offered]:
     """What JSON carries of an unsure answer's candidates, best first (`offered`)."""
     by = {e.pointer: e for e in evidence}
     out = []
@@ -128,7 +128,7 @@ def candidates(claims: list[Claim], evidence: Iterable[Evidence], held: Mapping[
         at = group[0].pointers[0] if group[0].pointers else ""
         e = by.get(at)
         out.append(
-            Candidate(
+            Offered(
                 citation=at,
                 title=e.title if e else "",
                 section=e.section if e else "",
