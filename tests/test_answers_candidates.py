@@ -135,6 +135,7 @@ def test_the_cli_at_80_columns_shows_each_candidate_apart(relay):
     assert "STRICT: every line is quoted from the cited evidence. Answers the question: not sure (confidence" in flat
     assert re.search(r"not sure \(confidence 0\.\d\d that (one of these \d passages|the first passage) holds", flat)
     assert " < " not in flat and "perhaps not" not in flat
+    assert f"More passages: docforge search '{QUESTION}'" in flat  # where else to look, as a command
     assert flat.count("Citations") == 1 and all(f"[{m[2]}] " in flat.split("Citations")[1] for m in places)
     # The recorded answer, candidates and their places included, passes its provenance check.
     answer_id = re.search(r"docforge answers verify (\w+)", flat)[1]

@@ -228,6 +228,10 @@ def _print(answer, trace: bool) -> None:
     console.print()
     for line in statements(answer):
         render.emit(console, Text.from_markup(line))
+    if answer.candidates:  # not sure: where else to look, as a command to run
+        import shlex
+
+        render.emit(console, Text(f"More passages: docforge search {printable(shlex.quote(answer.question))}"))
     console.print(
         f"confidence {answer.confidence:.2f} · intent {answer.intent} · model {escape(answer.model)} · "
         f"cache {answer.cache} · {answer.latency_ms:.0f} ms"
