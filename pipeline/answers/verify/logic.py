@@ -109,12 +109,16 @@ def marks(text: str) -> dict[tuple[str, str], str]:
     (longest phrase first: "at least" is a bound, not "least"; "no more than" an upper bound, not "more")."""
     ws = tx.words(tx.as_read(text))
     stems = [tx.stem(w) for w in ws]
+    starts: dict[tuple[bool, str], list[int]] = {}  # where each word begins (a phrase is tried only there)
+    for i, (w, st) in enumerate(zip(ws, stems, strict=True)):
+        starts.setdefault((False, w), []).append(i)
+        starts.setdefault((True, st), []).append(i)
     out: dict[tuple[str, str], str] = {}
     used = [False] * len(ws)
     for phrase, inflected, dim, value in _phrases():
         n, seq = len(phrase), stems if inflected else ws
-        for i in range(len(ws) - n + 1):
-            if tuple(seq[i : i + n]) == phrase and not any(used[i : i + n]):
+        for i in starts.get((inflected, phrase[0]), ()):
+            if i + n <= len(ws) and tuple(seq[i : i + n]) == phrase and not any(used[i : i + n]):
                 used[i : i + n] = [True] * n
                 out.setdefault((dim, value), " ".join(ws[i : i + n]))
     return out
