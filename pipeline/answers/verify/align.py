@@ -183,9 +183,14 @@ def _words(text: str, ids: list[int], word_ids: list[int | None], offsets: list[
 
 
 def _vectors(tokens: Tokens, hidden: np.ndarray) -> Encoded:
-    """A word's vector: its pieces' mean hidden state, unit length."""
-    rows = [hidden[list(p)].mean(axis=0) for p in tokens.pieces]
-    vecs = np.asarray(rows, dtype=np.float32).reshape(len(rows), hidden.shape[-1])
+    """A word's vector: its pieces' mean hidden state, unit length (a word of one piece: that piece's, in
+    one indexing for all of them)."""
+    vecs = np.empty((len(tokens.pieces), hidden.shape[-1]), dtype=np.float32)
+    single = [j for j, p in enumerate(tokens.pieces) if len(p) == 1]
+    vecs[single] = hidden[[tokens.pieces[j][0] for j in single]]
+    for j, p in enumerate(tokens.pieces):
+        if len(p) > 1:
+            vecs[j] = hidden[list(p)].mean(axis=0)
     vecs /= np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-9)
     return Encoded(tokens.keys, vecs)
 
