@@ -10,9 +10,9 @@ word's match is its highest cosine with any word of the cited evidence. Two numb
 
 A claim word the evidence holds as written counts 1 whatever its context, so a claim whose every word is
 in its evidence scores (1, 1) without the model: the tokenizer alone says so (`align`). The other
-sentences are tokenised once, encoded in batches of one length (no padding: the same vectors as in any
-batch, and no work on padding), cached by the hash of their text (bounded, least recently used first
-out): evidence cited by many claims, or seen again in another answer, is encoded once. The network is
+sentences are tokenised once, encoded in batches of like length (a tenth padding at most; the same
+vectors in any batch), cached by the hash of their text (bounded, least recently used first out):
+evidence cited by many claims, or seen again in another answer, is encoded once. The network is
 ONNX Runtime's fp32 export of the model on a CPU (pipeline.embed.onnx: the same hidden states as torch
 within 1e-4; no torch import), else torch. Without the model (not installed, offline without its files)
 `available()` is false and the caller uses the lexical alignment.
@@ -43,6 +43,11 @@ log = logging.getLogger(__name__)
 
 CACHE = 50_000  # sentences kept (a 384-wide float32 vector per word: ~30 MB for 50k short sentences)
 BATCH = 64  # sentences per forward pass
+# A batch's shortest text is at least this share of its longest: padding under a tenth of its tokens. The
+# 715 sentences the fit claims encode (bench/verify_docs.py), in the chunks `docforge verify` batches, on
+# the shared 2-core machine: 164 calls, 0.54–0.75 of the time of the 44 calls padded to up to twice a
+# text's length (0.5 before); 351 calls of one length each, 0.73–0.91 (2026-12-07).
+SLACK = 0.9
 MAX_TOKENS = 128  # a sentence's word pieces read (longer ones are cut: a claim sentence is short)
 Hidden = Callable[[dict[str, np.ndarray]], np.ndarray]  # padded batch → last hidden states (rows, pieces, width)
 
@@ -108,7 +113,7 @@ class TokenEncoder:
             done = {h: e for h in hashes if (e := self._cache.get(h)) is not None}
             if todo:
                 keys, rows = list(todo), list(todo.values())
-                for batch in same_length(rows):
+                for batch in like_length(rows):
                     hidden = self._hidden(padded([rows[i].ids for i in batch], self._pad_id))
                     for j, i in enumerate(batch):
                         done[keys[i]] = self._cache[keys[i]] = _vectors(rows[i], hidden[j])
@@ -131,15 +136,18 @@ class TokenEncoder:
         return out
 
 
-def same_length(rows: Sequence[Tokens]) -> list[list[int]]:
-    """The rows' indices in batches of one length each (at most BATCH): no padding, so no work on it. A
-    sentence's vectors are the same in any batch (the attention mask keeps padding out); a forward pass
-    costs by its tokens, padded ones included, and little per call (bench: 715 sentences of the fit claims,
-    59 calls of one length each took 0.85 of the CPU time of 13 padded to their longest)."""
-    by_length: dict[int, list[int]] = {}
-    for i, tk in enumerate(rows):
-        by_length.setdefault(len(tk.ids), []).append(i)
-    return [group[k : k + BATCH] for _, group in sorted(by_length.items()) for k in range(0, len(group), BATCH)]
+def like_length(rows: Sequence[Tokens]) -> list[list[int]]:
+    """The rows' indices, longest first, in batches of at most BATCH, each closed before a text under SLACK
+    of its first text's length: a batch is padded to its longest, and a forward pass costs by its tokens,
+    padded ones included, and a little per call. A sentence's vectors do not depend on its batch (the
+    attention mask keeps padding out: ONNX Runtime's are the same to the bit)."""
+    order = sorted(range(len(rows)), key=lambda i: -len(rows[i].ids))
+    out: list[list[int]] = []
+    for i in order:
+        if not out or len(out[-1]) >= BATCH or len(rows[i].ids) < SLACK * len(rows[out[-1][0]].ids):
+            out.append([])
+        out[-1].append(i)
+    return out
 
 
 def _torch_hidden(model: Any) -> Hidden:
