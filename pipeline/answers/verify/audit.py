@@ -96,7 +96,8 @@ def verify_requests(reqs: list) -> list[dict | ValueError]:
         except ValueError as e:
             prepared.append(e)
     good = [p for p in prepared if not isinstance(p, ValueError)]
-    verdicts = iter(verify_all([(a, LazyBlocks(ev), q) for a, ev, q, _, _ in good]))
+    made: dict[str, CitedBlock] = {}  # evidence several answers carry is read once (blocks are read-only)
+    verdicts = iter(verify_all([(a, LazyBlocks(ev, made), q) for a, ev, q, _, _ in good]))
     out: list[dict | ValueError] = []
     for p in prepared:
         if isinstance(p, ValueError):
