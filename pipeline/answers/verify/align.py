@@ -24,6 +24,7 @@ import hashlib
 import logging
 import math
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -216,6 +217,7 @@ def _lexical(claim: Tokens, evidence: list[Tokens]) -> tuple[float, float] | Non
 
 _encoder: TokenEncoder | None = None
 _tried = False
+_loading = 0.0  # seconds
 _load_lock = threading.Lock()
 
 
@@ -243,10 +245,11 @@ def from_embedder(emb: Embedder) -> TokenEncoder:
 
 def encoder() -> TokenEncoder | None:
     """The configured embedding model's token encoder, loaded on first use; None when it cannot load."""
-    global _encoder, _tried
+    global _encoder, _tried, _loading
     with _load_lock:
         if not _tried:
             _tried = True
+            began = time.perf_counter()
             try:
                 from pipeline.config.sections import EmbeddingConfig
                 from pipeline.embed import load_embedder
@@ -255,7 +258,13 @@ def encoder() -> TokenEncoder | None:
             except Exception as e:  # noqa: BLE001 — any failure leaves the lexical alignment in its place
                 log.warning("verifier: no embedding model for soft alignment (%s); aligning words lexically", e)
                 _encoder = None
+            _loading = time.perf_counter() - began
     return _encoder
+
+
+def model_loading_seconds() -> float:
+    """How long loading the configured model took in this process (0 before, or when one was put in force)."""
+    return _loading
 
 
 def available() -> bool:
