@@ -121,6 +121,10 @@ def test_verify_says_its_throughput_in_80_columns(tmp_path):
     assert said[0] == "verified 12,345 answers in 123.45 s: 100 answers/s"
     assert said[1] == "  of which 1.50 s starting (process, verifier, model): 101 answers/s after"
     assert throughput(1, 0.9, 0.0) == ["verified 1 answer in 0.90 s: 1 answers/s"]  # no start measured
+    assert (
+        throughput(600, 6.0, 1.0, model=False)[1]
+        == "  of which 1.00 s starting (process, verifier): 120 answers/s after"
+    )
     assert throughput(0, 0.5, 0.4) == ["verified 0 answers in 0.50 s"]
     assert all(len(line) <= 80 for line in throughput(10**7, 99_999.99, 9_999.99))
     path = tmp_path / "in.jsonl"

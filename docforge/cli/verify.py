@@ -55,23 +55,24 @@ def command(input_file, output, workers: int | None) -> None:
         n += 1
         output.write(line)
     output.flush()
-    for said in throughput(n, before + time.perf_counter() - begun, started + verifier.model_loading_seconds()):
+    model = verifier.model_loading_seconds()  # 0 where no claim needed it, or workers loaded it
+    for said in throughput(n, before + time.perf_counter() - begun, started + model, model > 0):
         click.echo(said, err=True)
     if bad:
         click.echo(f"{bad} input line(s) could not be verified (see their error lines)", err=True)
         sys.exit(1)
 
 
-def throughput(n: int, took: float, starting: float) -> list[str]:
+def throughput(n: int, took: float, starting: float, model: bool = True) -> list[str]:
     """What `docforge verify` says of its speed (each line under 80 columns): the answers per second over
-    the whole run, and after `starting` (the process, the verifier and the model loading: a short input
-    is mostly that)."""
+    the whole run, and after `starting` (the process, the verifier and, with `model`, the model loading
+    in this process: a short input is mostly that)."""
     said = [f"verified {n:,} answer{'s' if n != 1 else ''} in {took:.2f} s"]
     if n:
         said[0] += f": {n / max(took, 1e-9):,.0f} answers/s"
     if n and 0 < starting < took:
         said.append(
-            f"  of which {starting:.2f} s starting (process, verifier, model):"
+            f"  of which {starting:.2f} s starting (process, verifier{', model' if model else ''}):"
             f" {n / (took - starting):,.0f} answers/s after"
         )
     return said
