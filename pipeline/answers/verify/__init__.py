@@ -24,6 +24,7 @@ align (soft alignment), judge (the model, the NLI judge), features, strategies (
 audit (whole answers, the question-aware layer, `docforge verify`), policy (the parameters file).
 """
 
+from pipeline.answers.verify.align import model_loading_seconds
 from pipeline.answers.verify.anchors import Anchors, anchors
 from pipeline.answers.verify.audit import audit_mode, verify, verify_all, verify_request, verify_requests
 from pipeline.answers.verify.blocks import CitedBlock, LazyBlocks
@@ -42,6 +43,7 @@ __all__ = [
     "anchors",
     "audit_mode",
     "check_claim",
+    "model_loading_seconds",
     "parse_claims",
     "verify",
     "verify_all",
