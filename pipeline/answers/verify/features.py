@@ -36,6 +36,7 @@ from pipeline.answers import lexicon
 from pipeline.answers import words as tx
 from pipeline.answers.verify.anchors import anchor_problems, anchors
 from pipeline.answers.verify.blocks import CitedBlock
+from pipeline.answers.verify.quantities import quantity_keys
 from pipeline.answers.verify.sense import sense_problems
 from pipeline.answers.verify.synonyms import in_block, near_in_block
 
@@ -82,7 +83,7 @@ def read(s: str, cited: list[CitedBlock]) -> ClaimReading:
     if why := logic.problem(s, sents):
         hard.append(why)
     ws = tx.words(s)
-    keys = list(dict.fromkeys(k for w, k in zip(ws, tx.keys(ws), strict=True) if tx.is_content(w)))
+    keys = list(dict.fromkeys(k for w, k in zip(ws, quantity_keys(ws), strict=True) if tx.is_content(w)))
     soft = sense_problems(s, anc, cited) if keys else []
     kinds = {kind for p in soft for kind, said in _SENSE.items() if any(w in p for w in said)}
     flags = {
@@ -125,7 +126,7 @@ def _by_wordnet(w: str, then: str, best: CitedBlock, claim: frozenset[str]) -> b
 def _words_of(ws: list[str], keys: list[str], then: bool = False) -> list:
     """Each key's first word as written (with `then`: with the word after it, "" at the end)."""
     first: dict[str, tuple[str, str]] = {}
-    for i, (w, k) in enumerate(zip(ws, tx.keys(ws), strict=True)):
+    for i, (w, k) in enumerate(zip(ws, quantity_keys(ws), strict=True)):
         first.setdefault(k, (w, ws[i + 1] if i + 1 < len(ws) and ws[i + 1].isalpha() else ""))
     return [first[k] if then else first[k][0] for k in keys]
 
