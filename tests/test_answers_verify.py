@@ -122,7 +122,7 @@ ROLES = {
         ),
         "Olga Varga founded the Lantern Guild. [E2]",
         "Jon Ellis's sister ran the Grey Inn. [E3]",
-        pytest.param("Jon Ellis praised Mara Quist. [E3]", marks=THIN),
+        "Jon Ellis praised Mara Quist. [E3]",
     ],
 )
 def test_true_rewordings_keep_their_roles(line):
