@@ -247,3 +247,31 @@ def near(a: str, b: str, senses: int, steps: int, pos: tuple[str, ...]) -> bool:
         return False
     around_a = set().union(*(_around(s, steps) for s in _senses(a, u, 1)))
     return any(around_a & _around(s, steps) for s in _senses(b, u, 1))
+
+
+def _direct_antonyms(word: str, pos: str) -> set[Synset]:
+    """Synsets holding an antonym of a sense of `word` itself (not of the words it is similar to: "new" is
+    similar to "latest", whose antonyms would make "latest" the opposite of "newest")."""
+    return {t for s in _senses(word, pos) for sym, t in _links(*s) if sym == b"!"}
+
+
+@lru_cache(maxsize=65536)
+def opposites(word: str) -> frozenset[str]:
+    """The words WordNet gives as antonyms of a sense of `word` ("temporary": "permanent"; "include":
+    "exclude"), of any part of speech, multi-word lemmas with spaces; none without WordNet. An adverb of
+    manner has its adjective's ("manually": "automatic"): WordNet links the adjectives only, so the caller
+    reads the other side's adverbs as adjectives too (`adjective_of`)."""
+    if not available() or not word.isalpha():
+        return frozenset()
+    out = {w.replace("_", " ") for p in POS for pos, off in _direct_antonyms(word, p) for w in _words(pos, off)}
+    for adj in adjective_of(word):
+        out |= {w for pos, off in _direct_antonyms(adj, "adj") for w in _words(pos, off) if w.isalpha()}
+    out.discard(word)
+    return frozenset(out)
+
+
+def adjective_of(word: str) -> tuple[str, ...]:
+    """The adjectives an adverb in -ly may be made of ("manually": "manual"; "automatically": "automatic")."""
+    if not available() or not word.endswith("ly") or len(word) < 6:
+        return ()
+    return tuple(a for a in (word[:-2], word[:-4] if word.endswith("ally") else "") if a and synsets(a, "adj"))

@@ -33,6 +33,7 @@ import numpy as np
 from cachetools import LRUCache
 
 from pipeline.answers import words as tx
+from pipeline.answers.verify.quantities import quantity_keys
 from pipeline.embed.backends import padded
 
 if TYPE_CHECKING:
@@ -182,11 +183,13 @@ def _words(text: str, ids: list[int], word_ids: list[int | None], offsets: list[
     for i, w in enumerate(word_ids):
         if w is not None:
             groups.setdefault(w, []).append(i)
+    words = [tx.fold(text[offsets[p[0]][0] : offsets[p[-1]][1]]) for p in groups.values()]
     keys, pieces = [], []
-    for p in groups.values():
-        word = tx.fold(text[offsets[p[0]][0] : offsets[p[-1]][1]])
+    # keys read in context: "seven days" and "604800 seconds" are one quantity, matched as written
+    read = quantity_keys([w if w.isalnum() else "," for w in words])  # punctuation parts two numbers
+    for word, k, p in zip(words, read, groups.values(), strict=True):
         if word.isalnum() and tx.is_content(word):
-            keys.append(tx.key(word))
+            keys.append(k)
             pieces.append(tuple(p))
     return Tokens(tuple(ids), tuple(keys), tuple(pieces))
 
