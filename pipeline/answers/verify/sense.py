@@ -9,18 +9,9 @@ import pipeline.answers.verify.policy as policy
 from pipeline.answers import words as tx
 from pipeline.answers.verify.anchors import Anchors, anchors, name_in, positions_of, together
 from pipeline.answers.verify.blocks import CitedBlock, bound_cue, number_bounds, roles
+from pipeline.answers.verify.polarity import LIGHT, differs, negations
 
 NAME_WORDS = 4  # a bare name, capitalised, runs to four words ("Free Software Foundation Europe"): by hand
-
-# Words a rewording may add without changing what is claimed.
-LIGHT = frozenset(
-    tx.stem(w)
-    for w in """also thus therefore hence instead rather simply just really actually generally usually
-typically basically currently still already only very quite mainly mostly often sometimes now then way
-thing things kind sort able make makes made get gets got give gives given take takes let lets allow allows
-allowed need needs needed want wants help helps use uses used using provide provides provided well like
-one ones""".split()
-)
 
 
 def sense_problems(s: str, anc: Anchors, cited: list[CitedBlock]) -> list[str]:
@@ -44,10 +35,8 @@ def sense_problems(s: str, anc: Anchors, cited: list[CitedBlock]) -> list[str]:
         return []
     lo, hi = best_r
     # a bare name ("Ford Fusion") asserts no polarity
-    short = (
-        len(words) <= NAME_WORDS and all(w[:1].isupper() or w[:1].isdigit() for w in s.split()) and not _negations(s)
-    )
-    if not short and _polarity_differs(s, best_b.sentence_text(lo, hi), keys):
+    short = len(words) <= NAME_WORDS and all(w[:1].isupper() or w[:1].isdigit() for w in s.split()) and not negations(s)
+    if not short and differs(s, best_b.sentence_text(lo, hi), keys, " ".join(b.text for b in cited)):
         return ["negation differs from the evidence sentence it matches"]
     if flipped := _bound_flipped(words, cited):
         return [f"'{flipped}': the evidence bounds that number from the other side"]
@@ -166,37 +155,6 @@ def _relation_apart(s: str, named: list[str], anc: Anchors, cited: list[CitedBlo
 
 def _windows(b: CitedBlock) -> list[frozenset[str]]:
     return b.sentence_windows
-
-
-def _negations(text: str) -> list[tuple[bool, frozenset[str]]]:
-    """Each negation of a text: whether it is a verb of failing or lacking ("fails", not "not"), and the
-    keys of the first words it governs that carry meaning (its head)."""
-    return [
-        (cue in _FAILING, frozenset([k for k in scope if k not in LIGHT][: policy.NEGATION_HEAD]))
-        for cue, scope in tx.negations_with_scope(text)
-    ]
-
-
-def _polarity_differs(claim: str, sentence: str, claim_keys: set[str]) -> bool:
-    """A negation on one side only: one of the sentence's, of what the claim talks about, that turns round
-    no word the claim's negations of its kind turn round, or one of the claim's whose head the sentence
-    negates nowhere. Negations are matched by what they govern, not counted: "will not update paths, and
-    will not record paths" supports "will not update paths"; "fails" and "does not fail" still differ."""
-    mine, theirs = _negations(claim), _negations(sentence)
-    # a negation counts when the first word it governs that carries meaning is one the claim says
-    # ("switching branches will not update paths" for a claim about updating paths; not a later "and
-    # the commit command will not record paths", nor "if the former is not used")
-    theirs = [(f, h) for f, h in theirs if not h or claim_keys & h]
-    for side, other in ((theirs, mine), (mine, theirs)):
-        for failing, head in side:
-            said = [h for f, h in other if f == failing]
-            if not said or (head and not any(head & h or not h for h in said)):
-                return True
-    return False
-
-
-# The negation words that are verbs of failing or lacking (the rest negate what follows them).
-_FAILING = frozenset("unable fails fail failed failing lacks lack lacked lacking".split())
 
 
 def _swapped(s: str, named: list[str], anc: Anchors, b: CitedBlock, lo: int, hi: int) -> bool:
