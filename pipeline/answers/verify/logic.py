@@ -22,6 +22,7 @@ from collections.abc import Iterable
 from functools import lru_cache
 
 from pipeline.answers import words as tx
+from pipeline.answers.verify.polarity import asserted
 
 # dimension → value → its words (phrases as space-joined words, matched longest first).
 TABLE: dict[str, dict[str, tuple[str, ...]]] = {
@@ -143,9 +144,11 @@ def _said(m: dict[tuple[str, str], str], dim: str) -> Iterable[tuple[str, str]]:
 def changed(claim: str, sentence: str, evidence: str = "") -> str | None:
     """Why the claim's logical words assert something the evidence sentence does not, or None: the claim's
     word and the sentence's ("'may' where the evidence says 'must'"). A value said anywhere in the
-    `evidence` (the sentence's whole text by default) is no change: a rewording may join sentences."""
+    `evidence` (the sentence's whole text by default) is no change: a rewording may join sentences. Texts
+    are read as they assert (polarity.asserted): "can't … more than 60 s" bounds from above, as "at most"."""
+    claim, sentence = asserted(claim), asserted(sentence)
     mine, theirs = marks(claim), marks(sentence)
-    anywhere = marks(evidence) if evidence else theirs
+    anywhere = marks(asserted(evidence)) if evidence else theirs
     turned = (tx.negations(claim) > 0) != (tx.negations(sentence) > 0)
     for (dim, value), word in mine.items():
         if (dim, value) in anywhere or (dim in _TURNED_BY_NEGATION and turned):
