@@ -19,6 +19,7 @@ from functools import lru_cache
 
 import pipeline.answers.verify.policy as policy
 from pipeline.answers import words as tx
+from pipeline.answers.numbers import NUMBER_WORDS
 
 # Words a rewording may add without changing what is claimed.
 LIGHT = frozenset(
@@ -55,8 +56,11 @@ _REWRITES: list[tuple[re.Pattern[str], str]] = [
     )
 ]  # fmt: skip
 # "can't cache more than 60 seconds" says "can cache at most 60 seconds": a negated bound is the converse one.
+# Only a bound on a number: "is never longer than the configured one" compares two things, and stays negated.
 _NEGATED_BOUND = re.compile(
-    rf"{_CUE}(?P<mid>(?:\s+{_W}){{0,5}}?)\s+(?P<cmp>{'|'.join(_MORE + _LESS)})\s+than\b", re.IGNORECASE
+    rf"{_CUE}(?P<mid>(?:\s+{_W}){{0,5}}?)\s+(?P<cmp>{'|'.join(_MORE + _LESS)})\s+than\b"
+    rf"(?=\s+(?:\d|(?:{'|'.join(NUMBER_WORDS)})\b))",
+    re.IGNORECASE,
 )
 # "you cannot have X without Y" says "you can have X only with Y" (a negation cancelled by "without").
 _DOUBLED = re.compile(rf"{_CUE}(?P<mid>(?:\s+(?!without\b){_W}){{1,6}}?)\s+without\b", re.IGNORECASE)
@@ -143,5 +147,7 @@ def differs(claim: str, sentence: str, claim_keys: set[str], evidence: str = "")
         return False
     if not evidence:
         return True
-    anywhere, evidence_keys = negations(evidence), set(tx.content_keys(asserted(evidence)))
+    # there, only a negation that turns round something ("provided" alone, a light word, says nothing here)
+    anywhere = [n for n in negations(evidence) if n.head]
+    evidence_keys = set(tx.content_keys(asserted(evidence)))
     return any(not any(_same(m, n, claim_side, evidence_keys) for n in anywhere) for m in mine)
