@@ -55,13 +55,16 @@ def corpora() -> list[dict]:
 def store(entry: dict, stores: Path, whole: bool = False) -> Path | str:
     """STORES/<name>/sources.yml over the corpus's files (a bundle is cloned; man pages are rendered to
     text, as `man -l` shows them): the pages its questions were written from, or with `whole` the whole
-    corpus (`questions.whole`); or why it cannot be. `globs: pages` takes the pages the questions name
-    (their "page"), with `distractors` other pages of the corpus beside them."""
+    corpus (`questions.whole`: globs, or `path`: the directory ad hoc, `adhoc`); or why it cannot be.
+    `globs: pages` takes the pages the questions name (their "page"), with `distractors` other pages of
+    the corpus beside them."""
     files = (ROOT / entry["files"]).resolve() if not entry["files"].startswith("/") else Path(entry["files"])
     d = stores / entry["name"]
     config = d / "sources.yml"
     if not files.exists() and not config.exists():
         return f"{files} is absent ({entry.get('install', 'see corpora.yml')})"
+    if not config.exists() and whole and entry.get("whole") == "path":
+        return adhoc(files, d)
     if not config.exists():
         globs = (whole and entry.get("whole")) or entry.get("globs") or ["**"]
         if globs == "pages":
@@ -78,6 +81,27 @@ def store(entry: dict, stores: Path, whole: bool = False) -> Path | str:
         else:
             src = f"type: directory\n    path: {files}\n    globs: {json.dumps(globs)}"
         config.write_text(f"sources:\n  - name: {entry['name']}\n    {src}\n", encoding="utf-8")
+    return config
+
+
+def adhoc(files: Path, d: Path) -> Path:
+    """STORES/<name>/ as `docforge ingest FILES` makes it (bench/manual_check.py's WORK/<name>/home): the
+    directory an ad-hoc source of its home, sources.yml empty — the store the held-out check asks."""
+    from pipeline.adhoc import register
+    from pipeline.config import load_settings
+
+    d.mkdir(parents=True, exist_ok=True)
+    config = d / "sources.yml"
+    config.write_text("sources: []  # the ad-hoc source of home/ (`docforge ingest PATH`)\n", encoding="utf-8")
+    before = os.environ.get("DOCFORGE_HOME")
+    os.environ["DOCFORGE_HOME"] = str(d / "home")
+    try:
+        register(load_settings(config), [files])
+    finally:
+        if before is None:
+            os.environ.pop("DOCFORGE_HOME")
+        else:
+            os.environ["DOCFORGE_HOME"] = before
     return config
 
 
