@@ -289,6 +289,30 @@ def test_below_the_fitted_sure_it_offers_the_best_lines_of_different_sections():
     assert SHIPPED.shown is None or unsure.confidence == round(float(SHIPPED.shown.prob(cx)), 3)
 
 
+def test_a_section_another_document_already_shows_takes_no_candidate_place():
+    # a manual's per-chapter page and its one-page copy hold the same long section; other sections differ
+    nouns = "alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike".split()
+    steps = [f"Check {a} {b} {a}{b} {b}{a} then {a}-{b} and {b}-{a}." for a, b in zip(nouns, nouns[1:], strict=False)]
+    faq = " ".join(steps)
+    pages = [
+        _evidence("E1", faq, section="FAQ > Missing files", doc="faq/missing.html"),
+        _evidence("E2", faq, section="Questions > Missing files", doc="faq.html"),
+        _evidence("E3", "Documentation builds need AsciiDoc 8.6.3 or newer.", section="Docs", doc="build.html"),
+        _evidence("E4", "Intro. " + steps[0] + " A line only this page has.", section="Other", doc="other.html"),
+    ]
+    r = extractive.rank("Why does the build fail with missing files?", pages, SHIPPED, embed=_bag)
+    at = {(u.evidence.pointer, u.text): i for i, u in enumerate(r.units)}
+    logits = np.full(len(r.units), -5.0)
+    logits[at[("E1", steps[0])]] = 5.0  # its passage: the first lines, not the last (PASSAGE_WORDS)
+    logits[at[("E2", steps[11])]] = 4.0  # new to the reader, but the shown chunk holds it
+    logits[at[("E4", "A line only this page has.")]] = 3.0  # holds a shown line, and one of its own
+    logits[at[("E3", "Documentation builds need AsciiDoc 8.6.3 or newer.")]] = 2.0
+    ranked = extractive.Ranked(r.question, r.units, r.x, logits)
+    offered = shown.candidates(ranked, ranked.order(), 3)
+    assert steps[11] not in {u.text for u in offered}
+    assert list(dict.fromkeys(u.evidence.doc_key for u in offered)) == ["faq/missing.html", "other.html", "build.html"]
+
+
 def test_the_sure_threshold_is_chosen_for_precision_on_left_out_predictions():
     lo = calibrate.LeftOut(
         ["a"] * 6 + ["b"] * 4,

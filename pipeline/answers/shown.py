@@ -3,7 +3,8 @@
 Sure (`choose`): the best line and the next best scoring `follow` of it, each with what it needs to be
 read — the code block a line introduces, the entry a line is of (term first), an entry section's first
 line. Unsure (`candidates`): a passage from each of the best sections, best first (`passage`: the best
-line with the whole lines that complete it, bounded). Every line shown is a whole line of its chunk
+line with the whole lines that complete it, bounded), a section another document's shown chunk already
+holds word for word skipped (a manual's one-page copy). Every line shown is a whole line of its chunk
 (pipeline.answers.units), so it is quoted verbatim: STRICT by construction.
 """
 
@@ -43,16 +44,30 @@ def candidates(r: Scored, order: list[int], n: int = CANDIDATES) -> list[Unit]:
     section), best first; an entry section's under its first line, a definition under its term."""
     out: list[Unit] = []
     seen: set[tuple[str, str]] = set()
+    copies: set[tuple[str, str]] = set()  # sections whose best passage another document already showed
     for i in order:
         u = r.units[i]
         where = (u.evidence.doc_key, u.evidence.section)
         if len(seen) >= n or not np.isfinite(r.logits[i]):
             break
-        if where in seen or any(_same(u, c) for c in out):
+        if where in seen or where in copies or any(_same(u, c) for c in out):
+            continue
+        shows = passage(u, PASSAGE_WORDS)
+        if _copied(shows, out):
+            copies.add(where)
             continue
         seen.add(where)
-        out += [v for v in passage(u, PASSAGE_WORDS) if not any(_same(v, c) for c in out)]
+        out += [v for v in shows if not any(_same(v, c) for c in out)]
     return out
+
+
+def _copied(lines: list[Unit], shown: list[Unit]) -> bool:
+    """Every line of `lines` is text of a chunk of another document already shown: the same section in
+    a manual's one-page and per-chapter copies, which would take a candidate's place and add nothing."""
+    mine = {v.evidence.doc_key for v in lines}
+    others = {c.evidence.pointer: c.evidence for c in shown if c.evidence.doc_key not in mine}
+    texts = [" ".join(e.text.split()) for e in others.values()]
+    return bool(texts) and all(any(" ".join(v.text.split()) in t for t in texts) for v in lines)
 
 
 def passage(u: Unit, words: int = PASSAGE_WORDS) -> list[Unit]:
