@@ -322,6 +322,7 @@ def parse_args() -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--stores", type=Path, help="where each corpus's store is kept (required but with --smoke)")
     ap.add_argument("--only", help="comma-separated corpus names")
+    ap.add_argument("--sets", type=Path, help="the labelled sets' folder and its corpora.yml (default bench/sets)")
     ap.add_argument("--whole", action="store_true", help="index whole corpora (`whole` in corpora.yml), not pages")
     ap.add_argument("--report-only", action="store_true", help="no fit: report with the shipped parameters")
     ap.add_argument("--out", type=Path, help="the params file to write (default: the model's shipped one)")
@@ -341,11 +342,12 @@ def parse_args() -> argparse.Namespace:
 
 
 def main() -> None:
-    global INGEST
+    global INGEST, SETS
     args = parse_args()
     INGEST = not args.no_ingest
+    if args.sets:
+        SETS = args.sets.resolve()
     if args.smoke:
-        global SETS
         from smoke import scratch, tiny_sets
 
         tmp = scratch()
