@@ -313,6 +313,29 @@ def test_a_section_another_document_already_shows_takes_no_candidate_place():
     assert list(dict.fromkeys(u.evidence.doc_key for u in offered)) == ["faq/missing.html", "other.html", "build.html"]
 
 
+def test_a_candidate_brings_the_lines_of_its_chunk_scoring_close_to_its_best():
+    # a long section: its best line opens it, the answer sits far below, past the passage's words
+    filler = [f"Paragraph {w} explains {w} handling, {w} limits and {w} logs." for w in "abcdefghijkl"]
+    text = " ".join(["The shell connects to the server.", *filler, "If not given, 10 seconds is used."])
+    ev = _evidence("E1", text, section="Shell > Usage", doc="shell.html")
+    other = _evidence("E2", "Timeouts are constants of the source.", section="Timeouts", doc="hooks.html")
+    r = extractive.rank("How long does the shell wait for the server?", [ev, other], SHIPPED, embed=_bag)
+    at = {u.text: i for i, u in enumerate(r.units)}
+    logits = np.full(len(r.units), -5.0)
+    logits[at["The shell connects to the server."]] = 1.44
+    logits[at["Timeouts are constants of the source."]] = 1.3
+    logits[at["If not given, 10 seconds is used."]] = 1.43 - shown.CLOSE_LOGITS * 2  # far below: not shown
+    ranked = extractive.Ranked(r.question, r.units, r.x, logits)
+    texts = [u.text for u in shown.candidates(ranked, ranked.order(), 2)]
+    assert "If not given, 10 seconds is used." not in texts and texts[-1] == "Timeouts are constants of the source."
+    logits[at["If not given, 10 seconds is used."]] = 1.43  # close to the best: it comes with its section
+    ranked = extractive.Ranked(r.question, r.units, r.x, logits)
+    texts = [u.text for u in shown.candidates(ranked, ranked.order(), 2)]
+    assert texts.index("The shell connects to the server.") < texts.index("If not given, 10 seconds is used.")
+    assert texts[-1] == "Timeouts are constants of the source."  # still a second section
+    assert sum(len(words.words(t)) for t in texts) <= shown.PASSAGE_WORDS + shown.CLOSE_LINES * shown.CLOSE_WORDS + 10
+
+
 def test_the_sure_threshold_is_chosen_for_precision_on_left_out_predictions():
     lo = calibrate.LeftOut(
         ["a"] * 6 + ["b"] * 4,
