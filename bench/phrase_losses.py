@@ -199,6 +199,7 @@ def main() -> None:
     ap.add_argument("--only", help="comma-separated corpus names to ask")
     ap.add_argument("--keep", type=Path, help="the asked questions (pickle): written, or replayed")
     ap.add_argument("--whole", action="store_true", help="whole corpora (bench/fit_answers.py --whole)")
+    ap.add_argument("--sets", type=Path, help="the labelled sets' folder (default bench/sets)")
     ap.add_argument("--live", action="store_true", help="count the replies as asked, not re-decided now")
     ap.add_argument("--words", type=int, help="replay with this shown.PASSAGE_WORDS (0: the line alone)")
     ap.add_argument("--verbose", "-v", action="store_true")
@@ -217,6 +218,10 @@ def main() -> None:
         from pipeline.answers import shown
 
         shown.PASSAGE_WORDS = args.words
+    if args.sets:
+        import fit_answers as fa
+
+        fa.SETS = args.sets.resolve()
     if args.only:
         if not args.stores:
             ap.error("--only asks afresh: --stores is required")
