@@ -109,6 +109,7 @@ def _unsure_answer(why: str, reason: str) -> Answer:
         audit_mode="STRICT",
         addresses_question=False,
         addresses_reason=reason,
+        candidates=render.candidates(claims, [], {}) if why else [],
         confidence=0.3,
         intent="factual",
         iterations=1,
@@ -117,15 +118,16 @@ def _unsure_answer(why: str, reason: str) -> Answer:
 
 
 def test_an_unsure_answer_says_why_once(capsys):
-    """An answer below the fitted `sure` opens with why its lines are only candidates; the line that says
-    whether it answers the question does not say it again."""
-    why = "unsure: confidence 0.30 < 0.45; the best candidates from 2 sections, best first"
+    """An answer below the fitted `sure` opens with one plain line, its candidates numbered; the line that
+    says whether it answers the question gives the reason, once, with no internal threshold."""
+    why = "not sure: confidence 0.30 that one of these 2 passages holds the answer"
     _print(_unsure_answer(why, why), trace=False)
     text = capsys.readouterr().out
     assert max(len(line) for line in text.splitlines()) <= 80
+    assert text.splitlines()[0] == render.UNSURE_HEAD
     flat = " ".join(text.split())
-    assert flat.count("confidence 0.30 < 0.45") == 1, text
-    assert "Answers the question: perhaps not." in flat
+    assert flat.count("0.30 that one of these 2 passages") == 1, text
+    assert "Answers the question: not sure (confidence 0.30 that one of these 2 passages holds the answer)." in flat
 
 
 def test_a_reason_the_answer_does_not_hold_is_said_beside_perhaps_not(capsys):

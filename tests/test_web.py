@@ -246,7 +246,8 @@ def test_the_page_in_headless_chromium(site, browser, tmp_path):
     assert find(By.CSS_SELECTOR, "#answer .audit-meaning").text == "every line is quoted from the cited evidence."
     claims = browser.find_elements(By.CSS_SELECTOR, "#answer .claim.quoted")
     assert claims and claims[0].find_element(By.CSS_SELECTOR, ".badge").text == "✓ quoted"
-    legend = find(By.CSS_SELECTOR, "#answer .claims + .legend").text.splitlines()  # right under the marks
+    # right under the marks: an answer's claims, or (not sure it answers) its numbered candidates
+    legend = find(By.CSS_SELECTOR, "#answer .claims + .legend, #answer ol.candidates + .legend").text.splitlines()
     assert legend == ["Marks:", "✓ quoted word for word from the cited evidence"]
     # The three kinds read apart: a mark and a word each (not a colour only), the probability and the reason
     # shown; the legend names only the marks used.
@@ -274,7 +275,7 @@ def test_the_page_in_headless_chromium(site, browser, tmp_path):
     assert page == [r.AUDIT_MEANING, r.MARKS, r.LEGEND, r.PROBABILITY]  # the page's copies are the server's
     card = find(By.CSS_SELECTOR, "#answer details.citation")
     assert card.get_attribute("open") is None
-    claims[0].find_element(By.CSS_SELECTOR, "button.pointer").click()  # the claim's pointer opens its card
+    find(By.CSS_SELECTOR, "#answer button.pointer").click()  # the first pointer (a claim's or candidate's): its card
     wait.until(lambda d: card.get_attribute("open") is not None)
     evidence = card.find_element(By.CSS_SELECTOR, ".evidence")
     wait.until(lambda d: "90 days" in evidence.text)
@@ -331,3 +332,62 @@ def test_the_page_in_headless_chromium(site, browser, tmp_path):
     ]
     assert not outside, outside
     assert all(p.stat().st_size > 0 for p in shots.glob("*.png")) and len(list(shots.glob("*.png"))) == 5
+
+
+def test_an_unsure_answer_on_the_page_shows_each_candidate_apart(site, browser, embedder, tmp_path):
+    """Not sure it answers: one plain header, each passage a numbered block under where it is and its
+    citation, the legend under them, what to do next; "answers the question" said apart (the CLI's words)."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    from tests.test_answers_candidates import unsure_params
+
+    settings = site.corpus.settings
+    unsure = settings.model_copy(
+        update={"answers": settings.answers.model_copy(update={"params": unsure_params(tmp_path)})}
+    )
+    searcher = Searcher(unsure, url=site.corpus.url, embedder=embedder, reranker=None)
+    answerer = Answerer(unsure, searcher=searcher, url=site.corpus.url, llm=None)
+    auth = Authenticator(AuthConfig(api_tokens=SecretStr(TOKEN)))
+    app = create_app(LocalSearch(searcher), auth, ask=LocalAsk(answerer), store=LocalStore(searcher))
+    wait, find = WebDriverWait(browser, 60), browser.find_element
+    with ServerThread(app) as srv:
+        browser.get(srv.url + "/")
+        wait.until(ec.visibility_of_element_located((By.ID, "token"))).send_keys(TOKEN)
+        find(By.CSS_SELECTOR, "#login-form button").click()
+        wait.until(ec.visibility_of_element_located((By.ID, "tab-ask"))).click()
+        find(By.ID, "question").send_keys("How often is the Postgres password rotated?")
+        find(By.CSS_SELECTOR, "#ask-form button").click()
+        wait.until(ec.visibility_of_element_located((By.ID, "answer")))
+        a = httpx.post(srv.url + "/ask", json={"question": "How often is the Postgres password rotated?"},
+                       headers={"Authorization": f"Bearer {TOKEN}"}, timeout=60).json()  # fmt: skip
+        assert find(By.CSS_SELECTOR, "#answer .unsure-head").text == render_answers.UNSURE_HEAD
+        items = browser.find_elements(By.CSS_SELECTOR, "#answer ol.candidates > li.candidate")
+        assert len(items) == len(a["candidates"]) >= 1
+        for li, c in zip(items, a["candidates"], strict=True):  # numbered by the list, best first
+            assert li.find_element(By.CSS_SELECTOR, ".candidate-place").text == (
+                f"{render_answers.place(c['title'], c['section'])} {c['citation']}"
+            )
+            lines = [x.text for x in li.find_elements(By.CSS_SELECTOR, ".claim .claim-text")]
+            assert lines == c["text"].splitlines() and not li.find_elements(By.CSS_SELECTOR, ".claim .pointer")
+        legend = find(By.CSS_SELECTOR, "#answer ol.candidates + .legend").text.splitlines()  # under the marks
+        assert legend == ["Marks:", render_answers.LEGEND["quoted"]]
+        assert find(By.CSS_SELECTOR, "#answer .legend + .next").text == render_answers.UNSURE_NEXT
+        said = find(By.CSS_SELECTOR, "#answer .addresses").text
+        assert said.startswith("Answers the question: not sure (confidence ") and "<" not in said
+        assert find(By.CSS_SELECTOR, "#answer .audit-meaning").text == "every line is quoted from the cited evidence."
+        items[0].find_element(By.CSS_SELECTOR, ".candidate-place .pointer").click()  # opens its citation
+        card = find(By.ID, "cite-" + a["candidates"][0]["citation"])
+        wait.until(lambda d: card.get_attribute("open") is not None)
+        # The page's copies are the server's: the words, and where a place is.
+        r = render_answers
+        assert browser.execute_script("return [UNSURE_HEAD, UNSURE_NEXT]") == [r.UNSURE_HEAD, r.UNSURE_NEXT]
+        for title, section in [("T", "T > A > b  c"), ("T", "T"), ("", "A > B"), ("T", ""), ("Doc", "Doc > Doc")]:
+            assert browser.execute_script("return place(arguments[0], arguments[1])", title, section) == r.place(
+                title, section
+            )
+        browser.set_window_size(380, 800)
+        assert browser.execute_script("return document.documentElement.scrollWidth <= window.innerWidth")
+    answerer.close()
+    searcher.close()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import click
 
@@ -118,34 +119,62 @@ _MARK_STYLE = {"✓": "green", "≈": "yellow", "✗": "red"}  # pipeline.answer
 
 def answer_block(text: str) -> list:
     """The rendered answer as a terminal shows it: each marked line with its mark in a column of its own
-    (a hanging indent however the line wraps), a qualifier in the mark's colour, the legend last. Marks
-    and words tell the three kinds apart without colour (a pipe, NO_COLOR)."""
+    (a hanging indent however the line wraps), a qualifier in the mark's colour, the legend last; an
+    unsure answer's candidates each a numbered block, its lines indented under its heading. Marks and
+    words tell the three kinds apart without colour (a pipe, NO_COLOR)."""
+    from rich.padding import Padding
     from rich.text import Text
 
-    from pipeline.answers.render import LEGEND_PREFIX, LEGEND_SEP
+    from pipeline.answers.render import CANDIDATE_INDENT, LEGEND_PREFIX
     from pipeline.printable import printable
 
     out: list = []
     for line in map(printable, text.splitlines()):  # quoted text is data: its controls shown, not obeyed
-        mark, rest = line[:1], line[2:]
-        if line.startswith(LEGEND_PREFIX):  # one mark a row, under the label
+        if line.startswith(LEGEND_PREFIX):
+            out.append(_legend(line))
+        elif line.startswith(CANDIDATE_INDENT) and (marked := _marked(line[len(CANDIDATE_INDENT) :])):
+            out.append(Padding(marked, (0, 0, 0, len(CANDIDATE_INDENT))))  # a candidate's line, under its heading
+        elif marked := _marked(line):
+            out.append(marked)
+        elif number := _CANDIDATE.match(line):  # "2. where it is [E2]": the number in a column of its own
             grid = hanging()
-            for i, said in enumerate(line[len(LEGEND_PREFIX) :].removesuffix(".").split(LEGEND_SEP)):
-                sign, _, meaning = said.partition(" ")
-                row = Text.assemble((sign, f"bold {_MARK_STYLE.get(sign, '')}".strip()), " ", meaning)
-                grid.add_row(Text(LEGEND_PREFIX.strip() if i == 0 else "", style="dim"), row)
+            grid.add_row(Text(number[1]), Text(number[2], style="bold"))
             out.append(grid)
-            continue
-        if mark not in _MARK_STYLE or line[1:2] != " ":
+        else:
             out.append(Text(line, style="bold red" if line.startswith("UNGROUNDED") else ""))
-            continue
-        body = Text(rest)
-        if rest.startswith("(") and (end := rest.find(") ")) > 0:  # (reworded, p=…) / (not supported: …)
-            body.stylize(_MARK_STYLE[mark], 0, end + 1)
-        grid = hanging()
-        grid.add_row(Text(mark, style=f"bold {_MARK_STYLE[mark]}"), body)
-        out.append(grid)
     return out
+
+
+_CANDIDATE = re.compile(r"(\d+\.) (.+)")
+
+
+def _marked(line: str):
+    """A marked line as a hanging grid (its mark, then its text), or None for any other line."""
+    from rich.text import Text
+
+    mark, rest = line[:1], line[2:]
+    if mark not in _MARK_STYLE or line[1:2] != " ":
+        return None
+    body = Text(rest)
+    if mark != "✓" and rest.startswith("(") and (end := rest.find(") ")) > 0:  # (reworded, p=…) / (not supported: …)
+        body.stylize(_MARK_STYLE[mark], 0, end + 1)
+    grid = hanging()
+    grid.add_row(Text(mark, style=f"bold {_MARK_STYLE[mark]}"), body)
+    return grid
+
+
+def _legend(line: str):
+    """`Marks: …` one mark a row, under the label."""
+    from rich.text import Text
+
+    from pipeline.answers.render import LEGEND_PREFIX, LEGEND_SEP
+
+    grid = hanging()
+    for i, said in enumerate(line[len(LEGEND_PREFIX) :].removesuffix(".").split(LEGEND_SEP)):
+        sign, _, meaning = said.partition(" ")
+        row = Text.assemble((sign, f"bold {_MARK_STYLE.get(sign, '')}".strip()), " ", meaning)
+        grid.add_row(Text(LEGEND_PREFIX.strip() if i == 0 else "", style="dim"), row)
+    return grid
 
 
 def hanging(fixed: int = 1):
@@ -172,10 +201,12 @@ def statements(answer) -> list[str]:
         out.append(f"[{_MODE_STYLE[mode]}]{mode}[/]: {said}.")
     if answer.addresses_question is True:
         out.append("Answers the question: yes.")
+    elif answer.addresses_question is False and answer.candidates:  # the passages offered instead
+        why = answer.addresses_reason.removeprefix("not sure: ")
+        out.append(f"Answers the question: [yellow]not sure[/]{f' ({escape(why)})' if why else ''}.")
     elif answer.addresses_question is False:
         why = answer.addresses_reason.removeprefix("deflection: ")
-        said = f" ({escape(why)})" if why and why not in answer.answer else ""  # an unsure answer opens with it
-        out.append(f"Answers the question: [yellow]perhaps not[/]{said}.")
+        out.append(f"Answers the question: [yellow]perhaps not[/]{f' ({escape(why)})' if why else ''}.")
     return out
 
 
@@ -197,6 +228,10 @@ def _print(answer, trace: bool) -> None:
     console.print()
     for line in statements(answer):
         render.emit(console, Text.from_markup(line))
+    if answer.candidates:  # not sure: where else to look, as a command to run
+        import shlex
+
+        render.emit(console, Text(f"More passages: docforge search {printable(shlex.quote(answer.question))}"))
     console.print(
         f"confidence {answer.confidence:.2f} · intent {answer.intent} · model {escape(answer.model)} · "
         f"cache {answer.cache} · {answer.latency_ms:.0f} ms"

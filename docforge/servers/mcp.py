@@ -106,6 +106,11 @@ claims: text, pointers, support (quoted | supported | unsupported), probability,
 violations. citations: pointer, title, section, url, score. audit_mode: STRICT (all
 quoted), HYBRID (all supported, some reworded), UNGROUNDED (do not rely on it).
 Whether it answers the question is said apart: addresses_question, addresses_reason.
+Not sure it answers (addresses_question false, candidates not empty): answer opens
+"Not sure this answers it", then each candidate passage is a numbered block headed
+by where it is and its pointer, best first; candidates: citation (its pointer),
+title, section, url, text, confidence. Read a passage's section at its citation's
+url, or ask in other words. A quoted line (✓) is not an answer to the question.
 Also confidence, abstained (true: not found in the documentation), answer_id.
 user_name, team_name, area_name identify who asks; filters is a filter expression."""
 

@@ -94,18 +94,22 @@ def extractive_draft(a: Tools, run: Run) -> Draft:
     prompt = provenance.prompt_payload("extractive", run.question, pool.items, run.history, a.cfg.extractive_sentences)
     why = (ex.reason or "no line of the evidence could be quoted verbatim") if abstained else ""
     conf = 0.0 if abstained else ex.confidence
-    return Draft(pool.items, raw, intent, 1, conf, abstained, prompt, why, ex.sure, _sure_reason(ex, params, lines))
+    reason = _sure_reason(ex, params, lines)
+    held = ex.held if run.scope.reader.full_access else {}  # the line model's scores: as the trace's (the rule)
+    return Draft(pool.items, raw, intent, 1, conf, abstained, prompt, why, ex.sure, reason, held)
 
 
 def _sure_reason(ex: extractive.Extract, params: Any, lines: list) -> str:
-    """What the calibrated label rests on, as the reader is told it."""
+    """What the calibrated label rests on, as the reader is told it: sure, the confidence and the fitted
+    bar it reaches; not sure, what the confidence is a probability of (the bar is the answerer's, not
+    the reader's: the trace has it)."""
     if ex.sure:
         return f"confidence {ex.confidence:.2f} ≥ {params.sure:.2f}: likely answers the question"
     n = len({(e.doc_key, e.section) for _, e in lines})
-    return (
-        f"unsure: one answer's confidence {ex.single:.2f} < {params.sure:.2f}; the best candidates from "
-        f"{n} section{'s' if n != 1 else ''}, best first (confidence {ex.confidence:.2f} that one holds it)"
-    )
+    if params.shown is None:  # the confidence is still the best passage's alone
+        return f"not sure: confidence {ex.confidence:.2f} that the first passage holds the answer"
+    which = f"one of these {n} passages" if n != 1 else "this passage"
+    return f"not sure: confidence {ex.confidence:.2f} that {which} holds the answer"
 
 
 def llm_draft(a: Tools, run: Run, max_iterations: int) -> Draft:

@@ -15,7 +15,7 @@ construction (the loop drops a line the verifier would not pass as quoted).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -23,7 +23,7 @@ from pipeline.answers import features as ft
 from pipeline.answers import words as tx
 from pipeline.answers.model import Evidence
 from pipeline.answers.params import Params
-from pipeline.answers.shown import candidates, choose
+from pipeline.answers.shown import candidates, choose, held
 from pipeline.answers.subject import CorpusStats, idf
 from pipeline.answers.units import Unit, units
 
@@ -51,6 +51,7 @@ class Extract:
     score: float = 0.0  # the best line's P(holds the answer)
     sure: bool = False  # confidence ≥ the fitted `sure`: labelled as answering; else `lines` are candidates
     single: float = 0.0  # fitted P(the answer chosen holds the answer): what `sure` and `floor` read
+    held: dict[str, float] = field(default_factory=dict)  # unsure: each candidate's P by pointer (shown.held)
 
 
 @dataclass(frozen=True)
@@ -194,7 +195,8 @@ def decide(question: str, r: Ranked, params: Params, max_lines: int = MAX_LINES)
     chosen = choose(r, order, params.follow, max_lines) if sure else candidates(r, order)
     lines = [(u.text, u.evidence) for u in chosen]
     shown = confidence if sure or params.shown is None else round(float(params.shown.prob(cx)), 3)
-    return Extract(lines, "", shown, round(answerable, 3), sim, score, sure, confidence)
+    each = {} if sure else held(r, chosen)
+    return Extract(lines, "", shown, round(answerable, 3), sim, score, sure, confidence, each)
 
 
 def _why(question: str, r: Ranked, answerable: float, threshold: float) -> str:

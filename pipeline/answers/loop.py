@@ -295,9 +295,10 @@ class Answerer:
         if draft.sure is not None:  # the extractive answer's calibrated label replaces the lexical one
             addresses, why = draft.sure, draft.sure_reason
         known = not abstained and addresses is not None
+        note = unsure(draft, abstained)
         return Answer(
             question=run.question,
-            answer=render.render(list(claims), checked.audit, abstained, unsure(draft, abstained)),
+            answer=render.render(list(claims), checked.audit, abstained, note, render.places(draft.evidence)),
             claims=[c.as_dict() for c in claims],
             citations=[Citation(**e.citation()) for e in used],
             sources=list(dict.fromkeys(e.url for e in used)),
@@ -305,6 +306,7 @@ class Answerer:
             abstained=abstained,
             addresses_question=addresses if known else None,
             addresses_reason=why if known else self._why_not(run, checked) if abstained else "",
+            candidates=render.candidates(list(claims), draft.evidence, draft.held) if note else [],
             confidence=0.0 if abstained else checked.confidence,
             intent=draft.intent,
             iterations=draft.iterations,

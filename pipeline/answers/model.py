@@ -149,6 +149,21 @@ class Citation(BaseModel):
     chunk_ids: list[str] = Field(default_factory=list)
 
 
+class Offered(BaseModel):
+    """One passage an answer offers when it is not sure it answers the question (best first): where it is,
+    its evidence pointer, the lines it quotes and the line model's probability for it."""
+
+    citation: str  # its evidence pointer ("E1"): the entry of `citations` that cites it
+    title: str  # its document's title
+    section: str  # its heading path ("A > B"), "" for a document's opening
+    url: str
+    text: str  # its quoted lines, one a line, in the order shown
+    # P(its best line holds the answer), by the line model: how the candidates rank. The answer's
+    # `confidence` is the calibrated one. None for a restricted caller (the line model reads retrieval
+    # scores, left out of its trace too: docs/security.md).
+    confidence: float | None = None
+
+
 class Answer(BaseModel):
     """What `ask` returns (CLI --json, HTTP /ask, MCP, Python API)."""
 
@@ -163,6 +178,9 @@ class Answer(BaseModel):
     # asks for present), with the reason; an answer quoted right that does not is HYBRID, not STRICT.
     addresses_question: bool | None = None
     addresses_reason: str = ""
+    # When the answer is not sure it answers (an extractive answer below its fitted `sure`): the passages
+    # it offers instead, best first, each from its own section; [] for an answer (or an abstention).
+    candidates: list[Offered] = Field(default_factory=list)
     confidence: float
     intent: str
     iterations: int

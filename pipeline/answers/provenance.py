@@ -189,7 +189,10 @@ def _derived(answer: dict[str, Any], p: dict[str, Any], evidence: list[Evidence]
             return ProvenanceCheck(False, "verification", why + "; ask again with --no-cache for a verdict of this one")
         return ProvenanceCheck(False, "verification", "re-verifying the claims gives another verdict")
     if (
-        render.render(list(verdict.claims), verdict.audit_mode, abstained, label.get("unsure") or "") != p["rendered"]
+        render.render(
+            list(verdict.claims), verdict.audit_mode, abstained, label.get("unsure") or "", render.places(evidence)
+        )
+        != p["rendered"]
         or answer.get("answer") != p["rendered"]
     ):
         return ProvenanceCheck(False, "rendered", "the rendered answer differs from what the verdict renders to")

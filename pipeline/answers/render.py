@@ -5,12 +5,25 @@
     ✗ unsupported  never shown as fact: the reason comes first
 
 Whether the answer addresses the question is another statement (`Answer.addresses_question`), said apart
-by every surface, never folded into these marks. The text is deterministic: it is a provenance stage.
+by every surface, never folded into these marks. An answer not sure it answers (an extractive answer
+below its fitted `sure`) offers candidates instead, each its own numbered block under where it is:
+
+    Not sure this answers it — the closest passages, best first:
+
+    1. accept_limit — Main configuration [E1]
+       ✓ accept_limit (default: 50M)
+       ✓ The largest message accepted.
+
+    2. …
+
+The text is deterministic: it is a provenance stage (its places read from the evidence stage).
 """
 
 from __future__ import annotations
 
-from pipeline.answers.model import NOT_FOUND, Claim
+from collections.abc import Iterable, Mapping
+
+from pipeline.answers.model import NOT_FOUND, Claim, Evidence, Offered
 
 MARKS = {"quoted": "✓", "supported": "≈", "unsupported": "✗"}
 # What each mark means, in the legend printed after the marked lines (only the marks used), " · " between.
@@ -28,8 +41,11 @@ AUDIT_MEANING = {
     "HYBRID": "every line is supported by the cited evidence; some are reworded",
     "UNGROUNDED": "some lines are not supported by the cited evidence",
 }
-# Opens an extractive answer below its fitted `sure`: its lines are candidates, not an answer.
-UNSURE_NOTE = "This may not answer the question"
+# Opens an extractive answer below its fitted `sure`: its lines are candidates, not an answer
+# (web/app.js keeps a copy of these three, tested).
+UNSURE_HEAD = "Not sure this answers it — the closest passages, best first:"
+UNSURE_NEXT = "To read a passage's whole section, open its citation; or ask in other words."
+CANDIDATE_INDENT = "   "  # a candidate's lines, under its number
 UNGROUNDED_NOTE = (
     "UNGROUNDED: the statements below could not be verified against the cited documentation; do not rely on them."
 )
@@ -52,10 +68,11 @@ def meaning(supports: list[str]) -> str:
     return AUDIT_MEANING["HYBRID" if "unsupported" not in supports else "UNGROUNDED"]
 
 
-def claim_line(c: Claim) -> str:
+def claim_line(c: Claim, cite: bool = True) -> str:
     """One claim, its mark first; a reworded claim's probability and an unsupported one's reason before
-    its text, so neither reads as a quotation."""
-    ptr = f" [{','.join(c.pointers)}]" if c.pointers else ""
+    its text, so neither reads as a quotation. `cite`: its pointers after it (a candidate's are in its
+    heading)."""
+    ptr = f" {_cited(c.pointers)}" if c.pointers and cite else ""
     if c.support == "quoted":
         return f"{MARKS['quoted']} {c.text}{ptr}"
     if c.support == "supported":
@@ -76,14 +93,75 @@ def legend(claims: list[Claim]) -> str:
     return LEGEND_PREFIX + LEGEND_SEP.join(said[s] for s in LEGEND if s in used) + "."
 
 
-def render(claims: list[Claim], audit_mode: str, abstained: bool, unsure: str = "") -> str:
+def place(title: str, section: str) -> str:
+    """Where a candidate is, short: its section's last heading, then its document's title when that
+    says more ("accept_limit — Main configuration"); the full path is its citation's."""
+    last = " ".join(section.rsplit(" > ", 1)[-1].split())
+    title = " ".join(title.split())
+    if not last or last == title:
+        return title
+    return f"{last} — {title}" if title else last
+
+
+def places(evidence: Iterable[Evidence]) -> dict[str, str]:
+    """Each evidence block's `place`, by pointer."""
+    return {e.pointer: place(e.title, e.section) for e in evidence}
+
+
+def offered(claims: list[Claim]) -> list[list[Claim]]:
+    """The candidates an unsure answer's claims are, in order: each run of claims citing the same block
+    (a candidate's lines are quoted from one block, one block a section: pipeline.answers.shown)."""
+    out: list[list[Claim]] = []
+    for c in claims:
+        if out and out[-1][0].pointers == c.pointers:
+            out[-1].append(c)
+        else:
+            out.append([c])
+    return out
+
+
+def candidates(claims: list[Claim], evidence: Iterable[Evidence], held: Mapping[str, float]) -> list[Offered]:
+    """What JSON carries of an unsure answer's candidates, best first (`offered`)."""
+    by = {e.pointer: e for e in evidence}
+    out = []
+    for group in offered(claims):
+        at = group[0].pointers[0] if group[0].pointers else ""
+        e = by.get(at)
+        out.append(
+            Offered(
+                citation=at,
+                title=e.title if e else "",
+                section=e.section if e else "",
+                url=e.url if e else "",
+                text="\n".join(c.text for c in group),
+                confidence=held.get(at),
+            )
+        )
+    return out
+
+
+def render(
+    claims: list[Claim],
+    audit_mode: str,
+    abstained: bool,
+    unsure: str = "",
+    where: Mapping[str, str] | None = None,
+) -> str:
     """Plain text, deterministic (it is part of the provenance chain). `unsure`: why the lines are only
-    candidates (an extractive answer below its fitted `sure`), said first."""
+    candidates (an extractive answer below its fitted `sure`): then each candidate is a numbered block
+    headed by its place (`where`: pointer → `place`) and pointer, the reader told what to do next."""
     if abstained or not claims:
         return NOT_FOUND
     lines = [UNGROUNDED_NOTE] if audit_mode == "UNGROUNDED" else []
-    if unsure:
-        lines.append(f"{UNSURE_NOTE} ({unsure}).")
-    lines += [claim_line(c) for c in claims]
-    lines.append(legend(claims))
-    return "\n".join(lines)
+    if not unsure:
+        return "\n".join([*lines, *(claim_line(c) for c in claims), legend(claims)])
+    lines.append(UNSURE_HEAD)
+    for n, group in enumerate(offered(claims), 1):
+        ptrs = group[0].pointers
+        head = " ".join(x for x in ((where or {}).get(ptrs[0], "") if ptrs else "", _cited(ptrs)) if x)
+        lines += ["", f"{n}. {head}", *(CANDIDATE_INDENT + claim_line(c, cite=False) for c in group)]
+    return "\n".join([*lines, "", legend(claims), UNSURE_NEXT])
+
+
+def _cited(pointers: tuple[str, ...]) -> str:
+    return f"[{','.join(pointers)}]" if pointers else ""

@@ -55,6 +55,8 @@ class Draft:
     # when it offers candidates instead; None where no fitted confidence judged it (the LLM path).
     sure: bool | None = None
     sure_reason: str = ""  # what the label rests on, said to the reader
+    # Not sure: each candidate's confidence by its evidence pointer (pipeline.answers.shown.held)
+    held: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

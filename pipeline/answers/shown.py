@@ -92,6 +92,18 @@ def _copied(lines: list[Unit], shown: list[Unit]) -> bool:
     return bool(texts) and all(any(" ".join(v.text.split()) in t for t in texts) for v in lines)
 
 
+def held(r: Scored, shown: list[Unit]) -> dict[str, float]:
+    """For rendering: each shown evidence block's (by pointer) best line's P(holds the answer) by the
+    line model — a candidate's confidence (one candidate, one block: its lines come from its chunk)."""
+    blocks = {u.evidence.pointer for u in shown}
+    out: dict[str, float] = {}
+    for u, logit in zip(r.units, r.logits, strict=True):
+        if u.evidence.pointer in blocks and np.isfinite(logit):
+            p = round(float(1 / (1 + np.exp(-logit))), 3)
+            out[u.evidence.pointer] = max(out.get(u.evidence.pointer, 0.0), p)
+    return out
+
+
 def passage(u: Unit, words: int = PASSAGE_WORDS) -> list[Unit]:
     """`u` as a reader would want it shown, in chunk order: under its entry's first line (an entry
     section, `_entry_section`) or its term (a definition), `u` and whole lines while at most `words`

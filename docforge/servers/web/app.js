@@ -233,6 +233,38 @@ function openCitation(pointer) {
   card.querySelector("summary").focus();
 }
 
+function drawAnswer(a) {  // an answer (POST /ask's JSON) into #answer
+  const out = $("answer");
+  const mode = String(a.audit_mode);
+  out.append(el("p", { class: "answer-head" },
+    el("span", { class: "badge audit audit-" + mode.toLowerCase(), text: `audit ${mode}` }), " ",
+    el("span", { class: "audit-meaning", text: a.abstained ? "no answer" : `${meaning(a.claims || [])}.` })));
+  const said = a.abstained ? null : addresses(a);
+  if (said) out.append(el("p", { class: "addresses", text: said }));
+  out.append(el("p", { class: "meta", text: `confidence ${Number(a.confidence).toFixed(2)} · ${a.model} · ` +
+                       `cache ${a.cache}${a.answer_id ? " · answer " + a.answer_id : ""}` }));
+  if (a.abstained) {
+    const why = a.addresses_reason ? ` (${a.addresses_reason})` : "";
+    out.append(el("p", { class: "warn-text", text: `No answer: the sources do not support one${why}.` }));
+  }
+  if (a.candidates && a.candidates.length && a.claims && a.claims.length) {  // not sure: passages, not an answer
+    out.append(el("h3", { class: "unsure-head", text: UNSURE_HEAD }), candidateList(a), legend(a.claims),
+               el("p", { class: "next", text: UNSURE_NEXT }));
+  } else if (a.claims && a.claims.length) {  // the marked claims and their legend: the rendered answer, structured
+    out.append(el("h3", { text: "Claims" }), el("ul", { class: "claims" }, ...a.claims.map(claimItem)),
+               legend(a.claims));
+  } else {
+    out.append(el("p", { class: "answer-text", text: a.answer }));
+  }
+  if (a.citations && a.citations.length) {
+    out.append(el("h3", { text: "Citations" }), el("div", { class: "citations" }, ...a.citations.map(citationCard)));
+  }
+  if (a.trace) {
+    out.append(el("details", { class: "trace card" }, el("summary", { text: "Trace" }),
+                  el("pre", { text: JSON.stringify(a.trace, null, 2) })));
+  }
+}
+
 async function runAsk(event) {
   event.preventDefault();
   const question = $("question").value.trim();
@@ -244,31 +276,7 @@ async function runAsk(event) {
   try {
     const a = await api("ask", { question, mode: $("ask-mode").value, trace: $("ask-trace").checked });
     $("ask-status").textContent = "";
-    const mode = String(a.audit_mode);
-    out.append(el("p", { class: "answer-head" },
-      el("span", { class: "badge audit audit-" + mode.toLowerCase(), text: `audit ${mode}` }), " ",
-      el("span", { class: "audit-meaning", text: a.abstained ? "no answer" : `${meaning(a.claims || [])}.` })));
-    const said = a.abstained ? null : addresses(a);
-    if (said) out.append(el("p", { class: "addresses", text: said }));
-    out.append(el("p", { class: "meta", text: `confidence ${Number(a.confidence).toFixed(2)} · ${a.model} · ` +
-                         `cache ${a.cache}${a.answer_id ? " · answer " + a.answer_id : ""}` }));
-    if (a.abstained) {
-      const why = a.addresses_reason ? ` (${a.addresses_reason})` : "";
-      out.append(el("p", { class: "warn-text", text: `No answer: the sources do not support one${why}.` }));
-    }
-    if (a.claims && a.claims.length) {  // the marked claims and their legend: the rendered answer, structured
-      out.append(el("h3", { text: "Claims" }), el("ul", { class: "claims" }, ...a.claims.map(claimItem)),
-                 legend(a.claims));
-    } else {
-      out.append(el("p", { class: "answer-text", text: a.answer }));
-    }
-    if (a.citations && a.citations.length) {
-      out.append(el("h3", { text: "Citations" }), el("div", { class: "citations" }, ...a.citations.map(citationCard)));
-    }
-    if (a.trace) {
-      out.append(el("details", { class: "trace card" }, el("summary", { text: "Trace" }),
-                    el("pre", { text: JSON.stringify(a.trace, null, 2) })));
-    }
+    drawAnswer(a);
     out.hidden = false;
   } catch (err) { failed(err, "ask-status"); }
 }

@@ -33,7 +33,33 @@ function legend(claims) {  // the marks these claims use, in the order ✓ ≈ �
 function addresses(a) {  // whether it answers the question: a statement of its own, apart from support
   if (a.addresses_question === true) return "Answers the question: yes.";
   if (a.addresses_question !== false) return null;
-  const why = String(a.addresses_reason || "").replace(/^deflection: /, "");
-  return `Answers the question: perhaps not${why ? ` (${why})` : ""}.`;
+  const unsure = a.candidates && a.candidates.length;  // the passages offered instead (the CLI's words)
+  const why = String(a.addresses_reason || "").replace(unsure ? /^not sure: / : /^deflection: /, "");
+  return `Answers the question: ${unsure ? "not sure" : "perhaps not"}${why ? ` (${why})` : ""}.`;
+}
+
+// An answer not sure it answers offers passages instead (render.UNSURE_HEAD, UNSURE_NEXT, place).
+const UNSURE_HEAD = "Not sure this answers it — the closest passages, best first:";
+const UNSURE_NEXT = "To read a passage's whole section, open its citation; or ask in other words.";
+
+function place(title, section) {  // where a candidate is, short: its last heading, then the title (render.place)
+  const squash = (s) => String(s || "").split(/\s+/).filter(Boolean).join(" ");
+  const path = String(section || "").split(" > ");
+  const last = squash(path[path.length - 1]);
+  const t = squash(title);
+  if (!last || last === t) return t;
+  return t ? `${last} — ${t}` : last;
+}
+
+function candidateList(a) {  // each passage numbered, under where it is and its citation, its marked lines
+  const items = a.candidates.map((c) => {
+    const lines = (a.claims || []).filter((k) => (k.pointers || [])[0] === c.citation);
+    const cite = el("button", { type: "button", class: "pointer", "aria-label": `Open citation ${c.citation}`,
+                                text: c.citation, onclick: () => openCitation(c.citation) });
+    return el("li", { class: "candidate" },
+      el("p", { class: "candidate-place" }, el("span", { text: place(c.title, c.section) }), " ", cite),
+      el("ul", { class: "claims" }, ...lines.map((k) => claimItem({ ...k, pointers: [] }))));
+  });
+  return el("ol", { class: "candidates" }, ...items);
 }
 
