@@ -285,8 +285,27 @@ def test_below_the_fitted_sure_it_offers_the_best_lines_of_different_sections():
     assert sure.sure and sure.lines[0][0] == "Backups run nightly at 02:00."
     assert sure.single == unsure.single  # the label moves with the threshold, not the probability
     assert sure.confidence == sure.single  # labelled: the answer's confidence; unsure: the candidates' (`shown`)
-    cx = extractive.rank(q, pages, SHIPPED, embed=_bag).confidence_x()
-    assert SHIPPED.shown is None or unsure.confidence == round(float(SHIPPED.shown.prob(cx)), 3)
+    r = extractive.rank(q, pages, SHIPPED, embed=_bag)
+    offered = shown.candidates(r, r.order())
+    assert [u.text for u in offered] == [t for t, _ in unsure.lines]
+    m = SHIPPED.shown
+    assert m is None or unsure.confidence == round(float(m.prob(r.shown_x(offered, m.names))), 3)
+
+
+def test_the_shown_model_reads_what_the_offered_passages_hold():
+    pages = [
+        _evidence("E1", "Backups run nightly at 02:00.", section="Backups", doc="a"),
+        _evidence("E2", "Restores are run by the on-call engineer.", section="Restores", doc="b"),
+    ]
+    r = extractive.rank("When do nightly backups run?", pages, SHIPPED, embed=_bag)
+    by = {u.evidence.pointer: u for u in r.units}
+    col = {n: i for i, n in enumerate(features.SHOWN)}
+    held, other = r.shown_x([by["E1"]]), r.shown_x([by["E2"]])
+    assert held[col["offered_cover"]] > other[col["offered_cover"]]
+    assert held[col["offered_want"]] != other[col["offered_want"]]  # a time asked for; one line holds one
+    assert held[col["offered_top"]] == 1.0 and other[col["offered_top"]] == 0.0  # search ranked "a" first
+    # what the passages hold comes after the one answer's features: a model fitted on those reads them alone
+    assert list(r.shown_x([by["E2"]], features.CONFIDENCE)) == list(r.confidence_x())
 
 
 def test_a_section_another_document_already_shows_takes_no_candidate_place():
