@@ -32,6 +32,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from corpus_files import adhoc, find, rendered
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -84,27 +85,6 @@ def store(entry: dict, stores: Path, whole: bool = False) -> Path | str:
     return config
 
 
-def adhoc(files: Path, d: Path) -> Path:
-    """STORES/<name>/ as `docforge ingest FILES` makes it (bench/manual_check.py's WORK/<name>/home): the
-    directory an ad-hoc source of its home, sources.yml empty — the store the held-out check asks."""
-    from pipeline.adhoc import register
-    from pipeline.config import load_settings
-
-    d.mkdir(parents=True, exist_ok=True)
-    config = d / "sources.yml"
-    config.write_text("sources: []  # the ad-hoc source of home/ (`docforge ingest PATH`)\n", encoding="utf-8")
-    before = os.environ.get("DOCFORGE_HOME")
-    os.environ["DOCFORGE_HOME"] = str(d / "home")
-    try:
-        register(load_settings(config), [files])
-    finally:
-        if before is None:
-            os.environ.pop("DOCFORGE_HOME")
-        else:
-            os.environ["DOCFORGE_HOME"] = before
-    return config
-
-
 def pages(entry: dict, files: Path) -> list[str] | str:
     """The pages the corpus's questions name (relative to `files`), then `distractors` other pages of
     the same kinds, every n-th in name order (deterministic, spread over the corpus)."""
@@ -121,43 +101,6 @@ def pages(entry: dict, files: Path) -> list[str] | str:
     n = int(entry.get("distractors", 0))
     step = max(1, len(others) // n) if n else 0
     return named + (others[::step][:n] if n else [])
-
-
-def find(files: Path, page: str) -> str:
-    """A question's page relative to `files`: as named, under it, or the first file of its name (or of
-    its name before the first dot: a rendered page's source)."""
-    p = Path(page)
-    if not page:
-        return ""
-    if p.is_absolute() and p.is_relative_to(files) and p.exists():
-        return str(p.relative_to(files))
-    if not p.is_absolute() and (files / p).is_file():
-        return page
-    for pattern in (p.name, f"{p.name}.*", f"{p.name.split('.')[0]}.*"):
-        found = sorted(f for f in files.rglob(pattern) if f.is_file())
-        if found:
-            return str(found[0].relative_to(files))
-    return ""
-
-
-def rendered(files: Path, globs: list[str], out: Path, how: str = "man") -> Path:
-    """Each page of `globs` as docforge reads it, under `out`: a man page as `man -l PAGE > page.txt`
-    writes it (80 columns, its indentation kept: pipeline.parse.manpage reads its sections and entries
-    from them); an `.rst.txt` source (Sphinx's copy) as `.rst`."""
-    out.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, "MANWIDTH": "80", "LC_ALL": "C.UTF-8"}
-    for g in globs:
-        for f in sorted(files.glob(g)):
-            if how == "rst":
-                target = out / Path(g).parent / f.name.removesuffix(".txt")
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_bytes(f.read_bytes())
-                continue
-            name = f.name.removesuffix(".gz")
-            text = subprocess.run(["man", "-l", str(f)], capture_output=True, text=True, env=env).stdout
-            plain = subprocess.run(["col", "-b"], input=text, capture_output=True, text=True).stdout
-            (out / f"{name}.txt").write_text(plain, encoding="utf-8")
-    return out
 
 
 INGEST = True  # --no-ingest: ask the stores as they are (a code change that would re-index them is not applied)

@@ -40,9 +40,9 @@ PASSAGE_WORDS = 80
 # A section's best line seldom stands alone in a long section: its other lines scoring within CLOSE_LOGITS of
 # it (the line model's logits; at most CLOSE_LINES, each with up to CLOSE_WORDS words around it) come with
 # its passage. Replayed on the shipped line model's rankings (the candidates alone, 80-word passages):
-# 16 fit corpora's 514 answerable asks, page stores (/tmp/aknow/A.pkl), 439 hold the phrase without;
-# (δ 0.1, 40 words) 448, (0.3, 40) 457, (0.5, 40) 466, (0.5, 20) 463, (1.0, 30) 470 at 226 words a reply;
-# three whole HTML manuals (exim4, nut, kea; 60 asks of bench/phrase_losses.py) 39 → 41 at (0.5, 40).
+# 16 fit corpora's 514 answerable asks, their earlier stores, 439 hold the phrase without; (δ 0.1, 40 words)
+# 448, (0.3, 40) 457, (0.5, 40) 466, (0.5, 20) 463, (1.0, 30) 470 at 226 words a reply; three fit corpora's
+# whole HTML manuals (60 asks of bench/phrase_losses.py --whole) 39 → 41 at (0.5, 40).
 # The median reply grows from 193 to 209 words.
 CLOSE_LOGITS = 0.5
 CLOSE_LINES = 2
