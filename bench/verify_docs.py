@@ -21,9 +21,9 @@ QA/dialogue (each task weighing --halueval-weight times all the documentation cl
 the parameters file (pipeline/answers/params/verifier.json, or VERIFIER_PARAMS) with what it was fitted on;
 with VERIFIER_NLI_MODEL set, the model with the NLI judge's feature too ("nli"). First it prints each fit
 corpus's accuracy with the model fitted on the others (leave one corpus out), overall, on the
-documentation claims and on HaluEval, with supported-accepted and unsupported-rejected: what variants
-(features, weights) are chosen by. --loo: only that, nothing written; --features A,B: the model's features
-(default pipeline.answers.verify.features.BASE).
+documentation claims and on HaluEval, with supported-accepted and unsupported-rejected, and each kind of
+documentation claim's share right: what variants (features, weights) are chosen by. --loo: only that,
+nothing written; --features A,B: the model's features (default pipeline.answers.verify.features.BASE).
 Throughput: the whole set (repeated to --n answers) through the `docforge verify` command as a user runs it,
 process start included, against the same command on one answer (what starting costs).
 --against CHECKOUT: the same throughput run with that checkout's code (PYTHONPATH) right after, and the
@@ -270,7 +270,7 @@ def left_out(groups: dict[str, list[dict]], seen: dict[str, list], model) -> tup
         for e, r in zip(seen[held], groups[held], strict=True):
             truth = r["label"] == "supported"
             ok.append((e.decided if e.x is None else m.probability(e.x) >= m.threshold) == truth)
-            for k in ("all", part, f"{part} {'supported' if truth else 'unsupported'}"):
+            for k in ("all", part, f"{part} {'supported' if truth else 'unsupported'}", f"type {r['type']}"):
                 tally[k][0] += ok[-1]
                 tally[k][1] += 1
         print(f"  left out {held[:24]:<24} accuracy {sum(ok) / len(ok):6.1%} of {len(ok)}")
@@ -282,6 +282,8 @@ def left_out(groups: dict[str, list[dict]], seen: dict[str, list], model) -> tup
                 f"    {part:<13} {tally[part][0] / tally[part][1]:6.1%} of {tally[part][1]:<4}"
                 f" supported {rate['supported']:5.1%}  unsupported {rate['unsupported']:5.1%}"
             )
+    kinds = sorted(k for k in tally if k.startswith("type ") and not k.endswith(tuple(HALUEVAL)))
+    wrapped("  by kind: " + ", ".join(f"{k[5:]} {tally[k][0]}/{tally[k][1]}" for k in kinds))
     return tally["all"][0], tally["all"][1]
 
 

@@ -112,17 +112,17 @@ ROLES = {
 @pytest.mark.parametrize(
     "line",
     [
-        pytest.param("Ada Lindqvist directed Harbour Lights. [E1]", marks=THIN),
-        pytest.param("Harbour Lights was directed by Ada Lindqvist. [E1]", marks=THIN),
+        "Ada Lindqvist directed Harbour Lights. [E1]",
+        "Harbour Lights was directed by Ada Lindqvist. [E1]",
         pytest.param("Tomas Berg wrote Harbour Lights. [E1]", marks=THIN),
         pytest.param("Harbour Lights was written by Ines Ferro. [E1]", marks=THIN),
         "Tomas Berg founded the Kestrel Review in 1990. [E1]",  # "He" in the evidence is Tomas Berg
         pytest.param(  # "It" in the evidence is the guild
             "The Lantern Guild was founded in 1871. [E2]", marks=MISSED
         ),
-        pytest.param("Olga Varga founded the Lantern Guild. [E2]", marks=MISSED),
+        "Olga Varga founded the Lantern Guild. [E2]",
         "Jon Ellis's sister ran the Grey Inn. [E3]",
-        pytest.param("Jon Ellis praised Mara Quist. [E3]", marks=THIN),
+        "Jon Ellis praised Mara Quist. [E3]",
     ],
 )
 def test_true_rewordings_keep_their_roles(line):

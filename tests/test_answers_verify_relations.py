@@ -32,8 +32,9 @@ def test_a_passive_rewording_keeps_its_pairs_in_the_other_order():
 
 
 def test_a_claim_without_content_words_or_evidence_is_neutral():
-    assert relations("It is.", EVIDENCE) == dict.fromkeys(NAMES, 1.0)
-    assert relations("The proxy forwards requests.", []) == dict.fromkeys(NAMES, 1.0)
+    neutral = {**dict.fromkeys(NAMES, 1.0), "order": 0.0}
+    assert relations("It is.", EVIDENCE) == neutral
+    assert relations("The proxy forwards requests.", []) == neutral
 
 
 def test_a_gate_word_turned_round_is_a_logical_change_unless_a_negation_turns_it():
@@ -44,3 +45,11 @@ def test_a_gate_word_turned_round_is_a_logical_change_unless_a_negation_turns_it
     # "does not accept" says what "rejects" says: the polarity check, not this one, compares them.
     assert logic.changed("The server rejects connections.", "The server does not accept connections.") is None
     assert logic.changed("The server allows connections.", "The server permits connections.") is None
+
+
+def test_order_counts_the_claims_words_out_of_the_sentences_order_a_passive_read_actively():
+    ev = ["Entries are created by the analyzer and later read by the planner."]
+    assert relations("Entries are created by the analyzer and later read by the planner.", ev)["order"] == 0.0
+    assert relations("Entries are created by the planner and later read by the analyzer.", ev)["order"] > 0.0
+    passive = ["The archive is written by the backup job."]
+    assert relations("The backup job writes the archive.", passive)["order"] == 0.0

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from docforge.cli import main
-from pipeline.config import sections
+from pipeline.config.settings import sections
 
 ROOT = Path(__file__).resolve().parents[1]
 COMPOSE = yaml.safe_load((ROOT / "deploy" / "compose.yaml").read_text())

@@ -3,9 +3,11 @@ near words (a few links apart in its graph, never antonyms).
 
 Debian's `wordnet-base` installs the database's dict files in /usr/share/wordnet (DOCFORGE_WORDNET names
 another folder). nltk's WordNetCorpusReader does not open them (it needs a `lexnames` file Debian leaves
-out), and the verifier needs two lookups only, so this reads the files as WordNet's own library does: an
-index file is sorted, so a word is found by binary search; a synset's offset is its byte offset in the data
-file. Nothing is loaded up front: `docforge verify` starts as fast without WordNet as with it.
+out), and the verifier needs two lookups only, so this reads the files much as WordNet's own library does:
+an index file is sorted, so a word's line lies between two of its lines sampled every few kilobytes (read
+on its first lookup, ~1,500 lines in all) and is found by one search of the bytes between them; a synset's
+offset is its byte offset in the data file. Nothing is loaded up front: `docforge verify` starts as fast
+without WordNet as with it.
 
 Absent WordNet, every lookup answers "nothing known" and `wordnet_status()` says so: the verifier then
 accepts fewer reworded claims (no synonyms), never more.
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import mmap
 import os
+from bisect import bisect_right
 from functools import cache, lru_cache
 from pathlib import Path
 
@@ -52,23 +55,42 @@ def _map(kind: str, pos: str) -> mmap.mmap:
         return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
 
 
-def _index_line(pos: str, lemma: bytes) -> bytes | None:
-    """The index line of `lemma` (binary search over the sorted file; license lines start with a space)."""
+_STRIDE = 4096  # bytes of an index file between two of its lines kept in memory (`_sampled`)
+
+
+@cache
+def _sampled(pos: str) -> tuple[list[bytes], list[int]]:
+    """Every _STRIDE bytes of the sorted index file, the next line's lemma (with its space) and offset: a
+    lemma's line lies between the two samples around it (license lines, first, start with a space)."""
     m = _map("index", pos)
-    lo, hi, want = 0, len(m), lemma + b" "
-    while lo < hi:
-        mid = (lo + hi) // 2
-        start = m.rfind(b"\n", 0, mid) + 1
-        end = m.find(b"\n", start)
-        end = len(m) if end < 0 else end
-        line = m[start:end]
-        if line.startswith(b" ") or line < want:
-            lo = end + 1
-        elif line.startswith(want):
-            return line
-        else:
-            hi = start
-    return None
+    keys, offsets = [b""], [0]
+    for at in range(_STRIDE, len(m), _STRIDE):
+        start = m.find(b"\n", at) + 1
+        if 0 < start < len(m) and m[start : start + 1] != b" " and start > offsets[-1]:
+            keys.append(m[start : m.find(b" ", start) + 1])
+            offsets.append(start)
+    return keys, offsets
+
+
+def _index_line(pos: str, lemma: bytes) -> bytes | None:
+    """The index line of `lemma`: found between the two samples around it (`_sampled`, bisected), by one
+    search of those few kilobytes."""
+    want = lemma + b" "
+    if want.startswith(b" "):  # no lemma: what would match is a license line
+        return None
+    m = _map("index", pos)
+    keys, offsets = _sampled(pos)
+    i = bisect_right(keys, want) - 1
+    lo, hi = offsets[i], offsets[i + 1] if i + 1 < len(offsets) else len(m)
+    if m[lo : lo + len(want)] == want:
+        at = lo
+    else:
+        found = m.find(b"\n" + want, lo, hi)
+        if found < 0:
+            return None
+        at = found + 1
+    end = m.find(b"\n", at)
+    return m[at : len(m) if end < 0 else end]
 
 
 @lru_cache(maxsize=65536)
@@ -225,3 +247,31 @@ def near(a: str, b: str, senses: int, steps: int, pos: tuple[str, ...]) -> bool:
         return False
     around_a = set().union(*(_around(s, steps) for s in _senses(a, u, 1)))
     return any(around_a & _around(s, steps) for s in _senses(b, u, 1))
+
+
+def _direct_antonyms(word: str, pos: str) -> set[Synset]:
+    """Synsets holding an antonym of a sense of `word` itself (not of the words it is similar to: "new" is
+    similar to "latest", whose antonyms would make "latest" the opposite of "newest")."""
+    return {t for s in _senses(word, pos) for sym, t in _links(*s) if sym == b"!"}
+
+
+@lru_cache(maxsize=65536)
+def opposites(word: str) -> frozenset[str]:
+    """The words WordNet gives as antonyms of a sense of `word` ("temporary": "permanent"; "include":
+    "exclude"), of any part of speech, multi-word lemmas with spaces; none without WordNet. An adverb of
+    manner has its adjective's ("manually": "automatic"): WordNet links the adjectives only, so the caller
+    reads the other side's adverbs as adjectives too (`adjective_of`)."""
+    if not available() or not word.isalpha():
+        return frozenset()
+    out = {w.replace("_", " ") for p in POS for pos, off in _direct_antonyms(word, p) for w in _words(pos, off)}
+    for adj in adjective_of(word):
+        out |= {w for pos, off in _direct_antonyms(adj, "adj") for w in _words(pos, off) if w.isalpha()}
+    out.discard(word)
+    return frozenset(out)
+
+
+def adjective_of(word: str) -> tuple[str, ...]:
+    """The adjectives an adverb in -ly may be made of ("manually": "manual"; "automatically": "automatic")."""
+    if not available() or not word.endswith("ly") or len(word) < 6:
+        return ()
+    return tuple(a for a in (word[:-2], word[:-4] if word.endswith("ally") else "") if a and synsets(a, "adj"))

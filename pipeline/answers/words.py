@@ -52,7 +52,7 @@ NEGATORS = frozenset("not no never cannot nor without".split())
 NEGATIONS = NEGATORS | frozenset(
     """none nobody nothing neither n't isn't aren't wasn't
 weren't don't doesn't didn't won't wouldn't can't couldn't shouldn't mustn't hasn't haven't hadn't
-unable fails fail failed lacks lack""".split()
+unable fails fail failed failing lacks lack lacked lacking""".split()
 )
 MONTHS = {
     m: i
@@ -377,6 +377,9 @@ def negated_words(text: str, reach: int = 4) -> list[tuple[str, ...]]:
     return [scope for _, scope in negations_with_scope(text, reach)]
 
 
+_FAILING_TO = frozenset("unable fails fail failed failing".split())
+
+
 def negations_with_scope(text: str, reach: int = 4) -> list[tuple[str, tuple[str, ...]]]:
     """Each negation cue (folded) with the keys of the content words it governs (see `negated_words`)."""
     out = []
@@ -390,5 +393,7 @@ def negations_with_scope(text: str, reach: int = 4) -> list[tuple[str, tuple[str
                     for w in _WORD.findall(tok)
                     if is_content(w) and w not in NEGATIONS
                 ]
-                out.append((t, tuple(key(w) for w in governed[:reach])))
+                # "fails to complete" is "does not complete": a plain negation of the verb after it
+                cue = "not" if t in _FAILING_TO and tokens[i + 1 : i + 2] == ["to"] else t
+                out.append((cue, tuple(key(w) for w in governed[:reach])))
     return out

@@ -22,23 +22,27 @@ mps > cpu unless configured.
 Callers import from here (`from pipeline.embed import ...`); the modules import each other, never this.
 """
 
-from pipeline.embed.backends import Runner
-from pipeline.embed.batching import Batcher, SharedEncoder, shared
-from pipeline.embed.files import KINDS, PACKAGED_ID, Kind, ModelFiles, locate
-from pipeline.embed.loading import candidates, load_embedder, query_embedder, query_embedder_loading
-from pipeline.embed.model import Embedder, TextEmbedder
-from pipeline.embed.remote import RemoteEmbedder, connect
-from pipeline.embed.saved import SavedQueries
-from pipeline.embed.selection import (
-    Purpose,
-    config_for,
-    for_config,
-    for_generation,
-    for_new_store,
-    model_name,
-    saved_queries,
-    uses_service,
-)
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pipeline.embed.backends import Runner
+    from pipeline.embed.batching import Batcher, SharedEncoder, shared
+    from pipeline.embed.files import KINDS, PACKAGED_ID, Kind, ModelFiles, locate
+    from pipeline.embed.loading import candidates, load_embedder, query_embedder, query_embedder_loading
+    from pipeline.embed.model import Embedder, TextEmbedder
+    from pipeline.embed.remote import RemoteEmbedder, connect
+    from pipeline.embed.saved import SavedQueries
+    from pipeline.embed.selection import (
+        Purpose,
+        config_for,
+        for_config,
+        for_generation,
+        for_new_store,
+        model_name,
+        saved_queries,
+        uses_service,
+    )
 
 __all__ = [
     "KINDS",
@@ -68,3 +72,38 @@ __all__ = [
     "shared",
     "uses_service",
 ]
+_HOME = {
+    "Runner": "backends",
+    "Batcher": "batching",
+    "SharedEncoder": "batching",
+    "shared": "batching",
+    "KINDS": "files",
+    "PACKAGED_ID": "files",
+    "Kind": "files",
+    "ModelFiles": "files",
+    "locate": "files",
+    "candidates": "loading",
+    "load_embedder": "loading",
+    "query_embedder": "loading",
+    "query_embedder_loading": "loading",
+    "Embedder": "model",
+    "TextEmbedder": "model",
+    "RemoteEmbedder": "remote",
+    "connect": "remote",
+    "SavedQueries": "saved",
+    "Purpose": "selection",
+    "config_for": "selection",
+    "for_config": "selection",
+    "for_generation": "selection",
+    "for_new_store": "selection",
+    "model_name": "selection",
+    "saved_queries": "selection",
+    "uses_service": "selection",
+}
+
+
+def __getattr__(name: str):
+    """Loaded on first use: the verifier's token vectors need a model, not the store's generations."""
+    if name not in _HOME:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{_HOME[name]}"), name)

@@ -7,7 +7,8 @@
               support "quoted", lexical proof, STRICT.
     exact     a number, date, identifier or quoted text the evidence lacks, a logical word changed against
               the aligned evidence sentence (logic: modality, quantity, order, frequency, bounds,
-              comparison, direction, scope): refused with the reason, whatever else the claim has.
+              comparison, direction, scope), a word turned into its opposite (opposites), a term in
+              another's place (terms): refused with the reason, whatever else the claim has.
     model     every other claim: features (lexical and WordNet shares, soft alignment of contextual token
               vectors, the sense checks as flags; an NLI judge's score where configured) → the calibrated
               P(supported) (judge, fitted by bench/verify_docs.py --fit into params/verifier.json):
@@ -19,11 +20,13 @@
 Long claims are read sentence by sentence (the weakest sentence counts). Several answers' embedding work is
 one batch (verify_all, verify_requests).
 
-Modules: claims (parse), blocks (evidence), anchors, sense (reworded claims' sense checks), logic, synonyms,
-align (soft alignment), judge (the model, the NLI judge), features, strategies (claims), calibrate (fitting),
-audit (whole answers, the question-aware layer, `docforge verify`), policy (the parameters file).
+Modules: claims (parse), blocks (evidence), anchors, sense (reworded claims' sense checks), logic, opposites,
+terms, synonyms, quantities (a number and its unit as one), align (soft alignment), judge (the model, the NLI
+judge), features, strategies (claims), calibrate (fitting), audit (whole answers, the question-aware layer,
+`docforge verify`), policy (the parameters file).
 """
 
+from pipeline.answers.verify.align import model_loading_seconds
 from pipeline.answers.verify.anchors import Anchors, anchors
 from pipeline.answers.verify.audit import audit_mode, verify, verify_all, verify_request, verify_requests
 from pipeline.answers.verify.blocks import CitedBlock, LazyBlocks
@@ -42,6 +45,7 @@ __all__ = [
     "anchors",
     "audit_mode",
     "check_claim",
+    "model_loading_seconds",
     "parse_claims",
     "verify",
     "verify_all",

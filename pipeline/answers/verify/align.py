@@ -10,11 +10,12 @@ word's match is its highest cosine with any word of the cited evidence. Two numb
 
 A claim word the evidence holds as written counts 1 whatever its context, so a claim whose every word is
 in its evidence scores (1, 1) without the model: the tokenizer alone says so (`align`). The other
-sentences are tokenised once, encoded in batches of like length, and cached by the hash of their text
-(bounded, least recently used first out): evidence cited by many claims, or seen again in another answer,
-is encoded once. The network is ONNX Runtime's fp32 export of the model on a CPU (pipeline.embed.onnx:
-the same hidden states as torch within 1e-4; no torch import), else torch. Without the model (not
-installed, offline without its files) `available()` is false and the caller uses the lexical alignment.
+sentences are tokenised once, encoded in batches of like length (a tenth padding at most; the same
+vectors in any batch), cached by the hash of their text (bounded, least recently used first out):
+evidence cited by many claims, or seen again in another answer, is encoded once. The network is
+ONNX Runtime's fp32 export of the model on a CPU (pipeline.embed.onnx: the same hidden states as torch
+within 1e-4; no torch import), else torch. Without the model (not installed, offline without its files)
+`available()` is false and the caller uses the lexical alignment.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import hashlib
 import logging
 import math
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -31,7 +33,8 @@ import numpy as np
 from cachetools import LRUCache
 
 from pipeline.answers import words as tx
-from pipeline.embed.backends import batches, padded
+from pipeline.answers.verify.quantities import quantity_keys
+from pipeline.embed.backends import padded
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
@@ -42,6 +45,11 @@ log = logging.getLogger(__name__)
 
 CACHE = 50_000  # sentences kept (a 384-wide float32 vector per word: ~30 MB for 50k short sentences)
 BATCH = 64  # sentences per forward pass
+# A batch's shortest text is at least this share of its longest: padding under a tenth of its tokens. The
+# 715 sentences the fit claims encode (bench/verify_docs.py), in the chunks `docforge verify` batches, on
+# the shared 2-core machine: 164 calls, 0.54–0.75 of the time of the 44 calls padded to up to twice a
+# text's length (0.5 before); 351 calls of one length each, 0.73–0.91 (2026-12-07).
+SLACK = 0.9
 MAX_TOKENS = 128  # a sentence's word pieces read (longer ones are cut: a claim sentence is short)
 Hidden = Callable[[dict[str, np.ndarray]], np.ndarray]  # padded batch → last hidden states (rows, pieces, width)
 
@@ -106,12 +114,8 @@ class TokenEncoder:
             todo = {h: tk for h, tk in zip(hashes, toks, strict=True) if h not in self._cache}
             done = {h: e for h in hashes if (e := self._cache.get(h)) is not None}
             if todo:
-                # Longest first, a batch closed before a text under half its first's length: a batch is padded
-                # to its longest, so short claims do not pay for a long evidence sentence.
                 keys, rows = list(todo), list(todo.values())
-                lengths = [len(tk.ids) for tk in rows]
-                order = sorted(range(len(rows)), key=lambda i: -lengths[i])
-                for batch in batches(order, lengths, BATCH):
+                for batch in like_length(rows):
                     hidden = self._hidden(padded([rows[i].ids for i in batch], self._pad_id))
                     for j, i in enumerate(batch):
                         done[keys[i]] = self._cache[keys[i]] = _vectors(rows[i], hidden[j])
@@ -132,6 +136,20 @@ class TokenEncoder:
                 lex = scores(claim, [next(enc) for _ in ev])
             out.append(lex)
         return out
+
+
+def like_length(rows: Sequence[Tokens]) -> list[list[int]]:
+    """The rows' indices, longest first, in batches of at most BATCH, each closed before a text under SLACK
+    of its first text's length: a batch is padded to its longest, and a forward pass costs by its tokens,
+    padded ones included, and a little per call. A sentence's vectors do not depend on its batch (the
+    attention mask keeps padding out: ONNX Runtime's are the same to the bit)."""
+    order = sorted(range(len(rows)), key=lambda i: -len(rows[i].ids))
+    out: list[list[int]] = []
+    for i in order:
+        if not out or len(out[-1]) >= BATCH or len(rows[i].ids) < SLACK * len(rows[out[-1][0]].ids):
+            out.append([])
+        out[-1].append(i)
+    return out
 
 
 def _torch_hidden(model: Any) -> Hidden:
@@ -165,19 +183,26 @@ def _words(text: str, ids: list[int], word_ids: list[int | None], offsets: list[
     for i, w in enumerate(word_ids):
         if w is not None:
             groups.setdefault(w, []).append(i)
+    words = [tx.fold(text[offsets[p[0]][0] : offsets[p[-1]][1]]) for p in groups.values()]
     keys, pieces = [], []
-    for p in groups.values():
-        word = tx.fold(text[offsets[p[0]][0] : offsets[p[-1]][1]])
+    # keys read in context: "seven days" and "604800 seconds" are one quantity, matched as written
+    read = quantity_keys([w if w.isalnum() else "," for w in words])  # punctuation parts two numbers
+    for word, k, p in zip(words, read, groups.values(), strict=True):
         if word.isalnum() and tx.is_content(word):
-            keys.append(tx.key(word))
+            keys.append(k)
             pieces.append(tuple(p))
     return Tokens(tuple(ids), tuple(keys), tuple(pieces))
 
 
 def _vectors(tokens: Tokens, hidden: np.ndarray) -> Encoded:
-    """A word's vector: its pieces' mean hidden state, unit length."""
-    rows = [hidden[list(p)].mean(axis=0) for p in tokens.pieces]
-    vecs = np.asarray(rows, dtype=np.float32).reshape(len(rows), hidden.shape[-1])
+    """A word's vector: its pieces' mean hidden state, unit length (a word of one piece: that piece's, in
+    one indexing for all of them)."""
+    vecs = np.empty((len(tokens.pieces), hidden.shape[-1]), dtype=np.float32)
+    single = [j for j, p in enumerate(tokens.pieces) if len(p) == 1]
+    vecs[single] = hidden[[tokens.pieces[j][0] for j in single]]
+    for j, p in enumerate(tokens.pieces):
+        if len(p) > 1:
+            vecs[j] = hidden[list(p)].mean(axis=0)
     vecs /= np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-9)
     return Encoded(tokens.keys, vecs)
 
@@ -195,6 +220,7 @@ def _lexical(claim: Tokens, evidence: list[Tokens]) -> tuple[float, float] | Non
 
 _encoder: TokenEncoder | None = None
 _tried = False
+_loading = 0.0  # seconds
 _load_lock = threading.Lock()
 
 
@@ -222,10 +248,11 @@ def from_embedder(emb: Embedder) -> TokenEncoder:
 
 def encoder() -> TokenEncoder | None:
     """The configured embedding model's token encoder, loaded on first use; None when it cannot load."""
-    global _encoder, _tried
+    global _encoder, _tried, _loading
     with _load_lock:
         if not _tried:
             _tried = True
+            began = time.perf_counter()
             try:
                 from pipeline.config.sections import EmbeddingConfig
                 from pipeline.embed import load_embedder
@@ -234,7 +261,13 @@ def encoder() -> TokenEncoder | None:
             except Exception as e:  # noqa: BLE001 — any failure leaves the lexical alignment in its place
                 log.warning("verifier: no embedding model for soft alignment (%s); aligning words lexically", e)
                 _encoder = None
+            _loading = time.perf_counter() - began
     return _encoder
+
+
+def model_loading_seconds() -> float:
+    """How long loading the configured model took in this process (0 before, or when one was put in force)."""
+    return _loading
 
 
 def available() -> bool:

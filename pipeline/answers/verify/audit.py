@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from pipeline.answers import subject as sj
 from pipeline.answers.model import Claim, Verdict
 from pipeline.answers.verify.blocks import CitedBlock, LazyBlocks
 from pipeline.answers.verify.claims import POINTER_GROUP, parse_claims
@@ -51,6 +50,8 @@ def _addressed(question: str, claims: list[Claim], blocks: dict[str, CitedBlock]
     subject (hard anchors: names, identifiers, quoted strings; and enough of its words). Deflection: the
     answer addresses it when one verified claim does and, for a question that asks for a kind of value
     (an environment variable, an attribute, a flag, a file, a number, a date), one claim holds such a value."""
+    from pipeline.answers import subject as sj  # here: it brings the query package, which answers alone need not
+
     subj = sj.read(question)
     shape = sj.shape(question)
     out = []
@@ -95,7 +96,8 @@ def verify_requests(reqs: list) -> list[dict | ValueError]:
         except ValueError as e:
             prepared.append(e)
     good = [p for p in prepared if not isinstance(p, ValueError)]
-    verdicts = iter(verify_all([(a, LazyBlocks(ev), q) for a, ev, q, _, _ in good]))
+    made: dict[str, CitedBlock] = {}  # evidence several answers carry is read once (blocks are read-only)
+    verdicts = iter(verify_all([(a, LazyBlocks(ev, made), q) for a, ev, q, _, _ in good]))
     out: list[dict | ValueError] = []
     for p in prepared:
         if isinstance(p, ValueError):

@@ -250,17 +250,23 @@ class CitedBlock:
 
 
 class LazyBlocks(dict):
-    """Blocks built on first use: most inputs cite few of the blocks they carry."""
+    """Blocks built on first use: most inputs cite few of the blocks they carry. With `made` (text → block,
+    shared by the answers of one batch), a text several answers carry is read once for all of them."""
 
-    def __init__(self, texts: dict[str, str]):
+    def __init__(self, texts: dict[str, str], made: dict[str, CitedBlock] | None = None):
         super().__init__()
         self.texts = texts
+        self.made = {} if made is None else made
 
     def __contains__(self, pointer) -> bool:
         return pointer in self.texts
 
     def __missing__(self, pointer: str) -> CitedBlock:
-        block = self[pointer] = CitedBlock(self.texts[pointer])
+        text = self.texts[pointer]
+        block = self.made.get(text)
+        if block is None:
+            block = self.made[text] = CitedBlock(text)
+        self[pointer] = block
         return block
 
 

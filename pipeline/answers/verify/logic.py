@@ -103,18 +103,34 @@ def _phrases() -> list[tuple[tuple[str, ...], bool, str, str]]:
     return sorted(out, key=lambda p: -len(p[0]))
 
 
+@lru_cache(maxsize=1)
+def _by_first() -> dict[tuple[bool, str], list[int]]:
+    """(whether stemmed, a phrase's first word) → the phrases (their places in `_phrases`) it begins."""
+    out: dict[tuple[bool, str], list[int]] = {}
+    for j, (phrase, inflected, _, _) in enumerate(_phrases()):
+        out.setdefault((inflected, phrase[0]), []).append(j)
+    return out
+
+
 @lru_cache(maxsize=4096)
 def marks(text: str) -> dict[tuple[str, str], str]:
     """The logical values a text holds ((dimension, value) → the words that say it), each word read once
     (longest phrase first: "at least" is a bound, not "least"; "no more than" an upper bound, not "more")."""
     ws = tx.words(tx.as_read(text))
     stems = [tx.stem(w) for w in ws]
+    starts: dict[tuple[bool, str], list[int]] = {}  # where each word begins (a phrase is tried only there)
+    for i, (w, st) in enumerate(zip(ws, stems, strict=True)):
+        starts.setdefault((False, w), []).append(i)
+        starts.setdefault((True, st), []).append(i)
     out: dict[tuple[str, str], str] = {}
     used = [False] * len(ws)
-    for phrase, inflected, dim, value in _phrases():
+    first = _by_first()
+    phrases = _phrases()
+    for j in sorted({j for k in starts for j in first.get(k, ())}):  # the phrases that may match, in order
+        phrase, inflected, dim, value = phrases[j]
         n, seq = len(phrase), stems if inflected else ws
-        for i in range(len(ws) - n + 1):
-            if tuple(seq[i : i + n]) == phrase and not any(used[i : i + n]):
+        for i in starts.get((inflected, phrase[0]), ()):
+            if i + n <= len(ws) and tuple(seq[i : i + n]) == phrase and not any(used[i : i + n]):
                 used[i : i + n] = [True] * n
                 out.setdefault((dim, value), " ".join(ws[i : i + n]))
     return out

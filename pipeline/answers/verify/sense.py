@@ -196,7 +196,7 @@ def _polarity_differs(claim: str, sentence: str, claim_keys: set[str]) -> bool:
 
 
 # The negation words that are verbs of failing or lacking (the rest negate what follows them).
-_FAILING = frozenset("unable fails fail failed lacks lack".split())
+_FAILING = frozenset("unable fails fail failed failing lacks lack lacked lacking".split())
 
 
 def _swapped(s: str, named: list[str], anc: Anchors, b: CitedBlock, lo: int, hi: int) -> bool:
