@@ -32,6 +32,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from corpus_files import adhoc, find, rendered
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -55,13 +56,16 @@ def corpora() -> list[dict]:
 def store(entry: dict, stores: Path, whole: bool = False) -> Path | str:
     """STORES/<name>/sources.yml over the corpus's files (a bundle is cloned; man pages are rendered to
     text, as `man -l` shows them): the pages its questions were written from, or with `whole` the whole
-    corpus (`questions.whole`); or why it cannot be. `globs: pages` takes the pages the questions name
-    (their "page"), with `distractors` other pages of the corpus beside them."""
+    corpus (`questions.whole`: globs, or `path`: the directory ad hoc, `adhoc`); or why it cannot be.
+    `globs: pages` takes the pages the questions name (their "page"), with `distractors` other pages of
+    the corpus beside them."""
     files = (ROOT / entry["files"]).resolve() if not entry["files"].startswith("/") else Path(entry["files"])
     d = stores / entry["name"]
     config = d / "sources.yml"
     if not files.exists() and not config.exists():
         return f"{files} is absent ({entry.get('install', 'see corpora.yml')})"
+    if not config.exists() and whole and entry.get("whole") == "path":
+        return adhoc(files, d)
     if not config.exists():
         globs = (whole and entry.get("whole")) or entry.get("globs") or ["**"]
         if globs == "pages":
@@ -97,43 +101,6 @@ def pages(entry: dict, files: Path) -> list[str] | str:
     n = int(entry.get("distractors", 0))
     step = max(1, len(others) // n) if n else 0
     return named + (others[::step][:n] if n else [])
-
-
-def find(files: Path, page: str) -> str:
-    """A question's page relative to `files`: as named, under it, or the first file of its name (or of
-    its name before the first dot: a rendered page's source)."""
-    p = Path(page)
-    if not page:
-        return ""
-    if p.is_absolute() and p.is_relative_to(files) and p.exists():
-        return str(p.relative_to(files))
-    if not p.is_absolute() and (files / p).is_file():
-        return page
-    for pattern in (p.name, f"{p.name}.*", f"{p.name.split('.')[0]}.*"):
-        found = sorted(f for f in files.rglob(pattern) if f.is_file())
-        if found:
-            return str(found[0].relative_to(files))
-    return ""
-
-
-def rendered(files: Path, globs: list[str], out: Path, how: str = "man") -> Path:
-    """Each page of `globs` as docforge reads it, under `out`: a man page as `man -l PAGE > page.txt`
-    writes it (80 columns, its indentation kept: pipeline.parse.manpage reads its sections and entries
-    from them); an `.rst.txt` source (Sphinx's copy) as `.rst`."""
-    out.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, "MANWIDTH": "80", "LC_ALL": "C.UTF-8"}
-    for g in globs:
-        for f in sorted(files.glob(g)):
-            if how == "rst":
-                target = out / Path(g).parent / f.name.removesuffix(".txt")
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_bytes(f.read_bytes())
-                continue
-            name = f.name.removesuffix(".gz")
-            text = subprocess.run(["man", "-l", str(f)], capture_output=True, text=True, env=env).stdout
-            plain = subprocess.run(["col", "-b"], input=text, capture_output=True, text=True).stdout
-            (out / f"{name}.txt").write_text(plain, encoding="utf-8")
-    return out
 
 
 INGEST = True  # --no-ingest: ask the stores as they are (a code change that would re-index them is not applied)
@@ -298,6 +265,7 @@ def parse_args() -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--stores", type=Path, help="where each corpus's store is kept (required but with --smoke)")
     ap.add_argument("--only", help="comma-separated corpus names")
+    ap.add_argument("--sets", type=Path, help="the labelled sets' folder and its corpora.yml (default bench/sets)")
     ap.add_argument("--whole", action="store_true", help="index whole corpora (`whole` in corpora.yml), not pages")
     ap.add_argument("--report-only", action="store_true", help="no fit: report with the shipped parameters")
     ap.add_argument("--out", type=Path, help="the params file to write (default: the model's shipped one)")
@@ -317,11 +285,12 @@ def parse_args() -> argparse.Namespace:
 
 
 def main() -> None:
-    global INGEST
+    global INGEST, SETS
     args = parse_args()
     INGEST = not args.no_ingest
+    if args.sets:
+        SETS = args.sets.resolve()
     if args.smoke:
-        global SETS
         from smoke import scratch, tiny_sets
 
         tmp = scratch()

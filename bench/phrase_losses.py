@@ -1,6 +1,7 @@
 """Where an extractive reply loses the answer phrase: per labelled question, the stage it is lost at.
 
     python bench/phrase_losses.py --stores DIR --only exim4,haproxy --keep /tmp/asked.pkl   # ask, keep
+    python bench/phrase_losses.py --stores DIR --whole --only exim4 --keep /tmp/w.pkl  # whole manuals
     python bench/phrase_losses.py --keep /tmp/asked.pkl                                    # replay, no asks
     python bench/phrase_losses.py --keep /tmp/asked.pkl -v                                 # and each miss
     python bench/phrase_losses.py --smoke      # ask and replay a tiny made-up corpus (bench/smoke.py)
@@ -38,7 +39,7 @@ STAGES = ("shown", "abstained", "not found", "other", "section", "passage")
 AROUND = 3  # lines either side of a shown line counted as its passage (its paragraph or entry)
 
 
-def collect(stores: Path, only: list[str]) -> list[dict]:
+def collect(stores: Path, only: list[str], whole: bool = False) -> list[dict]:
     """Every answerable question of `only` asked; the evidence, the ranking and the reply's text kept."""
     import fit_answers as fa
 
@@ -56,7 +57,7 @@ def collect(stores: Path, only: list[str]) -> list[dict]:
     extractive.rank = rank
     entries = {e["name"]: e for e in fa.corpora()}
     for name in only:
-        config = fa.store(entries[name], stores.resolve())
+        config = fa.store(entries[name], stores.resolve(), whole)
         if isinstance(config, str):
             print(f"  {name}: skipped: {config}")
             continue
@@ -197,6 +198,8 @@ def main() -> None:
     ap.add_argument("--stores", type=Path, help="the stores (bench/fit_answers.py); with --only: ask afresh")
     ap.add_argument("--only", help="comma-separated corpus names to ask")
     ap.add_argument("--keep", type=Path, help="the asked questions (pickle): written, or replayed")
+    ap.add_argument("--whole", action="store_true", help="whole corpora (bench/fit_answers.py --whole)")
+    ap.add_argument("--sets", type=Path, help="the labelled sets' folder (default bench/sets)")
     ap.add_argument("--live", action="store_true", help="count the replies as asked, not re-decided now")
     ap.add_argument("--words", type=int, help="replay with this shown.PASSAGE_WORDS (0: the line alone)")
     ap.add_argument("--verbose", "-v", action="store_true")
@@ -215,10 +218,14 @@ def main() -> None:
         from pipeline.answers import shown
 
         shown.PASSAGE_WORDS = args.words
+    if args.sets:
+        import fit_answers as fa
+
+        fa.SETS = args.sets.resolve()
     if args.only:
         if not args.stores:
             ap.error("--only asks afresh: --stores is required")
-        kept = collect(args.stores, args.only.split(","))
+        kept = collect(args.stores, args.only.split(","), args.whole)
         args.keep.write_bytes(pickle.dumps(kept))
     kept = pickle.loads(args.keep.read_bytes())
     table(kept, args.verbose, args.live)

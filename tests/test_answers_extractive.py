@@ -285,8 +285,74 @@ def test_below_the_fitted_sure_it_offers_the_best_lines_of_different_sections():
     assert sure.sure and sure.lines[0][0] == "Backups run nightly at 02:00."
     assert sure.single == unsure.single  # the label moves with the threshold, not the probability
     assert sure.confidence == sure.single  # labelled: the answer's confidence; unsure: the candidates' (`shown`)
-    cx = extractive.rank(q, pages, SHIPPED, embed=_bag).confidence_x()
-    assert SHIPPED.shown is None or unsure.confidence == round(float(SHIPPED.shown.prob(cx)), 3)
+    r = extractive.rank(q, pages, SHIPPED, embed=_bag)
+    offered = shown.candidates(r, r.order())
+    assert [u.text for u in offered] == [t for t, _ in unsure.lines]
+    m = SHIPPED.shown
+    assert m is None or unsure.confidence == round(float(m.prob(r.shown_x(offered, m.names))), 3)
+
+
+def test_the_shown_model_reads_what_the_offered_passages_hold():
+    pages = [
+        _evidence("E1", "Backups run nightly at 02:00.", section="Backups", doc="a"),
+        _evidence("E2", "Restores are run by the on-call engineer.", section="Restores", doc="b"),
+    ]
+    r = extractive.rank("When do nightly backups run?", pages, SHIPPED, embed=_bag)
+    by = {u.evidence.pointer: u for u in r.units}
+    col = {n: i for i, n in enumerate(features.SHOWN)}
+    held, other = r.shown_x([by["E1"]]), r.shown_x([by["E2"]])
+    assert held[col["offered_cover"]] > other[col["offered_cover"]]
+    assert held[col["offered_want"]] != other[col["offered_want"]]  # a time asked for; one line holds one
+    assert held[col["offered_top"]] == 1.0 and other[col["offered_top"]] == 0.0  # search ranked "a" first
+    # what the passages hold comes after the one answer's features: a model fitted on those reads them alone
+    assert list(r.shown_x([by["E2"]], features.CONFIDENCE)) == list(r.confidence_x())
+
+
+def test_a_section_another_document_already_shows_takes_no_candidate_place():
+    # a manual's per-chapter page and its one-page copy hold the same long section; other sections differ
+    nouns = "alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike".split()
+    steps = [f"Check {a} {b} {a}{b} {b}{a} then {a}-{b} and {b}-{a}." for a, b in zip(nouns, nouns[1:], strict=False)]
+    faq = " ".join(steps)
+    pages = [
+        _evidence("E1", faq, section="FAQ > Missing files", doc="faq/missing.html"),
+        _evidence("E2", faq, section="Questions > Missing files", doc="faq.html"),
+        _evidence("E3", "Documentation builds need AsciiDoc 8.6.3 or newer.", section="Docs", doc="build.html"),
+        _evidence("E4", "Intro. " + steps[0] + " A line only this page has.", section="Other", doc="other.html"),
+    ]
+    r = extractive.rank("Why does the build fail with missing files?", pages, SHIPPED, embed=_bag)
+    at = {(u.evidence.pointer, u.text): i for i, u in enumerate(r.units)}
+    logits = np.full(len(r.units), -5.0)
+    logits[at[("E1", steps[0])]] = 5.0  # its passage: the first lines, not the last (PASSAGE_WORDS)
+    logits[at[("E2", steps[11])]] = 4.0  # new to the reader, but the shown chunk holds it
+    logits[at[("E4", "A line only this page has.")]] = 3.0  # holds a shown line, and one of its own
+    logits[at[("E3", "Documentation builds need AsciiDoc 8.6.3 or newer.")]] = 2.0
+    ranked = extractive.Ranked(r.question, r.units, r.x, logits)
+    offered = shown.candidates(ranked, ranked.order(), 3)
+    assert steps[11] not in {u.text for u in offered}
+    assert list(dict.fromkeys(u.evidence.doc_key for u in offered)) == ["faq/missing.html", "other.html", "build.html"]
+
+
+def test_a_candidate_brings_the_lines_of_its_chunk_scoring_close_to_its_best():
+    # a long section: its best line opens it, the answer sits far below, past the passage's words
+    filler = [f"Paragraph {w} explains {w} handling, {w} limits and {w} logs." for w in "abcdefghijkl"]
+    text = " ".join(["The shell connects to the server.", *filler, "If not given, 10 seconds is used."])
+    ev = _evidence("E1", text, section="Shell > Usage", doc="shell.html")
+    other = _evidence("E2", "Timeouts are constants of the source.", section="Timeouts", doc="hooks.html")
+    r = extractive.rank("How long does the shell wait for the server?", [ev, other], SHIPPED, embed=_bag)
+    at = {u.text: i for i, u in enumerate(r.units)}
+    logits = np.full(len(r.units), -5.0)
+    logits[at["The shell connects to the server."]] = 1.44
+    logits[at["Timeouts are constants of the source."]] = 1.3
+    logits[at["If not given, 10 seconds is used."]] = 1.43 - shown.CLOSE_LOGITS * 2  # far below: not shown
+    ranked = extractive.Ranked(r.question, r.units, r.x, logits)
+    texts = [u.text for u in shown.candidates(ranked, ranked.order(), 2)]
+    assert "If not given, 10 seconds is used." not in texts and texts[-1] == "Timeouts are constants of the source."
+    logits[at["If not given, 10 seconds is used."]] = 1.43  # close to the best: it comes with its section
+    ranked = extractive.Ranked(r.question, r.units, r.x, logits)
+    texts = [u.text for u in shown.candidates(ranked, ranked.order(), 2)]
+    assert texts.index("The shell connects to the server.") < texts.index("If not given, 10 seconds is used.")
+    assert texts[-1] == "Timeouts are constants of the source."  # still a second section
+    assert sum(len(words.words(t)) for t in texts) <= shown.PASSAGE_WORDS + shown.CLOSE_LINES * shown.CLOSE_WORDS + 10
 
 
 def test_the_sure_threshold_is_chosen_for_precision_on_left_out_predictions():

@@ -69,6 +69,16 @@ def floor_threshold(lo: LeftOut) -> float:
     return min(f for f in FLOORS if gain(f) >= best)
 
 
+def precision_threshold(p: np.ndarray, answerable: np.ndarray, target: float) -> float:
+    """The question model's threshold: the lowest at which `target` of the answered questions are
+    answerable (the most answered)."""
+    for t in sorted(set(np.round(p, 6))):
+        ok = p >= t
+        if ok.any() and answerable[ok].mean() >= target:
+            return float(t)
+    return float(p.max())
+
+
 def sure_threshold(lo: LeftOut, target: float = SURE_PRECISION, z: float | None = None) -> float:
     """The lowest confidence at which, on the left-out predictions, the answers labelled "answers the
     question" hold the answer with a precision whose lower confidence bound (Wilson, `z`: SURE_Z) is at

@@ -73,6 +73,11 @@ class Ranked:
     def confidence_x(self) -> np.ndarray:
         return ft.confidence_features(self.question, self.logits, self.x, self.units)
 
+    def shown_x(self, shown: list[Unit], names: tuple[str, ...] = ft.SHOWN) -> np.ndarray:
+        """features.SHOWN for the lines `shown`, in `names` order (a model fitted on CONFIDENCE reads those)."""
+        row = dict(zip(ft.SHOWN, ft.shown_features(self.question, self.logits, self.x, self.units, shown), strict=True))
+        return np.array([row[n] for n in names])
+
 
 def rank(
     question: str,
@@ -194,7 +199,8 @@ def decide(question: str, r: Ranked, params: Params, max_lines: int = MAX_LINES)
     sure = confidence >= params.sure
     chosen = choose(r, order, params.follow, max_lines) if sure else candidates(r, order)
     lines = [(u.text, u.evidence) for u in chosen]
-    shown = confidence if sure or params.shown is None else round(float(params.shown.prob(cx)), 3)
+    m = params.shown
+    shown = confidence if sure or m is None else round(float(m.prob(r.shown_x(chosen, m.names))), 3)
     each = {} if sure else held(r, chosen)
     return Extract(lines, "", shown, round(answerable, 3), sim, score, sure, confidence, each)
 

@@ -87,6 +87,16 @@ AGREEMENT = (
     "rivals",  # log(1 + sections whose best line scores within one logit of it)
 )
 CONFIDENCE = QUESTION + AGREEMENT
+# What the shown model reads besides CONFIDENCE when unsure: the reply is the candidates' passages, right or
+# wrong by what they hold, not only by the best line (issue 46: the one answer's confidence told replies apart
+# with AUROC ~0.65).
+OFFERED = (
+    "offered_cover",  # IDF share of the question's words the passages shown, their titles and sections carry
+    "offered_rare",  # ... of its RARE rarest words
+    "offered_top",  # a passage is from the document search ranked first
+    "offered_want",  # a line shown holds a value of the kind the question asks for
+)
+SHOWN = CONFIDENCE + OFFERED
 MARGIN_CAP = 6.0  # logits: a line with no rival of another section is this far ahead (beyond: all certain)
 KINDS = ("number", "option", "path", "command", "identifier")
 _DIGIT = re.compile(r"\d")
@@ -314,3 +324,14 @@ def cover(q: Question, units: Sequence[Unit], i: int, rarest: bool = False) -> f
         keys = {top: keys[top]}
     total = sum(keys.values()) or 1.0
     return sum(w for k, w in keys.items() if k in have or q.near.get(k, frozenset()) & have) / total
+
+
+def shown_features(
+    q: Question, logits: np.ndarray, x: np.ndarray, units: Sequence[Unit], shown: Sequence[Unit]
+) -> np.ndarray:
+    """SHOWN: CONFIDENCE, then OFFERED for the lines `shown` (the candidates' passages)."""
+    have = {k for u in shown for k in tx.content_keys(_read(u))}
+    top = {u.evidence.doc_key for u, r in zip(units, x[:, LINE.index("doc_rr")], strict=True) if r >= 1.0}
+    want = max((sum(q.want.get(k, 0.0) * v for k, v in kinds_of(u).items()) for u in shown), default=0.0)
+    offered = [_carried(q, have), _carried(q, have, RARE), float(any(u.evidence.doc_key in top for u in shown)), want]
+    return np.concatenate([confidence_features(q, logits, x, units), offered])
