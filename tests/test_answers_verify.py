@@ -115,7 +115,7 @@ ROLES = {
         "Ada Lindqvist directed Harbour Lights. [E1]",
         "Harbour Lights was directed by Ada Lindqvist. [E1]",
         pytest.param("Tomas Berg wrote Harbour Lights. [E1]", marks=THIN),
-        "Harbour Lights was written by Ines Ferro. [E1]",
+        pytest.param("Harbour Lights was written by Ines Ferro. [E1]", marks=THIN),
         "Tomas Berg founded the Kestrel Review in 1990. [E1]",  # "He" in the evidence is Tomas Berg
         pytest.param(  # "It" in the evidence is the guild
             "The Lantern Guild was founded in 1871. [E2]", marks=MISSED
