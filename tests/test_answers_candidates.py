@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -211,3 +212,18 @@ def test_a_restricted_caller_gets_the_candidates_without_the_line_models_scores(
     assert bob.candidates and [c.confidence for c in bob.candidates] == [None] * len(bob.candidates)
     assert [c.citation for c in bob.candidates] == [c.citation for c in admin.candidates]
     assert all(isinstance(c.confidence, float) for c in admin.candidates)
+
+
+@pytest.mark.parametrize(
+    "question",
+    ["what if I don't give it a timeout?", "plain words", "it's $HOME", 'a "quoted" word', "wait! don't"],
+)
+def test_the_search_hint_is_one_shell_word_that_reads_back_as_asked(question):
+    """The unsure reply's `docforge search …` hint: pasted into a shell it searches the question as asked;
+    an apostrophe alone is written in double quotes, not as 'don'"'"'t'."""
+    from docforge.cli.ask import shell_word
+
+    word = shell_word(question)
+    assert subprocess.run(["bash", "-c", f"printf %s {word}"], capture_output=True, text=True).stdout == question
+    if question == "what if I don't give it a timeout?":
+        assert word == '"what if I don\'t give it a timeout?"'

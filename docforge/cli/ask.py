@@ -229,9 +229,7 @@ def _print(answer, trace: bool) -> None:
     for line in statements(answer):
         render.emit(console, Text.from_markup(line))
     if answer.candidates:  # not sure: where else to look, as a command to run
-        import shlex
-
-        render.emit(console, Text(f"More passages: docforge search {printable(shlex.quote(answer.question))}"))
+        render.emit(console, Text(f"More passages: docforge search {printable(shell_word(answer.question))}"))
     console.print(
         f"confidence {answer.confidence:.2f} · intent {answer.intent} · model {escape(answer.model)} · "
         f"cache {answer.cache} · {answer.latency_ms:.0f} ms"
@@ -253,3 +251,13 @@ def _print(answer, trace: bool) -> None:
             detail = ", ".join(f"{k}={v}" for k, v in s.items() if k not in ("step", "ms") and v is not None)
             table.add_row(s["step"], f"{s['ms']:.1f}", escape(printable(detail)))
         console.print(table)
+
+
+def shell_word(text: str) -> str:
+    """`text` as one shell word a person can read: single quotes, or double quotes when it holds an
+    apostrophe and nothing a double-quoted word expands ("don't" reads better than 'don'"'"'t')."""
+    import shlex
+
+    if "'" in text and not any(c in text for c in '"$`\\!'):
+        return f'"{text}"'
+    return shlex.quote(text)
