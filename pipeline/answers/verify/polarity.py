@@ -1,6 +1,6 @@
 """Polarity as a sentence asserts it: implicit negatives read as the explicit ones they say.
 
-A rewording says "stops chronyd from opening the port" for "chronyd will not open the port", "leaves the
+A rewording says "stops the daemon from opening the port" for "the daemon will not open the port", "leaves the
 clock alone" for "without making any corrections of the clock", "can be cached for at most one minute" for
 "you can't cache an object more than 60 seconds". Counting the word "not" calls those a negation changed.
 Here a text is first read as it asserts (`asserted`: each implicit negative rewritten as the explicit one
