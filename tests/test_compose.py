@@ -39,7 +39,8 @@ def test_each_docforge_command_is_one_the_cli_accepts(name):
     ctx = main.make_context("docforge", list(args), resilient_parsing=False)
     sub = main.get_command(ctx, args[0])
     assert isinstance(sub, click.Command)
-    sub.make_context(args[0], list(args[1:]))  # raises on an unknown option or a bad value
+    # under its parent, as the CLI parses it: a parentless context would cache a help option without -h
+    sub.make_context(args[0], list(args[1:]), parent=ctx)  # raises on an unknown option or a bad value
 
 
 @pytest.mark.parametrize("name", sorted(SERVICES))
