@@ -254,6 +254,15 @@ def test_extractive_answer_without_an_llm(kb):
     assert none.addresses_reason and none.addresses_question is None  # why it abstained, said plainly
 
 
+def test_a_name_the_documentation_never_mentions_abstains_naming_it(kb):
+    """The canary is documented, Spinnaker is not: the reply says so rather than quoting the canary line."""
+    with kb.answerer(None) as a:
+        res = a.ask("How long does the canary run before promotion in Spinnaker?")
+        known = a.ask("How long does the canary run before promotion in ArgoCD?")
+    assert res.abstained and res.claims == [] and "Spinnaker" in res.addresses_reason
+    assert not known.abstained  # a name the index holds is no reason to abstain
+
+
 def test_refines_until_max_iterations_then_answers_with_capped_confidence(kb, llm):
     llm.decisions = ["INSUFFICIENT: canary duration", '- INSUFFICIENT: "vault secrets"', "INSUFFICIENT: more"]
     with kb.answerer(llm) as a:

@@ -184,6 +184,8 @@ def decide(question: str, r: Ranked, params: Params, max_lines: int = MAX_LINES)
     the confidence reported is theirs (params `shown`: P(one of them holds the answer)), the reply's."""
     if r.reason:
         return Extract([], r.reason)
+    if gone := r.question.unknown():  # a name the documentation never mentions: about something else
+        return Extract([], f"the index does not know {', '.join(gone[:3])}")
     answerable = float(params.question.prob(r.question_x()))
     cx = r.confidence_x()
     confidence = round(float(params.confidence.prob(cx)), 3)

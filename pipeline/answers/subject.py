@@ -93,6 +93,18 @@ class Question:
                 state[f.name] = f.default if f.default_factory is MISSING else f.default_factory()
         self.__dict__.update(state)
 
+    def unknown(self) -> list[str]:
+        """Names the question gives that the index has never seen: a hard anchor no chunk holds as written,
+        one of whose words no chunk holds at all (a product or option the documentation never mentions).
+        Measured on the fit corpora's asks (bench/fit_answers.py --asked, 711 questions over 15 corpora):
+        22 of 133 unanswerable questions name one, 1 of 578 answerable ones; the fitted question model
+        answered 2 of those 22, so the answerer abstains on any, naming it."""
+        named = [h for h in self.hard if tx.content_keys(h)]
+        if len(named) != len(self.anchor_df):  # no index statistics: nothing is known to be absent
+            return []
+        pairs = zip(named, self.anchor_df, strict=True)
+        return [h for h, n in pairs if not n and self.absent & set(tx.content_keys(h))]
+
     @property
     def absent_share(self) -> float:
         return sum(self.subject[k] for k in self.absent if k in self.subject) / (sum(self.subject.values()) or 1.0)
