@@ -21,6 +21,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import MISSING, dataclass, field, fields
 from typing import Any
 
+from pipeline.answers import lexicon
 from pipeline.answers import words as tx
 from pipeline.query.terms import anchor_counts, term_counts
 
@@ -94,16 +95,17 @@ class Question:
         self.__dict__.update(state)
 
     def unknown(self) -> list[str]:
-        """Names the question gives that the index has never seen: a hard anchor no chunk holds as written,
-        one of whose words no chunk holds at all (a product or option the documentation never mentions).
-        Measured on the fit corpora's asks (bench/fit_answers.py --asked, 711 questions over 15 corpora):
-        22 of 133 unanswerable questions name one, 1 of 578 answerable ones; the fitted question model
-        answered 2 of those 22, so the answerer abstains on any, naming it."""
-        named = [h for h in self.hard if tx.content_keys(h)]
-        if len(named) != len(self.anchor_df):  # no index statistics: nothing is known to be absent
+        """Words naming something the index has never seen: absent from every chunk and from English
+        (no WordNet base form), such as a product or option the documentation never mentions. Measured on the
+        fit corpora's asks (bench/fit_answers.py --asked, 711 questions over 15 corpora): 24 of 133
+        unanswerable questions hold one, none of 578 answerable ones; the fitted question model answered 4
+        of those 24, so the answerer abstains on any, naming it. Without WordNet every word would look
+        foreign: nothing is said to be unknown then."""
+        if not self.absent or not lexicon.available():
             return []
-        pairs = zip(named, self.anchor_df, strict=True)
-        return [h for h, n in pairs if not n and self.absent & set(tx.content_keys(h))]
+        words = [w for w in tx.words(self.text) if tx.is_content(w) and re.search(r"[^\W\d_]", w)]
+        keys = [tx.key(w) for w in words if tx.key(w) in self.absent and not lexicon.base_forms(w)]
+        return tx.as_written(self.text, list(dict.fromkeys(keys)))
 
     @property
     def absent_share(self) -> float:
