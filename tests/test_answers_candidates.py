@@ -227,3 +227,39 @@ def test_the_search_hint_is_one_shell_word_that_reads_back_as_asked(question):
     assert subprocess.run(["bash", "-c", f"printf %s {word}"], capture_output=True, text=True).stdout == question
     if question == "what if I don't give it a timeout?":
         assert word == '"what if I don\'t give it a timeout?"'
+
+
+# Three short sections, each its own chunk (a small chunk budget): search joins the best one's neighbours.
+MANUAL = {
+    "docs/manual.md": (
+        "# Relay manual\n\n## Limits\n\nThe relay refuses a message larger than its size cap; the size cap "
+        "defaults to forty megabytes for every listener.\n\n## Lines\n\nThe longest line the relay accepts in "
+        "a message body is 998 bytes, as the mail standard says.\n\n## Queue\n\nA message that cannot be "
+        "delivered waits in the queue and is retried every 15 minutes.\n"
+    )
+}
+
+
+def test_a_hit_joining_sections_is_cited_section_by_section(database_url, embedder, make_repo, write_config):
+    """Search joins a document's neighbouring chunks into one hit under its best chunk's section; the
+    answer layer splits it at the sections' edges, so a neighbour's line is cited under its own heading."""
+    from pipeline.answers import retrieve
+    from pipeline.query import Searcher
+
+    repo = make_repo(MANUAL, name="manual")
+    source = [{"name": "manual", "type": "git", "repo": str(repo), "globs": ["docs/*.md"]}]
+    settings = load_settings(write_config(source, chunking={"max_tokens": 32}))
+    ingest_source(IngestContext(settings, url=database_url, embedder=embedder), "manual")
+    with Searcher(settings, url=database_url, embedder=embedder, reranker=None) as searcher:
+        hits = retrieve.search(searcher, QUESTION, retrieve.Scope(), 5, per_doc=0)
+        whole = next(h for h in hits if len(h.chunk_ids) > 1)  # a hit joining neighbours
+        with searcher.connection() as conn:
+            split = retrieve.by_section(conn, hits, retrieve.Scope().reader)
+    parts = [h for h in split if set(h.chunk_ids) <= set(whole.chunk_ids)]
+    assert parts[0].chunk_id == whole.chunk_id and parts[0].section == whole.section  # the best chunk's first
+    assert sorted(i for h in parts for i in h.chunk_ids) == sorted(whole.chunk_ids)
+    assert len({h.section for h in parts}) == len(parts) > 1 and all(h.score == whole.score for h in parts)
+    lines = next(h for h in parts if "longest line" in h.text)
+    assert lines.section.endswith("Lines") and "size cap" not in lines.text and lines.text in whole.text
+    assert all(0 <= b.start < b.end <= len(h.text) for h in parts for b in h.blocks)  # its own blocks
+    assert [h for h in split if h.chunk_id not in whole.chunk_ids] == [h for h in hits if h is not whole]

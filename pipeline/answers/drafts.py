@@ -54,10 +54,10 @@ def heuristic_intent(question: str) -> str:
 def extractive_draft(a: Tools, run: Run) -> Draft:
     """Quoted lines of the retrieved evidence (pipeline.answers.extractive), scored by the fitted model."""
     intent = heuristic_intent(run.question)
-    pool = retrieve.EvidencePool(a.cfg.max_evidence)
-    pool.add(a.retrieve(run, run.question, 1, a.cfg.max_evidence))
+    hits = a.retrieve(run, run.question, 1, a.cfg.max_evidence)
     t = time.perf_counter()
     with a.connection() as conn:
+        evidence = retrieve.evidence(conn, hits, run.scope.reader)  # each line cited under its own section
         # The rule: a restricted caller's trace and answer hold only fields computed from what it may
         # read. The index's word statistics count every document, so for such a caller none are
         # used (the evidence's own stand in): "the index does not know X" would tell it whether
@@ -68,10 +68,10 @@ def extractive_draft(a: Tools, run: Run) -> Draft:
             if run.scope.reader.full_access
             else None
         )
-        leads = document_leads(conn, list(dict.fromkeys(e.doc_key for e in pool.items)), run.scope.reader)
+        leads = document_leads(conn, list(dict.fromkeys(e.doc_key for e in evidence)), run.scope.reader)
     params = a.params()
     ex = extractive.extract(
-        run.question, pool.items, params, a.cfg.extractive_sentences, embed=a.embed, stats=stats, leads=leads
+        run.question, evidence, params, a.cfg.extractive_sentences, embed=a.embed, stats=stats, leads=leads
     )
     # Only what the verifier passes as quoted is shown: STRICT by construction.
     lines = [
@@ -91,12 +91,12 @@ def extractive_draft(a: Tools, run: Run) -> Draft:
     run.trace.append(Step("respond", ms, {**detail, "abstained": ex.reason} if ex.reason else detail))
     raw = extractive.answer_text(lines)
     abstained = not lines
-    prompt = provenance.prompt_payload("extractive", run.question, pool.items, run.history, a.cfg.extractive_sentences)
+    prompt = provenance.prompt_payload("extractive", run.question, evidence, run.history, a.cfg.extractive_sentences)
     why = (ex.reason or "no line of the evidence could be quoted verbatim") if abstained else ""
     conf = 0.0 if abstained else ex.confidence
     reason = _sure_reason(ex, params, lines)
     held = ex.held if run.scope.reader.full_access else {}  # the line model's scores: as the trace's (the rule)
-    return Draft(pool.items, raw, intent, 1, conf, abstained, prompt, why, ex.sure, reason, held)
+    return Draft(evidence, raw, intent, 1, conf, abstained, prompt, why, ex.sure, reason, held)
 
 
 def _sure_reason(ex: extractive.Extract, params: Any, lines: list) -> str:

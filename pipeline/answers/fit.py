@@ -125,13 +125,13 @@ def ask(answerer: Tools, corpus: str, rows: Iterable[dict[str, Any]], params: Pa
     cfg = answerer.cfg
     for r in rows:
         run = Run(r["question"], retrieve.Scope(None, "hybrid", None, ()), None, 1)
-        pool = retrieve.EvidencePool(cfg.max_evidence)
-        pool.add(answerer.retrieve(run, run.question, 1, cfg.max_evidence))
+        hits = answerer.retrieve(run, run.question, 1, cfg.max_evidence)
         with answerer.connection() as conn:
+            evidence = retrieve.evidence(conn, hits)  # as the extractive draft reads them
             stats = subject.corpus_stats(conn, subject.question_words(run.question), subject.hard_anchors(run.question))
-            leads = document_leads(conn, list(dict.fromkeys(e.doc_key for e in pool.items)))
+            leads = document_leads(conn, list(dict.fromkeys(e.doc_key for e in evidence)))
         ranked = extractive.rank(
-            run.question, pool.items, params, embed=answerer.embed, stats=stats, leads=leads, embedded=0
+            run.question, evidence, params, embed=answerer.embed, stats=stats, leads=leads, embedded=0
         )
         phrases = r.get("phrases") or []
         texts = [u.text for u in ranked.units]

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from pipeline.access import FULL_ACCESS, Principal
+import psycopg
+from psycopg.rows import dict_row
+
+from pipeline.access import FULL_ACCESS, Principal, predicate
 from pipeline.answers.model import Evidence, text_hash
 from pipeline.query import Hit, Searcher
+from pipeline.query.hits import deep_url, joined
+from pipeline.query.statements import hits as hits_statement
 
 
 @dataclass(frozen=True)
@@ -39,9 +44,70 @@ def search(searcher: Searcher, query: str, scope: Scope, limit: int, per_doc: in
         "rerank": scope.rerank,
         "reader": scope.reader,
     }
-    if per_doc:
+    if per_doc is not None:
         kwargs["per_doc"] = per_doc  # the answer layer wants context: several chunks of a good document
     return searcher.search(query, limit, scope.mode, **kwargs)  # type: ignore[arg-type]
+
+
+def evidence(conn: psycopg.Connection, hits: list[Hit], reader: Principal = FULL_ACCESS) -> list[Evidence]:
+    """What the extractive answerer (and its fit) reads of a search's `hits`: each a numbered evidence
+    block, a hit that joins chunks of several sections split at their edges (`by_section`)."""
+    parts = by_section(conn, hits, reader)
+    pool = EvidencePool(len(parts))
+    pool.add(parts)
+    return pool.items
+
+
+def by_section(conn: psycopg.Connection, hits: list[Hit], reader: Principal = FULL_ACCESS) -> list[Hit]:
+    """`hits` with each one that joins neighbouring chunks of more than one section (search's passages,
+    pipeline.query.fusion.passages) split at its sections' edges: each run of chunks of one section a
+    hit of its own, with its section, anchor and blocks and the hit's score, the run holding the best
+    chunk first and then the others in document order. A whole manual's pages are long and their
+    sections short, so a joined hit spans several, and a line of a neighbour would be cited under the
+    best chunk's heading (an option's text under another option's name); chunks of one section stay
+    joined (the rest of the section is what completes its best line). What `reader` may not read, or
+    what was deleted since the search, is left out."""
+    ids = [i for h in hits if len(h.chunk_ids) > 1 for i in h.chunk_ids]
+    if not ids:
+        return hits
+    may_read, binds = predicate(reader)
+    with conn.cursor(row_factory=dict_row) as cur:
+        rows = {r["chunk_id"]: r for r in cur.execute(hits_statement(may_read), {"ids": ids, **binds}).fetchall()}
+    out: list[Hit] = []
+    for h in hits:
+        parts = [rows[i] for i in h.chunk_ids if i in rows]
+        if len({r["section"] for r in parts}) < 2:
+            out.append(h)
+            continue
+        runs: list[list[dict]] = []
+        for r in parts:  # document order: a run is consecutive chunks of one section
+            if runs and runs[-1][0]["section"] == r["section"]:
+                runs[-1].append(r)
+            else:
+                runs.append([r])
+        runs.sort(key=lambda run: all(r["chunk_id"] != h.chunk_id for r in run))  # the best chunk's first
+        out += [_run_hit(h, run) for run in runs]
+    return out
+
+
+def _run_hit(h: Hit, run: list[dict]) -> Hit:
+    """The part of hit `h` that is the chunks `run` (one section's, in document order)."""
+    text, blocks = joined([r["text"] for r in run], [r["blocks"] for r in run])
+    ids = tuple(r["chunk_id"] for r in run)
+    first = run[0]
+    return replace(
+        h,
+        chunk_id=h.chunk_id if h.chunk_id in ids else first["chunk_id"],
+        section=first["section"],
+        chunk_index=first["chunk_index"],
+        text=text,
+        page=first["page"],
+        blocks=blocks,
+        anchor=first["anchor"],
+        url=deep_url(first["url"], first["anchor"]),
+        span=(first["chunk_index"], run[-1]["chunk_index"]) if len(run) > 1 else None,
+        chunk_ids=ids,
+    )
 
 
 @dataclass

@@ -299,7 +299,7 @@ class AnswersConfig(EnvSection):
     max_iterations: int = Field(default=3, ge=1, le=10)
     evidence_k: int = Field(default=6, ge=1, le=50)  # chunks retrieved per iteration
     max_evidence: int = Field(default=12, ge=1, le=100)  # evidence blocks shown to the model at most
-    per_doc: int = Field(default=3, ge=1, le=20)  # chunks of one document per search: context beyond search's 2
+    per_doc: int = Field(default=0, ge=0, le=20)  # chunks of one document per search (0: no cap, see retrieve.py)
     extractive_sentences: int = Field(default=4, ge=1, le=10)
     # The extractive answerer's fitted parameters (weights, abstention threshold, calibration): a file
     # written by `docforge tune`; None: the one shipped for the index's model (pipeline/answers/params/).
