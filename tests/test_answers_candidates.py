@@ -263,3 +263,18 @@ def test_a_hit_joining_sections_is_cited_section_by_section(database_url, embedd
     assert lines.section.endswith("Lines") and "size cap" not in lines.text and lines.text in whole.text
     assert all(0 <= b.start < b.end <= len(h.text) for h in parts for b in h.blocks)  # its own blocks
     assert [h for h in split if h.chunk_id not in whole.chunk_ids] == [h for h in hits if h is not whole]
+
+
+def test_each_candidate_of_a_manual_with_short_sections_is_under_its_own_heading(
+    database_url, embedder, make_repo, write_config, tmp_path
+):
+    repo = make_repo(MANUAL, name="manual")
+    source = [{"name": "manual", "type": "git", "repo": str(repo), "globs": ["docs/*.md"]}]
+    config = write_config(source, chunking={"max_tokens": 32}, answers={"params": str(unsure_params(tmp_path))})
+    ingest_source(IngestContext(load_settings(config), url=database_url, embedder=embedder), "manual")
+    res = CliRunner().invoke(main, ["ask", "how long may a line of a message be?", "-c", str(config), "--json"])
+    cands = json.loads(res.stdout)["candidates"]
+    assert len(cands) >= 2
+    heads = {"size cap": "Limits", "longest line": "Lines", "retried": "Queue"}
+    for c in cands:  # each passage's words sit under the heading it is cited under
+        assert [h for w, h in heads.items() if w in c["text"]] == [c["section"].rsplit(" > ", 1)[-1]], c
