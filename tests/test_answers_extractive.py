@@ -355,6 +355,34 @@ def test_a_candidate_brings_the_lines_of_its_chunk_scoring_close_to_its_best():
     assert sum(len(words.words(t)) for t in texts) <= shown.PASSAGE_WORDS + shown.CLOSE_LINES * shown.CLOSE_WORDS + 10
 
 
+def test_a_candidate_brings_its_chunks_line_nearest_the_question_by_meaning():
+    # the line model prefers the line repeating the question's words; the embedding model finds the answer nearer
+    filler = [f"Paragraph {w} explains {w} handling, {w} limits and {w} logs." for w in "abcdefghijkl"]
+    text = " ".join(["The shell connects to the server.", *filler, "The default is 32 minutes."])
+    ev = _evidence("E1", text, section="Shell > Usage", doc="shell.html")
+    other = _evidence("E2", "Timeouts are constants of the source.", section="Timeouts", doc="hooks.html")
+    r = extractive.rank("How long does the shell wait for the server?", [ev, other], SHIPPED, embed=_bag)
+    at = {u.text: i for i, u in enumerate(r.units)}
+    logits = np.full(len(r.units), -5.0)
+    logits[at["The shell connects to the server."]] = 1.44
+    logits[at["Timeouts are constants of the source."]] = 1.3
+    answer, best = at["The default is 32 minutes."], at["The shell connects to the server."]
+    x = r.x.copy()
+    col = features.LINE.index("sim")
+    x[:, col] = 0.2
+    x[best, col], x[answer, col] = 0.5, 0.45  # less near than the best line: not shown
+    ranked = extractive.Ranked(r.question, r.units, x, logits)
+    assert "The default is 32 minutes." not in [u.text for u in shown.candidates(ranked, ranked.order(), 2)]
+    x[answer, col] = 0.55  # nearer the question than the best line: it comes with its section, after it
+    ranked = extractive.Ranked(r.question, r.units, x, logits)
+    texts = [u.text for u in shown.candidates(ranked, ranked.order(), 2)]
+    assert texts.index("The shell connects to the server.") < texts.index("The default is 32 minutes.")
+    assert texts[-1] == "Timeouts are constants of the source."  # still a second section
+    logits[answer] = -np.inf  # a line not embedded (not ranked) is never brought
+    ranked = extractive.Ranked(r.question, r.units, x, logits)
+    assert "The default is 32 minutes." not in [u.text for u in shown.candidates(ranked, ranked.order(), 2)]
+
+
 def test_the_sure_threshold_is_chosen_for_precision_on_left_out_predictions():
     lo = calibrate.LeftOut(
         ["a"] * 6 + ["b"] * 4,

@@ -64,6 +64,11 @@ class Ranked:
     logits: np.ndarray
     reason: str = ""  # when there is nothing to rank
 
+    @property
+    def sims(self) -> np.ndarray:
+        """Each line's cosine to the question (0 for a line not embedded)."""
+        return self.x[:, _SIM] if len(self.x) else np.zeros(0)
+
     def order(self) -> list[int]:
         return [int(i) for i in np.argsort(-self.logits, kind="stable")]
 
