@@ -94,8 +94,8 @@ def _nearest(r: Scored, i: int, same: list[int]) -> int | None:
     model's cosine, when it is nearer than line `i`: the line model weighs a line's words and place
     too, and a terse line that states the answer ("The default is 32 minutes") can lose to one that
     repeats the question's words. No threshold: nearer or not. Replayed on six fit corpora's kept
-    rankings (144 answerable asks, bench/phrase_losses.py: kea, cyrus, bird2, aptitude whole, uv,
-    rust-rfcs): the answer phrase in the reply 107 → 109, none lost, the median reply 218 → 223 words
+    rankings (144 answerable asks, bench/phrase_losses.py: four whole HTML manuals and the two
+    regression sets): the answer phrase in the reply 107 → 109, none lost, the median reply 218 → 223 words
     (a margin of 0.05 in cosine: 110 at 225; the nearest line always: 111 at 249)."""
     ranked = [j for j in same if np.isfinite(r.logits[j])]
     if not ranked:
