@@ -25,7 +25,7 @@
 
 The exact checks that are decisive whatever the rest says (a number, date, identifier or quoted text
 the evidence lacks; a logical word changed; a word the opposite of the evidence's, a term in the place of
-another) are `hard`: they refuse the claim with their reason.
+another; two values that trade places) are `hard`: they refuse the claim with their reason.
 """
 
 from __future__ import annotations
@@ -102,6 +102,12 @@ def read(s: str, cited: list[CitedBlock]) -> ClaimReading:
     ws = tx.words(s)
     keys = list(dict.fromkeys(k for w, k in zip(ws, quantity_keys(ws), strict=True) if tx.is_content(w)))
     soft = sense.sense_problems(s, anc, cited) if keys else []
+    # Decisive: two values (numbers, names, identifiers) exchanged; a number bounded from the other side
+    # (a bound's side changed, as "at least" for "at most" is: logic.py); or two words exchanged in a claim
+    # made of the evidence's own words, where the exchange is all it changes (below). Of the fit claims,
+    # the first are 7, all wrong; the second 1, true, and refused by the model before; the third 12, 10
+    # wrong (words trading places elsewhere: 6 of 13 wrong).
+    hard += [p for p in soft if p.startswith(sense.VALUES_TRADED) or p.endswith(sense.OTHER_SIDE)]
     kinds = {kind for p in soft for kind, said in _SENSE.items() if any(w in p for w in said)}
     flags = {
         "names": 1.0 if len(hard) < len(problems) else 0.0,
@@ -132,6 +138,8 @@ def read(s: str, cited: list[CitedBlock]) -> ClaimReading:
         **flags,
     )
     missing = [w for w, ok in zip(_words_of(ws, keys), by_wn, strict=True) if not ok]
+    if all(found):
+        hard += [p for p in soft if p.endswith(sense.TRADED) and p not in hard]
     return ClaimReading(x, hard, soft, missing)
 
 

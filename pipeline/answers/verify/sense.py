@@ -14,6 +14,12 @@ from pipeline.answers.verify.polarity import LIGHT, differs, negations
 
 # A name the evidence does not say, where its sentence has no name the claim leaves out (names.py).
 ADDED = "is added: the sentence it rests on leaves out no name it could stand for"
+# Two values (numbers, names, identifiers) that trade places: what each is said of is exchanged, as decisive
+# as a number the evidence lacks (features.py: of the fit claims, 7 such, all wrong; words trading places
+# are a rewording as often as not).
+VALUES_TRADED = "the values"
+TRADED = "trade places against the evidence"
+OTHER_SIDE = "the evidence bounds that number from the other side"
 NAME_WORDS = 4  # a bare name, capitalised, runs to four words ("Free Software Foundation Europe"): by hand
 
 
@@ -65,7 +71,7 @@ def _reworded(  # noqa: PLR0913
     if not short and differs(s, best_b.sentence_text(lo, hi), keys, " ".join(b.text for b in cited)):
         return ["negation differs from the evidence sentence it matches"]
     if flipped := _bound_flipped(words, cited):
-        return [f"'{flipped}': the evidence bounds that number from the other side"]
+        return [f"'{flipped}': {OTHER_SIDE}"]
     far = [
         n
         for n in anc.numbers
@@ -81,7 +87,10 @@ def _reworded(  # noqa: PLR0913
         named = [tx.normalise(first.group(1)).strip()] + named
     voiced = _same_voice(s, best_b, lo, hi)
     if pair := crossed(*voiced) or exchanged(*voiced):
-        return [f"{pair[0]!r} and {pair[1]!r} trade places against the evidence"]
+        values = anc.proper + anc.idents
+        if all(tx.normalise(w).strip() in values or tx.number_value(w) is not None for w in pair):
+            return [f"{VALUES_TRADED} {pair[0]!r} and {pair[1]!r} {TRADED}"]
+        return [f"{pair[0]!r} and {pair[1]!r} {TRADED}"]
     if len(named) >= 2 and _swapped(s, named, anc, best_b, lo, hi):
         return ["names appear in swapped roles in the evidence"]
     if bad := _other_agent(s, cited):
