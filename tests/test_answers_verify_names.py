@@ -54,9 +54,10 @@ def test_a_names_kind_is_what_it_looks_like_as_written(word, kind):
     assert names.kind(word.lower(), f"It uses {word} here.") == kind
 
 
-def test_a_sentences_first_word_joined_to_a_name_by_the_is_no_part_of_it():
-    assert proper_nouns("Lowering the RIP update time makes the network converge faster.") == ["rip"]
+def test_a_sentence_opening_with_a_verb_and_the_name_its_object_is_no_part_of_the_name():
+    assert proper_nouns("Lowering the MTU update time makes the network converge faster.") == ["mtu"]
     assert proper_nouns("The Open Group publishes it.") == ["open group"]
+    assert proper_nouns("First for Women was started first.") == ["first for women"]
 
 
 def test_two_negations_governing_the_same_words_say_the_same_thing_and_one_added_still_differs():

@@ -1,9 +1,9 @@
 """A name the claim says and its evidence does not: put in the place of one of the evidence's, or added.
 
 A wrong claim often names another thing than its evidence does ("SIGUSR1" where it says "SIGHUP", "the
-Control Agent" where it says "D2", "JDBC" where it says "ODBC"): the evidence sentence the claim rests
+Indexer" where it says "the Scheduler", "JDBC" where it says "ODBC"): the evidence sentence the claim rests
 on then holds a name the claim leaves out. A true claim written by someone who read the page often names
-what its evidence leaves implicit — the product or component the page is about ("HAProxy purges the
+what its evidence leaves implicit — the product or component the page is about ("Zephyr purges the
 longest idle sessions" for "the longest idle sessions will be purged"): the evidence sentence then has
 no name the claim leaves out. The first kind stands for a name of the evidence's, a sense problem as it
 always was; the second adds a name the evidence neither says nor contradicts, a flag of its own that the
