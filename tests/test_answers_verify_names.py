@@ -93,3 +93,8 @@ def test_a_threshold_is_raised_until_one_set_is_right_often_enough():
     )
     assert calibrate.raised(fitted, xs, ys, (0, 0), 1.0)["threshold"] == needed
     assert calibrate.raised(fitted, xs, ys, (0, 0), 0.0)["threshold"] == 0.2
+
+
+def test_a_bare_word_identifier_looks_like_a_name_and_one_with_signs_is_code():
+    assert names.names_of("Releases go out through ArgoCD.") == {"argocd": "capitalised"}
+    assert names.names_of("Set max_rcpt first.")["max rcpt"] == "code"

@@ -22,7 +22,13 @@ from pipeline.answers.verify.anchors import proper_nouns
 
 def names_of(sentence: str) -> dict[str, str]:
     """A sentence's names (normalised) and the kind of each: proper nouns, identifiers, terms."""
-    out = {tx.normalise(i).strip(): "code" for i in tx.identifiers(sentence)}
+    # an identifier with digits or signs in it ("master(8)", "max_rcpt") is code; a bare word one
+    # ("ArgoCD") looks like a name
+    out = {
+        n: "code" if not i.isalpha() else kind(n, sentence)
+        for i in tx.identifiers(sentence)
+        if (n := tx.normalise(i).strip())
+    }
     found = list(proper_nouns(sentence))
     found += [w for w in tx.words(sentence) if tx.is_content(w) and w not in tx.NEGATIONS and terms.is_term(w)]
     for n in found:
