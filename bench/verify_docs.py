@@ -17,7 +17,8 @@ Fitting reads QA and dialogue rows [0, N); the report reads QA rows [5000, 5000 
 on) and summarization rows [0, N) — summarization is report only, never fitted.
 
 --fit: the calibrated model (pipeline.answers.verify.judge) fitted on the fit corpora's claims and HaluEval
-QA/dialogue (each task weighing --halueval-weight times all the documentation claims together), written to
+QA/dialogue (each task weighing --halueval-weight times all the documentation claims together; the threshold
+raised, if need be, until HaluEval QA's fit rows are --halueval-floor right), written to
 the parameters file (pipeline/answers/params/verifier.json, or VERIFIER_PARAMS) with what it was fitted on;
 with VERIFIER_NLI_MODEL set, the model with the NLI judge's feature too ("nli"). First it prints each fit
 corpus's accuracy with the model fitted on the others (leave one corpus out), overall, on the
@@ -233,7 +234,19 @@ def fit(sets: dict[str, list[dict]], halu_n: int, tasks: list[str], args: argpar
                     xs.append(e.x)
                     ys.append(r["label"] == "supported")
                     ws.append(weight)
-        return calibrate.fit_model(xs, ys, names, np.array(ws))
+        fitted = calibrate.fit_model(xs, ys, names, np.array(ws))
+        if args.halueval_floor and "halueval-qa" in which:  # the bar's HaluEval-QA accuracy, on its fit rows
+            he = list(zip(seen["halueval-qa"], groups["halueval-qa"], strict=True))
+            judged = [(e.x, r["label"] == "supported") for e, r in he if e.x is not None]
+            decided = [e.decided == (r["label"] == "supported") for e, r in he if e.x is None]
+            fitted = calibrate.raised(
+                fitted,
+                [x for x, _ in judged],
+                [y for _, y in judged],
+                (sum(decided), len(decided)),
+                args.halueval_floor,
+            )
+        return fitted
 
     right, total = left_out(groups, seen, model)
     if args.loo:
@@ -244,7 +257,12 @@ def fit(sets: dict[str, list[dict]], halu_n: int, tasks: list[str], args: argpar
         "command": "python " + " ".join(sys.argv),
         "sources": counts,
         "weights": f"each HaluEval task weighs {args.halueval_weight:g} times all documentation claims together",
-        "threshold": "maximises the mean of supported-accepted and unsupported-rejected on the fit claims",
+        "threshold": "maximises the mean of supported-accepted and unsupported-rejected on the fit claims"
+        + (
+            f", raised until HaluEval QA's fit rows are {args.halueval_floor:.0%} right"
+            if args.halueval_floor and "qa" in tasks and halu_n
+            else ""
+        ),
         "soft_alignment": "on" if features.align.available() else "off (the WordNet share in its place)",
         "leave_one_corpus_out_accuracy": round(right / total, 4),
     }
@@ -321,6 +339,9 @@ def main() -> None:
     ap.add_argument("--features", default="", help="with --fit: comma-separated features (default: all)")
     # Half: chosen by leave-one-corpus-out accuracy (87.6 % against 86.8 % at 1, with span, cover, pairs; 2026-12-07).
     ap.add_argument("--halueval-weight", type=float, default=0.5, help="each HaluEval task's weight, in doc sets")
+    # The acceptance bar's HaluEval-QA accuracy (issue 45: ≥ 0.95), held on the fit rows: the threshold that
+    # maximises the two rates gave it up for nothing (2026-12-07: 0.36 → 0.40, fit claims 85.1 % → 84.9 %).
+    ap.add_argument("--halueval-floor", type=float, default=0.95, help="with --fit: HaluEval QA fit accuracy kept")
     args = ap.parse_args()
     dirs = args.sets or [SETS]
     assign = {c: "fit" for c in args.fit_corpora.split(",") if c} | {

@@ -32,6 +32,13 @@ FLAGS = pytest.mark.xfail(
     "the evidence's own words, flagged, still reaches the threshold",
     strict=True,
 )
+# The refit with the blind HTML manuals (issue 45, 2026-12-07: threshold 0.42 → 0.40, held there by the
+# HaluEval-QA floor) accepts this hand-written fabrication, which sat at the threshold before too (P 0.41
+# against 0.42, now 0.42 against 0.40): one verb the evidence never says, the rest of the claim its words.
+AT_THRESHOLD = pytest.mark.xfail(
+    reason="one verb the evidence lacks, the rest its words: P sits at the threshold (0.42 against 0.40)",
+    strict=True,
+)
 EV = {
     "E1": (
         "RFC 2094 introduces non-lexical lifetimes. The borrow checker no longer ties a borrow to its "
@@ -82,7 +89,7 @@ def test_true_claims_pass_with_the_expected_strategy(line, strategy):
         pytest.param(  # swapped entity
             "Bauer Media Group publishes Arthur's Magazine in the USA. [E2]", "together", marks=FLAGS
         ),
-        ("First for Women was started first. [E2]", "started"),  # fabricated relation
+        pytest.param("First for Women was started first. [E2]", "started", marks=AT_THRESHOLD),  # fabricated relation
         ("RFC 2094 was written by Niko Matsakis in Rust 1.0. [E1]", "number 1"),  # refused by its first check
         (
             "The borrow checker no longer ties a borrow to its lexical scope. [E3]",
@@ -115,7 +122,7 @@ ROLES = {
         "Ada Lindqvist directed Harbour Lights. [E1]",
         "Harbour Lights was directed by Ada Lindqvist. [E1]",
         pytest.param("Tomas Berg wrote Harbour Lights. [E1]", marks=THIN),
-        pytest.param("Harbour Lights was written by Ines Ferro. [E1]", marks=THIN),
+        "Harbour Lights was written by Ines Ferro. [E1]",
         "Tomas Berg founded the Kestrel Review in 1990. [E1]",  # "He" in the evidence is Tomas Berg
         pytest.param(  # "It" in the evidence is the guild
             "The Lantern Guild was founded in 1871. [E2]", marks=MISSED

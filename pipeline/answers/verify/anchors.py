@@ -58,6 +58,10 @@ def proper_nouns(sentence: str) -> list[str]:
         initial = bool(run) and run[0][1]
         while words and words[-1].lower() in _CONNECT:
             words.pop()
+        # "Lowering the MTU …", "Using the API …": a verb's -ing form opening the sentence, its object after
+        # "the"; its capital is the sentence's ("Alexander the Great", "First for Women" stay names)
+        if initial and len(words) > 2 and words[0].lower().endswith("ing") and words[1].lower() == "the":
+            words, initial = words[2:], False
         while words and words[0].lower() in tx.STOPWORDS:  # "The Open Group" → "Open Group"
             words.pop(0)
             initial = False

@@ -83,6 +83,9 @@ SATISFIED_BY = {("modality", "advised"): frozenset({"necessary"})}
 _CONDITION_FREE = frozenset({("scope", "if")})
 
 
+# Dimensions whose two values say one relation from either end: "A before B" is "B after A", "A is
+# smaller than B" is "B is larger than A" (a converse the claim may say; _converse).
+_CONVERSE = frozenset({"order", "comparison"})
 # Dimensions a negation turns round: "does not accept" says what "rejects" says, "is not enabled" what "is
 # disabled" does; where one of the two is negated, the polarity check (sense.py) compares them instead.
 _TURNED_BY_NEGATION = frozenset({"direction"})
@@ -157,11 +160,39 @@ def changed(claim: str, sentence: str, evidence: str = "") -> str | None:
         if (dim, value) in _CONDITION_FREE:  # "if" for "unless" turns the condition round; "if" for "when" does not
             other = [(v, w) for v, w in other if v == "unless" and (dim, v) not in mine]
         other = [(v, w) for v, w in other if v not in SATISFIED_BY.get((dim, value), ())]
+        if other and dim in _CONVERSE and _converse(claim, word, sentence, other[0][1], asserted(evidence)):
+            continue
         if other:
             return f"{word!r} where the evidence says {other[0][1]!r}"
         if (dim, value) in RESTRICTING and not any(d == dim for d, _ in theirs):
             return f"{word!r}, which the evidence does not say"
     return None
+
+
+def _sides(text: str, word: str) -> tuple[set[str], set[str]] | None:
+    """The content keys before and after the first place `text` says `word` (a phrase), or None."""
+    ws, phrase = tx.words(text), tx.words(word)
+    n = len(phrase)
+    at = next((i for i in range(len(ws) - n + 1) if ws[i : i + n] == phrase), None)
+    if at is None:
+        return None
+    return set(tx.content_keys(" ".join(ws[:at]))), set(tx.content_keys(" ".join(ws[at + n :])))
+
+
+def _converse(claim: str, word: str, sentence: str, said: str, evidence: str) -> bool:
+    """Whether the claim says the sentence's order or comparison from the other end: "A before B" for "B
+    after A", "A is smaller than B" for "B is greater than A". What stands after the claim's word stands
+    before the sentence's (in the sentence, or earlier in the evidence: "This duration …" named before),
+    what stands before it after the sentence's, and nothing after the sentence's word is after the claim's
+    too. A sentence with one word changed keeps each side where it was: never a converse."""
+    mine, theirs = _sides(claim, word), _sides(sentence, said)
+    if mine is None or theirs is None:
+        return False
+    left, right = mine
+    e_left, e_right = theirs
+    e_left |= set(tx.content_keys(evidence.split(sentence)[0])) if sentence and sentence in evidence else set()
+    only_left, only_right = e_left - e_right, e_right - e_left
+    return bool(right & only_left) and bool(left & only_right) and not right & only_right
 
 
 def align(claim: str, sentences: list[str]) -> str:

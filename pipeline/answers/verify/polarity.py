@@ -125,6 +125,8 @@ def _same(a: Negation, b: Negation, a_side: set[str], b_side: set[str]) -> bool:
         return True
     if (b.determiner and a.head & b.scope) or (a.determiner and b.head & a.scope):
         return True
+    if a.scope & b.scope:  # "does not restart protocols" and "does not cause it to restart protocols"
+        return True
     return not (a.head & b_side) and not (b.head & a_side)
 
 

@@ -1,0 +1,100 @@
+"""A reworded claim's names, negations and converses read as a reader of the page reads them: a product or
+component the evidence leaves implicit is a name the claim adds, not one put in the place of the
+evidence's; two negations that govern the same words say the same thing; "A before B" is "B after A".
+What changes the claim's sense is still caught: a name of the evidence's kind replaced, a negation added,
+one logical word edited."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from pipeline.answers.verify import calibrate, features, judge, logic, names
+from pipeline.answers.verify.anchors import anchors, proper_nouns
+from pipeline.answers.verify.blocks import CitedBlock
+from pipeline.answers.verify.polarity import differs
+from pipeline.answers.verify.sense import ADDED, sense_problems
+from pipeline.answers.words import content_keys
+
+
+def problems(claim: str, evidence: str) -> list[str]:
+    return sense_problems(claim, anchors(claim), [CitedBlock(evidence)])
+
+
+def test_a_product_the_evidence_leaves_implicit_is_an_added_name_not_a_missing_one():
+    evidence = "If the cache is full, the longest idle sessions will be purged despite their lifetime."
+    claim = "When the cache is full, Hopper purges the longest idle sessions."
+    found = problems(claim, evidence)
+    assert f"name 'hopper' {ADDED}" in found
+    assert not any("is not in the cited evidence" in p for p in found)
+    reading = features.read(claim, [CitedBlock(evidence)])
+    assert reading.x["name_extra"] == 1.0 and reading.x["name_apart"] == 0.0
+
+
+def test_a_name_in_the_place_of_one_of_its_kind_in_the_evidence_is_still_refused():
+    evidence = "The driver speaks ODBC to the database server."
+    claim = "The driver speaks JDBC to the database server."
+    assert problems(claim, evidence) == ["name 'jdbc' is not in the cited evidence"]
+    reading = features.read(claim, [CitedBlock(evidence)])
+    assert reading.x["name_apart"] == 1.0 and reading.x["name_extra"] == 0.0
+
+
+def test_a_name_of_another_kind_left_out_is_no_name_replaced():
+    # the claim leaves out the lowercase term "snat" and names the acronym NAT: no name of its kind
+    sentence = "The masquerade statement is a special form of snat for dynamic addresses."
+    assert names.stands_for("nat", "Masquerade is a kind of source NAT for dynamic addresses.", sentence) is None
+    assert names.stands_for("odbc", "It speaks ODBC.", "It speaks JDBC.") == "jdbc"
+
+
+@pytest.mark.parametrize(
+    ("word", "kind"),
+    [("SIGHUP", "acronym"), ("Hopper", "capitalised"), ("memfile", "term"), ("TLSv1", "code")],
+)
+def test_a_names_kind_is_what_it_looks_like_as_written(word, kind):
+    assert names.kind(word.lower(), f"It uses {word} here.") == kind
+
+
+def test_a_sentence_opening_with_a_verb_and_the_name_its_object_is_no_part_of_the_name():
+    assert proper_nouns("Lowering the MTU update time makes the network converge faster.") == ["mtu"]
+    assert proper_nouns("The Open Group publishes it.") == ["open group"]
+    assert proper_nouns("First for Women was started first.") == ["first for women"]
+
+
+def test_two_negations_governing_the_same_words_say_the_same_thing_and_one_added_still_differs():
+    claim = "A soft reconfiguration does not restart protocols when filters change."
+    negated = "Changes in filters do not cause the daemon to restart affected protocols."
+    plain = "Changes in filters cause the daemon to restart affected protocols."
+    assert not differs(claim, negated, set(content_keys(claim)))
+    assert differs(claim, plain, set(content_keys(claim)))
+
+
+def test_an_order_or_comparison_said_from_the_other_end_is_no_change_but_an_edit_is():
+    evidence = [
+        "The retry delay specifies how long the client waits.",
+        "This delay should be greater than the heartbeat interval.",
+    ]
+    assert logic.problem("The heartbeat interval should be smaller than the retry delay.", evidence) is None
+    assert logic.problem("This delay should be smaller than the heartbeat interval.", evidence) is not None
+    order = ["The daemon tries inotify and kqueue before polling."]
+    assert logic.problem("Polling is tried after inotify and kqueue.", order) is None
+    assert logic.problem("The daemon tries inotify and kqueue after polling.", order) is not None
+
+
+def test_a_threshold_is_raised_until_one_set_is_right_often_enough():
+    xs = [{"a": v} for v in (0.1, 0.3, 0.5, 0.7, 0.9)]
+    ys = [False, False, False, True, True]
+    fitted = {**judge.fit(np.array([[x["a"]] for x in xs]), np.array(ys, float), ("a",)).dump(), "threshold": 0.2}
+    model = judge.Model.load(fitted)
+    assert model is not None
+    needed = min(
+        t
+        for t in np.round(np.arange(0.2, 0.81, 0.02), 2)
+        if all((model.probability(x) >= t) == y for x, y in zip(xs, ys, strict=True))
+    )
+    assert calibrate.raised(fitted, xs, ys, (0, 0), 1.0)["threshold"] == needed
+    assert calibrate.raised(fitted, xs, ys, (0, 0), 0.0)["threshold"] == 0.2
+
+
+def test_a_bare_word_identifier_looks_like_a_name_and_one_with_signs_is_code():
+    assert names.names_of("Releases go out through ArgoCD.") == {"argocd": "capitalised"}
+    assert names.names_of("Set max_rcpt first.")["max rcpt"] == "code"
