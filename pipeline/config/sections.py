@@ -115,12 +115,8 @@ class SearchConfig(EnvSection):
     dense_weight: float = Field(default=1.0, ge=0)  # fusion weights (convex: as shares of their sum)
     keyword_weight: float = Field(default=1.0, ge=0)
     per_doc: int = Field(default=2, ge=0)  # chunks of one document per result list; 0: no limit
-    # hybrid: × on each further chunk of a document. 0.8: on the whole HTML manuals of the fit sets (bench/sets,
-    # ingested as `docforge ingest PATH` does) an answer often sits in a long page's second or third section,
-    # and 0.5 put it below weaker pages (answer phrase in the top 5: +1 to +4 of 20 on four of seven
-    # manuals, none lost); 0.8-0.85 is a plateau, and 1.0 costs the file-level dev set's hit@5.
-    # docs/query.md#the-repeat-discount-on-whole-manuals has the table.
-    repeat_discount: float = Field(default=0.8, ge=0, le=1)
+    # hybrid: × each further chunk of a document; 0.8, not 0.5, keeps a long page's close second section in place
+    repeat_discount: float = Field(default=0.8, ge=0, le=1)  # measured: docs/query.md, repeat discount on manuals
     # hybrid, bridging vocabulary (pipeline.query.fusion.fuse; docs/query.md#bridging-vocabulary): the share
     # of a document's dense score taken from its centroid (0: off), and the keyword score at which the
     # keyword leg gets its full weight (0: always full)
