@@ -10,8 +10,8 @@ phrase are left out. Two views of one hybrid search each:
 
     search   search(q, limit=30, per_doc=0), as `docforge search --json -n 30 --per-doc 0` returns it:
              questions whose phrase is in the first hit, the first 3, 5, 10, 30
-    ask      search(q, limit=12, per_doc=3), the answerer's first search (answers.max_evidence,
-             answers.per_doc): the first hit, 3, 5, 12 (a hit there may join neighbouring chunks)
+    ask      the answerer's first search, search(q, limit=answers.max_evidence, per_doc=answers.per_doc)
+             (12 and 0 by default): the first hit, 3, 5, 12 (a hit there may join neighbouring chunks)
 
 `--vary KEY=V1,V2,...` asks again with each value of one `search` setting (SearchConfig), every value
 in the same process and on the same store, so the rows compare (the first value is the baseline).
@@ -24,10 +24,19 @@ import argparse
 import json
 import os
 import sys
+from functools import cache
 from pathlib import Path
 
 SETS = Path(__file__).resolve().parent / "sets"
-VIEWS = {"search": ((30, 0), (1, 3, 5, 10, 30)), "ask": ((12, 3), (1, 3, 5, 12))}
+
+
+@cache
+def views() -> dict[str, tuple[tuple[int, int], tuple[int, ...]]]:
+    """Each view's (limit, per_doc) and the tops it counts; the answerer's as its settings say."""
+    from pipeline.config import AnswersConfig
+
+    ask = AnswersConfig()
+    return {"search": ((30, 0), (1, 3, 5, 10, 30)), "ask": ((ask.max_evidence, ask.per_doc), (1, 3, 5, 12))}
 
 
 def fold(text: str) -> str:
@@ -48,9 +57,9 @@ def first_rank(hits, phrases: list[str]) -> int | None:
 
 def ranks(searcher, asked: list[dict]) -> dict[str, list[int | None]]:
     """Each view's first-phrase rank per question."""
-    out: dict[str, list[int | None]] = {view: [] for view in VIEWS}
+    out: dict[str, list[int | None]] = {view: [] for view in views()}
     for q in asked:
-        for view, ((limit, per_doc), _) in VIEWS.items():
+        for view, ((limit, per_doc), _) in views().items():
             hits = searcher.search(q["question"], limit=limit, mode="hybrid", per_doc=per_doc)
             out[view].append(first_rank(hits, q["phrases"]))
     return out
@@ -58,7 +67,7 @@ def ranks(searcher, asked: list[dict]) -> dict[str, list[int | None]]:
 
 def line(name: str, label: str, found: dict[str, list[int | None]]) -> str:
     cells = []
-    for view, (_, tops) in VIEWS.items():
+    for view, (_, tops) in views().items():
         got = found[view]
         counts = "/".join(str(sum(r is not None and r < k for r in got)) for k in tops)
         cells.append(f"{view} {counts}")
@@ -125,7 +134,7 @@ def main() -> None:
         if key not in SearchConfig.model_fields or not values:
             ap.error(f"--vary takes a search setting and values, e.g. repeat_discount=0.5,0.8; not {args.vary!r}")
         vary = (key, values.split(","))
-    tops = "; ".join(f"{v}: top {'/'.join(map(str, t))}" for v, (_, t) in VIEWS.items())
+    tops = "; ".join(f"{v}: top {'/'.join(map(str, t))}" for v, (_, t) in views().items())
     print(f"questions whose answer phrase is in the first hits ({tops})")
     embedder = None
     for name, home in stores:
