@@ -48,6 +48,7 @@ SMOKE: dict[str, tuple[list[str], str]] = {
     "noop.py": (["--smoke"], "ratio"),
     "partitions.py": (["--smoke"], "recall"),
     "phrase_losses.py": (["--smoke"], "shown"),
+    "phrase_ranks.py": (["--smoke"], "as configured"),
     "peer.py": (["--smoke"], "docforge ÷ peer chunks/s"),
     "query.py": (["--smoke"], "recall@10"),
     "retrieval.py": (["--smoke"], "nDCG@10"),

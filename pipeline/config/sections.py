@@ -115,7 +115,8 @@ class SearchConfig(EnvSection):
     dense_weight: float = Field(default=1.0, ge=0)  # fusion weights (convex: as shares of their sum)
     keyword_weight: float = Field(default=1.0, ge=0)
     per_doc: int = Field(default=2, ge=0)  # chunks of one document per result list; 0: no limit
-    repeat_discount: float = Field(default=0.5, ge=0, le=1)  # hybrid: × on each further chunk of a document
+    # hybrid: × each further chunk of a document; 0.8, not 0.5, keeps a long page's close second section in place
+    repeat_discount: float = Field(default=0.8, ge=0, le=1)  # measured: docs/query.md, repeat discount on manuals
     # hybrid, bridging vocabulary (pipeline.query.fusion.fuse; docs/query.md#bridging-vocabulary): the share
     # of a document's dense score taken from its centroid (0: off), and the keyword score at which the
     # keyword leg gets its full weight (0: always full)

@@ -16,7 +16,7 @@ and chunks of other documents that both legs rank lower outrank them. So:
    chunk of a document carries the document's score, the others trail it.
 
 Each leg's rows are `distinct` first: a chunk text that two documents hold (identical pages)
-is listed once. Then `diversify` halves (`discount`) the score of each further chunk of a
+is listed once. Then `diversify` discounts (× `discount`, search.repeat_discount) each further chunk of a
 document already listed and keeps at most N chunks of one document (dense and
 keyword results only get the cap, `per_document`), and `passages` joins a chunk
 to a listed neighbour of its document (position ± 1): one hit, led by the
@@ -169,7 +169,7 @@ def distinct(dense: Sequence[dict], keyword: Sequence[dict], key: str = "text_ha
     return out[0], out[1]
 
 
-def diversify(fused: Sequence[Fused], per_doc: int | None, discount: float = 0.5) -> list[Fused]:
+def diversify(fused: Sequence[Fused], per_doc: int | None, discount: float = 0.8) -> list[Fused]:
     """`fused` (best first) with the j-th further chunk of a document scored × discount^j, re-sorted,
     and at most `per_doc` chunks of each document (None: all). A document's second chunk then
     outranks another document's best only when it is clearly better, not merely close."""
