@@ -332,10 +332,11 @@ def test_a_section_another_document_already_shows_takes_no_candidate_place():
     assert list(dict.fromkeys(u.evidence.doc_key for u in offered)) == ["faq/missing.html", "other.html", "build.html"]
 
 
-def test_a_candidate_brings_the_lines_of_its_chunk_scoring_close_to_its_best():
-    # a long section: its best line opens it, the answer sits far below, past the passage's words
+def _long_section(last: str) -> tuple[extractive.Ranked, dict[str, int], np.ndarray]:
+    """A long section whose best line opens it and whose `last` line sits far below, past the passage's
+    words, beside a second section's line: ranked, each line's place, logits with those two set."""
     filler = [f"Paragraph {w} explains {w} handling, {w} limits and {w} logs." for w in "abcdefghijkl"]
-    text = " ".join(["The shell connects to the server.", *filler, "If not given, 10 seconds is used."])
+    text = " ".join(["The shell connects to the server.", *filler, last])
     ev = _evidence("E1", text, section="Shell > Usage", doc="shell.html")
     other = _evidence("E2", "Timeouts are constants of the source.", section="Timeouts", doc="hooks.html")
     r = extractive.rank("How long does the shell wait for the server?", [ev, other], SHIPPED, embed=_bag)
@@ -343,6 +344,11 @@ def test_a_candidate_brings_the_lines_of_its_chunk_scoring_close_to_its_best():
     logits = np.full(len(r.units), -5.0)
     logits[at["The shell connects to the server."]] = 1.44
     logits[at["Timeouts are constants of the source."]] = 1.3
+    return r, at, logits
+
+
+def test_a_candidate_brings_the_lines_of_its_chunk_scoring_close_to_its_best():
+    r, at, logits = _long_section("If not given, 10 seconds is used.")
     logits[at["If not given, 10 seconds is used."]] = 1.43 - shown.CLOSE_LOGITS * 2  # far below: not shown
     ranked = extractive.Ranked(r.question, r.units, r.x, logits)
     texts = [u.text for u in shown.candidates(ranked, ranked.order(), 2)]
@@ -357,15 +363,7 @@ def test_a_candidate_brings_the_lines_of_its_chunk_scoring_close_to_its_best():
 
 def test_a_candidate_brings_its_chunks_line_nearest_the_question_by_meaning():
     # the line model prefers the line repeating the question's words; the embedding model finds the answer nearer
-    filler = [f"Paragraph {w} explains {w} handling, {w} limits and {w} logs." for w in "abcdefghijkl"]
-    text = " ".join(["The shell connects to the server.", *filler, "The default is 32 minutes."])
-    ev = _evidence("E1", text, section="Shell > Usage", doc="shell.html")
-    other = _evidence("E2", "Timeouts are constants of the source.", section="Timeouts", doc="hooks.html")
-    r = extractive.rank("How long does the shell wait for the server?", [ev, other], SHIPPED, embed=_bag)
-    at = {u.text: i for i, u in enumerate(r.units)}
-    logits = np.full(len(r.units), -5.0)
-    logits[at["The shell connects to the server."]] = 1.44
-    logits[at["Timeouts are constants of the source."]] = 1.3
+    r, at, logits = _long_section("The default is 32 minutes.")
     answer, best = at["The default is 32 minutes."], at["The shell connects to the server."]
     x = r.x.copy()
     col = features.LINE.index("sim")
