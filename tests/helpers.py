@@ -95,6 +95,30 @@ def commit_repo(repo: Path, files: dict[str, str | bytes]) -> Path:
     return repo
 
 
+def ingested_repo(pg_server, embedder, root: Path, source: str, files: dict[str, str | bytes]):
+    """A fresh database on the test server with `files` committed to a git repository under `root` and
+    ingested as source `source`: (its url, the sources.yml path, the settings)."""
+    import uuid
+
+    import psycopg
+    import yaml
+
+    from pipeline.config import load_settings
+    from pipeline.ingest import IngestContext, ingest_source
+
+    name = f"{source[:1]}_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(pg_server.get_uri(), autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    url = pg_server.get_uri(name)
+    commit_repo(root / "repo", files)
+    config = root / "sources.yml"
+    config.write_text(yaml.safe_dump({"sources": [{"name": source, "type": "git", "repo": "repo"}]}))
+    settings = load_settings(config)
+    stats = ingest_source(IngestContext(settings, url=url, embedder=embedder), source)
+    assert stats.files_failed == 0
+    return url, config, settings
+
+
 class ServerThread:
     """An ASGI app served by uvicorn on 127.0.0.1 (a free port) in a thread: a real HTTP server."""
 

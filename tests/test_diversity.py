@@ -5,13 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-import uuid
 from collections import Counter
 
 import httpx
 import psycopg
 import pytest
-import yaml
 from click.testing import CliRunner
 
 from docforge.cli import main
@@ -19,10 +17,8 @@ from docforge.servers import LocalSearch
 from docforge.servers.api import create_app
 from docforge.servers.auth import AuthConfig, Authenticator
 from docforge.servers.mcp import build_mcp
-from pipeline.config import load_settings
-from pipeline.ingest import IngestContext, ingest_source
 from pipeline.query import MODES, SearchConfig, Searcher
-from tests.helpers import ServerThread, commit_repo
+from tests.helpers import ServerThread, ingested_repo
 
 TOPICS = [
     "write amplification",
@@ -51,13 +47,11 @@ def _section(topic: str) -> str:
 @pytest.fixture(scope="module")
 def store(pg_server, embedder, tmp_path_factory):
     """A long document about compaction (one chunk per section) beside two short ones."""
-    root = tmp_path_factory.mktemp("diversity")
-    name = f"d_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(pg_server.get_uri(), autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    url = pg_server.get_uri(name)
-    commit_repo(
-        root / "repo",
+    url, config, settings = ingested_repo(
+        pg_server,
+        embedder,
+        tmp_path_factory.mktemp("diversity"),
+        "eng",
         {
             "docs/compaction.md": "# Compaction guide\n\n" + "\n".join(_section(t) for t in TOPICS),
             "docs/flush.md": "# Flushing memtables\n\nThe storage engine flushes a full memtable to a sorted run; "
@@ -66,11 +60,6 @@ def store(pg_server, embedder, tmp_path_factory):
             "and copied to object storage.\n",
         },
     )
-    config = root / "sources.yml"
-    config.write_text(yaml.safe_dump({"sources": [{"name": "eng", "type": "git", "repo": "repo"}]}))
-    settings = load_settings(config)
-    stats = ingest_source(IngestContext(settings, url=url, embedder=embedder), "eng")
-    assert stats.files_failed == 0
     with psycopg.connect(url) as conn:  # the premise: one document holds many chunks
         assert conn.execute("SELECT count(*) FROM chunks WHERE doc_key = 'eng:docs/compaction.md'").fetchone()[0] >= 6
     return url, config, settings

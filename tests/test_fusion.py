@@ -124,7 +124,7 @@ def test_diversify_discounts_further_chunks_of_a_document_then_caps():
     assert ids(out) == ["A#0", "B#0", "A#1", "C#0"]  # A#1 at 0.425 now trails B's best; A#2 is capped
     assert [f.score for f in out] == pytest.approx([0.9, 0.8, 0.425, 0.3])
     assert ids(diversify(ranked, per_doc=None, discount=1.0)) == ids(ranked)  # no discount, no cap: as given
-    assert ids(diversify(ranked, per_doc=1)) == ["A#0", "B#0", "C#0"]
+    assert ids(diversify(ranked, per_doc=1, discount=0.8)) == ["A#0", "B#0", "C#0"]
 
 
 def test_passages_join_neighbours_led_by_the_best_chunk_and_keep_every_other_place():

@@ -4,16 +4,11 @@ weaker pages' best chunks; the default (0.8, measured in docs/query.md) keeps a 
 
 from __future__ import annotations
 
-import uuid
-
 import psycopg
 import pytest
-import yaml
 
-from pipeline.config import load_settings
-from pipeline.ingest import IngestContext, ingest_source
 from pipeline.query import SearchConfig, Searcher
-from tests.helpers import commit_repo
+from tests.helpers import ingested_repo
 
 QUERY = "how large may the log file grow before it is rotated, and how many rotated log files are kept?"
 ENTRIES = {  # the two entries that answer are not neighbours, so they are two hits, not one passage
@@ -38,13 +33,11 @@ def _entry(name: str, what: str) -> str:
 @pytest.fixture(scope="module")
 def store(pg_server, embedder, tmp_path_factory):
     """A long page of option entries beside two short pages that touch the question's words."""
-    root = tmp_path_factory.mktemp("repeat")
-    name = f"r_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(pg_server.get_uri(), autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    url = pg_server.get_uri(name)
-    commit_repo(
-        root / "repo",
+    url, _, settings = ingested_repo(
+        pg_server,
+        embedder,
+        tmp_path_factory.mktemp("repeat"),
+        "srv",
         {
             "docs/options.md": "# Server options\n\n" + "\n".join(_entry(n, w) for n, w in ENTRIES.items()),
             "docs/disk.md": "# Disk space\n\nWhen the disk fills up, the server stops writing its log file "
@@ -53,11 +46,6 @@ def store(pg_server, embedder, tmp_path_factory):
             "read the release notes before you start.\n",
         },
     )
-    config = root / "sources.yml"
-    config.write_text(yaml.safe_dump({"sources": [{"name": "srv", "type": "git", "repo": "repo"}]}))
-    settings = load_settings(config)
-    stats = ingest_source(IngestContext(settings, url=url, embedder=embedder), "srv")
-    assert stats.files_failed == 0
     with psycopg.connect(url) as conn:  # the premise: each entry is a chunk of its own
         n = conn.execute("SELECT count(*) FROM chunks WHERE doc_key = 'srv:docs/options.md'").fetchone()[0]
         assert n >= len(ENTRIES)

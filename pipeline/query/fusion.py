@@ -169,7 +169,7 @@ def distinct(dense: Sequence[dict], keyword: Sequence[dict], key: str = "text_ha
     return out[0], out[1]
 
 
-def diversify(fused: Sequence[Fused], per_doc: int | None, discount: float = 0.8) -> list[Fused]:
+def diversify(fused: Sequence[Fused], per_doc: int | None, discount: float) -> list[Fused]:
     """`fused` (best first) with the j-th further chunk of a document scored × discount^j, re-sorted,
     and at most `per_doc` chunks of each document (None: all). A document's second chunk then
     outranks another document's best only when it is clearly better, not merely close."""
