@@ -120,7 +120,11 @@ def test_verify_says_its_throughput_in_80_columns(tmp_path):
     said = throughput(12_345, 123.45, 1.5)
     assert said[0] == "verified 12,345 answers in 123.45 s: 100 answers/s"
     assert said[1] == "  of which 1.50 s starting (process, verifier, model): 101 answers/s after"
-    assert throughput(1, 0.9, 0.0) == ["verified 1 answer in 0.90 s: 1 answers/s"]  # no start measured
+    assert throughput(1, 0.9, 0.0) == ["verified 1 answer in 0.90 s"]  # no start measured, no rate for one
+    assert throughput(3, 0.9, 0.8) == [
+        "verified 3 answers in 0.90 s",
+        "  of which 0.80 s starting (process, verifier, model)",
+    ]
     assert (
         throughput(600, 6.0, 1.0, model=False)[1]
         == "  of which 1.00 s starting (process, verifier): 120 answers/s after"

@@ -39,8 +39,8 @@ def command(input_file, output, workers: int | None) -> None:
       {"audit_mode": "STRICT|HYBRID|UNGROUNDED", "verified": bool,
        "claims": [{"text", "pointers", "verified", "strategy", "violations",
                    "support": "quoted|supported|unsupported", "probability"}]}
-    The throughput (answers/s, the process start included, and after it) is
-    reported on stderr at the end.
+    The time taken, and from 20 answers the throughput (answers/s, the process
+    start included, and after it), is reported on stderr at the end.
     A line that is not such an object (not UTF-8, not JSON, NaN, nested too
     deeply, text with a lone surrogate) gets {"line": N, "error": "..."} and
     the exit status is 1; every other line is still verified.
@@ -68,14 +68,19 @@ def throughput(n: int, took: float, starting: float, model: bool = True) -> list
     the whole run, and after `starting` (the process, the verifier and, with `model`, the model loading
     in this process: a short input is mostly that)."""
     said = [f"verified {n:,} answer{'s' if n != 1 else ''} in {took:.2f} s"]
-    if n:
+    rate = n >= RATE_FROM
+    if rate:
         said[0] += f": {n / max(took, 1e-9):,.0f} answers/s"
     if n and 0 < starting < took:
-        said.append(
-            f"  of which {starting:.2f} s starting (process, verifier{', model' if model else ''}):"
-            f" {n / (took - starting):,.0f} answers/s after"
-        )
+        said.append(f"  of which {starting:.2f} s starting (process, verifier{', model' if model else ''})")
+        if rate:
+            said[-1] += f": {n / (took - starting):,.0f} answers/s after"
     return said
+
+
+# Fewer answers than this get no rate: over a handful, "2 answers/s" is the start-up's speed, not the
+# verifier's (one answer: 0.5 s, nearly all of it starting).
+RATE_FROM = 20
 
 
 def _process_age() -> float:
