@@ -79,6 +79,13 @@ def test_a_code_block_is_one_line_whole_and_a_paragraph_whole_sentences():
     ]
 
 
+def test_a_notes_title_is_no_line_of_its_own():
+    text = "Note\n\nThe server must be stopped first. Then copy the files."
+    blocks = _blocks(text, ("note", "Note"), ("note", "The server must be stopped first. Then copy the files."))
+    got = [(u.kind, u.text, u.position) for u in units(_evidence("E1", text, blocks))]
+    assert got == [("sentence", "The server must be stopped first.", 1), ("sentence", "Then copy the files.", 2)]
+
+
 def test_a_table_row_keeps_its_header_and_a_chunk_without_blocks_is_split_by_paragraphs():
     text = "port | 8443\n\nThe proxy listens there."
     row = Block("table_row", 0, 11, header=("setting", "value"), cells=("port", "8443"))

@@ -50,13 +50,19 @@ def units(e: Evidence) -> list[Unit]:
     pieces = _from_blocks(e) if e.blocks else _from_text(e.text)
     out: list[Unit] = []
     for block, (kind, text, code, header) in pieces:
-        if not tx.words(text):
+        if not tx.words(text) or _title(kind, text):
             continue
         out.append(Unit(text, kind, e, len(out) + 1, code, header, block, out[-1] if out else None))
     return out
 
 
 Piece = tuple[str, str, tuple[str, ...], tuple[str, ...]]  # kind, text, code spans, header
+
+
+def _title(kind: str, text: str) -> bool:
+    """A note's title alone ("Note", "Warning:"): a label, not a line that could answer anything; shown
+    as one, a reply opened on "Note" marked as a claim."""
+    return kind == "note" and len(text.split()) == 1
 
 
 def _from_blocks(e: Evidence) -> list[tuple[int, Piece]]:
