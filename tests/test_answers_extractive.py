@@ -478,3 +478,40 @@ def test_a_phrase_is_found_as_a_reader_reads_the_line():
     assert holds_phrase(line, ["nothing like it", "TRUNCATE will not"])
     assert not holds_phrase(line, ["will fire ON DELETE triggers"])
     assert not holds_phrase(line, [])
+
+
+REFERENCE = """<html><head><title>Reference</title></head><body><h1>Reference</h1><h2>3. Variables</h2>
+<div class="sect2"><h3>3.1. delete</h3><p>Type: quadoption<br/>Default: ask-yes</p>
+<p>Controls whether messages are really deleted when a mailbox is closed.</p></div>
+<div class="sect2"><h3>3.2. delete_untag</h3><p>Type: boolean<br/>Default: yes</p>
+<p>If this option is set, tagged messages are untagged when marked for deletion.</p></div>
+</body></html>"""
+
+
+def test_a_packed_entrys_lines_are_shown_under_its_heading():
+    from pipeline.chunk import Chunker
+    from pipeline.config import EmbeddingConfig
+    from pipeline.embed import Embedder
+    from pipeline.parse.html import parse_html
+
+    (chunk,) = Chunker(Embedder(EmbeddingConfig()).tokenizer, 256).chunk("Reference", parse_html(REFERENCE).sections)
+    assert chunk.heading_path[-1] == "3. Variables"  # both entries packed in one chunk, under their parent
+    ev = _evidence("E1", chunk.text, chunk.blocks)
+    lines = units(ev)
+    assert [u.heading for u in lines] == ["3.1. delete"] * 2 + ["3.2. delete_untag"] * 2
+    untag = next(u for u in lines if u.text.startswith("If this option"))
+    shown_lines = [(u.kind, u.text) for u in shown.passage(untag, 80)]
+    assert shown_lines == [
+        ("heading", "3.1. delete"),  # the words grown into an entry before it come under its own name
+        ("sentence", "Type: quadoption Default: ask-yes"),
+        ("sentence", "Controls whether messages are really deleted when a mailbox is closed."),
+        ("heading", "3.2. delete_untag"),
+        ("sentence", "Type: boolean Default: yes"),
+        ("sentence", "If this option is set, tagged messages are untagged when marked for deletion."),
+    ]
+    assert all(h in chunk.text for k, h in shown_lines if k == "heading")  # verbatim: quoted, as every line
+    assert shown.passage(untag, 20)[0].text == "3.2. delete_untag"  # its own entry first, under its name
+    scored = dataclasses.make_dataclass("Scored", ["units", "logits", "sims"])
+    r = scored(lines, np.array([0.0, -1.0, -2.0, 3.0]), np.zeros(4))
+    chosen = shown.choose(r, [3, 0, 1, 2], follow=0.99, max_lines=1)  # a sure answer: the line, named
+    assert [u.text for u in chosen] == ["3.2. delete_untag", untag.text]

@@ -11,6 +11,7 @@ holds word for word skipped (a manual's one-page copy). Every line shown is a wh
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Protocol
 
 import numpy as np
@@ -150,15 +151,21 @@ def passage(u: Unit, words: int = PASSAGE_WORDS) -> list[Unit]:
         size += add
         return True
 
-    def around(same_block: bool) -> None:
+    def around(within: Callable[[Unit], bool]) -> None:
         for step in (1, -1):
             j = at + step
-            while floor <= j < len(chunk) and (not same_block or chunk[j].block == u.block) and fits(j):
+            while floor <= j < len(chunk) and within(chunk[j]) and fits(j):
                 j += step
 
-    around(True)
-    around(False)
-    return [t for t in head if t.position - 1 not in keep] + [chunk[j] for j in sorted(keep)]
+    around(lambda v: v.block == u.block)  # its paragraph or entry line, then its packed section, then the chunk
+    around(lambda v: v.heading == u.heading)
+    around(lambda v: True)
+    out = [t for t in head if t.position - 1 not in keep]
+    for j in sorted(keep):  # each packed section's lines under its heading
+        if (h := _heading(chunk[j])) is not None and not (out and out[-1].heading == h.heading):
+            out.append(h)
+        out.append(chunk[j])
+    return out
 
 
 def choose(r: Scored, order: list[int], follow: float, max_lines: int) -> list[Unit]:
@@ -180,7 +187,7 @@ def choose(r: Scored, order: list[int], follow: float, max_lines: int) -> list[U
         if entry:
             chosen += [e for e in entry if not any(_same(e, c) for c in chosen)]
         else:
-            if (term := _term(u)) is not None and not any(_same(term, c) for c in chosen):
+            if (term := _term(u) or _heading(u)) is not None and not any(_same(term, c) for c in chosen):
                 chosen.append(term)
             chosen.append(u)
         lead += 1
@@ -246,6 +253,12 @@ def _term(u: Unit) -> Unit | None:
     """The term a definition defines: the line before it in its chunk, when that is a term."""
     prev = u.previous
     return prev if u.kind == "definition" and prev is not None and prev.kind == "term" else None
+
+
+def _heading(u: Unit) -> Unit | None:
+    """The heading line of the packed section `u` is in, as a line to show above it: a reader is told
+    which entry ("3.76. delete") a line of a chunk packing several is about."""
+    return Unit(u.heading, "heading", u.evidence, 0, heading=u.heading) if u.heading else None
 
 
 def _next(us: list[Unit], i: int) -> Unit | None:

@@ -38,6 +38,7 @@ class Unit:
     block: int = -1  # the block (paragraph, item, entry line) it is of, numbered in its chunk: its passage
     # the unit before it in its chunk (a definition's term), even when only this one is a candidate
     previous: Unit | None = field(default=None, compare=False, repr=False)
+    heading: str = ""  # where a chunk packs several sections: the heading line of the one it is in (verbatim)
 
     @property
     def before(self) -> str:
@@ -47,12 +48,12 @@ class Unit:
 
 def units(e: Evidence) -> list[Unit]:
     """The quotable lines of one evidence chunk, in order."""
-    pieces = _from_blocks(e) if e.blocks else _from_text(e.text)
+    pieces = _from_blocks(e) if e.blocks else [(n, p, "") for n, p in _from_text(e.text)]
     out: list[Unit] = []
-    for block, (kind, text, code, header) in pieces:
+    for block, (kind, text, code, header), heading in pieces:
         if not tx.words(text) or _title(kind, text):
             continue
-        out.append(Unit(text, kind, e, len(out) + 1, code, header, block, out[-1] if out else None))
+        out.append(Unit(text, kind, e, len(out) + 1, code, header, block, out[-1] if out else None, heading))
     return out
 
 
@@ -65,22 +66,32 @@ def _title(kind: str, text: str) -> bool:
     return kind == "note" and len(text.split()) == 1
 
 
-def _from_blocks(e: Evidence) -> list[tuple[int, Piece]]:
-    out: list[tuple[int, Piece]] = []
+# A chunk packing several sections holds each one's heading as a line of its own, outside every block
+# (pipeline.chunk): text between two blocks that is one line with a letter, a blank line after it (a list
+# marker or a code fence left between blocks is not).
+_PACKED_HEADING = re.compile(r"(?:^|\n\n)[ \t]*([^\n]*[^\W\d_][^\n]*?)[ \t]*\n\n\s*$")
+
+
+def _from_blocks(e: Evidence) -> list[tuple[int, Piece, str]]:
+    out: list[tuple[int, Piece, str]] = []
+    heading, at = "", 0
     for n, b in enumerate(e.blocks):
+        if (m := _PACKED_HEADING.search(e.text[at : b.start])) and not _FENCE.match(m.group(1)):
+            heading = m.group(1)
+        at = max(at, b.end)
         text = e.text[b.start : b.end].strip()
         if not text:
             continue
         spans = tuple(e.text[s:t] for s, t in b.code if b.start <= s < t <= b.end)
         if b.kind == "code":
             if text.count("\n") < MAX_CODE_LINES:
-                out.append((n, ("code", text, (text,), ())))
+                out.append((n, ("code", text, (text,), ()), heading))
         elif b.kind == "table_row":
-            out.append((n, ("table_row", text, spans or tuple(b.cells), tuple(b.header))))
+            out.append((n, ("table_row", text, spans or tuple(b.cells), tuple(b.header)), heading))
         elif b.kind in ("paragraph", "note", "quote") or len(tx.words(text)) > MAX_WORDS:
-            out.extend((n, p) for p in _sentences(text, b.kind, spans))
+            out.extend((n, p, heading) for p in _sentences(text, b.kind, spans))
         else:  # list item, term, definition: whole
-            out.append((n, (b.kind, text, spans, ())))
+            out.append((n, (b.kind, text, spans, ()), heading))
     return out
 
 
