@@ -31,6 +31,25 @@ def test_a_product_the_evidence_leaves_implicit_is_an_added_name_not_a_missing_o
     assert reading.x["name_extra"] == 1.0 and reading.x["name_apart"] == 0.0
 
 
+def test_an_identifier_the_evidence_leaves_implicit_is_added_one_in_anothers_place_refused():
+    # an entry's text says "this option"; the claim names the option the entry is about
+    evidence = "This option limits the number of RCPT commands sent in one transaction. Zero disables the limit."
+    reading = features.read("Setting rcpt_cap to zero removes the limit on RCPT commands.", [CitedBlock(evidence)])
+    assert reading.hard == [] and reading.x["name_extra"] == 1.0
+    assert any(p.startswith("identifier 'rcpt_cap'") and p.endswith(ADDED) for p in reading.soft)
+    # the sentence it rests on names an identifier (or a capitalised code word) the claim leaves out: replaced
+    for claim, evidence in (
+        ("reload sends SIGUSR1 to the servers.", "reload - reconfigures the servers by sending the SIGHUP signal."),
+        ("The names of objects to show default to 'ORIG_HEAD'.", "The names of objects to show (defaults to 'HEAD')."),
+        (
+            "Close the descriptor with epoll_ctl(2) when done.",
+            "When done, the descriptor should be closed by close(2).",
+        ),
+    ):
+        hard = features.read(claim, [CitedBlock(evidence)]).hard
+        assert any(h.startswith("identifier") and "is not in the cited evidence" in h for h in hard), claim
+
+
 def test_a_name_in_the_place_of_one_of_its_kind_in_the_evidence_is_still_refused():
     evidence = "The driver speaks ODBC to the database server."
     claim = "The driver speaks JDBC to the database server."

@@ -129,7 +129,8 @@ def together(names: list[str], anc: Anchors, b: CitedBlock) -> bool:
     return within(spots, policy.TIGHT)
 
 
-def anchor_problems(anc: Anchors, cited: list[CitedBlock]) -> list[str]:
+def anchor_problems(anc: Anchors, cited: list[CitedBlock], skip: frozenset[str] = frozenset()) -> list[str]:
+    """What the evidence lacks of the claim's anchors (`skip`: identifiers judged elsewhere)."""
     problems = []
     for d in anc.dates:
         if not any(_date_in(d, b) for b in cited):
@@ -140,7 +141,9 @@ def anchor_problems(anc: Anchors, cited: list[CitedBlock]) -> list[str]:
         if not any(n in b.keyset for b in cited):
             problems.append(f"number {n[1:]} is not in the cited evidence")
     for ident in anc.exact:
-        if not any(tx.ident_in(ident, b.folded_plain) or tx.ident_in(ident, b.folded) for b in cited):
+        if ident not in skip and not any(
+            tx.ident_in(ident, b.folded_plain) or tx.ident_in(ident, b.folded) for b in cited
+        ):
             problems.append(f"identifier {ident!r} is not in the cited evidence")
     for q in anc.quoted:  # quotation marks say "these very words": "001" is not "0001"
         if not any(f" {q} " in f" {hay} " for b in cited for hay in (b.norm, b.norm_plain)):

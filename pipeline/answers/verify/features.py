@@ -9,7 +9,8 @@
     names      none of the claim's names is in the evidence (1) or not (0)
     name_apart one of its names is not, in the place of a name of the evidence sentence's
                (pipeline.answers.verify.sense, as the flags below)
-    name_extra one of its names is not, and stands for none of the evidence sentence's (names.py)
+    name_extra one of its names or identifiers is not, and stands for none of the evidence sentence's
+               (names.py)
     negation   the claim's polarity differs from the evidence sentence's
     swap       two words trade places or company against the evidence sentence, names in swapped roles,
                a number bounded from the other side
@@ -35,6 +36,7 @@ from dataclasses import dataclass, field
 
 import pipeline.answers.verify.align as align
 import pipeline.answers.verify.logic as logic
+import pipeline.answers.verify.names as names
 import pipeline.answers.verify.opposites as opposites
 import pipeline.answers.verify.relations as relations
 import pipeline.answers.verify.sense as sense
@@ -85,23 +87,25 @@ def sentences_of(cited: list[CitedBlock]) -> list[str]:
 def read(s: str, cited: list[CitedBlock]) -> ClaimReading:
     """The features of claim sentence `s` (without the embedding ones: `aligned` adds them)."""
     anc = anchors(s)
-    problems = anchor_problems(anc, cited)
-    hard = [p for p in problems if not p.startswith("none of its names")]
     sents = sentences_of(cited)
+    said = logic.align(s, sents) if sents else ""
+    added = names.added_identifiers(anc.exact, s, said, cited)
+    problems = anchor_problems(anc, cited, skip=added)
+    hard = [p for p in problems if not p.startswith("none of its names")]
     if why := logic.problem(s, sents):
         hard.append(why)
     elif sents:
         # A word turned into its opposite, a term put in another's place: decisive, as a logical word
         # changed is. As features of the model they weighed little (of the fit claims the first flags, 15
         # are wrong and 2 true; the second, 20 wrong and none true).
-        aligned_to = logic.align(s, sents)
-        if pair := opposites.opposed(s, aligned_to):
+        if pair := opposites.opposed(s, said):
             hard.append(f"'{pair[0]}' is the opposite of the evidence's '{pair[1]}'")
-        elif pair := terms.replaced(s, aligned_to):
+        elif pair := terms.replaced(s, said):
             hard.append(f"'{pair[0]}' stands where the evidence says '{pair[1]}'")
     ws = tx.words(s)
     keys = list(dict.fromkeys(k for w, k in zip(ws, quantity_keys(ws), strict=True) if tx.is_content(w)))
     soft = sense.sense_problems(s, anc, cited) if keys else []
+    soft += [f"identifier {i!r} {sense.ADDED}" for i in added]
     # Decisive: two values (numbers, names, identifiers) exchanged; a number bounded from the other side
     # (a bound's side changed, as "at least" for "at most" is: logic.py); or two words exchanged in a claim
     # made of the evidence's own words, where the exchange is all it changes (below). Of the fit claims,
