@@ -515,3 +515,10 @@ def test_a_packed_entrys_lines_are_shown_under_its_heading():
     r = scored(lines, np.array([0.0, -1.0, -2.0, 3.0]), np.zeros(4))
     chosen = shown.choose(r, [3, 0, 1, 2], follow=0.99, max_lines=1)  # a sure answer: the line, named
     assert [u.text for u in chosen] == ["3.2. delete_untag", untag.text]
+    # unsure: a line of the chunk scoring close to the best comes with it, and the candidate reads in
+    # the chunk's order, each entry under its name, whatever order the lines scored in
+    r = scored(lines, np.array([2.8, -5.0, -5.0, 3.0]), np.zeros(4))
+    offered = [u.text for u in shown.candidates(r, [3, 0, 2, 1], n=1)]
+    assert offered.index("3.1. delete") < offered.index("Type: quadoption Default: ask-yes")
+    assert offered.index("Type: quadoption Default: ask-yes") < offered.index("3.2. delete_untag")
+    assert offered.index("3.2. delete_untag") < offered.index(untag.text)

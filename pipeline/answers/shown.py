@@ -75,7 +75,7 @@ def candidates(r: Scored, order: list[int], n: int = CANDIDATES) -> list[Unit]:
         for j in _close(r, order, i):  # a line of its chunk scoring about as well comes with it
             if not any(_same(r.units[j], v) for v in shows):
                 shows += [v for v in passage(r.units[j], CLOSE_WORDS) if not any(_same(v, w) for w in shows)]
-        out += [v for v in shows if not any(_same(v, c) for c in out)]
+        out += _in_order([v for v in shows if v.kind != "heading" and not any(_same(v, c) for c in out)])
     return out
 
 
@@ -160,12 +160,7 @@ def passage(u: Unit, words: int = PASSAGE_WORDS) -> list[Unit]:
     around(lambda v: v.block == u.block)  # its paragraph or entry line, then its packed section, then the chunk
     around(lambda v: v.heading == u.heading)
     around(lambda v: True)
-    out = [t for t in head if t.position - 1 not in keep]
-    for j in sorted(keep):  # each packed section's lines under its heading
-        if (h := _heading(chunk[j])) is not None and not (out and out[-1].heading == h.heading):
-            out.append(h)
-        out.append(chunk[j])
-    return out
+    return _in_order([t for t in head if t.position - 1 not in keep] + [chunk[j] for j in keep])
 
 
 def choose(r: Scored, order: list[int], follow: float, max_lines: int) -> list[Unit]:
@@ -253,6 +248,17 @@ def _term(u: Unit) -> Unit | None:
     """The term a definition defines: the line before it in its chunk, when that is a term."""
     prev = u.previous
     return prev if u.kind == "definition" and prev is not None and prev.kind == "term" else None
+
+
+def _in_order(lines: list[Unit]) -> list[Unit]:
+    """Lines of one chunk in its order (a passage and the close lines it brings), each packed section's
+    lines under its heading."""
+    out: list[Unit] = []
+    for v in sorted({v.position: v for v in lines if v.kind != "heading"}.values(), key=lambda v: v.position):
+        if (h := _heading(v)) is not None and not (out and out[-1].heading == h.heading):
+            out.append(h)
+        out.append(v)
+    return out
 
 
 def _heading(u: Unit) -> Unit | None:
