@@ -52,3 +52,31 @@ def test_a_question_pickled_before_the_record_held_every_field_still_loads():
     loaded.__setstate__(old)  # what unpickling does with an older file's state
     assert loaded.subject == {} and loaded.hard == () and loaded.text == ""
     assert dataclasses.replace(loaded, near={"x": frozenset()}).keys == q.keys
+
+
+def test_english_that_wordnet_lacks_is_no_unknown_word():
+    text = "How do I delete everything that Redis would precompile?"
+    absent = [tx.key(w) for w in ("everything", "redis", "precompile")]
+    # "everything" is of a closed class WordNet leaves out, "precompile" an English prefix on "compile";
+    # "redis" is no "re-" on an English word of four letters or more
+    assert subject.read(text, absent=absent).unknown() == ["Redis"]
+
+
+def test_a_word_the_index_holds_inside_a_file_name_is_not_absent(pg_server, embedder, tmp_path):
+    import psycopg
+
+    from tests.helpers import ingested_repo
+
+    url, _, _ = ingested_repo(
+        pg_server,
+        embedder,
+        tmp_path,
+        "tool",
+        {"docs/settings.md": "# Settings\n\nProject settings live in pyproject.toml under the tool table.\n"},
+    )
+    with psycopg.connect(url) as conn:
+        stats = subject.corpus_stats(conn, ["pyproject", "rspamd", "settings"])
+    # the keyword index keeps "pyproject.toml" whole: "pyproject" is no lexeme of its own, yet it is there
+    assert stats.absent == {tx.key("rspamd")}
+    q = subject.read("Can the settings go outside pyproject or into rspamd?", absent=stats.absent)
+    assert q.unknown() == ["rspamd"]

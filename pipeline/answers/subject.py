@@ -23,7 +23,7 @@ from typing import Any
 
 from pipeline.answers import lexicon
 from pipeline.answers import words as tx
-from pipeline.query.terms import anchor_counts, term_counts
+from pipeline.query.terms import anchor_counts, term_counts, token_parts
 
 MIN_SUBJECT = 0.15  # share of the subject's IDF weight the best document must carry
 FRAME_SHARE = 0.2  # of the rest of the subject, a line naming the question's name must carry (unframed)
@@ -104,12 +104,33 @@ class Question:
         if not self.absent or not lexicon.available():
             return []
         words = [w for w in tx.words(self.text) if tx.is_content(w) and re.search(r"[^\W\d_]", w)]
-        keys = [tx.key(w) for w in words if tx.key(w) in self.absent and not lexicon.base_forms(w)]
+        keys = [tx.key(w) for w in words if tx.key(w) in self.absent and not _english(w)]
         return tx.as_written(self.text, list(dict.fromkeys(keys)))
 
     @property
     def absent_share(self) -> float:
         return sum(self.subject[k] for k in self.absent if k in self.subject) / (sum(self.subject.values()) or 1.0)
+
+
+# English that WordNet does not hold: its closed classes (a question of the uv docs' asked "How do I
+# delete everything in uv's cache?"), and a word made by an English prefix on one it holds
+# ("precompile", "prefetch"; the rest at least PREFIXED_REST letters: "redis" is no "re-" + "dis").
+_CLOSED = frozenset(
+    """everything anything something nothing everyone anyone someone everybody anybody somebody nobody
+    whatever whichever whoever whenever wherever however""".split()
+)
+_PREFIXES = ("pre", "re", "un", "non", "de", "dis", "mis", "over", "under", "sub", "super", "auto", "multi", "co",
+             "inter", "post", "semi", "anti", "counter")  # fmt: skip
+PREFIXED_REST = 4
+
+
+def _english(word: str) -> bool:
+    """Whether `word` is English, as far as WordNet and these closed classes and prefixes tell."""
+    w = word.lower()
+    if w in _CLOSED or lexicon.base_forms(w):
+        return True
+    rest = [w[len(p) :].lstrip("-") for p in _PREFIXES if w.startswith(p)]
+    return any(len(r) >= PREFIXED_REST and lexicon.base_forms(r) for r in rest)
 
 
 @dataclass(frozen=True)
@@ -276,5 +297,7 @@ def corpus_stats(conn, words: Sequence[str], anchors: Sequence[str] = ()) -> Cor
         if lexeme is not None and not df and not w.endswith("ly"):
             absent.add(k)
     gone = frozenset(absent - {tx.key(w) for w, lx, df, _ in rows if df})
+    if gone:  # a word the index holds only inside a file name ("pyproject" of "pyproject.toml") is known
+        gone -= {tx.key(w) for w in token_parts(conn, [w.lower() for w in words if tx.key(w) in gone])}
     named = anchor_counts(conn, list(dict.fromkeys(anchors)), ANCHOR_DF_CAP) if rows else {}
     return CorpusStats(weights, gone, dfs, named, int(rows[0][3] or 0) if rows else 0)

@@ -32,3 +32,15 @@ def anchor_counts(conn: psycopg.Connection, anchors: Sequence[str], cap: int) ->
         conn.rollback()
         return {}
     return {a: int(n) for a, n in rows if n is not None}
+
+
+def token_parts(conn: psycopg.Connection, words: Sequence[str]) -> set[str]:
+    """The `words` (lowercase) the keyword index holds only inside a longer token, as its first part
+    ("pyproject" of "pyproject.toml"); none for a store without the keyword index's tables."""
+    if not words:
+        return set()
+    try:
+        return {w for (w,) in conn.execute(sql.SQL(text("parts")), {"words": list(words)}).fetchall()}
+    except psycopg.Error:
+        conn.rollback()
+        return set()
