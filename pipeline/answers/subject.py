@@ -112,9 +112,9 @@ class Question:
         return sum(self.subject[k] for k in self.absent if k in self.subject) / (sum(self.subject.values()) or 1.0)
 
 
-# English that WordNet does not hold: its closed classes (a question of the uv docs' asked "How do I
-# delete everything in uv's cache?"), and a word made by an English prefix on one it holds
-# ("precompile", "prefetch"; the rest at least PREFIXED_REST letters: "redis" is no "re-" + "dis").
+# English that WordNet does not hold: its closed classes (a user asks "How do I delete everything in the
+# cache?"), and a word made by an English prefix on one it holds ("precompile", "prefetch"; the rest at
+# least PREFIXED_REST letters: a short rest is too often a product name's tail, "re" + a three-letter word).
 _CLOSED = frozenset(
     """everything anything something nothing everyone anyone someone everybody anybody somebody nobody
     whatever whichever whoever whenever wherever however""".split()
@@ -297,7 +297,7 @@ def corpus_stats(conn, words: Sequence[str], anchors: Sequence[str] = ()) -> Cor
         if lexeme is not None and not df and not w.endswith("ly"):
             absent.add(k)
     gone = frozenset(absent - {tx.key(w) for w, lx, df, _ in rows if df})
-    if gone:  # a word the index holds only inside a file name ("pyproject" of "pyproject.toml") is known
+    if gone:  # a word the index holds only inside a file name ("settings" of "settings.toml") is known
         gone -= {tx.key(w) for w in token_parts(conn, [w.lower() for w in words if tx.key(w) in gone])}
     named = anchor_counts(conn, list(dict.fromkeys(anchors)), ANCHOR_DF_CAP) if rows else {}
     return CorpusStats(weights, gone, dfs, named, int(rows[0][3] or 0) if rows else 0)

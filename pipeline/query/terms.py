@@ -36,7 +36,7 @@ def anchor_counts(conn: psycopg.Connection, anchors: Sequence[str], cap: int) ->
 
 def token_parts(conn: psycopg.Connection, words: Sequence[str]) -> set[str]:
     """The `words` (lowercase) the keyword index holds only inside a longer token, as its first part
-    ("pyproject" of "pyproject.toml"); none for a store without the keyword index's tables."""
+    ("settings" of "settings.toml"); none for a store without the keyword index's tables."""
     if not words:
         return set()
     try:

@@ -1,5 +1,5 @@
 -- Of the given words (lowercase), those the keyword index holds as the first part of a longer token: a
--- dotted, hyphenated, underscored or slashed one ("pyproject" of "pyproject.toml": Postgres' English
+-- dotted, hyphenated, underscored or slashed one ("settings" of "settings.toml": Postgres' English
 -- configuration keeps a file or host name whole) (pipeline.query.terms.token_parts).
 SELECT w
 FROM unnest(%(words)s::text[]) AS w
