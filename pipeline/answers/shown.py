@@ -263,7 +263,7 @@ def _in_order(lines: list[Unit]) -> list[Unit]:
 
 def _heading(u: Unit) -> Unit | None:
     """The heading line of the packed section `u` is in, as a line to show above it: a reader is told
-    which entry ("3.76. delete") a line of a chunk packing several is about."""
+    which entry ("4.2. timeout") a line of a chunk packing several is about."""
     return Unit(u.heading, "heading", u.evidence, 0, heading=u.heading) if u.heading else None
 
 

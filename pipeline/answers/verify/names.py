@@ -13,8 +13,8 @@ A sentence's names here are its proper nouns, its identifiers and its terms (wor
 pipeline.answers.verify.terms): what a wrong claim puts another of its kind in the place of.
 
 Identifiers the same way (`added_identifiers`): an entry's text says "this option" and a claim names the
-option its entry is about ("Setting max_rcpt to 0 removes the cap" for "A value of zero disables the
-limit"); "SIGUSR1" for "SIGHUP", "ORIG_HEAD" for "HEAD" put one in the place of the sentence's own, which
+option its entry is about ("Setting max_peers to 0 removes the cap" for "A value of zero disables the
+limit"); "SIGUSR1" for "SIGHUP", "PREV_STATE" for "STATE" put one in the place of the sentence's own, which
 is refused as before. On the fit claims: 6 true claims more accepted, 2 wrong ones more (both naming a
 program the sentence leaves implicit); on the report claims as many right as before (bench/verify_docs.py).
 """
@@ -28,12 +28,12 @@ from pipeline.answers import words as tx
 from pipeline.answers.verify.anchors import proper_nouns
 from pipeline.answers.verify.blocks import CitedBlock
 
-_ACRONYM = re.compile(r"(?<![\w.:/-])[A-Z][A-Z0-9_]+(?![\w])")  # "SIGHUP", "RCPT": a name however plain its letters
+_ACRONYM = re.compile(r"(?<![\w.:/-])[A-Z][A-Z0-9_]+(?![\w])")  # "SIGHUP", "TCP": a name however plain its letters
 
 
 def names_of(sentence: str) -> dict[str, str]:
     """A sentence's names (normalised) and the kind of each: proper nouns, identifiers, terms."""
-    # an identifier with digits or signs in it ("master(8)", "max_rcpt") is code; a bare word one
+    # an identifier with digits or signs in it ("master(8)", "max_peers") is code; a bare word one
     # ("ArgoCD") looks like a name
     out = {
         n: "code" if not i.isalpha() else kind(n, sentence)
