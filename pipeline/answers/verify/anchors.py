@@ -141,9 +141,7 @@ def anchor_problems(anc: Anchors, cited: list[CitedBlock], skip: frozenset[str] 
         if not any(n in b.keyset for b in cited):
             problems.append(f"number {n[1:]} is not in the cited evidence")
     for ident in anc.exact:
-        if ident not in skip and not any(
-            tx.ident_in(ident, b.folded_plain) or tx.ident_in(ident, b.folded) for b in cited
-        ):
+        if ident not in skip and not ident_cited(ident, cited):
             problems.append(f"identifier {ident!r} is not in the cited evidence")
     for q in anc.quoted:  # quotation marks say "these very words": "001" is not "0001"
         if not any(f" {q} " in f" {hay} " for b in cited for hay in (b.norm, b.norm_plain)):
@@ -151,6 +149,11 @@ def anchor_problems(anc: Anchors, cited: list[CitedBlock], skip: frozenset[str] 
     if anc.proper and not any(name_in(p, b) for p in anc.proper for b in cited):
         problems.append(f"none of its names ({', '.join(anc.proper)}) is in the cited evidence")
     return problems
+
+
+def ident_cited(ident: str, cited: list[CitedBlock]) -> bool:
+    """Whether a cited block holds the identifier (folded) as written, not inside a longer one."""
+    return any(tx.ident_in(ident, b.folded_plain) or tx.ident_in(ident, b.folded) for b in cited)
 
 
 def name_in(p: str, b: CitedBlock) -> bool:

@@ -92,7 +92,7 @@ def read(s: str, cited: list[CitedBlock]) -> ClaimReading:
     added = names.added_identifiers(anc.exact, s, said, cited)
     problems = anchor_problems(anc, cited, skip=added)
     hard = [p for p in problems if not p.startswith("none of its names")]
-    if why := logic.problem(s, sents):
+    if why := logic.problem(s, sents, said):
         hard.append(why)
     elif sents:
         # A word turned into its opposite, a term put in another's place: decisive, as a logical word

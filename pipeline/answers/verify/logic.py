@@ -207,9 +207,10 @@ def align(claim: str, sentences: list[str]) -> str:
     return best
 
 
-def problem(claim: str, sentences: list[str]) -> str | None:
-    """The logical change of `claim` against the evidence sentence it is aligned to, as a violation."""
+def problem(claim: str, sentences: list[str], aligned: str | None = None) -> str | None:
+    """The logical change of `claim` against the evidence sentence it is aligned to (`aligned`, where the
+    caller has it: `align`), as a violation."""
     if not sentences:
         return None
-    why = changed(claim, align(claim, sentences), " ".join(sentences))
+    why = changed(claim, align(claim, sentences) if aligned is None else aligned, " ".join(sentences))
     return f"logical word changed: {why}" if why else None

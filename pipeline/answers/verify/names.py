@@ -25,7 +25,7 @@ import re
 
 import pipeline.answers.verify.terms as terms
 from pipeline.answers import words as tx
-from pipeline.answers.verify.anchors import proper_nouns
+from pipeline.answers.verify.anchors import ident_cited, proper_nouns
 from pipeline.answers.verify.blocks import CitedBlock
 
 _ACRONYM = re.compile(r"(?<![\w.:/-])[A-Z][A-Z0-9_]+(?![\w])")  # "SIGHUP", "TCP": a name however plain its letters
@@ -89,6 +89,4 @@ def added_identifiers(idents: list[str], claim: str, sentence: str, cited: list[
     own = (*tx.identifiers(sentence), *(a.lower() for a in _ACRONYM.findall(sentence)))
     if any(not tx.ident_in(n, folded) for n in own):
         return frozenset()
-    return frozenset(
-        i for i in idents if not any(tx.ident_in(i, b.folded_plain) or tx.ident_in(i, b.folded) for b in cited)
-    )
+    return frozenset(i for i in idents if not ident_cited(i, cited))
