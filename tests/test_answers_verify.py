@@ -67,7 +67,7 @@ def one(line: str, evidence: dict = EV):
         pytest.param("RFC 2094 was accepted in August 2017. [E1]", "reworded", marks=MISSED),
         ("The borrow checker does not tie a borrow to its lexical scope any longer. [E1]", "reworded"),
         pytest.param("Arthur's Magazine was published in Philadelphia. [E2]", "reworded", marks=MISSED),
-        pytest.param("It was accepted after 3 rounds of review [E1]", "reworded", marks=MISSED),
+        ("It was accepted after 3 rounds of review [E1]", "reworded"),
     ],
 )
 def test_true_claims_pass_with_the_expected_strategy(line, strategy):

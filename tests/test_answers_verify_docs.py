@@ -16,7 +16,6 @@ from pipeline.answers.verify import opposites, terms, verify_request
 # True claims the fitted model refuses, strict xfails: see FULL_MATCH in tests/test_answers_verify.py.
 FULL_MATCH = "all its words are in the evidence, not as one span: the model's lex weight is negative"
 # What the refit with the relation features (issue 45) trades, strict xfails too (see tests/test_answers_verify.py).
-THIN = "a short true claim naming one part of a long sentence covers little of its clause (cover +0.90)"
 FLAGS = (
     "the sense flags weigh little in the refit (relation -0.34, swap -0.43): a wrong claim built of the "
     "evidence's own words, flagged, still reaches the threshold"
@@ -210,7 +209,6 @@ def test_a_number_bounded_from_the_other_side_is_refused():
     assert not ok("Keep the load over 4 on every host.", "Keep the load below 4 on every host.")
 
 
-@pytest.mark.xfail(reason=THIN, strict=True)
 def test_a_claim_without_the_bound_is_no_number_bounded_from_the_other_side():
     ev = "Leave the canary running for at least 30 minutes, and no more than 2 hosts at once."
     assert ok("Leave the canary running for 30 minutes.", ev)  # unbounded: the check of conditions is not this

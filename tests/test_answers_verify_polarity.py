@@ -55,6 +55,16 @@ CASES = [
         "The nightly backup is written without gzip compression.",
         "The nightly backup is compressed with gzip.",
     ),
+    (  # one negation a side, turning round words the other says otherwise: both deny, in other words
+        "The relay closes the session when no reply arrives within the grace period.",
+        "If a reply is not received within the grace period, the relay closes the session.",
+        "The relay closes the session when a reply arrives within the grace period.",
+    ),
+    (  # the same with a verb of the claim's own: "lacks support" for "is not implemented"
+        "On embedded boards the agent lacks support for sandboxing its workers.",
+        "Worker sandboxing is not implemented in the agent's embedded build.",
+        "On embedded boards the agent supports sandboxing its workers.",
+    ),
     (  # "cannot have X without Y" says "X requires Y": two negations, none asserted
         "Having a replica requires that a primary be configured.",
         "You cannot have a replica without configuring a primary.",

@@ -134,8 +134,9 @@ def differs(claim: str, sentence: str, claim_keys: set[str], evidence: str = "")
     """A negation on one side only: one of the sentence's, of what the claim talks about, that no negation
     of the claim's says, or one of the claim's that none of the sentence's says. Negations are matched by
     what they turn round, not counted: "will not update paths, and will not record paths" supports "will
-    not update paths"; "fails" and "does not fail" still differ. A claim's negation may be said anywhere in
-    the `evidence` (the sentence by default): a rewording may join sentences, as logic.changed reads it."""
+    not update paths"; "fails" and "does not fail" still differ; the ones left over pair up, one a side.
+    A claim's negation may be said anywhere in the `evidence` (the sentence by default): a rewording may
+    join sentences, as logic.changed reads it."""
     mine, theirs = negations(claim), negations(sentence)
     sentence_keys = set(tx.content_keys(asserted(sentence)))
     claim_side = claim_keys | set(tx.content_keys(asserted(claim)))
@@ -143,13 +144,19 @@ def differs(claim: str, sentence: str, claim_keys: set[str], evidence: str = "")
     # branches will not update paths" for a claim about updating paths; not a later "and the commit
     # command will not record paths", nor "if the former is not used")
     required = [n for n in theirs if not n.head or claim_keys & n.head]
-    if any(not any(_same(n, m, sentence_keys, claim_side) for m in mine) for n in required):
-        return True
-    if not any(not any(_same(m, n, claim_side, sentence_keys) for n in theirs) for m in mine):
+    unsaid = [n for n in required if not any(_same(n, m, sentence_keys, claim_side) for m in mine)]
+    unmatched = [m for m in mine if not any(_same(m, n, claim_side, sentence_keys) for n in theirs)]
+    if unsaid:
+        # as many on each side that match none of the other's: both deny, in other words ("no command
+        # arrives", "is not received"; "lacks support", "is not implemented"). A negation added or dropped
+        # leaves the counts apart. On the fit claims: 6 true claims fewer flagged, 5 wrong ones, all
+        # refused on other grounds too (accuracy 86.4 % → 86.6 %).
+        return len(unsaid) != len(unmatched)
+    if not unmatched:
         return False
     if not evidence:
         return True
     # there, only a negation that turns round something ("provided" alone, a light word, says nothing here)
     anywhere = [n for n in negations(evidence) if n.head]
     evidence_keys = set(tx.content_keys(asserted(evidence)))
-    return any(not any(_same(m, n, claim_side, evidence_keys) for n in anywhere) for m in mine)
+    return any(not any(_same(m, n, claim_side, evidence_keys) for n in anywhere) for m in unmatched)

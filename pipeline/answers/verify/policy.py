@@ -23,7 +23,7 @@ from typing import Any
 
 from pipeline.errors import AnswerError
 
-POLICY_VERSION = "14"  # 2: the question-aware layer (addresses_question, deflection → HYBRID); no new content word
+POLICY_VERSION = "15"  # 2: the question-aware layer (addresses_question, deflection → HYBRID); no new content word
 # 3: roles — a name's words in order, who did what ("directed by X"), a relation said of both names in one sentence
 # 4: framing — an answer to a question framed by a name ("in Haskell") is a deflection unless a claim speaks of both
 # 5: documentation — numbers and units however written, exact identifiers, WordNet synonyms, a word's company
@@ -41,6 +41,8 @@ POLICY_VERSION = "14"  # 2: the question-aware layer (addresses_question, deflec
 #     probability each; logical words (modality, quantity, order, frequency, bounds, direction, scope) compared;
 #     support quoted / supported / unsupported; the word-share thresholds and the entity strategy are gone
 # 14: an identifier the claim adds (the sentence it rests on leaves out none) is a flag, not a refusal
+# 15: negations left unmatched pair up, one a side; a changed polarity weighs by how much of its sentence
+#     the claim keeps (negation_kept)
 SHIPPED = Path(__file__).resolve().parent.parent / "params" / "verifier.json"
 FORMAT = 1
 
