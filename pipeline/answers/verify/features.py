@@ -25,7 +25,7 @@
     negation_kept
                negation × cover: a polarity changed in a claim that keeps the rest of its sentence is the
                edit that makes a wrong claim; one that rewords the sentence throughout more often reads
-               a negation its own way (fit, leaving one corpus out, with no HaluEval: 85.4 % → 86.1 %)
+               a negation its own way (fit documentation claims, leaving one corpus out: 85.4 % → 86.1 %)
     nli        (only with a cross-encoder judge configured) its entailment score
 
 The exact checks that are decisive whatever the rest says (a number, date, identifier or quoted text
