@@ -10,7 +10,7 @@ from pipeline.answers.verify import logic
 from pipeline.answers.verify.anchors import anchors
 from pipeline.answers.verify.blocks import CitedBlock
 from pipeline.answers.verify.polarity import asserted
-from pipeline.answers.verify.sense import sense_problems
+from pipeline.answers.verify.sense import OTHER_SIDE, sense_problems
 
 
 def negation_flag(claim: str, evidence: str) -> bool:
@@ -84,6 +84,9 @@ def test_a_negated_bound_is_the_converse_bound():
     assert asserted("you can't keep a message more than 60 seconds") == "you can keep a message at most 60 seconds"
     assert asserted("it does not accept fewer than 3 peers") == "it does accept at least 3 peers"
     assert not negation_flag("By default a message can be kept for at most one minute.", evidence)
+    # the number's bound as the evidence asserts it: from above, as the claim's
+    kept = "By default a message can be kept for at most one minute."
+    assert not any(OTHER_SIDE in p for p in sense_problems(kept, anchors(kept), [CitedBlock(evidence)]))
     assert logic.problem("By default a message can be kept for at most one minute.", [evidence]) is None
     why = logic.problem("By default a message can be kept for at least one minute.", [evidence])
     assert why is not None and "'at least' where the evidence says 'at most'" in why

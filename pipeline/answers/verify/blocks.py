@@ -95,11 +95,6 @@ class CitedBlock:
         return self.words[self.positions[key][0]]
 
     @cached_property
-    def bounds(self) -> dict[str, dict[int, int]]:
-        """Its numbers' bounds (see `number_bounds`), read once for every claim citing it."""
-        return number_bounds(self.words)
-
-    @cached_property
     def key_prefixes(self) -> frozenset[str]:
         return frozenset(k[:KEY_PREFIX] for k in self.keyset)
 

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from functools import lru_cache
 
 import pipeline.answers.verify.names as names
 import pipeline.answers.verify.policy as policy
 from pipeline.answers import words as tx
 from pipeline.answers.verify.anchors import Anchors, anchors, name_in, positions_of, together
 from pipeline.answers.verify.blocks import CitedBlock, bound_cue, number_bounds, roles
-from pipeline.answers.verify.polarity import LIGHT, differs, negations
+from pipeline.answers.verify.polarity import LIGHT, asserted, differs, negations
 
 # A name the evidence does not say, where its sentence has no name the claim leaves out (names.py).
 ADDED = "is added: the sentence it rests on leaves out no name it could stand for"
@@ -70,7 +71,7 @@ def _reworded(  # noqa: PLR0913
     short = len(words) <= NAME_WORDS and all(w[:1].isupper() or w[:1].isdigit() for w in s.split()) and not negations(s)
     if not short and differs(s, best_b.sentence_text(lo, hi), keys, " ".join(b.text for b in cited)):
         return ["negation differs from the evidence sentence it matches"]
-    if flipped := _bound_flipped(words, cited):
+    if flipped := _bound_flipped(tx.words(asserted(s)), cited):
         return [f"'{flipped}': {OTHER_SIDE}"]
     far = [
         n
@@ -108,11 +109,18 @@ def _bound_flipped(words: list[str], cited: list[CitedBlock]) -> str | None:
     """A number the claim bounds from one side ("at most 30 minutes") that the evidence bounds only from
     the other ("at least 30 minutes"): the claim's words for it."""
     for k, sides in number_bounds(words).items():
-        known = set().union(*(b.bounds.get(k, {}) for b in cited))
+        known = set().union(*(_bounds(b.text).get(k, {}) for b in cited))
         for side, i in sides.items():
             if side and -side in known and side not in known:
                 return " ".join((*bound_cue(words, i)[0], words[i]))
     return None
+
+
+@lru_cache(maxsize=4096)
+def _bounds(text: str) -> dict[str, dict[int, int]]:
+    """The bounds of a text's numbers as it asserts them: "can't keep more than 60 s" bounds 60 s from above
+    (polarity.asserted), as the claim's "at most a minute" does."""
+    return number_bounds(tx.words(asserted(text)))
 
 
 def _stray_anchor(s: str, anc: Anchors, cited: list[CitedBlock]) -> str | None:
