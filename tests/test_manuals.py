@@ -40,6 +40,24 @@ def test_definition_entries_of_a_long_section_are_its_sub_sections_with_anchors(
     assert first.text.startswith("param_0 (default: 1000)\n")  # the rest of the term: the entry's first line
 
 
+def test_a_bold_lead_in_with_its_value_keeps_the_name_on_the_entry_s_first_line():
+    # groff's HTML sets a configuration file's options as "<p><b>name:</b> value</p>", the text after it
+    entries = "".join(
+        f'<p style="margin-left:15%"><b>opt_{i}:</b> {i if i % 2 else "&lt;none&gt;"}</p>'
+        f'<p style="margin-left:22%">Sets the limit number {i}. {FILLER * 2}</p>'
+        for i in range(12)
+    )
+    page = f"<html><body><h1>FROB.CONF</h1><h2>FIELD DESCRIPTIONS</h2>{entries}</body></html>"
+    entries_ = [s for s in parse_html(page).sections if len(s.heading_path) == 3]
+    assert len(entries_) == 12
+    assert entries_[1].heading_path[-1] == "opt_1" and entries_[1].text.startswith("opt_1: 1\n")
+    assert entries_[2].text.startswith("opt_2: <none>\n")  # not a bare "1" or "<none>" a reader cannot place
+    # a lead-in before a sentence stays its heading alone: the sentence reads without it
+    note = f"<p><b>Note:</b> The daemon reads it once.</p><p>{FILLER * 3}</p>"
+    page = f"<html><body><h1>Guide</h1><h2>Start</h2>{note * 6}</body></html>"
+    assert not any(s.text.startswith("Note:") for s in parse_html(page).sections)
+
+
 def test_a_short_definition_list_under_a_heading_stays_text():
     page = (
         "<html><body><h1>Guide</h1><h2>Words</h2><p>Intro.</p><dl><dt>alpha</dt><dd>first</dd>"

@@ -181,7 +181,10 @@ class Walk:
                 kept = [Piece("term", whole)] if whole.text != lead else []  # a keyword line: its term, its values
                 yield Entry(lead, kept, [Piece(kind, whole)], _entry_anchor(tag))
             elif name == "p":
-                yield Entry(lead, list(self._rest(tag, kind)), [Piece(kind, whole)], _entry_anchor(tag))
+                rest = list(self._rest(tag, kind))
+                if len(rest) == 1 and _a_value(rest[0].rich.text):  # "name: 0": the value says nothing alone
+                    rest = [Piece("term", whole)]
+                yield Entry(lead, rest, [Piece(kind, whole)], _entry_anchor(tag))
             else:
                 yield from self.events(tag, kind, top)
         else:
@@ -350,6 +353,15 @@ def _first_child(tag: Tag) -> object:
             continue
         return child
     return None
+
+
+# A bold lead-in's rest that is a value, not a sentence: "0", "<none>", "/var/run", "yes (default)". Words, not
+# characters: a path or an option list is one word; a definition runs longer or ends as a sentence does.
+_VALUE_WORDS = 3
+
+
+def _a_value(text: str) -> bool:
+    return 0 < len(text.split()) <= _VALUE_WORDS and not text.rstrip().endswith((".", "!", "?"))
 
 
 def _lead_in(tag: Tag) -> str:

@@ -10,7 +10,8 @@ from pipeline.records import Section
 # when a parser's sections change, and every store re-chunks its documents on the next ingest, re-embedding
 # only chunks whose text changed (vectors are reused by text hash).
 # 2: entries as sections, man pages, anchors, furniture removed across a source's pages
-PARSER_VERSION = "2"
+# 3: a bold lead-in followed by a value alone keeps its whole line as the entry's first ("name: 0")
+PARSER_VERSION = "3"
 
 
 @dataclass(frozen=True)
