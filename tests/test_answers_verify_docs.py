@@ -229,6 +229,14 @@ def test_a_subject_named_in_the_sentence_before_is_no_stray_value():
     assert ok("mod_cache_disk requires the service of mod_cache.", page)
 
 
+def test_a_default_is_stated_of_what_the_sentence_before_names():
+    # "Defaults to …" has no subject of its own: what it joins to a name is said in one sentence with it
+    page = "Returns the default chunkLimit used by readers. Defaults to 4096 (4 KiB), or 64 for rawMode."
+    assert ok("For readers in rawMode, the default chunkLimit is 64.", page)
+    out = verify_request({"answer": "For readers in rawMode, the default chunkLimit is 64.", "evidence": page})
+    assert not any("of them in one sentence" in v for v in out["claims"][0]["violations"])
+
+
 def test_two_words_exchanged_in_a_short_sentence_trade_places_but_neighbours_may():
     ev = "Quotas are set by the administrator and enforced by the scheduler."
     out = verify_request(

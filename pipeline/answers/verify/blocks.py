@@ -17,6 +17,9 @@ _DATE_DMY = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH},?\s
 _GLUED = re.compile(r"(?<=[a-z0-9)\]\"'][.!?])(?=[A-Z][a-z])")  # "…in India.India, officially…": two texts joined
 _PRONOUNS = frozenset({"it", "he", "she", "they", "its", "his", "her", "their", "this", "these", "which"})
 OPENING = 6  # a sentence's first keys, where it names its subject: what a later "It …" can refer to
+# A sentence that opens stating a default ("Defaults to 16.", "The default is 6.", "Default: 300 s.") states
+# it of what the sentence before names, as one opening with a pronoun does.
+_DEFAULT = tx.key("default")
 _NAME_JOINS = tx.NAME_CONNECTORS
 _MD_LINK = re.compile(r"!?\[([^\]\n]*)\]\([^)\s]*(?:\s+\"[^\"]*\")?\)|!?\[([^\]\n]+)\]\[[^\]\n]*\]|<https?://[^>]+>")
 
@@ -194,14 +197,14 @@ class CitedBlock:
 
     @cached_property
     def antecedents(self) -> list[tuple[int, ...]]:
-        """For each sentence that opens with a pronoun ("It was accepted in 2017"), the sentences whose
-        openings name what it likely refers to: its paragraph's first, and the last one before it that
-        does not open with a pronoun; () for the others."""
+        """For each sentence that opens with a pronoun ("It was accepted in 2017") or states a default
+        ("Defaults to 16."), the sentences that name what it likely speaks of: its paragraph's first, and
+        the last one before it that opens with neither; () for the others."""
         self.sentences  # noqa: B018 — fills _paragraph_first
         out: list[tuple[int, ...]] = []
         last = 0
         for n, (lo, _) in enumerate(self.sentences):
-            if n and self.words[lo : lo + 1] and self.words[lo] in _PRONOUNS:
+            if n and self.words[lo : lo + 1] and (self.words[lo] in _PRONOUNS or _DEFAULT in self.keys[lo : lo + 2]):
                 out.append(tuple({self._paragraph_first[n], last}))
             else:
                 out.append(())
@@ -216,9 +219,15 @@ class CitedBlock:
     def sentence_windows(self) -> list[frozenset[str]]:
         """Each sentence's keys, with — for one that opens with a pronoun — its antecedents' openings."""
         return [
-            keys.union(*(self._opening(m) for m in before))
-            for keys, before in zip(self.sentence_keys, self.antecedents, strict=True)
+            keys.union(*(self._opening(m) if self._refers(n) else self.sentence_keys[m] for m in before))
+            for n, (keys, before) in enumerate(zip(self.sentence_keys, self.antecedents, strict=True))
         ]
+
+    def _refers(self, n: int) -> bool:
+        """Sentence n opens with a pronoun: it refers to what its antecedents' openings name (a default is
+        stated of all its antecedent says: "This option enforces X on Y. The default value is Z.")."""
+        lo = self.sentences[n][0]
+        return self.words[lo] in _PRONOUNS
 
     def referred(self, positions: list[int]) -> set[int]:
         """The sentences holding these positions, and the pronoun-opened ones whose antecedent names them
