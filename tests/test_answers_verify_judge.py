@@ -42,6 +42,14 @@ def test_an_added_only_is_refused_and_the_unedited_sentence_is_quoted():
     assert same["audit_mode"] == "STRICT" and same["claims"][0]["support"] == "quoted"
 
 
+def test_a_claim_of_all_where_the_evidence_says_only_is_refused():
+    sentence = "The tool steps the clock only during its first three updates."
+    why = logic.problem("The tool steps the clock at any point while it runs.", [sentence])
+    assert why is not None and "'any' where the evidence says 'only'" in why
+    assert logic.problem("The tool steps the clock during its first three updates.", [sentence]) is None
+    assert logic.problem("Only during its first three updates does the tool step the clock.", [sentence]) is None
+
+
 @pytest.mark.parametrize(
     ("claim", "sentence"),
     [

@@ -75,6 +75,7 @@ TABLE: dict[str, dict[str, tuple[str, ...]]] = {
 # of its dimension ("only root can …" against "root can …"; "always" against no frequency). A universal
 # quantifier is not among them: "each"/"every"/"any" are how a rewording says a plural ("every window").
 RESTRICTING = frozenset({("scope", "only"), ("frequency", "always")})
+_ALL = ("quantity", "all")
 # A claim's value the evidence's satisfies: a claim that something "should" be done says less than
 # evidence that it "must" (the other way round it says more).
 SATISFIED_BY = {("modality", "advised"): frozenset({"necessary"})}
@@ -166,6 +167,11 @@ def changed(claim: str, sentence: str, evidence: str = "") -> str | None:
             return f"{word!r} where the evidence says {other[0][1]!r}"
         if (dim, value) in RESTRICTING and not any(d == dim for d, _ in theirs):
             return f"{word!r}, which the evidence does not say"
+    # "at any point" for "only in the first three updates", "any number of files" for "only for a single file":
+    # a claim of all where the sentence restricts with "only" (and the claim does not) drops the restriction
+    # and says the opposite of it. On the fit claims: 5 wrong ones more refused, no true one.
+    if (only := theirs.get(("scope", "only"))) and ("scope", "only") not in mine and (every := mine.get(_ALL)):
+        return f"{every!r} where the evidence says {only!r}"
     return None
 
 

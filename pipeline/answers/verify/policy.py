@@ -42,7 +42,8 @@ POLICY_VERSION = "15"  # 2: the question-aware layer (addresses_question, deflec
 #     support quoted / supported / unsupported; the word-share thresholds and the entity strategy are gone
 # 14: an identifier the claim adds (the sentence it rests on leaves out none) is a flag, not a refusal
 # 15: negations left unmatched pair up, one a side; a changed polarity weighs by how much of its sentence
-#     the claim keeps (negation_kept)
+#     the claim keeps (negation_kept); a number's bound read as asserted; a sentence stating a default reads
+#     the one before it; a claim of all where the evidence says "only" is refused
 SHIPPED = Path(__file__).resolve().parent.parent / "params" / "verifier.json"
 FORMAT = 1
 
