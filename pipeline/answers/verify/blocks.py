@@ -204,7 +204,7 @@ class CitedBlock:
         out: list[tuple[int, ...]] = []
         last = 0
         for n, (lo, _) in enumerate(self.sentences):
-            if n and self.words[lo : lo + 1] and (self.words[lo] in _PRONOUNS or _DEFAULT in self.keys[lo : lo + 2]):
+            if n and self.words[lo : lo + 1] and (self._refers(n) or _DEFAULT in self.keys[lo : lo + 2]):
                 out.append(tuple({self._paragraph_first[n], last}))
             else:
                 out.append(())
@@ -217,17 +217,16 @@ class CitedBlock:
 
     @cached_property
     def sentence_windows(self) -> list[frozenset[str]]:
-        """Each sentence's keys, with — for one that opens with a pronoun — its antecedents' openings."""
+        """Each sentence's keys, with its antecedents' openings for one that opens with a pronoun, and all
+        of their keys for one that states a default ("This option enforces X on Y. The default is Z.")."""
         return [
             keys.union(*(self._opening(m) if self._refers(n) else self.sentence_keys[m] for m in before))
             for n, (keys, before) in enumerate(zip(self.sentence_keys, self.antecedents, strict=True))
         ]
 
     def _refers(self, n: int) -> bool:
-        """Sentence n opens with a pronoun: it refers to what its antecedents' openings name (a default is
-        stated of all its antecedent says: "This option enforces X on Y. The default value is Z.")."""
-        lo = self.sentences[n][0]
-        return self.words[lo] in _PRONOUNS
+        """Whether sentence n opens with a pronoun (it refers to what its antecedents' openings name)."""
+        return self.words[self.sentences[n][0]] in _PRONOUNS
 
     def referred(self, positions: list[int]) -> set[int]:
         """The sentences holding these positions, and the pronoun-opened ones whose antecedent names them
