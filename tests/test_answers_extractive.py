@@ -522,3 +522,30 @@ def test_a_packed_entrys_lines_are_shown_under_its_heading():
     assert offered.index("3.1. delete") < offered.index("Type: quadoption Default: ask-yes")
     assert offered.index("Type: quadoption Default: ask-yes") < offered.index("3.2. delete_untag")
     assert offered.index("3.2. delete_untag") < offered.index(untag.text)
+
+
+def test_a_close_line_repeating_its_heading_s_words_is_still_brought():
+    # a heading names what its lines speak of: a line saying more with the heading's words is no repeat of it
+    from pipeline.chunk import Chunker
+    from pipeline.config import EmbeddingConfig
+    from pipeline.embed import Embedder
+    from pipeline.parse.html import parse_html
+
+    filler = " ".join(f"Step {w} of the recovery reads the {w} log file again." for w in "abcdefghij")
+    page = f"""<html><head><title>Limits</title></head><body><h1>Limits</h1><h2>1. Transactions</h2>
+<div class="sect2"><h3>Transaction IDs</h3><p>Transaction IDs are 31-bit unsigned integers.</p>
+<p>The IDs wrap when the largest one is reached.</p><p>{filler}</p></div>
+<div class="sect2"><h3>Cursors</h3><p>A cursor belongs to one transaction.</p></div></body></html>"""
+    (chunk,) = Chunker(Embedder(EmbeddingConfig()).tokenizer, 256).chunk("Limits", parse_html(page).sections)
+    lines = units(_evidence("E1", chunk.text, chunk.blocks))
+    at = {u.text: i for i, u in enumerate(lines)}
+    ids, wrap = at["Transaction IDs are 31-bit unsigned integers."], at["The IDs wrap when the largest one is reached."]
+    assert lines[ids].heading == "Transaction IDs"
+    assert shown._same(lines[ids], shown._heading(lines[ids])) is False
+    logits = np.full(len(lines), -5.0)
+    logits[wrap], logits[ids] = 3.0, 2.8  # close to the best line, past what its passage grows into
+    scored = dataclasses.make_dataclass("Scored", ["units", "logits", "sims"])
+    r = scored(lines, logits, np.zeros(len(lines)))
+    assert lines[ids] not in shown.passage(lines[wrap])
+    offered = [u.text for u in shown.candidates(r, list(np.argsort(-logits)), n=1)]
+    assert offered[:3] == ["Transaction IDs", lines[ids].text, lines[wrap].text]

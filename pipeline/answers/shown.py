@@ -195,6 +195,7 @@ def choose(r: Scored, order: list[int], follow: float, max_lines: int) -> list[U
 # A line that shares more than this share of the shorter line's content words (and the same code) with a
 # chosen line says the same thing: set by hand, not fitted (a reworded repeat keeps most of its words).
 SAME_WORDS = 0.7
+_LABELS = frozenset({"heading", "term"})  # lines that name what other lines speak of
 ENTRY_LINES = 6  # an entry up to this many lines is quoted whole (a manual's option: name, text, default)
 
 
@@ -274,9 +275,13 @@ def _next(us: list[Unit], i: int) -> Unit | None:
 
 
 def _same(a: Unit, b: Unit) -> bool:
-    """Says the same as an already chosen line: the same text, or mostly the same words and code."""
+    """Says the same as an already chosen line: the same text, or mostly the same words and code. A
+    heading or a term only names what lines speak of: it is the same only as its own text (a line
+    repeating a heading's two words says more than the heading)."""
     if " ".join(a.text.split()) == " ".join(b.text.split()):
         return True
+    if {a.kind, b.kind} & _LABELS:
+        return False
     if set(a.code) != set(b.code):
         return False
     ka, kb = set(tx.content_keys(a.text)), set(tx.content_keys(b.text))
