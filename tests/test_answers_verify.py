@@ -469,3 +469,23 @@ def test_a_quote_attributed_to_any_named_source_passes(line):
 def test_words_before_a_quote_that_say_more_than_its_source_are_checked():
     c = one('After three weeks of review in the Zurich office the team said "no longer ties a borrow". [E1]')
     assert not c.verified
+
+
+def test_a_claim_saying_by_default_in_other_words_reads_as_by_default():
+    from pipeline.answers.verify import defaults
+
+    ev = "The default value is 60 seconds, which means that you can't cache an object more than 60 seconds."
+    said = [
+        "Out of the box, an object can be cached for at most one minute.",
+        "If you don't specify it, an object can be cached for at most one minute.",
+        "Unless configured otherwise, an object can be cached for at most one minute.",
+    ]
+    for claim in said:
+        assert defaults.plain(claim, ev).startswith("by default, an object")
+        assert one(f"{claim} [E1]", {"E1": ev}).verified, claim  # "don't" is no negation of the evidence's
+    # the phrase going on names the alternative; evidence without a default, or saying the phrase, keeps it
+    assert defaults.plain("It accepts unless you set it to drop.", ev) == "It accepts unless you set it to drop."
+    assert defaults.plain("Out of the box, it caches.", "It caches for 60 seconds.") == "Out of the box, it caches."
+    kept = "Unless configured otherwise, it caches."
+    assert defaults.plain(kept, "Unless configured otherwise, it caches by default.") == kept
+    assert not one("Out of the box, an object can be cached for at most ten minutes. [E1]", {"E1": ev}).verified

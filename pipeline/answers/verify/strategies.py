@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import pipeline.answers.verify.defaults as defaults
 import pipeline.answers.verify.features as features
 import pipeline.answers.verify.judge as judge
 import pipeline.answers.verify.logic as logic
@@ -106,6 +107,7 @@ def first_pass(text: str, pointers: tuple[str, ...], blocks: dict[str, CitedBloc
             if why:
                 violations.append(why)
             continue
+        s = defaults.plain(s, " ".join(b.text for b in cited))  # "unless you change it": "by default"
         reading = features.read(s, cited)
         violations += reading.hard
         pending.readings.append((s, reading))
