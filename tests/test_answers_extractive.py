@@ -241,7 +241,11 @@ def test_an_entry_section_is_quoted_whole_its_first_line_with_the_default_first(
     assert lines[0].text == "limit_3 (default: 300)"
     chosen, unsure = _choose_line(ev, body[4])
     assert chosen == ["limit_3 (default: 300)", *body]
-    # unsure: the entry's first line above its best line and the lines around it, a bounded passage
+    assert unsure == chosen  # unsure, an entry within a passage's words is offered whole too
+    # unsure, a longer one: the entry's first line above its best line and the lines around it, bounded
+    body = [f"Rule {n} of the limit applies to every client that connects." for n in range(20)]
+    ev, lines = _entry_section(body)
+    unsure = _choose_line(ev, body[4])[1]
     assert unsure[0] == "limit_3 (default: 300)" and body[4] in unsure
     rest = unsure[1:]
     assert rest == body[body.index(rest[0]) : body.index(rest[0]) + len(rest)] and len(rest) < len(body)
@@ -318,7 +322,9 @@ def test_the_shown_model_reads_what_the_offered_passages_hold():
 def test_a_section_another_document_already_shows_takes_no_candidate_place():
     # a manual's per-chapter page and its one-page copy hold the same long section; other sections differ
     nouns = "alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike".split()
+    nouns += "november oscar papa quebec romeo sierra tango uniform victor whiskey xray yankee zulu".split()
     steps = [f"Check {a} {b} {a}{b} {b}{a} then {a}-{b} and {b}-{a}." for a, b in zip(nouns, nouns[1:], strict=False)]
+    assert sum(len(words.words(s)) for s in steps) > shown.PASSAGE_WORDS + 10  # its last step past a passage
     faq = " ".join(steps)
     pages = [
         _evidence("E1", faq, section="FAQ > Missing files", doc="faq/missing.html"),
@@ -330,19 +336,20 @@ def test_a_section_another_document_already_shows_takes_no_candidate_place():
     at = {(u.evidence.pointer, u.text): i for i, u in enumerate(r.units)}
     logits = np.full(len(r.units), -5.0)
     logits[at[("E1", steps[0])]] = 5.0  # its passage: the first lines, not the last (PASSAGE_WORDS)
-    logits[at[("E2", steps[11])]] = 4.0  # new to the reader, but the shown chunk holds it
+    logits[at[("E2", steps[-1])]] = 4.0  # new to the reader, but the shown chunk holds it
     logits[at[("E4", "A line only this page has.")]] = 3.0  # holds a shown line, and one of its own
     logits[at[("E3", "Documentation builds need AsciiDoc 8.6.3 or newer.")]] = 2.0
     ranked = extractive.Ranked(r.question, r.units, r.x, logits)
     offered = shown.candidates(ranked, ranked.order(), 3)
-    assert steps[11] not in {u.text for u in offered}
+    assert steps[-1] not in {u.text for u in offered}
     assert list(dict.fromkeys(u.evidence.doc_key for u in offered)) == ["faq/missing.html", "other.html", "build.html"]
 
 
 def _long_section(last: str) -> tuple[extractive.Ranked, dict[str, int], np.ndarray]:
     """A long section whose best line opens it and whose `last` line sits far below, past the passage's
     words, beside a second section's line: ranked, each line's place, logits with those two set."""
-    filler = [f"Paragraph {w} explains {w} handling, {w} limits and {w} logs." for w in "abcdefghijkl"]
+    names = [f"{a}{b}" for a in "abcdefgh" for b in "xyz"][: shown.PASSAGE_WORDS // 9 + 4]  # past a passage
+    filler = [f"Paragraph {w} explains {w} handling, {w} limits and {w} logs." for w in names]
     text = " ".join(["The shell connects to the server.", *filler, last])
     ev = _evidence("E1", text, section="Shell > Usage", doc="shell.html")
     other = _evidence("E2", "Timeouts are constants of the source.", section="Timeouts", doc="hooks.html")
@@ -524,28 +531,32 @@ def test_a_packed_entrys_lines_are_shown_under_its_heading():
     assert offered.index("3.2. delete_untag") < offered.index(untag.text)
 
 
-def test_a_close_line_repeating_its_heading_s_words_is_still_brought():
+IDS = "Transaction IDs are 31-bit unsigned integers, which gives just over two billion of them."
+
+
+def test_a_close_line_repeating_its_heading_s_words_is_still_brought(monkeypatch):
     # a heading names what its lines speak of: a line saying more with the heading's words is no repeat of it
     from pipeline.chunk import Chunker
     from pipeline.config import EmbeddingConfig
     from pipeline.embed import Embedder
     from pipeline.parse.html import parse_html
 
-    filler = " ".join(f"Step {w} of the recovery reads the {w} log file again." for w in "abcdefghij")
+    monkeypatch.setattr(shown, "PASSAGE_WORDS", 40)  # the best line's passage fills with the steps after it
+    filler = " ".join(f"Step {w} of the recovery reads the {w} log file again." for w in "abcd")
     page = f"""<html><head><title>Limits</title></head><body><h1>Limits</h1><h2>1. Transactions</h2>
-<div class="sect2"><h3>Transaction IDs</h3><p>Transaction IDs are 31-bit unsigned integers.</p>
+<div class="sect2"><h3>Transaction IDs</h3><p>{IDS}</p>
 <p>The IDs wrap when the largest one is reached.</p><p>{filler}</p></div>
 <div class="sect2"><h3>Cursors</h3><p>A cursor belongs to one transaction.</p></div></body></html>"""
     (chunk,) = Chunker(Embedder(EmbeddingConfig()).tokenizer, 256).chunk("Limits", parse_html(page).sections)
     lines = units(_evidence("E1", chunk.text, chunk.blocks))
     at = {u.text: i for i, u in enumerate(lines)}
-    ids, wrap = at["Transaction IDs are 31-bit unsigned integers."], at["The IDs wrap when the largest one is reached."]
+    ids, wrap = at[IDS], at["The IDs wrap when the largest one is reached."]
     assert lines[ids].heading == "Transaction IDs"
     assert shown._same(lines[ids], shown._heading(lines[ids])) is False
     logits = np.full(len(lines), -5.0)
     logits[wrap], logits[ids] = 3.0, 2.8  # close to the best line, past what its passage grows into
     scored = dataclasses.make_dataclass("Scored", ["units", "logits", "sims"])
     r = scored(lines, logits, np.zeros(len(lines)))
-    assert lines[ids] not in shown.passage(lines[wrap])
+    assert lines[ids] not in shown.passage(lines[wrap], shown.PASSAGE_WORDS)
     offered = [u.text for u in shown.candidates(r, list(np.argsort(-logits)), n=1)]
     assert offered[:3] == ["Transaction IDs", lines[ids].text, lines[wrap].text]

@@ -33,14 +33,18 @@ class Scored(Protocol):
     def sims(self) -> np.ndarray: ...  # each line's cosine to the question (0 where not embedded)
 
 
-CANDIDATES = 3  # passages offered when unsure: the best of as many different sections (issue 46: 2–3)
-# A candidate is its best line with the lines that complete it, at most this many words: the rest of its
-# paragraph after it, then before it, then the lines after and before it in its chunk (a short section,
-# such as a man page's option, whole). Measured on the fit corpora's 140 answerable questions (seven
-# corpora, bench/phrase_losses.py --words): the answer phrase in the reply for 65 with the line alone, 86
-# at 40 words, 101 at 60, 111 at 80, 111 at 100; 80 is where more words stop buying answers (a reply's
-# median 185 words, its longest section's 76).
-PASSAGE_WORDS = 80
+# Passages offered when unsure, the best of as many different sections (issue 46: 2–3), each its best line
+# with the lines that complete it, at most PASSAGE_WORDS words: the rest of its paragraph after it, then
+# before it, then the lines after and before it in its chunk (a short section, such as a man page's
+# option, whole). Fitted together on the kept rankings of 14 fit corpora's 450 answerable asks
+# (bench/phrase_losses.py --keep; 2026-12-07), the answer phrase in the reply, and a reply's median words:
+#     3 passages of  80 words  385  222        2 passages of 120 words  382  198
+#     3 passages of 100 words  391  258        2 passages of 140 words  389  216
+#     3 passages of 160 words  402  331        2 passages of 160 words  392  228 (180, 200: 392)
+# For as many words, more of the best section buys more answers than a third section does; 160 is where
+# more words stop buying any.
+CANDIDATES = 2
+PASSAGE_WORDS = 160
 # A section's best line seldom stands alone in a long section: its other lines scoring within CLOSE_LOGITS of
 # it (the line model's logits; at most CLOSE_LINES, each with up to CLOSE_WORDS words around it) come with
 # its passage. Replayed on the shipped line model's rankings (the candidates alone, 80-word passages):
