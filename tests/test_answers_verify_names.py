@@ -99,6 +99,28 @@ def test_an_order_or_comparison_said_from_the_other_end_is_no_change_but_an_edit
     assert logic.problem("The daemon tries inotify and kqueue after polling.", order) is not None
 
 
+def test_the_same_order_comparison_or_preference_with_its_two_sides_traded_is_refused():
+    evidence = [
+        "full-upgrade upgrades installed packages, removing or installing packages as necessary.",
+        "This command is less conservative than safe-upgrade and thus more likely to remove packages.",
+    ]
+    traded = logic.problem("safe-upgrade is less conservative than full-upgrade, so it removes more.", evidence)
+    assert traded == "logical word changed: the two sides of 'less' trade places against the evidence"
+    for kept in (
+        "full-upgrade is less conservative than safe-upgrade.",  # as the evidence says it
+        "safe-upgrade is more conservative than full-upgrade.",  # from the other end
+        "The full-upgrade command is less conservative than safe-upgrade, so it removes more.",
+    ):
+        assert logic.problem(kept, evidence) is None, kept
+    order = ["Run the backup before the upgrade."]
+    assert logic.problem("Run the upgrade before the backup.", order) is not None
+    assert logic.problem("Run the upgrade after the backup.", order) is None
+    choice = ["For a clean shutdown, send the master process SIGQUIT rather than SIGTERM."]
+    assert "'rather than'" in (logic.problem("Send the master process SIGTERM rather than SIGQUIT.", choice) or "")
+    assert logic.problem("For a clean shutdown, send SIGQUIT to the master process instead of SIGTERM.", choice) is None
+    assert logic.problem("Send the master process SIGTERM instead of SIGQUIT.", choice) is not None
+
+
 def test_a_threshold_is_raised_until_one_set_is_right_often_enough():
     xs = [{"a": v} for v in (0.1, 0.3, 0.5, 0.7, 0.9)]
     ys = [False, False, False, True, True]

@@ -9,7 +9,9 @@ the evidence sentence it is aligned to, dimension by dimension:
     conflict   the claim says a value the sentence does not, and the sentence says another value of the
                same dimension ("'may' where the evidence says 'must'");
     added      the claim adds a restricting word the sentence has no word of its dimension for (an added
-               "only", "always"): it says more than the evidence.
+               "only", "always"): it says more than the evidence;
+    traded     the claim says the sentence's order, comparison or preference with its two sides traded
+               ("A is faster than B" for "B is faster than A", "A rather than B" for "B rather than A").
 
 A word the claim leaves out weakens it ("must" dropped: the claim says less) and is not refused; a claim
 without the sentence's qualifier is a partial claim. Words of one value stand for each other ("must" and
@@ -18,6 +20,7 @@ without the sentence's qualifier is a partial claim. Words of one value stand fo
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from functools import lru_cache
 
@@ -150,11 +153,16 @@ def changed(claim: str, sentence: str, evidence: str = "") -> str | None:
     word and the sentence's ("'may' where the evidence says 'must'"). A value said anywhere in the
     `evidence` (the sentence's whole text by default) is no change: a rewording may join sentences. Texts
     are read as they assert (polarity.asserted): "can't … more than 60 s" bounds from above, as "at most"."""
+    if why := _preference_traded(claim, sentence, evidence):
+        return why
     claim, sentence = asserted(claim), asserted(sentence)
     mine, theirs = marks(claim), marks(sentence)
     anywhere = marks(asserted(evidence)) if evidence else theirs
     turned = (tx.negations(claim) > 0) != (tx.negations(sentence) > 0)
     for (dim, value), word in mine.items():
+        said = theirs.get((dim, value)) if dim in _CONVERSE else None  # the same word: its sides must agree
+        if said and (why := _traded(claim, word, sentence, said, asserted(evidence), dim)):
+            return why
         if (dim, value) in anywhere or (dim in _TURNED_BY_NEGATION and turned):
             continue
         other = [(v, w) for v, w in _said(theirs, dim) if (dim, v) not in _CONDITION_FREE]
@@ -199,6 +207,71 @@ def _converse(claim: str, word: str, sentence: str, said: str, evidence: str) ->
     e_left |= set(tx.content_keys(evidence.split(sentence)[0])) if sentence and sentence in evidence else set()
     only_left, only_right = e_left - e_right, e_right - e_left
     return bool(right & only_left) and bool(left & only_right) and not right & only_right
+
+
+# Where a clause ends: its punctuation, or a word that opens another clause.
+_CLAUSE_END = re.compile(
+    r"[,;:()]|(?<![\w-])(?:and|or|but|so|therefore|thus|hence|which|because|since|while|whereas|if|unless|when"
+    r"|whenever)(?![\w-])",
+    re.IGNORECASE,
+)
+_THAN = re.compile(r"(?:\s+[\w-]+){0,2}?\s+than(?![\w-])", re.IGNORECASE)  # "more conservative than"
+_PREFERENCE = ("rather than", "instead of")  # "A rather than B": A chosen over B
+
+
+def _sides_of(text: str, word: str, dim: str) -> tuple[set[str], set[str]] | None:
+    """The content keys of the clause before `word` (a phrase) and of what it relates to after it (after
+    "than" for a comparison: "A is faster than B"), each within its clause; None where `text` does not
+    say it so (a comparison without "than", "above 4", compares nothing named)."""
+    m = re.search(_phrase(word), text, re.IGNORECASE)
+    if m is None:
+        return None
+    end = m.end()
+    if dim == "comparison":
+        than = _THAN.match(text, end)
+        if than is None:
+            return None
+        end = than.end()
+    before, after = text[: m.start()], text[end:]
+    cut = [b.end() for b in _CLAUSE_END.finditer(before)]
+    stop = _CLAUSE_END.search(after)
+    left = before[cut[-1] :] if cut else before
+    return set(tx.content_keys(left)), set(tx.content_keys(after[: stop.start()] if stop else after))
+
+
+def _traded(claim: str, word: str, sentence: str, said: str, evidence: str, dim: str) -> str | None:
+    """Why the claim says the sentence's order, comparison or preference with its two sides traded ("A is
+    faster than B" for "B is faster than A", "run A before B" for "run B before A"), or None: what the
+    claim puts after its word stands before the sentence's (or earlier in the evidence: "This command
+    …" named before), what it puts before stands after, and the two never share what follows."""
+    mine, theirs = _sides_of(claim, word, dim), _sides_of(sentence, said, dim)
+    if mine is None or theirs is None:
+        return None
+    (left, right), (e_left, e_right) = mine, theirs
+    if sentence and sentence in evidence:
+        e_left |= set(tx.content_keys(evidence.split(sentence)[0]))
+    # each side's own words ("full-upgrade" and "safe-upgrade" share "upgrade")
+    left, right, e_left, e_right = left - right, right - left, e_left - e_right, e_right - e_left
+    if right & e_left and left & e_right and not right & e_right:
+        return f"the two sides of {word!r} trade places against the evidence"
+    return None
+
+
+def _preference_traded(claim: str, sentence: str, evidence: str) -> str | None:
+    """ "A rather than B" (or "instead of") where the sentence says "B rather than A": `_traded`, on the
+    texts as written (as they assert, "rather than" reads as "not")."""
+    mine = next((p for p in _PREFERENCE if _says(claim, p)), None)
+    theirs = next((p for p in _PREFERENCE if _says(sentence, p)), None)
+    return _traded(claim, mine, sentence, theirs, evidence, "preference") if mine and theirs else None
+
+
+def _phrase(words: str) -> str:
+    """A pattern for `words` (a phrase) as whole words, any spacing."""
+    return r"(?<![\w-])" + r"\s+".join(map(re.escape, words.split())) + r"(?![\w-])"
+
+
+def _says(text: str, phrase: str) -> bool:
+    return re.search(_phrase(phrase), text, re.IGNORECASE) is not None
 
 
 def align(claim: str, sentences: list[str]) -> str:
