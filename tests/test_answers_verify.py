@@ -489,3 +489,11 @@ def test_a_claim_saying_by_default_in_other_words_reads_as_by_default():
     kept = "Unless configured otherwise, it caches."
     assert defaults.plain(kept, "Unless configured otherwise, it caches by default.") == kept
     assert not one("Out of the box, an object can be cached for at most ten minutes. [E1]", {"E1": ev}).verified
+
+
+def test_a_code_span_is_read_as_written_its_spaces_before_punctuation_kept():
+    # what a removed pointer leaves ("[E1] .") is squeezed; a code span is a quote and keeps its spacing
+    ev = "Haskell writes it (`first_elem : rest_of_the_list`), F# (`first_elem :: rest_of_the_list`)."
+    assert parse_claims(f"{ev} [E1]")[0].text == ev
+    assert verify(f"{ev} [E1]", {"E1": ev}).audit_mode == "STRICT"
+    assert parse_claims("It says so [E1] .")[0].text == "It says so."

@@ -10,6 +10,15 @@ POINTER_GROUP = re.compile(rf"[\[(【]\s*((?:{_PTR})(?:\s*(?:[,;&/]|and)\s*E?\s*
 _BULLET = re.compile(r"^\s*(?:[-*+•·]|\d{1,3}[.)]|\(\d{1,3}\)|[a-z][.)](?=\s))\s+")
 
 
+_CODE_OR_TEXT = re.compile(r"(`[^`]*`)|([^`]+)")  # an inline code span, or text outside one
+
+
+def _squeezed(m: re.Match[str]) -> str:
+    """Text outside code with no space before its punctuation (what a removed pointer leaves); a code span
+    as written: `first_elem : rest` is a quote, its space included."""
+    return m.group(1) or re.sub(r"\s+([.,;:!?])(?=\s|$)", r"\1", m.group(2))
+
+
 @dataclass(frozen=True)
 class ParsedClaim:
     text: str
@@ -29,7 +38,7 @@ def parse_claims(answer: str) -> list[ParsedClaim]:
         text = POINTER_GROUP.sub(" ", line)
         text = _BULLET.sub("", text)
         text = re.sub(r"\s+", " ", text).strip()
-        text = re.sub(r"\s+([.,;:!?])(?=\s|$)", r"\1", text)  # "[E1] ." → "."; not ".merge_file"
+        text = _CODE_OR_TEXT.sub(_squeezed, text)  # "[E1] ." → "."; not ".merge_file", nor inside code
         if not re.search(r"\w", text):
             continue  # separators, a bare pointer list
         claims.append(ParsedClaim(text, tuple(pointers)))
