@@ -2,10 +2,10 @@
 
 A rewording says what a setting is when nobody sets it in many ways, and an LLM writing an answer uses
 all of them. Their words ("change", "box", "don't") are found in no evidence that simply says "the
-default is 60", and "don't" reads as a negation: 8 true claims of the fit sets were refused for these
-words alone. Read as "by default" where the cited evidence speaks of a default and does not say the
-phrase itself; a phrase that goes on ("unless you set it to drop": the default and its alternative) is
-left as written. General English, one pattern.
+default is 60", and "don't" reads as a negation: of the fit claims, 8 true ones holding such a phrase
+were refused. Read as "by default" where the cited evidence speaks of a default and does not say the
+phrase itself (a phrase that goes on, "unless you set it to drop", the default and its alternative, is
+left as written), 2 of them are accepted and no wrong claim more. General English, one pattern.
 """
 
 from __future__ import annotations
