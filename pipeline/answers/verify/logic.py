@@ -155,13 +155,13 @@ def changed(claim: str, sentence: str, evidence: str = "") -> str | None:
     are read as they assert (polarity.asserted): "can't … more than 60 s" bounds from above, as "at most"."""
     if why := _preference_traded(claim, sentence, evidence):
         return why
-    claim, sentence = asserted(claim), asserted(sentence)
+    claim, sentence, told = asserted(claim), asserted(sentence), asserted(evidence)
     mine, theirs = marks(claim), marks(sentence)
-    anywhere = marks(asserted(evidence)) if evidence else theirs
+    anywhere = marks(told) if evidence else theirs
     turned = (tx.negations(claim) > 0) != (tx.negations(sentence) > 0)
     for (dim, value), word in mine.items():
         said = theirs.get((dim, value)) if dim in _CONVERSE else None  # the same word: its sides must agree
-        if said and (why := _traded(claim, word, sentence, said, asserted(evidence), dim)):
+        if said and (why := _traded(claim, word, sentence, said, told, dim)):
             return why
         if (dim, value) in anywhere or (dim in _TURNED_BY_NEGATION and turned):
             continue
@@ -169,7 +169,7 @@ def changed(claim: str, sentence: str, evidence: str = "") -> str | None:
         if (dim, value) in _CONDITION_FREE:  # "if" for "unless" turns the condition round; "if" for "when" does not
             other = [(v, w) for v, w in other if v == "unless" and (dim, v) not in mine]
         other = [(v, w) for v, w in other if v not in SATISFIED_BY.get((dim, value), ())]
-        if other and dim in _CONVERSE and _converse(claim, word, sentence, other[0][1], asserted(evidence)):
+        if other and dim in _CONVERSE and _converse(claim, word, sentence, other[0][1], told):
             continue
         if other:
             return f"{word!r} where the evidence says {other[0][1]!r}"

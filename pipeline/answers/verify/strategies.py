@@ -97,6 +97,7 @@ def first_pass(text: str, pointers: tuple[str, ...], blocks: dict[str, CitedBloc
     sentences = [text] if len(tx.split_sentences(text)) < 2 else [s for s in tx.split_sentences(text) if tx.words(s)]
     pending = Pending(text, pointers, cited, violations)
     strategies = []
+    evidence = " ".join(b.text for b in cited)
     for s in sentences:
         q = _quoted(s, cited) or (None, [])
         violations += q[1]
@@ -107,7 +108,7 @@ def first_pass(text: str, pointers: tuple[str, ...], blocks: dict[str, CitedBloc
             if why:
                 violations.append(why)
             continue
-        s = defaults.plain(s, " ".join(b.text for b in cited))  # "unless you change it": "by default"
+        s = defaults.plain(s, evidence)  # "unless you change it": "by default"
         reading = features.read(s, cited)
         violations += reading.hard
         pending.readings.append((s, reading))
