@@ -247,6 +247,24 @@ def test_two_words_exchanged_in_a_short_sentence_trade_places_but_neighbours_may
     assert ok("The daemon reads and writes the journal file.", "The daemon writes and reads the journal file.")
 
 
+def test_identifiers_and_quoted_values_exchanged_trade_places_as_whole_things():
+    # read word by word, "pack" is in "pack-index" too: neither is one word in one place to trade
+    ev = "Use pack-index to build the index files from the bundles written by pack, and keep both in the cache."
+    out = verify_request(
+        {"answer": "Use pack to build the index files from the bundles written by pack-index.", "evidence": ev}
+    )
+    assert "'pack' and 'pack-index' trade places against the evidence" in out["claims"][0]["violations"]
+    assert ok("Use pack-index to build the index files from the bundles that pack writes.", ev)
+    ev = 'For pinned hosts the default is "off", and setting "on" writes a warning to the log.'
+    out = verify_request(
+        {
+            "answer": 'For pinned hosts the default is "on", and setting "off" writes a warning to the log.',
+            "evidence": ev,
+        }
+    )
+    assert not out["verified"], out
+
+
 @needs_wordnet
 def test_a_wordnet_synonym_stands_in_for_a_word_of_the_evidence_never_strict():
     ev = "This option is mainly intended for sequences associated with unlogged tables."

@@ -236,6 +236,30 @@ def _content(words: list[str], keys: list[str]) -> list[tuple[str, str]]:
     return [(w, k) for w, k in zip(words, keys, strict=True) if tx.is_content(w) and k not in LIGHT]
 
 
+# An identifier of joined words ("git-am", "--icu-data-dir", "NODE_ICU_DATA") and a short quoted value ("on")
+# are one thing each: two of them exchanged are two things exchanged, though their words are each other's.
+_JOINED = re.compile(r"(?<![\w-])-{0,2}([^\W_]+(?:[-_][^\W_]+)+)")
+_QUOTED = re.compile(r'"([^"\s]{1,16})"')
+
+
+def _units(text: str) -> list[tuple[str, str]]:
+    """The content words of `text` as (word, key), an identifier or a quoted value one word."""
+    spans: dict[str, str] = {}
+
+    def one(m: re.Match[str]) -> str:
+        mark = f"zunit{len(spans)}z"  # one word to tx.words, never a word of the text
+        spans[mark] = m.group(0)
+        return f" {mark} "
+
+    text = _JOINED.sub(one, _QUOTED.sub(one, tx.fold(text)))
+    ws = tx.words(text)
+    return [
+        (spans[w], tx.normalise(spans[w]).strip()) if w in spans else (w, k)
+        for w, k in zip(ws, tx.keys(ws), strict=True)
+        if w in spans or (tx.is_content(w) and k not in LIGHT)
+    ]
+
+
 def _neighbours(seq: list[str], i: int) -> set[tuple[int, str]]:
     """The words before (-1) and after (1) position i, within CROSS_REACH."""
     return {(-1, k) for k in seq[max(0, i - policy.CROSS_REACH) : i]} | {
@@ -276,9 +300,7 @@ def crossed(s: str, b: CitedBlock, lo: int, hi: int) -> tuple[str, str] | None:
     way round ("set by the Kernel and enforced by the superuser" against "set by the superuser and
     enforced by the Kernel"; "0 if … and 1 otherwise" against "1 if … and 0 otherwise"). Company, not
     word order: a reworded or passive claim keeps each word's neighbours, a swapped one trades them."""
-    ws = tx.words(s)
-    claim = _content(ws, tx.keys(ws))
-    ev = _content(b.words[lo:hi], b.keys[lo:hi])
+    claim, ev = _units(s), _units(b.sentence_text(lo, hi))
     cseq, eseq = [k for _, k in claim], [k for _, k in ev]
     once = [k for k in dict.fromkeys(cseq) if cseq.count(k) == 1 and eseq.count(k) == 1]
     if len(once) < 2:
@@ -302,9 +324,8 @@ def exchanged(s: str, b: CitedBlock, lo: int, hi: int) -> tuple[str, str] | None
     "set by the superuser and enforced by the Kernel" when the sentence is too short for company to
     tell. Neighbours may trade places ("reads and writes" = "writes and reads"), and a reworded claim
     that reorders more than two words is not one exchange away."""
-    ws = tx.words(s)
-    claim = _content(ws, tx.keys(ws))
-    eseq = [k for _, k in _content(b.words[lo:hi], b.keys[lo:hi])]
+    claim = _units(s)
+    eseq = [k for _, k in _units(b.sentence_text(lo, hi))]
     cseq = [k for _, k in claim]
     once = [k for k in dict.fromkeys(cseq) if cseq.count(k) == 1 and eseq.count(k) == 1]
     at = [eseq.index(k) for k in once]  # the claim's words, as places in the evidence
