@@ -31,6 +31,10 @@ def ok(claim: str, evidence: str) -> bool:
     return verify_request({"answer": claim, "evidence": evidence})["verified"]
 
 
+def violations(claim: str, evidence: str) -> list[str]:
+    return verify_request({"answer": claim, "evidence": evidence})["claims"][0]["violations"]
+
+
 def mode(claim: str, evidence: str) -> str:
     return verify_request({"answer": claim, "evidence": evidence})["audit_mode"]
 
@@ -239,10 +243,8 @@ def test_a_default_is_stated_of_what_the_sentence_before_names():
 
 def test_two_words_exchanged_in_a_short_sentence_trade_places_but_neighbours_may():
     ev = "Quotas are set by the administrator and enforced by the scheduler."
-    out = verify_request(
-        {"answer": "Quotas are set by the scheduler and enforced by the administrator.", "evidence": ev}
-    )
-    assert "'scheduler' and 'administrator' trade places against the evidence" in out["claims"][0]["violations"]
+    said = violations("Quotas are set by the scheduler and enforced by the administrator.", ev)
+    assert "'scheduler' and 'administrator' trade places against the evidence" in said
     assert ok("The administrator sets quotas and the scheduler enforces them.", ev)
     assert ok("The daemon reads and writes the journal file.", "The daemon writes and reads the journal file.")
 
@@ -250,19 +252,11 @@ def test_two_words_exchanged_in_a_short_sentence_trade_places_but_neighbours_may
 def test_identifiers_and_quoted_values_exchanged_trade_places_as_whole_things():
     # read word by word, "pack" is in "pack-index" too: neither is one word in one place to trade
     ev = "Use pack-index to build the index files from the bundles written by pack, and keep both in the cache."
-    out = verify_request(
-        {"answer": "Use pack to build the index files from the bundles written by pack-index.", "evidence": ev}
-    )
-    assert "'pack' and 'pack-index' trade places against the evidence" in out["claims"][0]["violations"]
+    said = violations("Use pack to build the index files from the bundles written by pack-index.", ev)
+    assert "'pack' and 'pack-index' trade places against the evidence" in said
     assert ok("Use pack-index to build the index files from the bundles that pack writes.", ev)
     ev = 'For pinned hosts the default is "off", and setting "on" writes a warning to the log.'
-    out = verify_request(
-        {
-            "answer": 'For pinned hosts the default is "on", and setting "off" writes a warning to the log.',
-            "evidence": ev,
-        }
-    )
-    assert not out["verified"], out
+    assert not ok('For pinned hosts the default is "on", and setting "off" writes a warning to the log.', ev)
 
 
 @needs_wordnet
