@@ -68,7 +68,11 @@ def test_the_logical_change_is_read_against_the_sentence_the_claim_is_aligned_to
     assert logic.align("The backup may be taken before the upgrade.", sentences) == sentences[1]
     assert "'may' where the evidence says 'must'" in (logic.problem("The backup may be taken first.", sentences) or "")
     # a value the evidence says elsewhere is no change: a rewording may join two of its sentences
-    assert logic.problem("The backup may be taken first.", ["Logs may be rotated daily.", sentences[1]]) is None
+    joined = "The backup, which may be compressed, must be taken before the upgrade."
+    assert logic.problem(joined, ["Backups may be compressed.", sentences[1]]) is None
+    # but not in the place of the sentence's own word: there it is the sentence edited
+    edited = logic.problem("The backup may be taken first.", ["Logs may be rotated daily.", sentences[1]])
+    assert edited == "logical word changed: 'may' where the evidence says 'must'"
 
 
 def test_support_and_probability_are_in_every_claim_and_the_modes_follow_them():

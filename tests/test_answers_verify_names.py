@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pipeline.answers.verify import calibrate, features, judge, logic, names
+from pipeline.answers.verify import calibrate, features, judge, logic, names, verify_request
 from pipeline.answers.verify.anchors import anchors, proper_nouns
 from pipeline.answers.verify.blocks import CitedBlock
 from pipeline.answers.verify.polarity import differs
@@ -119,6 +119,38 @@ def test_the_same_order_comparison_or_preference_with_its_two_sides_traded_is_re
     assert "'rather than'" in (logic.problem("Send the master process SIGTERM rather than SIGQUIT.", choice) or "")
     assert logic.problem("For a clean shutdown, send SIGQUIT to the master process instead of SIGTERM.", choice) is None
     assert logic.problem("Send the master process SIGTERM instead of SIGQUIT.", choice) is not None
+
+
+def test_a_logical_word_replaced_in_its_place_is_refused_though_the_sentence_says_it_elsewhere():
+    switch = ["The debug console is disabled by default; however, many examples have it enabled."]
+    assert logic.problem(
+        "The debug console is enabled by default; however, many examples have it enabled.", switch
+    ) == ("logical word changed: 'enabled' where the evidence says 'disabled'")
+    compared = ["This mode is less strict than the default and thus more likely to accept bad input."]
+    edited = "This mode is more strict than the default and thus more likely to accept bad input."
+    assert logic.problem(edited, compared) == "logical word changed: 'more' where the evidence says 'less'"
+    order = ["The index is built before the cache is warmed, and the cache is dropped after that."]
+    edited = "The index is built after the cache is warmed, and the cache is dropped after that."
+    assert logic.problem(edited, order) == "logical word changed: 'after' where the evidence says 'before'"
+    # a word of the same value in its place, and a comparison said from the other end, are rewordings
+    assert logic.problem("The debug console is switched off by default.", switch) is None
+    assert logic.problem("Memory is more expensive than disk.", ["Disk is less expensive than memory."]) is None
+
+
+def test_a_quotation_with_a_logical_word_changed_outside_its_quotes_is_no_quotation():
+    ev = 'The second form ("job --abort") can only be run after the job has stopped with an error.'
+    out = verify_request(
+        {
+            "answer": 'The second form ("job --abort") can only be run before the job has stopped with an error.',
+            "evidence": ev,
+        }
+    )
+    assert not out["verified"]
+    assert out["claims"][0]["violations"] == ["logical word changed: 'before' where the evidence says 'after'"]
+    out = verify_request(
+        {"answer": 'The second form ("job --abort") can only be run after the job has stopped.', "evidence": ev}
+    )
+    assert out["verified"] and out["claims"][0]["support"] == "quoted"
 
 
 def test_a_threshold_is_raised_until_one_set_is_right_often_enough():

@@ -11,7 +11,10 @@ the evidence sentence it is aligned to, dimension by dimension:
     added      the claim adds a restricting word the sentence has no word of its dimension for (an added
                "only", "always"): it says more than the evidence;
     traded     the claim says the sentence's order, comparison or preference with its two sides traded
-               ("A is faster than B" for "B is faster than A", "A rather than B" for "B rather than A").
+               ("A is faster than B" for "B is faster than A", "A rather than B" for "B rather than A");
+    replaced   the claim is the sentence edited, a logical word replaced in its place by another value of
+               its dimension ("enabled by default" for "disabled by default; … have it enabled"): compared
+               by place, as the sentence may say the claim's word elsewhere, of something else.
 
 A word the claim leaves out weakens it ("must" dropped: the claim says less) and is not refused; a claim
 without the sentence's qualifier is a partial claim. Words of one value stand for each other ("must" and
@@ -22,8 +25,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from difflib import SequenceMatcher
 from functools import lru_cache
 
+import pipeline.answers.verify.policy as policy
 from pipeline.answers import words as tx
 from pipeline.answers.verify.polarity import asserted
 
@@ -155,6 +160,8 @@ def changed(claim: str, sentence: str, evidence: str = "") -> str | None:
     are read as they assert (polarity.asserted): "can't … more than 60 s" bounds from above, as "at most"."""
     if why := _preference_traded(claim, sentence, evidence):
         return why
+    if why := _substituted(claim, sentence):
+        return why
     claim, sentence, told = asserted(claim), asserted(sentence), asserted(evidence)
     mine, theirs = marks(claim), marks(sentence)
     anywhere = marks(told) if evidence else theirs
@@ -169,7 +176,7 @@ def changed(claim: str, sentence: str, evidence: str = "") -> str | None:
         if (dim, value) in _CONDITION_FREE:  # "if" for "unless" turns the condition round; "if" for "when" does not
             other = [(v, w) for v, w in other if v == "unless" and (dim, v) not in mine]
         other = [(v, w) for v, w in other if v not in SATISFIED_BY.get((dim, value), ())]
-        if other and dim in _CONVERSE and _converse(claim, word, sentence, other[0][1], told):
+        if other and dim in _CONVERSE and _converse(claim, word, sentence, other[0][1], told, dim):
             continue
         if other:
             return f"{word!r} where the evidence says {other[0][1]!r}"
@@ -183,6 +190,34 @@ def changed(claim: str, sentence: str, evidence: str = "") -> str | None:
     return None
 
 
+def _substituted(claim: str, sentence: str) -> str | None:
+    """Why the claim is the sentence with a logical word replaced by another value of its dimension, in
+    its place ("enabled by default" for "disabled by default", "more conservative" where the sentence
+    says "less conservative … more likely"), or None. Compared by place, not by the words the whole
+    sentence holds: the sentence may say the claim's word elsewhere, of something else."""
+    cw, sw = tx.words(tx.as_read(claim)), tx.words(tx.as_read(sentence))
+    if not cw or not sw:
+        return None
+    sm = SequenceMatcher(None, cw, sw, autojunk=False)
+    if sum(b.size for b in sm.get_matching_blocks()) < policy.EDIT_KEPT * len(cw):
+        return None  # a rewording, not the sentence with a word edited
+    for op, i1, i2, j1, j2 in sm.get_opcodes():
+        if op != "replace" or i2 - i1 > policy.EDIT_SPAN or j2 - j1 > policy.EDIT_SPAN:
+            continue
+        mine, theirs = " ".join(cw[i1:i2]), " ".join(sw[j1:j2])
+        if tx.negations(mine) or tx.negations(theirs):
+            continue  # "not enabled" for "disabled": the polarity check compares those
+        a, b = marks(mine), marks(theirs)
+        for (dim, value), word in a.items():
+            for (d, v), said in b.items():
+                if d != dim or v == value or v in SATISFIED_BY.get((dim, value), ()):
+                    continue
+                if dim in _CONVERSE and _converse(claim, word, sentence, said, "", dim):
+                    continue  # "memory is more expensive than disk" for "disk is less expensive than memory"
+                return f"{word!r} where the evidence says {said!r}"
+    return None
+
+
 def _sides(text: str, word: str) -> tuple[set[str], set[str]] | None:
     """The content keys before and after the first place `text` says `word` (a phrase), or None."""
     ws, phrase = tx.words(text), tx.words(word)
@@ -193,13 +228,15 @@ def _sides(text: str, word: str) -> tuple[set[str], set[str]] | None:
     return set(tx.content_keys(" ".join(ws[:at]))), set(tx.content_keys(" ".join(ws[at + n :])))
 
 
-def _converse(claim: str, word: str, sentence: str, said: str, evidence: str) -> bool:
+def _converse(claim: str, word: str, sentence: str, said: str, evidence: str, dim: str) -> bool:
     """Whether the claim says the sentence's order or comparison from the other end: "A before B" for "B
     after A", "A is smaller than B" for "B is greater than A". What stands after the claim's word stands
     before the sentence's (in the sentence, or earlier in the evidence: "This duration …" named before),
     what stands before it after the sentence's, and nothing after the sentence's word is after the claim's
     too. A sentence with one word changed keeps each side where it was: never a converse."""
     mine, theirs = _sides(claim, word), _sides(sentence, said)
+    if dim == "comparison" and (compared := _sides_of(claim, word, dim)) and (them := _sides_of(sentence, said, dim)):
+        mine, theirs = compared, them  # what is compared, not the adjective both say ("more expensive than")
     if mine is None or theirs is None:
         return False
     left, right = mine

@@ -23,7 +23,7 @@ from typing import Any
 
 from pipeline.errors import AnswerError
 
-POLICY_VERSION = "15"  # 2: the question-aware layer (addresses_question, deflection → HYBRID); no new content word
+POLICY_VERSION = "16"  # 2: the question-aware layer (addresses_question, deflection → HYBRID); no new content word
 # 3: roles — a name's words in order, who did what ("directed by X"), a relation said of both names in one sentence
 # 4: framing — an answer to a question framed by a name ("in Haskell") is a deflection unless a claim speaks of both
 # 5: documentation — numbers and units however written, exact identifiers, WordNet synonyms, a word's company
@@ -44,6 +44,9 @@ POLICY_VERSION = "15"  # 2: the question-aware layer (addresses_question, deflec
 # 15: negations left unmatched pair up, one a side; a changed polarity weighs by how much of its sentence
 #     the claim keeps (negation_kept); a number's bound read as asserted; a sentence stating a default reads
 #     the one before it; a claim of all where the evidence says "only" is refused
+# 16: a logical word replaced in its place in a sentence edited, not reworded (the sentence may say the
+#     claim's word elsewhere); a quote's words outside the quotes compared for logical words; an identifier of
+#     joined words and a short quoted value one thing each when words trade places
 SHIPPED = Path(__file__).resolve().parent.parent / "params" / "verifier.json"
 FORMAT = 1
 
@@ -86,6 +89,8 @@ CROSS_MARGIN: int = int(_V["cross_margin"])  # more company when swapped than as
 SYNONYM_SENSES: int = int(_V["synonym_senses"])  # a synonym shares one of the first N WordNet senses
 NEAR_SENSES: int = int(_V["near_senses"])  # a near word: a synset among the first N senses of either
 NEAR_STEPS: int = int(_V["near_steps"])  # or within N WordNet links of a common synset
+EDIT_KEPT: float = float(_V["edit_kept"])  # a claim with this share of its words in the sentence's order is an edit
+EDIT_SPAN: int = int(_V["edit_span"])  # words replaced at one place of an edited sentence, compared by place
 
 
 def record() -> dict[str, Any]:
