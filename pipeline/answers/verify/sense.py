@@ -232,12 +232,9 @@ def _swapped(s: str, named: list[str], anc: Anchors, b: CitedBlock, lo: int, hi:
     return False
 
 
-def _content(words: list[str], keys: list[str]) -> list[tuple[str, str]]:
-    return [(w, k) for w, k in zip(words, keys, strict=True) if tx.is_content(w) and k not in LIGHT]
-
-
 # An identifier of joined words ("git-am", "--icu-data-dir", "NODE_ICU_DATA") and a short quoted value ("on")
-# are one thing each: two of them exchanged are two things exchanged, though their words are each other's.
+# are one thing each: two of them exchanged are two things exchanged, though their words are each other's
+# (read word by word, "pack" is inside "pack-index"). Fit claims: swaps refused 39 → 43 of 65, no true one more.
 _JOINED = re.compile(r"(?<![\w-])-{0,2}([^\W_]+(?:[-_][^\W_]+)+)")
 _QUOTED = re.compile(r'"([^"\s]{1,16})"')
 

@@ -177,7 +177,8 @@ def _quoted(s: str, cited: list[CitedBlock]) -> tuple[str, list[str]] | None:
     anc.proper = [p for p in anc.proper if not set(tx.key(w) for w in p.split()) <= _ATTRIBUTION | source]
     problems = anchor_problems(anc, cited)
     problems += [p for p in sense_problems(s, anc, cited) if p.startswith("negation")]
-    # the words outside the quotes are compared as a set: a logical word changed there is no quotation
+    # `_quote` reads the words outside the quotes as a set of keys, where logical words are stopwords: one
+    # changed there ("can only be run before …" for "after …") is no quotation
     if why := logic.problem(s, features.sentences_of(cited)):
         problems.append(why)
     return strategy, problems
