@@ -11,7 +11,7 @@ import pytest
 
 from pipeline.answers import lexicon
 from pipeline.answers import words as tx
-from pipeline.answers.verify import opposites, terms, verify_request
+from pipeline.answers.verify import edits, opposites, terms, verify_request
 
 # True claims the fitted model refuses, strict xfails: see FULL_MATCH in tests/test_answers_verify.py.
 FULL_MATCH = "all its words are in the evidence, not as one span: the model's lex weight is negative"
@@ -93,6 +93,16 @@ def test_numbers_changed_are_refused():
     ev = "The buffer defaults to 64 KiB and the timeout to 10 s."
     assert not ok("The buffer defaults to 32 KiB.", ev)
     assert not ok("The timeout defaults to ten minutes.", ev)
+
+
+def test_a_number_replaced_in_its_place_is_refused_though_the_sentence_names_it_elsewhere():
+    ev = "The admin interface listens on port 6032, and clients connect to the proxy on port 6033."
+    said = violations("Clients connect to the proxy on port 6032.", ev)
+    assert said == ["number '6032' stands where the evidence says '6033'"]
+    assert ok("Clients connect to the proxy on port 6033.", ev)
+    # the same quantity written another way is no other number
+    assert edits.number_replaced("The grace period lasts 86,400 seconds.", "The grace period lasts 24 hours.") is None
+    assert edits.number_replaced("It fails over a second time.", "It fails over twice.") is None
 
 
 def test_half_an_hour_supports_30_minutes():

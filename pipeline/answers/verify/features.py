@@ -39,6 +39,7 @@ import math
 from dataclasses import dataclass, field
 
 import pipeline.answers.verify.align as align
+import pipeline.answers.verify.edits as edits
 import pipeline.answers.verify.logic as logic
 import pipeline.answers.verify.names as names
 import pipeline.answers.verify.opposites as opposites
@@ -108,6 +109,8 @@ def read(s: str, cited: list[CitedBlock]) -> ClaimReading:
             hard.append(f"'{pair[0]}' is the opposite of the evidence's '{pair[1]}'")
         elif pair := terms.replaced(s, said):
             hard.append(f"'{pair[0]}' stands where the evidence says '{pair[1]}'")
+        elif why := edits.number_replaced(s, said):
+            hard.append(why)
     ws = tx.words(s)
     keys = list(dict.fromkeys(k for w, k in zip(ws, quantity_keys(ws), strict=True) if tx.is_content(w)))
     soft = sense.sense_problems(s, anc, cited) if keys else []

@@ -25,10 +25,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from difflib import SequenceMatcher
 from functools import lru_cache
 
-import pipeline.answers.verify.policy as policy
+import pipeline.answers.verify.edits as edits
 from pipeline.answers import words as tx
 from pipeline.answers.verify.polarity import asserted
 
@@ -191,20 +190,12 @@ def changed(claim: str, sentence: str, evidence: str = "") -> str | None:
 
 
 def _substituted(claim: str, sentence: str) -> str | None:
-    """Why the claim is the sentence with a logical word replaced by another value of its dimension, in
-    its place ("enabled by default" for "disabled by default", "more conservative" where the sentence
-    says "less conservative … more likely"), or None. Compared by place, not by the words the whole
-    sentence holds: the sentence may say the claim's word elsewhere, of something else."""
-    cw, sw = tx.words(tx.as_read(claim)), tx.words(tx.as_read(sentence))
-    if not cw or not sw:
-        return None
-    sm = SequenceMatcher(None, cw, sw, autojunk=False)
-    if sum(b.size for b in sm.get_matching_blocks()) < policy.EDIT_KEPT * len(cw):
-        return None  # a rewording, not the sentence with a word edited
-    for op, i1, i2, j1, j2 in sm.get_opcodes():
-        if op != "replace" or i2 - i1 > policy.EDIT_SPAN or j2 - j1 > policy.EDIT_SPAN:
-            continue
-        mine, theirs = " ".join(cw[i1:i2]), " ".join(sw[j1:j2])
+    """Why the claim is the sentence edited with a logical word replaced by another value of its dimension
+    in its place ("enabled by default" for "disabled by default", "more conservative" where the sentence
+    says "less conservative … more likely"), or None (edits.py: the sentence may say the claim's word
+    elsewhere, of something else)."""
+    e = edits.edit(claim, sentence)
+    for mine, theirs in e.spans() if e else ():
         if tx.negations(mine) or tx.negations(theirs):
             continue  # "not enabled" for "disabled": the polarity check compares those
         a, b = marks(mine), marks(theirs)
