@@ -10,8 +10,10 @@ edit the checks read by place: logical words (logic.py), numbers (`number_replac
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from difflib import SequenceMatcher
+from functools import lru_cache
 
 import pipeline.answers.verify.policy as policy
 from pipeline.answers import words as tx
@@ -22,28 +24,30 @@ from pipeline.answers.verify.quantities import quantity_keys
 class Edit:
     """The claim's words, the sentence's, and each place replaced: (claim from, to, sentence from, to)."""
 
-    claim: list[str]
-    sentence: list[str]
-    places: list[tuple[int, int, int, int]]
+    claim: tuple[str, ...]
+    sentence: tuple[str, ...]
+    places: tuple[tuple[int, int, int, int], ...]
 
     def spans(self) -> list[tuple[str, str]]:
         """Each place as (the claim's words, the sentence's words), space-joined."""
         return [(" ".join(self.claim[a:b]), " ".join(self.sentence[c:d])) for a, b, c, d in self.places]
 
 
+@lru_cache(maxsize=4096)
 def edit(claim: str, sentence: str) -> Edit | None:
-    """`claim` as `sentence` edited, or None where it rewords the sentence instead."""
-    cw, sw = tx.words(tx.as_read(claim)), tx.words(tx.as_read(sentence))
+    """`claim` as `sentence` edited, or None where it rewords the sentence instead (cached: the logical words
+    and the numbers of one claim read the same edit)."""
+    cw, sw = tuple(tx.words(tx.as_read(claim))), tuple(tx.words(tx.as_read(sentence)))
     if not cw or not sw:
         return None
     sm = SequenceMatcher(None, cw, sw, autojunk=False)
     if sum(b.size for b in sm.get_matching_blocks()) < policy.EDIT_KEPT * len(cw):
         return None
-    places = [
+    places = tuple(
         (i1, i2, j1, j2)
         for op, i1, i2, j1, j2 in sm.get_opcodes()
         if op == "replace" and i2 - i1 <= policy.EDIT_SPAN and j2 - j1 <= policy.EDIT_SPAN
-    ]
+    )
     return Edit(cw, sw, places)
 
 
@@ -62,6 +66,6 @@ def number_replaced(claim: str, sentence: str) -> str | None:
     return None
 
 
-def _values(keys: list[str]) -> set[str]:
+def _values(keys: Sequence[str]) -> set[str]:
     """The numbers among `keys`, an ordinal as its number ("a second time" is "twice")."""
     return {k.removesuffix("th") for k in keys if k.startswith("#")}
