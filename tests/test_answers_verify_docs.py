@@ -269,6 +269,35 @@ def test_identifiers_and_quoted_values_exchanged_trade_places_as_whole_things():
     assert not ok('For pinned hosts the default is "on", and setting "off" writes a warning to the log.', ev)
 
 
+def test_an_exception_or_a_condition_the_evidence_rules_out_is_refused():
+    # "regardless", "even if": the condition does not matter; a claim with "unless" says it does
+    ev = "A pinned row is drawn with a yellow border, regardless of the theme in use."
+    said = violations("A pinned row is drawn with a yellow border unless the theme sets its own colour.", ev)
+    assert any("'unless' where the evidence says 'regardless'" in v for v in said)
+    ev = "The counter keeps its value, even if the filter changes."
+    assert not ok("The counter keeps its value unless the filter changes.", ev)
+    # an exception the evidence does not make says more than it
+    ev = "Every queue is flushed to disk at shutdown."
+    said = violations("Every queue is flushed to disk at shutdown except the spool queue.", ev)
+    assert any("'except', which the evidence does not say" in v for v in said)
+
+
+def test_a_preference_traded_is_refused_when_a_comma_stands_before_rather_than():
+    ev = "The script sets the variable to the path of the archive, rather than the path of the loader."
+    said = violations("The variable holds the path of the loader rather than the path of the archive.", ev)
+    assert any("trade places" in v for v in said)
+    assert ok("The script sets the variable to the path of the archive rather than the path of the loader.", ev)
+
+
+@needs_wordnet
+def test_words_trading_places_in_a_claim_reworded_with_synonyms_are_refused():
+    # every word found, "displayed" through WordNet: the exchange is all the claim changes
+    ev = "A muted track is shown with a red label and a blue outline."
+    said = violations("A muted track is displayed with a blue label and a red outline.", ev)
+    assert any("trade places" in v for v in said)
+    assert ok("A muted track is displayed with a red label and a blue outline.", ev)
+
+
 @needs_wordnet
 def test_a_wordnet_synonym_stands_in_for_a_word_of_the_evidence_never_strict():
     ev = "This option is mainly intended for sequences associated with unlogged tables."

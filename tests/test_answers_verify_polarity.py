@@ -106,3 +106,5 @@ def test_rewrites_stay_within_their_words():
     assert asserted("Limits are no longer than 5 s.") == "limits are at most 5 s."
     assert asserted("It is never longer than the default.") == "it is never longer than the default."
     assert asserted("It keeps logs from the last day.") == "it keeps logs from the last day."
+    # "stops anything": a pronoun after the verb, not a verb that stops
+    assert asserted("Before it stops anything it checks the queue.") == "before it stops anything it checks the queue."

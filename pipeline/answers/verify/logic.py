@@ -76,12 +76,24 @@ TABLE: dict[str, dict[str, tuple[str, ...]]] = {
         "except": ("except", "excluding", "other than", "apart from"),
         "unless": ("unless",),
         "if": ("if", "when", "whenever", "provided that", "in case"),
+        # the condition does not matter: "unless the rules match" says it does
+        "regardless": (
+            "regardless",
+            "irrespective",
+            "despite",
+            "in spite of",
+            "even if",
+            "even when",
+            "whether or not",
+        ),
     },
 }
 # Values whose addition restricts what is said: a claim that adds one says more than evidence with no word
-# of its dimension ("only root can …" against "root can …"; "always" against no frequency). A universal
-# quantifier is not among them: "each"/"every"/"any" are how a rewording says a plural ("every window").
-RESTRICTING = frozenset({("scope", "only"), ("frequency", "always")})
+# of its dimension ("only root can …" against "root can …"; "always" against no frequency; "unless" or
+# "except" an exception the evidence does not make: 2 wrong claims of the round-16 fit sets more refused,
+# no true fit claim). A universal quantifier is not among them: "each"/"every"/"any" are how a rewording
+# says a plural ("every window").
+RESTRICTING = frozenset({("scope", "only"), ("scope", "unless"), ("scope", "except"), ("frequency", "always")})
 _ALL = ("quantity", "all")
 # A claim's value the evidence's satisfies: a claim that something "should" be done says less than
 # evidence that it "must" (the other way round it says more).
@@ -261,6 +273,7 @@ def _sides_of(text: str, word: str, dim: str) -> tuple[set[str], set[str]] | Non
             return None
         end = than.end()
     before, after = text[: m.start()], text[end:]
+    before = before.rstrip(" ,;:")  # "the file, rather than the shell": a comma before the word ends no clause
     cut = [b.end() for b in _CLAUSE_END.finditer(before)]
     stop = _CLAUSE_END.search(after)
     left = before[cut[-1] :] if cut else before

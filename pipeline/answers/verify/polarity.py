@@ -45,7 +45,8 @@ _REWRITES: list[tuple[re.Pattern[str], str]] = [
         (rf"\b(?:stop|stops|stopped|stopping|prevent|prevents|prevented|preventing|keep|keeps|kept|keeping)"
          rf"\s+((?:{_W}\s+){{0,4}}?)from\s+(?=\w+ing\b)", r"\1not "),
         # "sources that stop responding" says "sources that do not respond (any more)"
-        (r"\b(?:stop|stops|stopped|cease|ceases|ceased)\s+(?=\w+ing\b)", "not "),
+        # ("stops anything": a pronoun, not a verb)
+        (r"\b(?:stop|stops|stopped|cease|ceases|ceased)\s+(?=(?!\w*thing\b)\w+ing\b)", "not "),
         # "leaves the clock alone / untouched / unchanged" says "does not change the clock"
         (rf"\b(?:leave|leaves|left|leaving)\s+((?:{_W}\s+){{0,4}}?)(?:alone|untouched|unchanged|as it is)\b",
          r"not change \1"),

@@ -23,7 +23,7 @@ from typing import Any
 
 from pipeline.errors import AnswerError
 
-POLICY_VERSION = "16"  # 2: the question-aware layer (addresses_question, deflection → HYBRID); no new content word
+POLICY_VERSION = "17"  # 2: the question-aware layer (addresses_question, deflection → HYBRID); no new content word
 # 3: roles — a name's words in order, who did what ("directed by X"), a relation said of both names in one sentence
 # 4: framing — an answer to a question framed by a name ("in Haskell") is a deflection unless a claim speaks of both
 # 5: documentation — numbers and units however written, exact identifiers, WordNet synonyms, a word's company
@@ -47,6 +47,8 @@ POLICY_VERSION = "16"  # 2: the question-aware layer (addresses_question, deflec
 # 16: a logical word replaced in its place in a sentence edited, not reworded (the sentence may say the
 #     claim's word elsewhere); a quote's words outside the quotes compared for logical words; an identifier of
 #     joined words and a short quoted value one thing each when words trade places
+# 17: "regardless" a value of the scope words, an added "unless"/"except" a restriction; words trading places
+#     decisive when every word is found through WordNet too; refit with two more blind fit sets
 SHIPPED = Path(__file__).resolve().parent.parent / "params" / "verifier.json"
 FORMAT = 1
 
